@@ -1,0 +1,32 @@
+# Every dependency comes from a Debian 12 package (scripts/setup.sh installs them).
+set(HDF5_PREFER_PARALLEL ON)
+find_package(HDF5 REQUIRED COMPONENTS C)
+find_package(MPI REQUIRED COMPONENTS C)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(CLI11 REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(fmt REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(ZLIB REQUIRED)
+
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
+find_path(CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu aarch64-linux-gnu openblas REQUIRED)
+add_library(nj_blas INTERFACE)
+target_link_libraries(nj_blas INTERFACE ${BLAS_LIBRARIES})
+target_include_directories(nj_blas SYSTEM INTERFACE ${CBLAS_INCLUDE_DIR})
+
+# Debian's METIS ships no CMake config; its idx_t is 32-bit.
+find_path(METIS_INCLUDE_DIR metis.h REQUIRED)
+find_library(METIS_LIBRARY metis REQUIRED)
+add_library(nj_metis INTERFACE)
+target_link_libraries(nj_metis INTERFACE ${METIS_LIBRARY})
+target_include_directories(nj_metis SYSTEM INTERFACE ${METIS_INCLUDE_DIR})
+
+add_library(nj_hdf5 INTERFACE)
+target_link_libraries(nj_hdf5 INTERFACE ${HDF5_C_LIBRARIES} MPI::MPI_C)
+target_include_directories(nj_hdf5 SYSTEM INTERFACE ${HDF5_C_INCLUDE_DIRS})
+target_compile_definitions(nj_hdf5 INTERFACE ${HDF5_C_DEFINITIONS})
+if(NOT HDF5_IS_PARALLEL)
+  message(STATUS "HDF5 found is the serial flavour; install libhdf5-openmpi-dev for the MPI one")
+endif()

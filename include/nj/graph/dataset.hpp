@@ -1,0 +1,40 @@
+#pragma once
+// A node-classification dataset in memory: the graph, features, labels, splits and what is known of them.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nj/core/matrix.hpp"
+#include "nj/graph/csr.hpp"
+
+namespace nj {
+
+// How self-loops were treated when the graph was built; recorded so that a model can tell what it reads.
+enum class SelfLoopPolicy { kKept, kRemoved, kAdded };
+const char* to_string(SelfLoopPolicy policy);
+SelfLoopPolicy parse_self_loop_policy(const std::string& text);
+
+struct Dataset {
+  std::string name;
+  CsrGraph graph;
+  Matrix features;                   // num_vertices x feature width
+  std::vector<std::int32_t> labels;  // num_vertices; -1 = unlabelled (allowed only outside every split)
+  std::int32_t num_classes = 0;
+  std::vector<std::uint8_t> train_mask;  // num_vertices each, 0 or 1
+  std::vector<std::uint8_t> val_mask;
+  std::vector<std::uint8_t> test_mask;
+  bool symmetrized = false;
+  SelfLoopPolicy self_loops = SelfLoopPolicy::kKept;
+
+  vid_t num_vertices() const { return graph.num_vertices(); }
+  // Throws nj::InputError (prefixed with `where`) when any part is inconsistent with another.
+  void validate(const std::string& where) const;
+};
+
+// Count of set entries in a mask.
+std::int64_t count(const std::vector<std::uint8_t>& mask);
+
+// Divides every feature row by its sum of absolute values (PyG's NormalizeFeatures); zero rows stay zero.
+void row_normalize(Matrix& features);
+
+}  // namespace nj

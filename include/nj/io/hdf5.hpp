@@ -1,0 +1,72 @@
+#pragma once
+// A thin RAII layer over the HDF5 C API: typed whole-dataset reads and writes, attributes, and errors that
+// name the file and the object inside it.
+#include <hdf5.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace nj::hdf5 {
+
+// Owns one HDF5 identifier and closes it with the matching H5*close.
+class Handle {
+ public:
+  Handle() = default;
+  Handle(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle(Handle&& other) noexcept : id_(other.id_), close_(other.close_) { other.id_ = H5I_INVALID_HID; }
+  Handle& operator=(Handle&& other) noexcept;
+  ~Handle();
+  hid_t get() const { return id_; }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  herr_t (*close_)(hid_t) = nullptr;
+};
+
+template <typename T>
+struct Array {
+  std::vector<T> values;
+  std::vector<hsize_t> shape;
+};
+
+class File {
+ public:
+  static File create(const std::string& path);     // truncates
+  static File open_read(const std::string& path);  // fails with a clear error if missing or not HDF5
+  static File open_write(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  bool exists(const std::string& object) const;
+  void create_group(const std::string& group);
+  std::vector<hsize_t> shape(const std::string& dataset) const;
+
+  // Writes a dataset of the given shape; rows_per_chunk > 0 stores it chunked along the first axis.
+  template <typename T>
+  void write(const std::string& dataset, std::span<const T> values, const std::vector<hsize_t>& shape,
+             hsize_t rows_per_chunk = 0);
+  // Reads a whole dataset, converting integer widths; a float dataset must be read as float and an integer
+  // one as an integer type.
+  template <typename T>
+  Array<T> read(const std::string& dataset) const;
+
+  void set_attribute(const std::string& key, const std::string& value);
+  void set_attribute(const std::string& key, std::int64_t value);
+  void set_attribute(const std::string& key, double value);
+  bool has_attribute(const std::string& key) const;
+  std::string string_attribute(const std::string& key) const;
+  std::int64_t int_attribute(const std::string& key) const;
+  double float_attribute(const std::string& key) const;
+
+ private:
+  File(std::string path, Handle handle) : path_(std::move(path)), handle_(std::move(handle)) {}
+  [[noreturn]] void fail(const std::string& object, const std::string& what) const;
+
+  std::string path_;
+  Handle handle_;
+};
+
+}  // namespace nj::hdf5

@@ -1,0 +1,35 @@
+// nj: the NeutronJittor command line. Every error surfaces here as one line on stderr and a non-zero exit.
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "nj/core/error.hpp"
+#include "nj/core/version.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"NeutronJittor: full-graph GNN training beyond device memory", "nj"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(nj::kVersion));
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "Logging level")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  app.parse_complete_callback([&] { spdlog::set_level(spdlog::level::from_str(log_level)); });
+  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+
+  nj::cli::add_convert_command(app);
+  nj::cli::add_generate_command(app);
+  nj::cli::add_info_command(app);
+  nj::cli::add_train_command(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::cerr << "nj: error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,69 @@
+#include "nj/graph/dataset.hpp"
+
+#include <cmath>
+
+#include "nj/core/error.hpp"
+
+namespace nj {
+
+const char* to_string(SelfLoopPolicy policy) {
+  switch (policy) {
+    case SelfLoopPolicy::kKept: return "kept";
+    case SelfLoopPolicy::kRemoved: return "removed";
+    case SelfLoopPolicy::kAdded: return "added";
+  }
+  return "unknown";
+}
+
+SelfLoopPolicy parse_self_loop_policy(const std::string& text) {
+  if (text == "kept") return SelfLoopPolicy::kKept;
+  if (text == "removed") return SelfLoopPolicy::kRemoved;
+  if (text == "added") return SelfLoopPolicy::kAdded;
+  throw InputError(fmt::format("unknown self-loop policy '{}' (expected kept, removed or added)", text));
+}
+
+std::int64_t count(const std::vector<std::uint8_t>& mask) {
+  std::int64_t n = 0;
+  for (const auto m : mask) n += m != 0 ? 1 : 0;
+  return n;
+}
+
+void Dataset::validate(const std::string& where) const {
+  graph.validate(where + ": graph");
+  const auto n = static_cast<std::int64_t>(num_vertices());
+  NJ_REQUIRE(features.rows() == n, "{}: features have {} rows but the graph has {} vertices", where, features.rows(),
+             n);
+  NJ_REQUIRE(static_cast<std::int64_t>(labels.size()) == n, "{}: {} labels for {} vertices", where, labels.size(), n);
+  NJ_REQUIRE(num_classes > 0, "{}: number of classes must be positive, got {}", where, num_classes);
+  const std::pair<const char*, const std::vector<std::uint8_t>*> masks[] = {
+      {"train", &train_mask}, {"val", &val_mask}, {"test", &test_mask}};
+  for (const auto& [mask_name, mask] : masks) {
+    NJ_REQUIRE(static_cast<std::int64_t>(mask->size()) == n, "{}: {} mask has {} entries for {} vertices", where,
+               mask_name, mask->size(), n);
+  }
+  for (std::int64_t v = 0; v < n; ++v) {
+    const auto label = labels[static_cast<std::size_t>(v)];
+    NJ_REQUIRE(label >= -1 && label < num_classes, "{}: vertex {} has label {} outside [0, {})", where, v, label,
+               num_classes);
+    if (label == -1) {
+      for (const auto& [mask_name, mask] : masks) {
+        NJ_REQUIRE((*mask)[static_cast<std::size_t>(v)] == 0, "{}: vertex {} is in the {} split but has no label",
+                   where, v, mask_name);
+      }
+    }
+  }
+  NJ_REQUIRE(count(train_mask) > 0, "{}: the train split is empty", where);
+}
+
+void row_normalize(Matrix& features) {
+  for (std::int64_t r = 0; r < features.rows(); ++r) {
+    float* row = features.row(r);
+    double sum = 0.0;
+    for (std::int64_t c = 0; c < features.cols(); ++c) sum += std::fabs(row[c]);
+    if (sum == 0.0) continue;
+    const auto scale = static_cast<float>(1.0 / sum);
+    for (std::int64_t c = 0; c < features.cols(); ++c) row[c] *= scale;
+  }
+}
+
+}  // namespace nj

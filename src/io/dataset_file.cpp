@@ -1,0 +1,95 @@
+#include "nj/io/dataset_file.hpp"
+
+#include "nj/core/error.hpp"
+#include "nj/io/hdf5.hpp"
+
+namespace nj {
+namespace {
+
+constexpr hsize_t kFeatureRowsPerChunk = 4096;
+
+template <typename T>
+std::vector<T> read_vector(const hdf5::File& file, const std::string& name, std::int64_t expected_length) {
+  auto array = file.read<T>(name);
+  NJ_REQUIRE(array.shape.size() == 1, "{}: {}: expected 1 dimension, found {}", file.path(), name,
+             array.shape.size());
+  if (expected_length >= 0) {
+    NJ_REQUIRE(static_cast<std::int64_t>(array.shape[0]) == expected_length, "{}: {}: expected {} entries, found {}",
+               file.path(), name, expected_length, array.shape[0]);
+  }
+  return std::move(array.values);
+}
+
+}  // namespace
+
+void write_dataset(const std::string& path, const Dataset& dataset) {
+  dataset.validate("dataset to write to " + path);
+  auto file = hdf5::File::create(path);
+  const auto n = static_cast<hsize_t>(dataset.num_vertices());
+  file.create_group("/graph");
+  file.write<eid_t>("/graph/indptr", dataset.graph.offsets, {n + 1});
+  file.write<vid_t>("/graph/indices", dataset.graph.sources, {static_cast<hsize_t>(dataset.graph.num_edges())},
+                    1U << 20U);
+  file.write<float>("/features", dataset.features.span(), {n, static_cast<hsize_t>(dataset.features.cols())},
+                    kFeatureRowsPerChunk);
+  file.write<std::int32_t>("/labels", dataset.labels, {n});
+  file.create_group("/masks");
+  file.write<std::uint8_t>("/masks/train", dataset.train_mask, {n});
+  file.write<std::uint8_t>("/masks/val", dataset.val_mask, {n});
+  file.write<std::uint8_t>("/masks/test", dataset.test_mask, {n});
+  file.set_attribute("format_version", kDatasetFormatVersion);
+  file.set_attribute("name", dataset.name);
+  file.set_attribute("num_classes", static_cast<std::int64_t>(dataset.num_classes));
+  file.set_attribute("num_vertices", static_cast<std::int64_t>(n));
+  file.set_attribute("num_edges", static_cast<std::int64_t>(dataset.graph.num_edges()));
+  file.set_attribute("symmetrized", static_cast<std::int64_t>(dataset.symmetrized ? 1 : 0));
+  file.set_attribute("self_loops", std::string(to_string(dataset.self_loops)));
+}
+
+Dataset read_dataset(const std::string& path) {
+  const auto file = hdf5::File::open_read(path);
+  const auto version = file.int_attribute("format_version");
+  NJ_REQUIRE(version == kDatasetFormatVersion, "{}: format_version {} is not supported (this build reads {})", path,
+             version, kDatasetFormatVersion);
+  Dataset d;
+  d.name = file.has_attribute("name") ? file.string_attribute("name") : "";
+  d.num_classes = static_cast<std::int32_t>(file.int_attribute("num_classes"));
+  NJ_REQUIRE(d.num_classes > 0, "{}: attribute num_classes must be positive, got {}", path, d.num_classes);
+  d.symmetrized = file.int_attribute("symmetrized") != 0;
+  d.self_loops = parse_self_loop_policy(file.string_attribute("self_loops"));
+
+  d.graph.offsets = read_vector<eid_t>(file, "/graph/indptr", -1);
+  NJ_REQUIRE(!d.graph.offsets.empty(), "{}: /graph/indptr: must have num_vertices + 1 entries, found 0", path);
+  const auto n = static_cast<std::int64_t>(d.graph.offsets.size()) - 1;
+  d.graph.sources = read_vector<vid_t>(file, "/graph/indices", -1);
+  d.graph.validate(path + ": /graph");
+  for (const auto& [key, actual] : {std::pair<const char*, std::int64_t>{"num_vertices", n},
+                                    std::pair<const char*, std::int64_t>{"num_edges", d.graph.num_edges()}}) {
+    if (file.has_attribute(key)) {
+      const auto declared = file.int_attribute(key);
+      NJ_REQUIRE(declared == actual, "{}: attribute {} = {} but /graph holds {}", path, key, declared, actual);
+    }
+  }
+
+  auto features = file.read<float>("/features");
+  NJ_REQUIRE(features.shape.size() == 2, "{}: /features: expected 2 dimensions, found {}", path,
+             features.shape.size());
+  NJ_REQUIRE(static_cast<std::int64_t>(features.shape[0]) == n, "{}: /features: {} rows but the graph has {} vertices",
+             path, features.shape[0], n);
+  d.features = Matrix(n, static_cast<std::int64_t>(features.shape[1]));
+  std::copy(features.values.begin(), features.values.end(), d.features.data());
+
+  d.labels = read_vector<std::int32_t>(file, "/labels", n);
+  for (auto [name, mask] : {std::pair{"/masks/train", &d.train_mask}, std::pair{"/masks/val", &d.val_mask},
+                            std::pair{"/masks/test", &d.test_mask}}) {
+    NJ_REQUIRE(file.exists(name), "{}: {}: missing (every dataset needs train, val and test masks)", path, name);
+    *mask = read_vector<std::uint8_t>(file, name, n);
+    for (auto& m : *mask) {
+      NJ_REQUIRE(m <= 1, "{}: {}: mask entries must be 0 or 1, found {}", path, name, m);
+    }
+  }
+  d.validate(path);
+  return d;
+}
+
+}  // namespace nj

@@ -1,0 +1,75 @@
+#include "support/test_support.hpp"
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+
+namespace nj::test {
+
+std::filesystem::path data_dir() {
+  const char* env = std::getenv("NJ_DATA_DIR");
+  std::filesystem::path dir = env != nullptr ? env : NJ_DEFAULT_DATA_DIR;
+  return std::filesystem::is_directory(dir) ? dir : std::filesystem::path{};
+}
+
+TempDir::TempDir() {
+  std::random_device device;
+  const auto base = std::filesystem::temp_directory_path();
+  do {
+    path_ = base / ("nj-test-" + std::to_string(device()));
+  } while (std::filesystem::exists(path_));
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+CommandResult run_nj(const std::string& arguments) {
+  const std::string command = std::string("\"") + NJ_BINARY + "\" " + arguments + " 2>&1";
+  CommandResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) result.output += buffer.data();
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature_width, std::int32_t num_classes,
+                       std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<vid_t> vertex(0, num_vertices - 1);
+  std::vector<vid_t> src(static_cast<std::size_t>(num_edges));
+  std::vector<vid_t> dst(static_cast<std::size_t>(num_edges));
+  for (eid_t e = 0; e < num_edges; ++e) {
+    src[static_cast<std::size_t>(e)] = vertex(rng);
+    dst[static_cast<std::size_t>(e)] = vertex(rng);
+  }
+  Dataset d;
+  d.name = "random";
+  d.graph = build_csr(num_vertices, src, dst, {.symmetrize = true, .self_loops = SelfLoops::kRemove,
+                                               .duplicates = Duplicates::kRemove});
+  d.symmetrized = true;
+  d.self_loops = SelfLoopPolicy::kRemoved;
+  d.num_classes = num_classes;
+  d.features = Matrix(num_vertices, feature_width);
+  std::normal_distribution<float> normal(0.0F, 1.0F);
+  for (auto& x : d.features.span()) x = normal(rng);
+  std::uniform_int_distribution<std::int32_t> label(0, num_classes - 1);
+  d.labels.resize(static_cast<std::size_t>(num_vertices));
+  d.train_mask.assign(static_cast<std::size_t>(num_vertices), 0);
+  d.val_mask.assign(static_cast<std::size_t>(num_vertices), 0);
+  d.test_mask.assign(static_cast<std::size_t>(num_vertices), 0);
+  for (vid_t v = 0; v < num_vertices; ++v) {
+    const auto i = static_cast<std::size_t>(v);
+    d.labels[i] = label(rng);
+    (v % 3 == 0 ? d.train_mask : v % 3 == 1 ? d.val_mask : d.test_mask)[i] = 1;
+  }
+  return d;
+}
+
+}  // namespace nj::test

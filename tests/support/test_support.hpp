@@ -1,0 +1,43 @@
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "nj/graph/dataset.hpp"
+
+namespace nj::test {
+
+// The shared real-data folder (NJ_DATA_DIR, else ../shared/data beside the source tree), or empty if absent.
+std::filesystem::path data_dir();
+// Skips the calling test when the shared data folder is absent; use as `NJ_SKIP_WITHOUT_DATA();`.
+#define NJ_SKIP_WITHOUT_DATA()                                                                         \
+  do {                                                                                                 \
+    if (::nj::test::data_dir().empty()) GTEST_SKIP() << "shared data folder not found (set NJ_DATA_DIR)"; \
+  } while (false)
+
+// A fresh, empty temporary folder for one test, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int exit_code = 0;
+  std::string output;  // stdout and stderr together
+};
+// Runs the built `nj` binary with the given arguments (a shell string).
+CommandResult run_nj(const std::string& arguments);
+
+// A small random dataset with features, labels and all three splits; deterministic by seed.
+Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature_width, std::int32_t num_classes,
+                       std::uint64_t seed);
+
+}  // namespace nj::test
