@@ -225,9 +225,11 @@ std::string File::string_attribute(const std::string& key) const {
   const Handle attr = open_attribute(handle_.get(), key, path_);
   const Handle stored(H5Aget_type(attr.get()), H5Tclose);
   if (H5Tget_class(stored.get()) != H5T_STRING) fail("", fmt::format("attribute '{}' must be a string", key));
+  // Read with the stored character set: HDF5 does not convert between ASCII and UTF-8 (h5py writes UTF-8).
   if (H5Tis_variable_str(stored.get()) > 0) {
     const Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(type.get(), H5T_VARIABLE);
+    H5Tset_cset(type.get(), H5Tget_cset(stored.get()));
     char* text = nullptr;
     if (H5Aread(attr.get(), type.get(), &text) < 0) fail("", fmt::format("attribute '{}' is unreadable", key));
     std::string value = text == nullptr ? "" : text;
@@ -238,6 +240,7 @@ std::string File::string_attribute(const std::string& key) const {
   std::string value(size, '\0');
   const Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
   H5Tset_size(type.get(), size);
+  H5Tset_cset(type.get(), H5Tget_cset(stored.get()));
   if (H5Aread(attr.get(), type.get(), value.data()) < 0) fail("", fmt::format("attribute '{}' is unreadable", key));
   value.resize(value.find('\0') == std::string::npos ? size : value.find('\0'));
   return value;

@@ -32,13 +32,13 @@ namespace detail {
 }  // namespace nj
 
 // Internal invariant: throws nj::Error naming the file, line and failed condition.
-#define NJ_EXPECTS(cond, ...)                                                              \
-  do {                                                                                     \
+#define NJ_EXPECTS(cond, ...)                                                                       \
+  do {                                                                                              \
     if (!(cond)) ::nj::detail::throw_internal(__FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__)); \
   } while (false)
 
 // User-facing check: throws nj::InputError with only the formatted message.
-#define NJ_REQUIRE(cond, ...)                                         \
-  do {                                                                \
-    if (!(cond)) throw ::nj::InputError(fmt::format(__VA_ARGS__));    \
+#define NJ_REQUIRE(cond, ...)                                      \
+  do {                                                             \
+    if (!(cond)) throw ::nj::InputError(fmt::format(__VA_ARGS__)); \
   } while (false)

@@ -42,10 +42,17 @@ struct Philox4x32 {
 };
 
 // Maps a 32-bit word to a float uniform in [0, 1) with 24 bits of precision.
-NJ_HD inline float uniform_from_bits(std::uint32_t bits) { return static_cast<float>(bits >> 8U) * (1.0F / 16777216.0F); }
+NJ_HD inline float uniform_from_bits(std::uint32_t bits) {
+  return static_cast<float>(bits >> 8U) * (1.0F / 16777216.0F);
+}
 
 // What the random numbers are for; part of the key so that streams never overlap.
-enum class RandomPurpose : std::uint32_t { kFeatureDropout = 1, kAttentionDropout = 2, kWeightInit = 3, kGenerator = 4 };
+enum class RandomPurpose : std::uint32_t {
+  kFeatureDropout = 1,
+  kAttentionDropout = 2,
+  kWeightInit = 3,
+  kGenerator = 4
+};
 
 // A keyed stream: (seed, purpose, layer, epoch). Draws are addressed by up to three 32-bit words plus a lane.
 struct RandomStream {
@@ -54,19 +61,33 @@ struct RandomStream {
   std::uint32_t layer = 0;
   std::uint32_t epoch = 0;
 
-  NJ_HD float uniform(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t lane) const {
+  // The four uniforms of counter (a, b, c): one Philox call serves four lanes.
+  NJ_HD void uniform4(std::uint32_t a, std::uint32_t b, std::uint32_t c, float out[4]) const {
     std::uint32_t counter[4] = {a, b, c, epoch};
     const auto k0 = static_cast<std::uint32_t>(seed);
     const auto k1 = static_cast<std::uint32_t>(seed >> 32U) ^ (static_cast<std::uint32_t>(purpose) << 24U) ^ layer;
     Philox4x32::generate(counter, k0, k1);
-    return uniform_from_bits(counter[lane & 3U]);
+    for (int i = 0; i < 4; ++i) out[i] = uniform_from_bits(counter[i]);
+  }
+
+  NJ_HD float uniform(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t lane) const {
+    float values[4];
+    uniform4(a, b, c, values);
+    return values[lane & 3U];
+  }
+
+  // Uniforms for columns 4q .. 4q+3 of a vertex matrix's row `gid`.
+  NJ_HD void vertex_uniform4(std::int64_t gid, std::int64_t quad, float out[4]) const {
+    const auto g = static_cast<std::uint64_t>(gid);
+    uniform4(static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(g >> 32U), static_cast<std::uint32_t>(quad),
+             out);
   }
 
   // Uniform for element (global row, column) of a vertex matrix.
   NJ_HD float vertex_uniform(std::int64_t gid, std::int64_t column) const {
-    const auto g = static_cast<std::uint64_t>(gid);
-    return uniform(static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(g >> 32U),
-                   static_cast<std::uint32_t>(column >> 2), static_cast<std::uint32_t>(column & 3));
+    float values[4];
+    vertex_uniform4(gid, column >> 2, values);
+    return values[column & 3];
   }
 
   // Uniform for edge (src -> dst) and head, by global ids.

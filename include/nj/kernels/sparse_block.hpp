@@ -1,0 +1,51 @@
+#pragma once
+// A sparse block: a set of destination rows with all of their in-edges, the unit a layer's aggregation runs
+// on. The whole graph is one block; the subgraph executor cuts a layer into many. Sources index the rows of
+// the block's input buffer, so a block can read rows that live anywhere (host, device slots, mirrors).
+#include <vector>
+
+#include "nj/core/types.hpp"
+#include "nj/graph/csr.hpp"
+
+namespace nj {
+
+struct SparseBlockView {
+  vid_t num_dst = 0;
+  vid_t num_src = 0;
+  const eid_t* dst_offsets = nullptr;  // num_dst + 1, starting at 0
+  const vid_t* src_index = nullptr;    // per in-edge: row of the input buffer
+  const float* edge_weight = nullptr;  // per in-edge (GCN normalisation); nullptr where unused
+  // The same edges grouped by source, so that backward passes gather instead of scattering.
+  const eid_t* src_offsets = nullptr;  // num_src + 1
+  const vid_t* out_dst = nullptr;      // per out-edge: destination row
+  const eid_t* out_edge = nullptr;     // per out-edge: position of the edge in the in-edge arrays
+  // Global ids of destination and source rows: the address of anything random (attention dropout).
+  const gid_t* dst_gid = nullptr;
+  const gid_t* src_gid = nullptr;
+
+  eid_t num_edges() const { return dst_offsets[num_dst]; }
+};
+
+// Owns the arrays behind a SparseBlockView.
+struct SparseBlock {
+  vid_t num_src = 0;
+  std::vector<eid_t> dst_offsets{0};
+  std::vector<vid_t> src_index;
+  std::vector<float> edge_weight;
+  CsrTranspose by_source;
+  std::vector<gid_t> dst_gid;
+  std::vector<gid_t> src_gid;
+
+  vid_t num_dst() const { return static_cast<vid_t>(dst_offsets.size() - 1); }
+  SparseBlockView view() const;
+};
+
+// The whole graph as one block whose sources and destinations are the same rows. Global ids are
+// first_gid + local id (a single-process run has first_gid = 0).
+SparseBlock whole_graph_block(const CsrGraph& graph, std::vector<float> edge_weight, gid_t first_gid = 0);
+
+// PyG gcn_norm weights for a graph that already holds its self-loops: w_ji = d_j^-1/2 d_i^-1/2 with the
+// degree counted at the target (in-degree, self-loop included).
+std::vector<float> gcn_edge_weights(const CsrGraph& graph_with_self_loops);
+
+}  // namespace nj

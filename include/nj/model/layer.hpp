@@ -1,0 +1,61 @@
+#pragma once
+// A GNN layer split into the two kinds of work an executor schedules:
+//   transform  (vertex-wise, any chunk of rows):  Z = X · W_eff
+//   aggregate  (per sparse block of destinations): Y = Σ_in-edges coefficient · Z_src   (bias and activation
+//              are applied by the executor: H' = act(Y + b))
+// and their backward passes. Weights only change between epochs, so every row of Z is computed once per
+// epoch and may be read by any number of blocks: that is what makes embedding reuse exact.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nj/core/matrix.hpp"
+#include "nj/kernels/backend.hpp"
+
+namespace nj {
+
+struct Parameter {
+  std::string name;
+  Matrix value;
+  Matrix grad;
+  bool decay = true;  // subject to weight decay
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  std::int64_t in_dim() const { return weight().value.rows(); }
+  // Width of the transformed rows Z (what an aggregation reads per source vertex).
+  virtual std::int64_t row_width() const = 0;
+  // Width of the aggregated output Y.
+  virtual std::int64_t out_dim() const = 0;
+  virtual std::vector<Parameter*> parameters() = 0;
+  const Parameter& bias() const { return bias_; }
+  Parameter& bias() { return bias_; }
+
+  // Called once per epoch after the weights changed: derives what transform() multiplies by.
+  virtual void prepare() {}
+  void transform(Backend& backend, ConstRows x, Rows z) const;
+  virtual void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
+                         ConstRows z_src, ConstRows z_dst, Rows y) const = 0;
+
+  // grad_z_src (+)= ∂L/∂Z for source rows; grad_z_dst receives any gradient that reaches destination rows only
+  // (GAT's s_dst); it may alias grad_z_src when sources and destinations are the same rows.
+  virtual void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention,
+                                  bool training, ConstRows z_src, ConstRows z_dst, ConstRows grad_y, Rows grad_z_src,
+                                  bool accumulate, Rows grad_z_dst) const = 0;
+  // Accumulates ∂L/∂W_eff += Xᵀ · grad_z and, where grad_x is non-empty, writes grad_x = grad_z · W_effᵀ.
+  void transform_backward(Backend& backend, ConstRows x, ConstRows grad_z, Rows grad_x);
+  // Called once per epoch after every transform_backward: turns ∂L/∂W_eff into the parameters' gradients.
+  virtual void finish_backward() {}
+
+ protected:
+  virtual const Parameter& weight() const = 0;
+  // The matrix transform() multiplies by (in_dim × row_width) and the gradient accumulated against it.
+  virtual const Matrix& effective_weight() const = 0;
+  virtual Matrix& effective_weight_grad() = 0;
+
+  Parameter bias_;
+};
+
+}  // namespace nj

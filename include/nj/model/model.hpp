@@ -1,0 +1,55 @@
+#pragma once
+// A stack of GNN layers with dropout before each layer and an activation between layers.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nj/graph/csr.hpp"
+#include "nj/model/layer.hpp"
+
+namespace nj {
+
+enum class ModelKind { kGcn, kGat };
+ModelKind parse_model_kind(const std::string& text);
+const char* to_string(ModelKind kind);
+Activation parse_activation(const std::string& text);
+const char* to_string(Activation activation);
+
+struct ModelConfig {
+  ModelKind kind = ModelKind::kGcn;
+  int layers = 2;
+  int hidden = 16;        // GCN: hidden width; GAT: channels per head in hidden layers
+  int heads = 8;          // GAT hidden-layer heads (concatenated)
+  int output_heads = 1;   // GAT output-layer heads (averaged)
+  Activation activation = Activation::kRelu;
+  float dropout = 0.5F;            // on every layer's input rows, in training
+  float attention_dropout = 0.6F;  // GAT, on attention coefficients, in training
+  std::uint64_t seed = 0;
+};
+
+class Model {
+ public:
+  Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_classes);
+
+  const ModelConfig& config() const { return config_; }
+  std::size_t num_layers() const { return layers_.size(); }
+  Layer& layer(std::size_t l) { return *layers_[l]; }
+  const Layer& layer(std::size_t l) const { return *layers_[l]; }
+  std::vector<Parameter*> parameters();
+  std::int64_t num_parameters();
+  // Activation after layer l (none after the last).
+  Activation activation_after(std::size_t l) const {
+    return l + 1 < layers_.size() ? config_.activation : Activation::kNone;
+  }
+
+  // The graph as the layers read it: GCN adds the self-loops a vertex lacks, GAT keeps exactly one each.
+  CsrGraph prepare_graph(const CsrGraph& graph) const;
+  // Per-edge weights of the prepared graph: GCN's symmetric normalisation, none for GAT.
+  std::vector<float> edge_weights(const CsrGraph& prepared) const;
+
+ private:
+  ModelConfig config_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+};
+
+}  // namespace nj

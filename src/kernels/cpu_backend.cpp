@@ -1,0 +1,179 @@
+#include <cblas.h>
+#include <omp.h>
+
+#include <vector>
+
+#include "nj/core/error.hpp"
+#include "nj/kernels/backend.hpp"
+
+// OpenBLAS's own thread count; declared here because not every cblas.h exposes it.
+extern "C" void openblas_set_num_threads(int num_threads);
+
+namespace nj {
+namespace {
+
+using rowmath::activate;
+using rowmath::activation_gradient;
+using rowmath::dropout_scale;
+
+// Column sums are formed per block of this many rows and the block partials added in order, so the result is
+// the same for every thread count.
+constexpr std::int64_t kReductionBlockRows = 1024;
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads) {
+    if (threads > 0) {
+      omp_set_num_threads(threads);
+      openblas_set_num_threads(threads);
+    }
+  }
+
+  std::string_view name() const override { return "cpu"; }
+
+  void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+            std::int64_t ldc) override {
+    if (m == 0 || n == 0) return;
+    cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
+                static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+  }
+
+  void spmm(const SparseBlockView& block, ConstRows in, Rows out) override {
+    NJ_EXPECTS(in.cols == out.cols && out.rows == block.num_dst && in.rows == block.num_src,
+               "spmm shapes: in {}x{}, out {}x{}, block {}->{}", in.rows, in.cols, out.rows, out.cols, block.num_src,
+               block.num_dst);
+#pragma omp parallel for schedule(dynamic, 64)
+    for (vid_t i = 0; i < block.num_dst; ++i) rowmath::spmm_row(block, i, in.data, in.cols, out.row(i));
+  }
+
+  void spmm_transpose(const SparseBlockView& block, ConstRows grad_out, Rows grad_in, bool accumulate) override {
+    NJ_EXPECTS(grad_in.cols == grad_out.cols && grad_out.rows == block.num_dst && grad_in.rows == block.num_src,
+               "spmm_transpose shapes");
+#pragma omp parallel for schedule(dynamic, 64)
+    for (vid_t j = 0; j < block.num_src; ++j) {
+      rowmath::spmm_transpose_row(block, j, grad_out.data, grad_out.cols, grad_in.row(j), accumulate);
+    }
+  }
+
+  void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention, ConstRows z_src,
+                   ConstRows z_dst, Rows out) override {
+    NJ_EXPECTS(z_src.cols == shape.row_width() && z_dst.cols == shape.row_width() && out.cols == shape.output_width() &&
+                   out.rows == block.num_dst && z_dst.rows == block.num_dst,
+               "gat_forward shapes");
+#pragma omp parallel for schedule(dynamic, 64)
+    for (vid_t i = 0; i < block.num_dst; ++i) {
+      rowmath::gat_forward_row(block, shape, attention, i, z_src.data, z_dst.row(i), out.row(i));
+    }
+  }
+
+  void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention, ConstRows z_src,
+                    ConstRows z_dst, ConstRows grad_out, Rows grad_z_src, bool accumulate, Rows grad_z_dst) override {
+    NJ_EXPECTS(grad_out.cols == shape.output_width() && grad_z_src.cols == shape.row_width() &&
+                   grad_z_src.rows == block.num_src && grad_z_dst.rows == block.num_dst,
+               "gat_backward shapes");
+    const auto edges = static_cast<std::size_t>(block.num_edges()) * static_cast<std::size_t>(shape.heads);
+    std::vector<float> coefficient(edges);
+    std::vector<float> score_grad(edges);
+    std::vector<float> dst_score_grad(static_cast<std::size_t>(block.num_dst) * static_cast<std::size_t>(shape.heads));
+#pragma omp parallel for schedule(dynamic, 64)
+    for (vid_t i = 0; i < block.num_dst; ++i) {
+      rowmath::gat_backward_row(block, shape, attention, i, z_src.data, z_dst.row(i), grad_out.row(i),
+                                coefficient.data(), score_grad.data(),
+                                dst_score_grad.data() + static_cast<std::int64_t>(i) * shape.heads);
+    }
+#pragma omp parallel for schedule(dynamic, 64)
+    for (vid_t j = 0; j < block.num_src; ++j) {
+      rowmath::gat_backward_source_row(block, shape, j, coefficient.data(), score_grad.data(), grad_out.data,
+                                       grad_z_src.row(j), accumulate);
+    }
+    // After the source pass, so that an aliased buffer's s_dst columns are not reset by it.
+#pragma omp parallel for schedule(static)
+    for (vid_t i = 0; i < block.num_dst; ++i) {
+      for (int h = 0; h < shape.heads; ++h) {
+        grad_z_dst.row(i)[shape.dst_score(h)] += dst_score_grad[static_cast<std::size_t>(i) * shape.heads + h];
+      }
+    }
+  }
+
+  void dropout(ConstRows in, const gid_t* row_gid, const RandomStream& stream, float p, Rows out) override {
+    NJ_EXPECTS(in.rows == out.rows && in.cols == out.cols, "dropout shapes");
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < in.rows; ++r) {
+      const float* x = in.row(r);
+      float* y = out.row(r);
+      for (std::int64_t quad = 0; quad * 4 < in.cols; ++quad) {
+        float uniforms[4];
+        stream.vertex_uniform4(row_gid[r], quad, uniforms);
+        for (std::int64_t c = quad * 4; c < std::min(in.cols, quad * 4 + 4); ++c) {
+          y[c] = x[c] * dropout_scale(uniforms[c & 3], p);
+        }
+      }
+    }
+  }
+
+  void bias_activation(ConstRows y, const float* bias, Activation act, Rows h) override {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < y.rows; ++r) {
+      const float* in = y.row(r);
+      float* out = h.row(r);
+      for (std::int64_t c = 0; c < y.cols; ++c) out[c] = activate(act, in[c] + (bias != nullptr ? bias[c] : 0.0F));
+    }
+  }
+
+  void activation_backward(Activation act, ConstRows h, ConstRows grad_h, Rows grad_y) override {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < h.rows; ++r) {
+      for (std::int64_t c = 0; c < h.cols; ++c) {
+        grad_y.row(r)[c] = grad_h.row(r)[c] * activation_gradient(act, h.row(r)[c]);
+      }
+    }
+  }
+
+  void column_sums(ConstRows in, float* out, bool accumulate) override {
+    const std::int64_t blocks = (in.rows + kReductionBlockRows - 1) / kReductionBlockRows;
+    std::vector<float> partial(static_cast<std::size_t>(blocks * in.cols), 0.0F);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t blk = 0; blk < blocks; ++blk) {
+      float* sums = partial.data() + blk * in.cols;
+      const std::int64_t end = std::min(in.rows, (blk + 1) * kReductionBlockRows);
+      for (std::int64_t r = blk * kReductionBlockRows; r < end; ++r) {
+        for (std::int64_t c = 0; c < in.cols; ++c) sums[c] += in.row(r)[c];
+      }
+    }
+    for (std::int64_t c = 0; c < in.cols; ++c) {
+      float total = accumulate ? out[c] : 0.0F;
+      for (std::int64_t blk = 0; blk < blocks; ++blk) total += partial[static_cast<std::size_t>(blk * in.cols + c)];
+      out[c] = total;
+    }
+  }
+
+  double softmax_cross_entropy(ConstRows logits, const std::int32_t* labels, const std::uint8_t* mask, float scale,
+                               Rows grad) override {
+    const std::int64_t blocks = (logits.rows + kReductionBlockRows - 1) / kReductionBlockRows;
+    std::vector<double> partial(static_cast<std::size_t>(blocks), 0.0);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t blk = 0; blk < blocks; ++blk) {
+      const std::int64_t end = std::min(logits.rows, (blk + 1) * kReductionBlockRows);
+      for (std::int64_t r = blk * kReductionBlockRows; r < end; ++r) {
+        float* g = grad.row(r);
+        if (mask[r] == 0) {
+          for (std::int64_t c = 0; c < logits.cols; ++c) g[c] = 0.0F;
+          continue;
+        }
+        partial[static_cast<std::size_t>(blk)] +=
+            rowmath::softmax_cross_entropy_row(logits.row(r), logits.cols, labels[r], scale, g);
+      }
+    }
+    double total = 0.0;
+    for (const double p : partial) total += p;
+    return total;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+
+}  // namespace nj

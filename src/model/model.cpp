@@ -1,0 +1,81 @@
+#include "nj/model/model.hpp"
+
+#include "nj/kernels/sparse_block.hpp"
+#include "nj/model/layers.hpp"
+
+namespace nj {
+
+ModelKind parse_model_kind(const std::string& text) {
+  if (text == "gcn") return ModelKind::kGcn;
+  if (text == "gat") return ModelKind::kGat;
+  throw InputError(fmt::format("unknown model '{}' (expected gcn or gat)", text));
+}
+
+const char* to_string(ModelKind kind) { return kind == ModelKind::kGcn ? "gcn" : "gat"; }
+
+Activation parse_activation(const std::string& text) {
+  if (text == "relu") return Activation::kRelu;
+  if (text == "elu") return Activation::kElu;
+  throw InputError(fmt::format("unknown activation '{}' (expected relu or elu)", text));
+}
+
+const char* to_string(Activation activation) {
+  switch (activation) {
+    case Activation::kRelu: return "relu";
+    case Activation::kElu: return "elu";
+    case Activation::kNone: break;
+  }
+  return "none";
+}
+
+Model::Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_classes) : config_(config) {
+  NJ_REQUIRE(config.layers >= 1, "the model needs at least one layer, got {}", config.layers);
+  NJ_REQUIRE(config.hidden >= 1, "hidden width must be positive, got {}", config.hidden);
+  NJ_REQUIRE(config.dropout >= 0.0F && config.dropout < 1.0F, "dropout must be in [0, 1), got {}", config.dropout);
+  NJ_REQUIRE(config.attention_dropout >= 0.0F && config.attention_dropout < 1.0F,
+             "attention dropout must be in [0, 1), got {}", config.attention_dropout);
+  NJ_REQUIRE(config.heads >= 1 && config.output_heads >= 1, "GAT heads must be positive");
+  NJ_REQUIRE(in_dim >= 1 && num_classes >= 1, "model needs input width and classes, got {} and {}", in_dim,
+             num_classes);
+  std::int64_t width = in_dim;
+  for (int l = 0; l < config.layers; ++l) {
+    const bool last = l + 1 == config.layers;
+    const auto index = static_cast<std::uint32_t>(l);
+    if (config.kind == ModelKind::kGcn) {
+      const std::int64_t out = last ? num_classes : config.hidden;
+      layers_.push_back(std::make_unique<GcnLayer>(width, out, config.seed, index));
+    } else {
+      GatShape shape;
+      shape.heads = last ? config.output_heads : config.heads;
+      shape.channels = static_cast<int>(last ? num_classes : config.hidden);
+      shape.concat = !last;
+      shape.attention_dropout = config.attention_dropout;
+      layers_.push_back(std::make_unique<GatLayer>(width, shape, config.seed, index));
+    }
+    width = layers_.back()->out_dim();
+  }
+}
+
+std::vector<Parameter*> Model::parameters() {
+  std::vector<Parameter*> all;
+  for (auto& layer : layers_) {
+    for (Parameter* p : layer->parameters()) all.push_back(p);
+  }
+  return all;
+}
+
+std::int64_t Model::num_parameters() {
+  std::int64_t total = 0;
+  for (const Parameter* p : parameters()) total += p->value.size();
+  return total;
+}
+
+CsrGraph Model::prepare_graph(const CsrGraph& graph) const {
+  return with_self_loops(graph, config_.kind == ModelKind::kGat);
+}
+
+std::vector<float> Model::edge_weights(const CsrGraph& prepared) const {
+  return config_.kind == ModelKind::kGcn ? gcn_edge_weights(prepared) : std::vector<float>{};
+}
+
+}  // namespace nj

@@ -1,0 +1,56 @@
+#include "nj/train/metrics_log.hpp"
+
+#include "nj/core/error.hpp"
+
+namespace nj {
+namespace {
+
+// JSON has no NaN: an accuracy that was not measured is null.
+nlohmann::json number_or_null(double value) {
+  return std::isnan(value) ? nlohmann::json(nullptr) : nlohmann::json(value);
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Accuracy& accuracy) {
+  return {{"train", number_or_null(accuracy.train)},
+          {"val", number_or_null(accuracy.val)},
+          {"test", number_or_null(accuracy.test)}};
+}
+
+nlohmann::json to_json(const EpochMetrics& m) {
+  return {{"type", "epoch"},
+          {"epoch", m.epoch},
+          {"loss", m.loss},
+          {"train_acc", number_or_null(m.accuracy.train)},
+          {"val_acc", number_or_null(m.accuracy.val)},
+          {"test_acc", number_or_null(m.accuracy.test)},
+          {"epoch_seconds", m.train_seconds()},
+          {"forward_seconds", m.forward_seconds},
+          {"backward_seconds", m.backward_seconds},
+          {"optimizer_seconds", m.optimizer_seconds},
+          {"eval_seconds", m.eval_seconds}};
+}
+
+nlohmann::json to_json(const TrainSummary& s) {
+  return {{"type", "summary"},
+          {"epochs", s.epochs},
+          {"final", to_json(s.final_accuracy)},
+          {"best_val_epoch", s.best_val_epoch},
+          {"best_val", to_json(s.best_val_accuracy)},
+          {"median_epoch_seconds", s.median_epoch_seconds},
+          {"total_seconds", s.total_seconds}};
+}
+
+MetricsLog::MetricsLog(const std::string& path) : path_(path), out_(path) {
+  NJ_REQUIRE(out_.is_open(), "{}: cannot open for writing", path);
+}
+
+void MetricsLog::write(const nlohmann::json& record) {
+  if (path_.empty()) return;
+  out_ << record.dump() << '\n';
+  out_.flush();
+  NJ_REQUIRE(out_.good(), "{}: write failed", path_);
+}
+
+}  // namespace nj

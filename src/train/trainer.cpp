@@ -1,0 +1,127 @@
+#include "nj/train/trainer.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+
+namespace nj {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<Parameter*> with_decay_scope(Model& model, WeightDecayScope scope) {
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    for (Parameter* p : model.layer(l).parameters()) p->decay = scope == WeightDecayScope::kAll || l == 0;
+  }
+  return model.parameters();
+}
+
+}  // namespace
+
+WeightDecayScope parse_weight_decay_scope(const std::string& text) {
+  if (text == "all") return WeightDecayScope::kAll;
+  if (text == "first") return WeightDecayScope::kFirstLayer;
+  throw InputError(fmt::format("unknown weight-decay scope '{}' (expected all or first)", text));
+}
+
+Trainer::Trainer(Model& model, Executor& executor, Backend& backend, Communicator& comm, const Dataset& dataset,
+                 const TrainOptions& options)
+    : model_(model),
+      executor_(executor),
+      backend_(backend),
+      comm_(comm),
+      dataset_(dataset),
+      options_(options),
+      optimizer_(with_decay_scope(model, options.decay_scope), options.adam),
+      grad_logits_(dataset.num_vertices(), model.layer(model.num_layers() - 1).out_dim()) {
+  std::array<std::int64_t, 1> count{nj::count(dataset.train_mask)};
+  comm_.all_reduce_sum(count);
+  global_train_count_ = count[0];
+  NJ_REQUIRE(global_train_count_ > 0, "no training vertices");
+}
+
+EpochMetrics Trainer::train_epoch(std::uint32_t epoch) {
+  EpochMetrics metrics;
+  metrics.epoch = epoch;
+  auto start = std::chrono::steady_clock::now();
+  const ConstRows logits = executor_.forward(model_, epoch, true);
+  std::array<double, 1> loss{backend_.softmax_cross_entropy(logits, dataset_.labels.data(), dataset_.train_mask.data(),
+                                                            1.0F / static_cast<float>(global_train_count_),
+                                                            grad_logits_.view())};
+  metrics.forward_seconds = seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  optimizer_.zero_grad();
+  executor_.backward(model_, epoch, grad_logits_.view());
+  metrics.backward_seconds = seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  for (Parameter* p : model_.parameters()) comm_.all_reduce_sum(p->grad.span());
+  comm_.all_reduce_sum(loss);
+  optimizer_.step();
+  metrics.optimizer_seconds = seconds_since(start);
+  metrics.loss = loss[0] / static_cast<double>(global_train_count_);
+  return metrics;
+}
+
+Accuracy Trainer::evaluate() {
+  const ConstRows logits = executor_.forward(model_, 0, false);
+  // correct and total for train, val, test
+  std::array<std::int64_t, 6> counts{};
+  const std::array<const std::vector<std::uint8_t>*, 3> masks = {&dataset_.train_mask, &dataset_.val_mask,
+                                                                 &dataset_.test_mask};
+  for (std::int64_t v = 0; v < logits.rows; ++v) {
+    const float* row = logits.row(v);
+    const auto predicted = std::max_element(row, row + logits.cols) - row;
+    const bool correct = predicted == dataset_.labels[static_cast<std::size_t>(v)];
+    for (std::size_t s = 0; s < masks.size(); ++s) {
+      if ((*masks[s])[static_cast<std::size_t>(v)] != 0) {
+        counts[2 * s] += correct ? 1 : 0;
+        counts[2 * s + 1] += 1;
+      }
+    }
+  }
+  comm_.all_reduce_sum(counts);
+  auto ratio = [&](std::size_t s) {
+    return counts[2 * s + 1] > 0 ? static_cast<double>(counts[2 * s]) / static_cast<double>(counts[2 * s + 1])
+                                 : Accuracy::kNone;
+  };
+  return {ratio(0), ratio(1), ratio(2)};
+}
+
+TrainSummary Trainer::fit(std::uint32_t first_epoch, const std::function<void(const EpochMetrics&)>& on_epoch) {
+  TrainSummary summary;
+  std::vector<double> epoch_seconds;
+  double best_val = -1.0;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint32_t epoch = first_epoch; epoch < options_.epochs; ++epoch) {
+    EpochMetrics metrics = train_epoch(epoch);
+    const bool last = epoch + 1 == options_.epochs;
+    if (last || (options_.eval_every > 0 && (epoch + 1) % options_.eval_every == 0)) {
+      const auto eval_start = std::chrono::steady_clock::now();
+      metrics.accuracy = evaluate();
+      metrics.eval_seconds = seconds_since(eval_start);
+      if (metrics.accuracy.val > best_val) {
+        best_val = metrics.accuracy.val;
+        summary.best_val_epoch = epoch;
+        summary.best_val_accuracy = metrics.accuracy;
+      }
+      summary.final_accuracy = metrics.accuracy;
+    }
+    epoch_seconds.push_back(metrics.train_seconds());
+    on_epoch(metrics);
+  }
+  summary.epochs = options_.epochs;
+  summary.total_seconds = seconds_since(start);
+  if (!epoch_seconds.empty()) {
+    std::sort(epoch_seconds.begin(), epoch_seconds.end());
+    const std::size_t mid = epoch_seconds.size() / 2;
+    summary.median_epoch_seconds =
+        epoch_seconds.size() % 2 == 1 ? epoch_seconds[mid] : 0.5 * (epoch_seconds[mid - 1] + epoch_seconds[mid]);
+  }
+  return summary;
+}
+
+}  // namespace nj
