@@ -1,0 +1,91 @@
+#include "nj/io/text_reader.hpp"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+
+namespace nj {
+namespace {
+
+constexpr unsigned kGzipBufferBytes = 1U << 17U;
+constexpr std::size_t kChunkBytes = 1U << 16U;
+
+template <typename T>
+T parse_number(std::string_view field, const TextReader& at, std::string_view what) {
+  T value{};
+  const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (error == std::errc::result_out_of_range) at.fail("'{}' is out of range for a {}", field, what);
+  if (error != std::errc() || end != field.data() + field.size()) at.fail("'{}' is not a valid {}", field, what);
+  return value;
+}
+
+}  // namespace
+
+TextReader::TextReader(std::string path) : path_(std::move(path)), chunk_(kChunkBytes) {
+  NJ_REQUIRE(std::filesystem::is_regular_file(path_), "{}: no such file", path_);
+  file_ = gzopen(path_.c_str(), "rb");
+  NJ_REQUIRE(file_ != nullptr, "{}: cannot open: {}", path_, std::strerror(errno));
+  gzbuffer(file_, kGzipBufferBytes);
+}
+
+TextReader::~TextReader() { gzclose(file_); }
+
+bool TextReader::next_line(std::string_view& line) {
+  line_.clear();
+  // gzgets stops at a newline or a full chunk; a line longer than the chunk takes several calls.
+  while (gzgets(file_, chunk_.data(), static_cast<int>(chunk_.size())) != nullptr) {
+    line_.append(chunk_.data());
+    if (line_.back() == '\n') break;
+  }
+  int status = Z_OK;
+  const char* message = gzerror(file_, &status);
+  if (status < 0) throw InputError(fmt::format("{}: read error: {}", path_, message));  // e.g. a truncated .gz
+  if (line_.empty()) return false;
+  ++line_number_;
+  line = line_;
+  if (line.ends_with('\n')) line.remove_suffix(1);
+  if (line.ends_with('\r')) line.remove_suffix(1);
+  return true;
+}
+
+bool Fields::next(std::string_view& field) {
+  const auto first = rest_.find_first_not_of(separators_);
+  if (first == std::string_view::npos) return false;
+  rest_.remove_prefix(first);
+  const auto length = std::min(rest_.find_first_of(separators_), rest_.size());
+  field = rest_.substr(0, length);
+  rest_.remove_prefix(length);
+  return true;
+}
+
+bool is_blank_or_comment(std::string_view line) {
+  const auto first = line.find_first_not_of(kWhitespace);
+  return first == std::string_view::npos || line[first] == '#' || line[first] == '%';
+}
+
+std::int64_t parse_integer(std::string_view field, const TextReader& at, std::string_view what) {
+  return parse_number<std::int64_t>(field, at, what);
+}
+
+float parse_float(std::string_view field, const TextReader& at, std::string_view what) {
+  return parse_number<float>(field, at, what);
+}
+
+std::vector<std::int64_t> read_header_integers(const std::string& path, std::size_t count) {
+  TextReader reader(path);
+  std::string_view line;
+  bool found = false;
+  while (!found && reader.next_line(line)) found = !is_blank_or_comment(line);
+  NJ_REQUIRE(found, "{}: empty file", path);
+  std::vector<std::int64_t> values;
+  Fields fields(line, kWhitespaceOrComma);
+  std::string_view field;
+  while (fields.next(field)) values.push_back(parse_integer(field, reader, "integer"));
+  if (values.size() != count) reader.fail("expected {} integers, found {}", count, values.size());
+  return values;
+}
+
+}  // namespace nj
