@@ -10,6 +10,9 @@
 int main(int argc, char** argv) {
   CLI::App app{"NeutronJittor: full-graph GNN training beyond device memory", "nj"};
   app.require_subcommand(1);
+  app.failure_message([](const CLI::App* /*app*/, const CLI::Error& e) {
+    return "nj: error: " + std::string(e.what()) + " (run with --help for usage)\n";
+  });
   app.set_version_flag("--version", std::string(nj::kVersion));
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "Logging level")

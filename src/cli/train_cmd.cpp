@@ -22,6 +22,7 @@ namespace nj::cli {
 namespace {
 
 struct TrainArguments {
+  std::string config_file;
   std::string dataset;
   std::string model = "gcn";
   std::string activation;  // empty: relu for GCN, elu for GAT
@@ -96,6 +97,7 @@ class EpochProgress {
 std::string format_accuracy(double value) { return std::isnan(value) ? "  -   " : fmt::format("{:.4f}", value); }
 
 void run_train(TrainArguments& args) {
+  NJ_REQUIRE(!args.dataset.empty(), "no dataset given (a positional argument, --dataset, or 'dataset' in --config)");
   args.config.kind = parse_model_kind(args.model);
   args.config.activation = parse_activation(
       args.activation.empty() ? (args.config.kind == ModelKind::kGat ? "elu" : "relu") : args.activation);
@@ -165,9 +167,10 @@ void run_train(TrainArguments& args) {
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArguments>();
   CLI::App* cmd = app.add_subcommand("train", "Full-graph training of a GCN or GAT on a dataset file");
-  cmd->set_config("--config", "", "Read options from a TOML or INI file (keys are the long option names)");
+  cmd->add_option("--config", args->config_file,
+                  "Read options from a TOML file (keys are the long option names; flags given here win)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("dataset,--dataset", args->dataset, "Dataset file (HDF5, see docs/dataset-format.md)")
-      ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("--model", args->model, "Model: gcn or gat")
       ->check(CLI::IsMember({"gcn", "gat"}))
@@ -214,7 +217,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--metrics-out", args->metrics_out, "Write one JSON object per epoch and a summary to this file");
   cmd->add_option("--save-checkpoint", args->save_checkpoint, "Write weights and optimizer state here at the end");
   cmd->add_option("--load-checkpoint", args->load_checkpoint, "Resume from this checkpoint")->check(CLI::ExistingFile);
-  cmd->callback([args] { run_train(*args); });
+  cmd->callback([args, cmd] {
+    if (!args->config_file.empty()) apply_config_file(*cmd, args->config_file);
+    run_train(*args);
+  });
 }
 
 }  // namespace nj::cli

@@ -1,6 +1,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "nj/core/error.hpp"
@@ -104,11 +105,15 @@ class CpuBackend final : public Backend {
       const float* x = in.row(r);
       float* y = out.row(r);
       for (std::int64_t quad = 0; quad * 4 < in.cols; ++quad) {
+        const std::int64_t end = std::min(in.cols, quad * 4 + 4);
+        // Sparse inputs (bag-of-words features) are mostly zero, and zero stays zero whatever the mask.
+        if (std::all_of(x + quad * 4, x + end, [](float v) { return v == 0.0F; })) {
+          std::fill(y + quad * 4, y + end, 0.0F);
+          continue;
+        }
         float uniforms[4];
         stream.vertex_uniform4(row_gid[r], quad, uniforms);
-        for (std::int64_t c = quad * 4; c < std::min(in.cols, quad * 4 + 4); ++c) {
-          y[c] = x[c] * dropout_scale(uniforms[c & 3], p);
-        }
+        for (std::int64_t c = quad * 4; c < end; ++c) y[c] = x[c] * dropout_scale(uniforms[c & 3], p);
       }
     }
   }

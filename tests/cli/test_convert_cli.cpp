@@ -14,10 +14,9 @@
 namespace nj {
 namespace {
 
+using test::shell_quote;
 using test::TempDir;
-
-std::string quoted(const std::string& path) { return "'" + path + "'"; }
-std::string data(const std::string& relative) { return quoted((test::data_dir() / relative).string()); }
+std::string data(const std::string& relative) { return shell_quote((test::data_dir() / relative).string()); }
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
@@ -31,18 +30,15 @@ void write_gz(const std::string& path, const std::string& text) {
 // Runs `nj convert`, expecting success, and reads back the file it wrote.
 Dataset convert(const TempDir& dir, const std::string& arguments) {
   const auto output = dir.file("out.h5");
-  const auto result = test::run_nj("convert " + arguments + " --output " + quoted(output));
+  const auto result = test::run_nj("convert " + arguments + " --output " + shell_quote(output));
   EXPECT_EQ(result.exit_code, 0) << result.output;
   return read_dataset(output);
 }
 
 // Runs `nj convert`, expecting failure with a one-line message; returns that line.
 std::string convert_error(const TempDir& dir, const std::string& arguments) {
-  const auto result = test::run_nj("convert " + arguments + " --output " + quoted(dir.file("out.h5")));
-  EXPECT_NE(result.exit_code, 0);
-  EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
-  EXPECT_TRUE(result.output.starts_with("nj: error: ")) << result.output;
-  return result.output;
+  return test::expect_one_line_error(
+      test::run_nj("convert " + arguments + " --output " + shell_quote(dir.file("out.h5"))));
 }
 
 std::int64_t nonzeros(const Matrix& m) {
@@ -139,7 +135,7 @@ TEST(ConvertCli, EmailEuCoreWithDepartmentLabels) {
 TEST(ConvertCli, OgbFolderRoundTrip) {
   const TempDir dir;
   const auto folder = write_ogb_folder(dir, {"time"});
-  const auto ogb = convert(dir, "--format ogb " + quoted(folder));
+  const auto ogb = convert(dir, "--format ogb " + shell_quote(folder));
   EXPECT_EQ(ogb.name, "ogbn-tiny");
   EXPECT_EQ(ogb.graph.offsets, (std::vector<eid_t>{0, 1, 2, 3, 3, 5, 5}));
   EXPECT_EQ(ogb.graph.sources, (std::vector<vid_t>{2, 0, 1, 3, 4}));
@@ -153,7 +149,7 @@ TEST(ConvertCli, OgbFolderRoundTrip) {
   EXPECT_EQ(ogb.val_mask, (std::vector<std::uint8_t>{0, 0, 0, 1, 0, 0}));
   EXPECT_EQ(ogb.test_mask, (std::vector<std::uint8_t>{0, 0, 0, 0, 1, 1}));
 
-  const auto undirected = convert(dir, "--format ogb " + quoted(folder) + " --undirected --self-loops remove");
+  const auto undirected = convert(dir, "--format ogb " + shell_quote(folder) + " --undirected --self-loops remove");
   EXPECT_EQ(undirected.graph.offsets, (std::vector<eid_t>{0, 2, 4, 6, 7, 8, 8}));
   EXPECT_EQ(undirected.graph.sources, (std::vector<vid_t>{1, 2, 0, 2, 0, 1, 4, 3}));
   EXPECT_TRUE(undirected.symmetrized);
@@ -162,7 +158,7 @@ TEST(ConvertCli, OgbFolderRoundTrip) {
 
 TEST(ConvertCli, OgbSplitSchemeMustBeChosenAmongSeveral) {
   const TempDir dir;
-  const auto folder = quoted(write_ogb_folder(dir, {"time", "random"}));
+  const auto folder = shell_quote(write_ogb_folder(dir, {"time", "random"}));
   EXPECT_NE(convert_error(dir, "--format ogb " + folder).find("several split schemes (random, time)"),
             std::string::npos);
   EXPECT_EQ(count(convert(dir, "--format ogb " + folder + " --ogb-split random").train_mask), 2);
@@ -172,8 +168,8 @@ TEST(ConvertCli, RejectsFeatureFileWithWrongRowCount) {
   const TempDir dir;
   write_text(dir.file("edges.txt"), "0 1\n1 2\n2 3\n");
   write_text(dir.file("features.txt"), "1 0\n0 1\n1 1\n");
-  const auto message = convert_error(
-      dir, "--format edgelist " + quoted(dir.file("edges.txt")) + " --features " + quoted(dir.file("features.txt")));
+  const auto message = convert_error(dir, "--format edgelist " + shell_quote(dir.file("edges.txt")) + " --features " +
+                                              shell_quote(dir.file("features.txt")));
   EXPECT_NE(message.find(dir.file("features.txt") + ": 3 feature rows for 4 vertices"), std::string::npos) << message;
 }
 
@@ -181,9 +177,10 @@ TEST(ConvertCli, RejectsEdgeEndpointOutOfRange) {
   const TempDir dir;
   write_text(dir.file("meta.txt"), "3 0 1 2\n");
   write_text(dir.file("edges.txt"), "0 1\n1 3\n");
-  const auto message = convert_error(dir, "--format plain " + quoted(dir.path().string()));
+  const auto message = convert_error(dir, "--format plain " + shell_quote(dir.path().string()));
   EXPECT_NE(message.find(dir.file("edges.txt") + ":2: vertex id 3 is outside 0..2"), std::string::npos) << message;
-  const auto flagged = convert_error(dir, "--format edgelist " + quoted(dir.file("edges.txt")) + " --num-vertices 2");
+  const auto flagged =
+      convert_error(dir, "--format edgelist " + shell_quote(dir.file("edges.txt")) + " --num-vertices 2");
   EXPECT_NE(flagged.find(dir.file("edges.txt") + ":2: vertex id 3 is outside 0..1"), std::string::npos) << flagged;
 }
 
@@ -191,8 +188,8 @@ TEST(ConvertCli, RejectsLabelNotBelowNumClasses) {
   const TempDir dir;
   write_text(dir.file("edges.txt"), "0 1\n2 3\n");
   write_text(dir.file("labels.txt"), "0\n1\n2\n3\n");
-  const auto message = convert_error(dir, "--format edgelist " + quoted(dir.file("edges.txt")) + " --labels " +
-                                              quoted(dir.file("labels.txt")) + " --num-classes 3");
+  const auto message = convert_error(dir, "--format edgelist " + shell_quote(dir.file("edges.txt")) + " --labels " +
+                                              shell_quote(dir.file("labels.txt")) + " --num-classes 3");
   EXPECT_NE(message.find(dir.file("labels.txt") + ":4: label 3 is not below the number of classes, 3"),
             std::string::npos)
       << message;
@@ -201,23 +198,23 @@ TEST(ConvertCli, RejectsLabelNotBelowNumClasses) {
 TEST(ConvertCli, RejectsOgbFolderWithoutSplit) {
   const TempDir dir;
   const auto folder = write_ogb_folder(dir, {});
-  const auto message = convert_error(dir, "--format ogb " + quoted(folder));
+  const auto message = convert_error(dir, "--format ogb " + shell_quote(folder));
   EXPECT_NE(message.find(folder + "/split: missing split"), std::string::npos) << message;
   // A random split needs no split folder.
-  EXPECT_EQ(convert(dir, "--format ogb " + quoted(folder) + " --split-ratio 0.4,0.2,0.2").num_vertices(), 6);
+  EXPECT_EQ(convert(dir, "--format ogb " + shell_quote(folder) + " --split-ratio 0.4,0.2,0.2").num_vertices(), 6);
 }
 
 TEST(ConvertCli, RejectsNonNumericTokenInEdgeList) {
   const TempDir dir;
   write_text(dir.file("edges.txt"), "# src dst\n0 1\n1 x7\n");
-  const auto message = convert_error(dir, "--format edgelist " + quoted(dir.file("edges.txt")));
+  const auto message = convert_error(dir, "--format edgelist " + shell_quote(dir.file("edges.txt")));
   EXPECT_NE(message.find(dir.file("edges.txt") + ":3: 'x7' is not a valid vertex id"), std::string::npos) << message;
 }
 
 // Runs a shell command; returns its exit status and fills `output` with what it printed.
 int run_shell(const std::string& command, const TempDir& dir, std::string& output) {
   const auto log = dir.file("command.log");
-  const int status = std::system((command + " > " + quoted(log) + " 2>&1").c_str());
+  const int status = std::system((command + " > " + shell_quote(log) + " 2>&1").c_str());
   std::ostringstream text;
   text << std::ifstream(log).rdbuf();
   output = text.str();
@@ -239,7 +236,8 @@ TEST(PlanetoidScript, MatchesThePlainCoraExport) {
   const TempDir dir;
   const auto script_output = dir.file("planetoid.h5");
   std::string printed;
-  ASSERT_EQ(run_shell(kPlanetoidScript + data("planetoid-raw") + " cora " + quoted(script_output), dir, printed), 0)
+  ASSERT_EQ(run_shell(kPlanetoidScript + data("planetoid-raw") + " cora " + shell_quote(script_output), dir, printed),
+            0)
       << printed;
   const auto from_script = read_dataset(script_output);
   const auto from_plain = convert(dir, "--format plain " + data("cora") + " --self-loops remove");
@@ -263,8 +261,9 @@ TEST(PlanetoidScript, RefusesPubmedWithoutAllx) {
   NJ_SKIP_WITHOUT_PYTHON_H5PY();
   const TempDir dir;
   std::string printed;
-  EXPECT_NE(run_shell(kPlanetoidScript + data("planetoid-raw") + " pubmed " + quoted(dir.file("p.h5")), dir, printed),
-            0);
+  EXPECT_NE(
+      run_shell(kPlanetoidScript + data("planetoid-raw") + " pubmed " + shell_quote(dir.file("p.h5")), dir, printed),
+      0);
   EXPECT_NE(printed.find("ind.pubmed.allx: missing"), std::string::npos) << printed;
 }
 

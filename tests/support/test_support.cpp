@@ -1,5 +1,8 @@
 #include "support/test_support.hpp"
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +42,15 @@ CommandResult run_nj(const std::string& arguments) {
   return result;
 }
 
+std::string expect_one_line_error(const CommandResult& result) {
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
+  EXPECT_TRUE(result.output.starts_with("nj: error: ")) << result.output;
+  return result.output;
+}
+
+std::string shell_quote(const std::string& path) { return "'" + path + "'"; }
+
 Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature_width, std::int32_t num_classes,
                        std::uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -51,8 +63,8 @@ Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature
   }
   Dataset d;
   d.name = "random";
-  d.graph = build_csr(num_vertices, src, dst, {.symmetrize = true, .self_loops = SelfLoops::kRemove,
-                                               .duplicates = Duplicates::kRemove});
+  d.graph = build_csr(num_vertices, src, dst,
+                      {.symmetrize = true, .self_loops = SelfLoops::kRemove, .duplicates = Duplicates::kRemove});
   d.symmetrized = true;
   d.self_loops = SelfLoopPolicy::kRemoved;
   d.num_classes = num_classes;

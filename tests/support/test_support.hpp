@@ -10,8 +10,8 @@ namespace nj::test {
 // The shared real-data folder (NJ_DATA_DIR, else ../shared/data beside the source tree), or empty if absent.
 std::filesystem::path data_dir();
 // Skips the calling test when the shared data folder is absent; use as `NJ_SKIP_WITHOUT_DATA();`.
-#define NJ_SKIP_WITHOUT_DATA()                                                                         \
-  do {                                                                                                 \
+#define NJ_SKIP_WITHOUT_DATA()                                                                            \
+  do {                                                                                                    \
     if (::nj::test::data_dir().empty()) GTEST_SKIP() << "shared data folder not found (set NJ_DATA_DIR)"; \
   } while (false)
 
@@ -35,6 +35,10 @@ struct CommandResult {
 };
 // Runs the built `nj` binary with the given arguments (a shell string).
 CommandResult run_nj(const std::string& arguments);
+// Checks that a command failed with exactly one line, `nj: error: ...`, and returns that line.
+std::string expect_one_line_error(const CommandResult& result);
+// Single-quotes a path for the shell.
+std::string shell_quote(const std::string& path);
 
 // A small random dataset with features, labels and all three splits; deterministic by seed.
 Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature_width, std::int32_t num_classes,

@@ -1,0 +1,102 @@
+// nj train as a user runs it: flags and config files, the metrics file, and one-line errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "nj/io/dataset_file.hpp"
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+using test::shell_quote;
+
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::vector<nlohmann::json> records;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) records.push_back(nlohmann::json::parse(line));
+  return records;
+}
+
+class TrainCli : public ::testing::Test {
+ protected:
+  void SetUp() override { write_dataset(dataset, test::random_dataset(200, 800, 8, 3, 2)); }
+  test::TempDir dir;
+  std::string dataset = dir.file("data.h5");
+};
+
+TEST_F(TrainCli, WritesOneRecordPerEpochAndASummary) {
+  const auto metrics = dir.file("metrics.jsonl");
+  const auto result = test::run_nj("train " + shell_quote(dataset) + " --epochs 4 --eval-every 2 --metrics-out " +
+                                   shell_quote(metrics));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto records = read_jsonl(metrics);
+  ASSERT_EQ(records.size(), 5U);
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_EQ(records[e]["type"], "epoch");
+    EXPECT_EQ(records[e]["epoch"], e);
+    EXPECT_GT(records[e]["loss"].get<double>(), 0.0);
+    EXPECT_EQ(records[e]["val_acc"].is_null(), e % 2 == 0) << records[e];
+  }
+  EXPECT_EQ(records[4]["type"], "summary");
+  EXPECT_EQ(records[4]["dataset"]["vertices"], 200);
+  EXPECT_GT(records[4]["median_epoch_seconds"].get<double>(), 0.0);
+  EXPECT_NE(result.output.find("epoch    4 | loss"), std::string::npos) << result.output;
+}
+
+TEST_F(TrainCli, ConfigFileEqualsTheSameFlags) {
+  const std::string flags = "--model gat --heads 2 --hidden 4 --epochs 3 --lr 0.02 --dropout 0.3 --seed 9";
+  const auto from_flags = dir.file("flags.jsonl");
+  ASSERT_EQ(test::run_nj("train " + shell_quote(dataset) + " " + flags + " --metrics-out " + shell_quote(from_flags))
+                .exit_code,
+            0);
+  const auto config = dir.file("train.toml");
+  std::ofstream(config) << "model = \"gat\"\nheads = 2\nhidden = 4\nepochs = 3\nlr = 0.02\ndropout = 0.3\nseed = 9\n";
+  const auto from_config = dir.file("config.jsonl");
+  const auto result = test::run_nj("train " + shell_quote(dataset) + " --config " + shell_quote(config) +
+                                   " --metrics-out " + shell_quote(from_config));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto a = read_jsonl(from_flags);
+  const auto b = read_jsonl(from_config);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t e = 0; e + 1 < a.size(); ++e) EXPECT_EQ(a[e]["loss"], b[e]["loss"]);
+}
+
+TEST_F(TrainCli, UnknownConfigKeyIsAnError) {
+  const auto config = dir.file("bad.toml");
+  std::ofstream(config) << "epochz = 3\n";
+  const auto line =
+      test::expect_one_line_error(test::run_nj("train " + shell_quote(dataset) + " --config " + shell_quote(config)));
+  EXPECT_NE(line.find("epochz"), std::string::npos) << line;
+}
+
+TEST_F(TrainCli, TruncatedDatasetIsAOneLineError) {
+  std::filesystem::resize_file(dataset, std::filesystem::file_size(dataset) / 2);
+  const auto line = test::expect_one_line_error(test::run_nj("train " + shell_quote(dataset) + " --epochs 1"));
+  EXPECT_NE(line.find(dataset), std::string::npos) << line;
+}
+
+TEST_F(TrainCli, CheckpointResumeContinuesTheLossTrace) {
+  const auto straight = dir.file("straight.jsonl");
+  ASSERT_EQ(
+      test::run_nj("train " + shell_quote(dataset) + " --epochs 4 --metrics-out " + shell_quote(straight)).exit_code,
+      0);
+  const auto checkpoint = dir.file("ckpt.h5");
+  ASSERT_EQ(test::run_nj("train " + shell_quote(dataset) + " --epochs 2 --save-checkpoint " + shell_quote(checkpoint))
+                .exit_code,
+            0);
+  const auto resumed = dir.file("resumed.jsonl");
+  const auto result = test::run_nj("train " + shell_quote(dataset) + " --epochs 4 --load-checkpoint " +
+                                   shell_quote(checkpoint) + " --metrics-out " + shell_quote(resumed));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto a = read_jsonl(straight);
+  const auto b = read_jsonl(resumed);
+  ASSERT_EQ(b.size(), 3U);  // epochs 2 and 3, then the summary
+  EXPECT_EQ(a[2]["loss"], b[0]["loss"]);
+  EXPECT_EQ(a[3]["loss"], b[1]["loss"]);
+}
+
+}  // namespace
+}  // namespace nj

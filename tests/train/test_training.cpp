@@ -1,0 +1,123 @@
+// Properties of the training loop that make results trustworthy: repeatable by seed, independent of the
+// thread count, and resumable from a checkpoint without changing a bit.
+#include <gtest/gtest.h>
+
+#include "nj/train/checkpoint.hpp"
+#include "nj/train/trainer.hpp"
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+struct TrainingRun {
+  std::vector<double> losses;
+  std::vector<std::vector<float>> weights;
+};
+
+ModelConfig small_model(ModelKind kind) {
+  ModelConfig c;
+  c.kind = kind;
+  c.layers = 2;
+  c.hidden = 8;
+  c.heads = 2;
+  c.dropout = 0.5F;
+  c.attention_dropout = 0.3F;
+  c.seed = 11;
+  return c;
+}
+
+std::vector<std::vector<float>> weights_of(Model& model) {
+  std::vector<std::vector<float>> all;
+  for (const Parameter* p : model.parameters()) all.emplace_back(p->value.span().begin(), p->value.span().end());
+  return all;
+}
+
+// Trains epochs [0, epochs); with checkpoint_at > 0, stops there, saves, and resumes in a fresh model.
+TrainingRun train(const Dataset& data, const ModelConfig& config, std::uint32_t epochs, int threads,
+                  std::uint32_t checkpoint_at = 0, const std::string& checkpoint = "") {
+  auto backend = make_cpu_backend(threads);
+  auto comm = make_single_process_communicator();
+  TrainOptions options;
+  options.epochs = epochs;
+  options.adam.weight_decay = 5e-4F;
+  TrainingRun run;
+  auto record = [&](const EpochMetrics& m) { run.losses.push_back(m.loss); };
+  Model model(config, data.features.cols(), data.num_classes);
+  InMemoryExecutor executor(*backend, model, data.graph, data.features.view());
+  if (checkpoint_at == 0) {
+    Trainer(model, executor, *backend, *comm, data, options).fit(0, record);
+    run.weights = weights_of(model);
+    return run;
+  }
+  TrainOptions first_part = options;
+  first_part.epochs = checkpoint_at;
+  Trainer first(model, executor, *backend, *comm, data, first_part);
+  first.fit(0, record);
+  save_checkpoint(checkpoint, model, first.optimizer(), checkpoint_at);
+
+  Model resumed(config, data.features.cols(), data.num_classes);
+  for (Parameter* p : resumed.parameters()) p->value.fill(7.0F);  // the checkpoint must overwrite every weight
+  InMemoryExecutor resumed_executor(*backend, resumed, data.graph, data.features.view());
+  Trainer second(resumed, resumed_executor, *backend, *comm, data, options);
+  const std::uint32_t next = load_checkpoint(checkpoint, resumed, second.optimizer());
+  EXPECT_EQ(next, checkpoint_at);
+  second.fit(next, record);
+  run.weights = weights_of(resumed);
+  return run;
+}
+
+class TrainingTest : public ::testing::TestWithParam<ModelKind> {
+ protected:
+  Dataset data = test::random_dataset(300, 1500, 12, 4, 5);
+};
+
+TEST_P(TrainingTest, SameSeedGivesTheSameLossTrace) {
+  const TrainingRun a = train(data, small_model(GetParam()), 6, 2);
+  const TrainingRun b = train(data, small_model(GetParam()), 6, 2);
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_EQ(a.weights, b.weights);
+  ModelConfig other = small_model(GetParam());
+  other.seed = 12;
+  EXPECT_NE(train(data, other, 6, 2).losses, a.losses);
+}
+
+TEST_P(TrainingTest, ThreadCountDoesNotChangeTheResult) {
+  const TrainingRun one = train(data, small_model(GetParam()), 6, 1);
+  const TrainingRun two = train(data, small_model(GetParam()), 6, 2);
+  ASSERT_EQ(one.losses.size(), two.losses.size());
+  for (std::size_t e = 0; e < one.losses.size(); ++e) EXPECT_NEAR(one.losses[e], two.losses[e], 1e-6 * one.losses[e]);
+}
+
+TEST_P(TrainingTest, LossDecreasesOnLearnableLabels) {
+  for (vid_t v = 0; v < data.num_vertices(); ++v) data.features(v, data.labels[static_cast<std::size_t>(v)]) += 2.0F;
+  ModelConfig config = small_model(GetParam());
+  config.dropout = 0.0F;
+  config.attention_dropout = 0.0F;
+  const TrainingRun run = train(data, config, 30, 2);
+  EXPECT_LT(run.losses.back(), 0.9 * run.losses.front());
+}
+
+TEST_P(TrainingTest, ResumingFromACheckpointChangesNothing) {
+  const test::TempDir dir;
+  const TrainingRun straight = train(data, small_model(GetParam()), 8, 2);
+  const TrainingRun resumed = train(data, small_model(GetParam()), 8, 2, 3, dir.file("ckpt.h5"));
+  EXPECT_EQ(straight.losses, resumed.losses);
+  EXPECT_EQ(straight.weights, resumed.weights);
+}
+
+TEST(Checkpoint, RejectsADifferentModel) {
+  const test::TempDir dir;
+  const Dataset data = test::random_dataset(50, 200, 6, 3, 1);
+  Model model(small_model(ModelKind::kGcn), 6, 3);
+  Adam adam(model.parameters(), {});
+  save_checkpoint(dir.file("gcn.h5"), model, adam, 1);
+  Model gat(small_model(ModelKind::kGat), 6, 3);
+  Adam gat_adam(gat.parameters(), {});
+  EXPECT_THROW(load_checkpoint(dir.file("gcn.h5"), gat, gat_adam), InputError);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TrainingTest, ::testing::Values(ModelKind::kGcn, ModelKind::kGat),
+                         [](const auto& test_info) { return std::string(to_string(test_info.param)); });
+
+}  // namespace
+}  // namespace nj
