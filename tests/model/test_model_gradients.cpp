@@ -75,7 +75,8 @@ ModelConfig gat(int layers, int output_heads) {
 
 INSTANTIATE_TEST_SUITE_P(Models, ModelGradientTest,
                          ::testing::Values(GradientCase{"gcn2", gcn(2)}, GradientCase{"gcn3", gcn(3)},
-                                           GradientCase{"gat2", gat(2, 1)}, GradientCase{"gat2_two_output_heads", gat(2, 2)},
+                                           GradientCase{"gat2", gat(2, 1)},
+                                           GradientCase{"gat2_two_output_heads", gat(2, 2)},
                                            GradientCase{"gat3", gat(3, 1)}),
                          [](const auto& test_info) { return std::string(test_info.param.name); });
 
