@@ -35,7 +35,7 @@ ConstRows InMemoryExecutor::dropped_input(const Model& model, std::size_t l, std
   const float p = model.config().dropout;
   if (!training || p <= 0.0F) return input;
   const Rows out = dropped_[l].view();
-  backend_.dropout(input, block_.dst_gid.data(),
+  backend_.dropout(input, block_.src_gid.data(),
                    feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p, out);
   return out;
 }
@@ -52,7 +52,7 @@ ConstRows InMemoryExecutor::forward(Model& model, std::uint32_t epoch, bool trai
     layer.transform(backend_, dropped_input(model, l, epoch, training), z_[l].view());
     const Rows out = outputs_[l].view();
     layer.aggregate(backend_, block, attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
-                    training, z_[l].view(), z_[l].view(), out);
+                    training, z_[l].view(), out);
     backend_.bias_activation(out, layer.bias().value.data(), model.activation_after(l), out);
   }
   return outputs_.back().view();
@@ -70,12 +70,12 @@ void InMemoryExecutor::backward(Model& model, std::uint32_t epoch, ConstRows gra
     const Rows grad_z = grad_z_[l].view();
     layer.aggregate_backward(backend_, block,
                              attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), true,
-                             z_[l].view(), z_[l].view(), grad_y, grad_z, false, grad_z);
+                             z_[l].view(), grad_y, grad_z, false);
     const Rows grad_x = l > 0 ? grad_outputs_[l - 1].view() : Rows{};
     layer.transform_backward(backend_, kept_input(model, l), grad_z, grad_x);
     if (l > 0 && model.config().dropout > 0.0F) {
       // Dropout's backward applies the same mask and scale to the gradient.
-      backend_.dropout(grad_x, block_.dst_gid.data(),
+      backend_.dropout(grad_x, block_.src_gid.data(),
                        feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
                        model.config().dropout, grad_x);
     }

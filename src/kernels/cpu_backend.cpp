@@ -21,6 +21,11 @@ using rowmath::dropout_scale;
 // the same for every thread count.
 constexpr std::int64_t kReductionBlockRows = 1024;
 
+// The input buffer holds every row the block's sources map to.
+bool reaches_sources(const SparseBlockView& block, ConstRows rows) {
+  return block.src_row != nullptr || rows.rows >= block.num_src;
+}
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads) {
@@ -42,7 +47,7 @@ class CpuBackend final : public Backend {
   }
 
   void spmm(const SparseBlockView& block, ConstRows in, Rows out) override {
-    NJ_EXPECTS(in.cols == out.cols && out.rows == block.num_dst && in.rows == block.num_src,
+    NJ_EXPECTS(in.cols == out.cols && out.rows == block.num_dst && reaches_sources(block, in),
                "spmm shapes: in {}x{}, out {}x{}, block {}->{}", in.rows, in.cols, out.rows, out.cols, block.num_src,
                block.num_dst);
 #pragma omp parallel for schedule(dynamic, 64)
@@ -50,29 +55,27 @@ class CpuBackend final : public Backend {
   }
 
   void spmm_transpose(const SparseBlockView& block, ConstRows grad_out, Rows grad_in, bool accumulate) override {
-    NJ_EXPECTS(grad_in.cols == grad_out.cols && grad_out.rows == block.num_dst && grad_in.rows == block.num_src,
+    NJ_EXPECTS(grad_in.cols == grad_out.cols && grad_out.rows == block.num_dst && reaches_sources(block, grad_in),
                "spmm_transpose shapes");
 #pragma omp parallel for schedule(dynamic, 64)
     for (vid_t j = 0; j < block.num_src; ++j) {
-      rowmath::spmm_transpose_row(block, j, grad_out.data, grad_out.cols, grad_in.row(j), accumulate);
+      rowmath::spmm_transpose_row(block, j, grad_out.data, grad_out.cols, grad_in.row(block.row_of(j)), accumulate);
     }
   }
 
-  void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention, ConstRows z_src,
-                   ConstRows z_dst, Rows out) override {
-    NJ_EXPECTS(z_src.cols == shape.row_width() && z_dst.cols == shape.row_width() && out.cols == shape.output_width() &&
-                   out.rows == block.num_dst && z_dst.rows == block.num_dst,
+  void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention, ConstRows z,
+                   Rows out) override {
+    NJ_EXPECTS(z.cols == shape.row_width() && out.cols == shape.output_width() && out.rows == block.num_dst &&
+                   reaches_sources(block, z),
                "gat_forward shapes");
 #pragma omp parallel for schedule(dynamic, 64)
-    for (vid_t i = 0; i < block.num_dst; ++i) {
-      rowmath::gat_forward_row(block, shape, attention, i, z_src.data, z_dst.row(i), out.row(i));
-    }
+    for (vid_t i = 0; i < block.num_dst; ++i) rowmath::gat_forward_row(block, shape, attention, i, z.data, out.row(i));
   }
 
-  void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention, ConstRows z_src,
-                    ConstRows z_dst, ConstRows grad_out, Rows grad_z_src, bool accumulate, Rows grad_z_dst) override {
-    NJ_EXPECTS(grad_out.cols == shape.output_width() && grad_z_src.cols == shape.row_width() &&
-                   grad_z_src.rows == block.num_src && grad_z_dst.rows == block.num_dst,
+  void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention, ConstRows z,
+                    ConstRows grad_out, Rows grad_z, bool accumulate) override {
+    NJ_EXPECTS(grad_out.cols == shape.output_width() && grad_out.rows == block.num_dst &&
+                   grad_z.cols == shape.row_width() && reaches_sources(block, grad_z),
                "gat_backward shapes");
     const auto edges = static_cast<std::size_t>(block.num_edges()) * static_cast<std::size_t>(shape.heads);
     std::vector<float> coefficient(edges);
@@ -80,20 +83,20 @@ class CpuBackend final : public Backend {
     std::vector<float> dst_score_grad(static_cast<std::size_t>(block.num_dst) * static_cast<std::size_t>(shape.heads));
 #pragma omp parallel for schedule(dynamic, 64)
     for (vid_t i = 0; i < block.num_dst; ++i) {
-      rowmath::gat_backward_row(block, shape, attention, i, z_src.data, z_dst.row(i), grad_out.row(i),
-                                coefficient.data(), score_grad.data(),
-                                dst_score_grad.data() + static_cast<std::int64_t>(i) * shape.heads);
+      rowmath::gat_backward_row(block, shape, attention, i, z.data, grad_out.row(i), coefficient.data(),
+                                score_grad.data(), dst_score_grad.data() + static_cast<std::int64_t>(i) * shape.heads);
     }
 #pragma omp parallel for schedule(dynamic, 64)
     for (vid_t j = 0; j < block.num_src; ++j) {
       rowmath::gat_backward_source_row(block, shape, j, coefficient.data(), score_grad.data(), grad_out.data,
-                                       grad_z_src.row(j), accumulate);
+                                       grad_z.row(block.row_of(j)), accumulate);
     }
-    // After the source pass, so that an aliased buffer's s_dst columns are not reset by it.
+    // After the source pass, which may have reset these rows; destination i is local source i.
 #pragma omp parallel for schedule(static)
     for (vid_t i = 0; i < block.num_dst; ++i) {
+      float* row = grad_z.row(block.row_of(i));
       for (int h = 0; h < shape.heads; ++h) {
-        grad_z_dst.row(i)[shape.dst_score(h)] += dst_score_grad[static_cast<std::size_t>(i) * shape.heads + h];
+        row[shape.dst_score(h)] += dst_score_grad[static_cast<std::size_t>(i) * shape.heads + h];
       }
     }
   }

@@ -15,7 +15,6 @@ SparseBlockView SparseBlock::view() const {
   v.src_offsets = by_source.offsets.data();
   v.out_dst = by_source.destinations.data();
   v.out_edge = by_source.edge_position.data();
-  v.dst_gid = dst_gid.data();
   v.src_gid = src_gid.data();
   return v;
 }
@@ -27,9 +26,8 @@ SparseBlock whole_graph_block(const CsrGraph& graph, std::vector<float> edge_wei
   block.src_index = graph.sources;
   block.edge_weight = std::move(edge_weight);
   block.by_source = transpose(graph.offsets, graph.sources, graph.num_vertices());
-  block.dst_gid.resize(static_cast<std::size_t>(graph.num_vertices()));
-  std::iota(block.dst_gid.begin(), block.dst_gid.end(), first_gid);
-  block.src_gid = block.dst_gid;
+  block.src_gid.resize(static_cast<std::size_t>(graph.num_vertices()));
+  std::iota(block.src_gid.begin(), block.src_gid.end(), first_gid);
   return block;
 }
 

@@ -30,14 +30,14 @@ GcnLayer::GcnLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed
 }
 
 void GcnLayer::aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& /*attention*/,
-                         bool /*training*/, ConstRows z_src, ConstRows /*z_dst*/, Rows y) const {
-  backend.spmm(block, z_src, y);
+                         bool /*training*/, ConstRows z, Rows y) const {
+  backend.spmm(block, z, y);
 }
 
 void GcnLayer::aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& /*attention*/,
-                                  bool /*training*/, ConstRows /*z_src*/, ConstRows /*z_dst*/, ConstRows grad_y,
-                                  Rows grad_z_src, bool accumulate, Rows /*grad_z_dst*/) const {
-  backend.spmm_transpose(block, grad_y, grad_z_src, accumulate);
+                                  bool /*training*/, ConstRows /*z*/, ConstRows grad_y, Rows grad_z,
+                                  bool accumulate) const {
+  backend.spmm_transpose(block, grad_y, grad_z, accumulate);
 }
 
 GatLayer::GatLayer(std::int64_t in_dim, const GatShape& shape, std::uint64_t seed, std::uint32_t layer_index)
@@ -82,15 +82,13 @@ GatShape GatLayer::effective_shape(bool training) const {
 }
 
 void GatLayer::aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
-                         ConstRows z_src, ConstRows z_dst, Rows y) const {
-  backend.gat_forward(block, effective_shape(training), attention, z_src, z_dst, y);
+                         ConstRows z, Rows y) const {
+  backend.gat_forward(block, effective_shape(training), attention, z, y);
 }
 
 void GatLayer::aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention,
-                                  bool training, ConstRows z_src, ConstRows z_dst, ConstRows grad_y, Rows grad_z_src,
-                                  bool accumulate, Rows grad_z_dst) const {
-  backend.gat_backward(block, effective_shape(training), attention, z_src, z_dst, grad_y, grad_z_src, accumulate,
-                       grad_z_dst);
+                                  bool training, ConstRows z, ConstRows grad_y, Rows grad_z, bool accumulate) const {
+  backend.gat_backward(block, effective_shape(training), attention, z, grad_y, grad_z, accumulate);
 }
 
 void GatLayer::finish_backward() {

@@ -27,19 +27,20 @@ class Backend {
                     const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
                     std::int64_t ldc) = 0;
 
+  // Sparse kernels read and write source rows through the block (row b.row_of(j) of `in`/`z` holds local
+  // source j); destination rows are the rows of `out`/`grad_out`.
   // out[i] = Σ_{in-edges e of i} w_e · in[src_e]: GCN aggregation.
   virtual void spmm(const SparseBlockView& block, ConstRows in, Rows out) = 0;
   // grad_in[j] (+)= Σ_{out-edges e of j} w_e · grad_out[dst_e]: its backward, summed in a fixed order.
   virtual void spmm_transpose(const SparseBlockView& block, ConstRows grad_out, Rows grad_in, bool accumulate) = 0;
 
-  // GAT aggregation with edge softmax; z rows follow GatShape's layout. z_dst holds the destinations' rows.
+  // GAT aggregation with edge softmax; z rows follow GatShape's layout.
   virtual void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
-                           ConstRows z_src, ConstRows z_dst, Rows out) = 0;
-  // Its backward: grad_z_src (+)= the gradient reaching source rows (x' and s_src columns); then the s_dst
-  // gradient is added into grad_z_dst, which may alias grad_z_src when sources and destinations are the same rows.
+                           ConstRows z, Rows out) = 0;
+  // Its backward: grad_z (indexed like z) (+)= the gradient of every source row, including the s_dst gradient
+  // that reaches destinations.
   virtual void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
-                            ConstRows z_src, ConstRows z_dst, ConstRows grad_out, Rows grad_z_src, bool accumulate,
-                            Rows grad_z_dst) = 0;
+                            ConstRows z, ConstRows grad_out, Rows grad_z, bool accumulate) = 0;
 
   // out = in ⊙ mask/(1-p), the mask addressed by (row global id, column). Applied to a gradient it is the
   // backward of the same dropout. in and out may alias.

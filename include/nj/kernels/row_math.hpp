@@ -41,21 +41,21 @@ NJ_HD inline void spmm_row(const SparseBlockView& b, vid_t i, const float* in, s
   for (std::int64_t c = 0; c < cols; ++c) out[c] = 0.0F;
   for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
     const float w = b.edge_weight != nullptr ? b.edge_weight[e] : 1.0F;
-    const float* x = in + static_cast<std::int64_t>(b.src_index[e]) * cols;
+    const float* x = in + b.row_of(b.src_index[e]) * cols;
     for (std::int64_t c = 0; c < cols; ++c) out[c] += w * x[c];
   }
 }
 
-// grad_in[j] (+)= Σ_{out-edges e of j} w_e grad_out[dst_e] for one source row.
+// grad_in_row (+)= Σ_{out-edges e of j} w_e grad_out[dst_e] for local source j.
 NJ_HD inline void spmm_transpose_row(const SparseBlockView& b, vid_t j, const float* grad_out, std::int64_t cols,
-                                     float* grad_in, bool accumulate) {
+                                     float* grad_in_row, bool accumulate) {
   if (!accumulate) {
-    for (std::int64_t c = 0; c < cols; ++c) grad_in[c] = 0.0F;
+    for (std::int64_t c = 0; c < cols; ++c) grad_in_row[c] = 0.0F;
   }
   for (eid_t k = b.src_offsets[j]; k < b.src_offsets[j + 1]; ++k) {
     const float w = b.edge_weight != nullptr ? b.edge_weight[b.out_edge[k]] : 1.0F;
     const float* g = grad_out + static_cast<std::int64_t>(b.out_dst[k]) * cols;
-    for (std::int64_t c = 0; c < cols; ++c) grad_in[c] += w * g[c];
+    for (std::int64_t c = 0; c < cols; ++c) grad_in_row[c] += w * g[c];
   }
 }
 
@@ -77,9 +77,19 @@ struct GatShape {
 
 // Attention of edge e (into destination i) for head h, before dropout: softmax over i's in-edges of
 // LeakyReLU(s_src[j] + s_dst[i]). max and sum are the row's softmax statistics.
-NJ_HD inline float gat_logit(const GatShape& s, const float* z_src, const float* z_dst_row, vid_t j, int h) {
-  return leaky_relu(z_src[static_cast<std::int64_t>(j) * s.row_width() + s.src_score(h)] + z_dst_row[s.dst_score(h)],
-                    s.negative_slope);
+// z holds the block's source rows (row b.row_of(j) for local source j); z_dst_row is destination i's row.
+NJ_HD inline const float* gat_source_row(const SparseBlockView& b, const GatShape& s, const float* z, vid_t j) {
+  return z + b.row_of(j) * s.row_width();
+}
+
+NJ_HD inline float gat_pre_activation(const SparseBlockView& b, const GatShape& s, const float* z,
+                                      const float* z_dst_row, vid_t j, int h) {
+  return gat_source_row(b, s, z, j)[s.src_score(h)] + z_dst_row[s.dst_score(h)];
+}
+
+NJ_HD inline float gat_logit(const SparseBlockView& b, const GatShape& s, const float* z, const float* z_dst_row,
+                             vid_t j, int h) {
+  return leaky_relu(gat_pre_activation(b, s, z, z_dst_row, j, h), s.negative_slope);
 }
 
 // Softmax statistics (max, sum of exp) of destination i's logits for head h.
@@ -87,11 +97,11 @@ NJ_HD inline void gat_softmax_stats(const SparseBlockView& b, const GatShape& s,
                                     const float* z_dst_row, int h, float& max_logit, float& sum_exp) {
   max_logit = -INFINITY;
   for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
-    max_logit = fmaxf(max_logit, gat_logit(s, z_src, z_dst_row, b.src_index[e], h));
+    max_logit = fmaxf(max_logit, gat_logit(b, s, z_src, z_dst_row, b.src_index[e], h));
   }
   sum_exp = 0.0F;
   for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
-    sum_exp += expf(gat_logit(s, z_src, z_dst_row, b.src_index[e], h) - max_logit);
+    sum_exp += expf(gat_logit(b, s, z_src, z_dst_row, b.src_index[e], h) - max_logit);
   }
 }
 
@@ -99,12 +109,13 @@ NJ_HD inline void gat_softmax_stats(const SparseBlockView& b, const GatShape& s,
 NJ_HD inline float gat_edge_dropout(const SparseBlockView& b, const GatShape& s, const RandomStream& stream, vid_t i,
                                     eid_t e, int h) {
   if (s.attention_dropout <= 0.0F) return 1.0F;
-  return dropout_scale(stream.edge_uniform(b.src_gid[b.src_index[e]], b.dst_gid[i], h), s.attention_dropout);
+  return dropout_scale(stream.edge_uniform(b.src_gid[b.src_index[e]], b.src_gid[i], h), s.attention_dropout);
 }
 
 // One destination row of GAT aggregation: out[i] = Σ_e dropout(α_e) x'_src (heads concatenated or averaged).
 NJ_HD inline void gat_forward_row(const SparseBlockView& b, const GatShape& s, const RandomStream& stream, vid_t i,
-                                  const float* z_src, const float* z_dst_row, float* out) {
+                                  const float* z_src, float* out) {
+  const float* z_dst_row = gat_source_row(b, s, z_src, i);
   const std::int64_t width = s.output_width();
   for (std::int64_t c = 0; c < width; ++c) out[c] = 0.0F;
   const float head_scale = s.concat ? 1.0F : 1.0F / static_cast<float>(s.heads);
@@ -115,9 +126,9 @@ NJ_HD inline void gat_forward_row(const SparseBlockView& b, const GatShape& s, c
     float* out_h = out + (s.concat ? static_cast<std::int64_t>(h) * s.channels : 0);
     for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
       const vid_t j = b.src_index[e];
-      const float alpha = expf(gat_logit(s, z_src, z_dst_row, j, h) - max_logit) / sum_exp;
+      const float alpha = expf(gat_logit(b, s, z_src, z_dst_row, j, h) - max_logit) / sum_exp;
       const float coefficient = alpha * gat_edge_dropout(b, s, stream, i, e, h) * head_scale;
-      const float* x = z_src + static_cast<std::int64_t>(j) * s.row_width() + static_cast<std::int64_t>(h) * s.channels;
+      const float* x = gat_source_row(b, s, z_src, j) + static_cast<std::int64_t>(h) * s.channels;
       for (int c = 0; c < s.channels; ++c) out_h[c] += coefficient * x[c];
     }
   }
@@ -128,8 +139,9 @@ NJ_HD inline void gat_forward_row(const SparseBlockView& b, const GatShape& s, c
 // (which flows to s_src[j] and s_dst[i]). Softmax backward: ∂e = α (g − Σ_k α_k g_k).
 // edge_coefficient and edge_score_grad are [num_edges, heads]; dst_score_grad receives Σ_e ∂score for i.
 NJ_HD inline void gat_backward_row(const SparseBlockView& b, const GatShape& s, const RandomStream& stream, vid_t i,
-                                   const float* z_src, const float* z_dst_row, const float* grad_out_row,
-                                   float* edge_coefficient, float* edge_score_grad, float* dst_score_grad) {
+                                   const float* z_src, const float* grad_out_row, float* edge_coefficient,
+                                   float* edge_score_grad, float* dst_score_grad) {
+  const float* z_dst_row = gat_source_row(b, s, z_src, i);
   const float head_scale = s.concat ? 1.0F : 1.0F / static_cast<float>(s.heads);
   for (int h = 0; h < s.heads; ++h) {
     float max_logit = 0.0F;
@@ -140,9 +152,9 @@ NJ_HD inline void gat_backward_row(const SparseBlockView& b, const GatShape& s, 
     float weighted_sum = 0.0F;
     for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
       const vid_t j = b.src_index[e];
-      const float alpha = expf(gat_logit(s, z_src, z_dst_row, j, h) - max_logit) / sum_exp;
+      const float alpha = expf(gat_logit(b, s, z_src, z_dst_row, j, h) - max_logit) / sum_exp;
       const float keep = gat_edge_dropout(b, s, stream, i, e, h) * head_scale;
-      const float* x = z_src + static_cast<std::int64_t>(j) * s.row_width() + static_cast<std::int64_t>(h) * s.channels;
+      const float* x = gat_source_row(b, s, z_src, j) + static_cast<std::int64_t>(h) * s.channels;
       float dot = 0.0F;
       for (int c = 0; c < s.channels; ++c) dot += g_h[c] * x[c];
       const float grad_alpha = keep * dot;
@@ -153,8 +165,7 @@ NJ_HD inline void gat_backward_row(const SparseBlockView& b, const GatShape& s, 
     float dst_sum = 0.0F;
     for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
       const vid_t j = b.src_index[e];
-      const float pre =
-          z_src[static_cast<std::int64_t>(j) * s.row_width() + s.src_score(h)] + z_dst_row[s.dst_score(h)];
+      const float pre = gat_pre_activation(b, s, z_src, z_dst_row, j, h);
       const float alpha = expf(leaky_relu(pre, s.negative_slope) - max_logit) / sum_exp;
       const float grad_logit = alpha * (edge_score_grad[e * s.heads + h] - weighted_sum);
       const float grad_pre = grad_logit * (pre > 0.0F ? 1.0F : s.negative_slope);
@@ -165,7 +176,7 @@ NJ_HD inline void gat_backward_row(const SparseBlockView& b, const GatShape& s, 
   }
 }
 
-// Backward, second half, for one source row j: grad x'_j (+)= Σ coefficient · grad_out[dst], and
+// Backward, second half, for local source j: grad x'_j (+)= Σ coefficient · grad_out[dst], and
 // grad s_src[j] (+)= Σ ∂score, gathered over j's out-edges in a fixed order.
 NJ_HD inline void gat_backward_source_row(const SparseBlockView& b, const GatShape& s, vid_t j,
                                           const float* edge_coefficient, const float* edge_score_grad,

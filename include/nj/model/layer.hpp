@@ -37,13 +37,11 @@ class Layer {
   virtual void prepare() {}
   void transform(Backend& backend, ConstRows x, Rows z) const;
   virtual void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
-                         ConstRows z_src, ConstRows z_dst, Rows y) const = 0;
+                         ConstRows z, Rows y) const = 0;
 
-  // grad_z_src (+)= ∂L/∂Z for source rows; grad_z_dst receives any gradient that reaches destination rows only
-  // (GAT's s_dst); it may alias grad_z_src when sources and destinations are the same rows.
+  // grad_z (+)= ∂L/∂Z for every source row of the block (rows indexed as in z).
   virtual void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention,
-                                  bool training, ConstRows z_src, ConstRows z_dst, ConstRows grad_y, Rows grad_z_src,
-                                  bool accumulate, Rows grad_z_dst) const = 0;
+                                  bool training, ConstRows z, ConstRows grad_y, Rows grad_z, bool accumulate) const = 0;
   // Accumulates ∂L/∂W_eff += Xᵀ · grad_z and, where grad_x is non-empty, writes grad_x = grad_z · W_effᵀ.
   void transform_backward(Backend& backend, ConstRows x, ConstRows grad_z, Rows grad_x);
   // Called once per epoch after every transform_backward: turns ∂L/∂W_eff into the parameters' gradients.

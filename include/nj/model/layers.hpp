@@ -19,10 +19,9 @@ class GcnLayer final : public Layer {
   std::int64_t out_dim() const override { return weight_.value.cols(); }
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
   void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
-                 ConstRows z_src, ConstRows z_dst, Rows y) const override;
+                 ConstRows z, Rows y) const override;
   void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
-                          ConstRows z_src, ConstRows z_dst, ConstRows grad_y, Rows grad_z_src, bool accumulate,
-                          Rows grad_z_dst) const override;
+                          ConstRows z, ConstRows grad_y, Rows grad_z, bool accumulate) const override;
 
  protected:
   const Parameter& weight() const override { return weight_; }
@@ -45,10 +44,9 @@ class GatLayer final : public Layer {
   const GatShape& shape() const { return shape_; }
   void prepare() override;
   void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
-                 ConstRows z_src, ConstRows z_dst, Rows y) const override;
+                 ConstRows z, Rows y) const override;
   void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
-                          ConstRows z_src, ConstRows z_dst, ConstRows grad_y, Rows grad_z_src, bool accumulate,
-                          Rows grad_z_dst) const override;
+                          ConstRows z, ConstRows grad_y, Rows grad_z, bool accumulate) const override;
   void finish_backward() override;
 
  protected:

@@ -18,9 +18,9 @@ const char* to_string(Activation activation);
 struct ModelConfig {
   ModelKind kind = ModelKind::kGcn;
   int layers = 2;
-  int hidden = 16;        // GCN: hidden width; GAT: channels per head in hidden layers
-  int heads = 8;          // GAT hidden-layer heads (concatenated)
-  int output_heads = 1;   // GAT output-layer heads (averaged)
+  int hidden = 16;       // GCN: hidden width; GAT: channels per head in hidden layers
+  int heads = 8;         // GAT hidden-layer heads (concatenated)
+  int output_heads = 1;  // GAT output-layer heads (averaged)
   Activation activation = Activation::kRelu;
   float dropout = 0.5F;            // on every layer's input rows, in training
   float attention_dropout = 0.6F;  // GAT, on attention coefficients, in training
