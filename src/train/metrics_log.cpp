@@ -26,10 +26,23 @@ nlohmann::json to_json(const EpochMetrics& m) {
           {"val_acc", number_or_null(m.accuracy.val)},
           {"test_acc", number_or_null(m.accuracy.test)},
           {"epoch_seconds", m.train_seconds()},
-          {"forward_seconds", m.forward_seconds},
-          {"backward_seconds", m.backward_seconds},
+          {"step_seconds", m.step_seconds},
           {"optimizer_seconds", m.optimizer_seconds},
-          {"eval_seconds", m.eval_seconds}};
+          {"eval_seconds", m.eval_seconds},
+          {"execution", to_json(m.execution)}};
+}
+
+nlohmann::json to_json(const ExecutionMetrics& e) {
+  return {{"h2d_bytes", e.h2d_bytes},
+          {"d2h_bytes", e.d2h_bytes},
+          {"cache_hit_rate", e.hit_rate()},
+          {"recompute_ratio", e.recompute_ratio()},
+          {"rows_computed", e.rows_computed},
+          {"rows_needed", e.rows_needed},
+          {"peak_device_bytes", e.peak_device_bytes},
+          {"compute_seconds", e.compute_seconds},
+          {"copy_seconds", e.copy_seconds},
+          {"wait_seconds", e.wait_seconds}};
 }
 
 nlohmann::json to_json(const TrainSummary& s) {

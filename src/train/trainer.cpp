@@ -34,8 +34,7 @@ Trainer::Trainer(Model& model, Executor& executor, Backend& backend, Communicato
       comm_(comm),
       dataset_(dataset),
       options_(options),
-      optimizer_(with_decay_scope(model, options.decay_scope), options.adam),
-      grad_logits_(dataset.num_vertices(), model.layer(model.num_layers() - 1).out_dim()) {
+      optimizer_(with_decay_scope(model, options.decay_scope), options.adam) {
   std::array<std::int64_t, 1> count{nj::count(dataset.train_mask)};
   comm_.all_reduce_sum(count);
   global_train_count_ = count[0];
@@ -45,17 +44,26 @@ Trainer::Trainer(Model& model, Executor& executor, Backend& backend, Communicato
 EpochMetrics Trainer::train_epoch(std::uint32_t epoch) {
   EpochMetrics metrics;
   metrics.epoch = epoch;
-  auto start = std::chrono::steady_clock::now();
-  const ConstRows logits = executor_.forward(model_, epoch, true);
-  std::array<double, 1> loss{backend_.softmax_cross_entropy(logits, dataset_.labels.data(), dataset_.train_mask.data(),
-                                                            1.0F / static_cast<float>(global_train_count_),
-                                                            grad_logits_.view())};
-  metrics.forward_seconds = seconds_since(start);
+  const float scale = 1.0F / static_cast<float>(global_train_count_);
+  const LossFunction loss_function = [&](ConstRows logits, const vid_t* vertices, Rows grad) {
+    if (vertices == nullptr) {
+      return backend_.softmax_cross_entropy(logits, dataset_.labels.data(), dataset_.train_mask.data(), scale, grad);
+    }
+    row_labels_.resize(static_cast<std::size_t>(logits.rows));
+    row_mask_.resize(static_cast<std::size_t>(logits.rows));
+    for (std::int64_t r = 0; r < logits.rows; ++r) {
+      const auto v = static_cast<std::size_t>(vertices[r]);
+      row_labels_[static_cast<std::size_t>(r)] = dataset_.labels[v];
+      row_mask_[static_cast<std::size_t>(r)] = dataset_.train_mask[v];
+    }
+    return backend_.softmax_cross_entropy(logits, row_labels_.data(), row_mask_.data(), scale, grad);
+  };
 
-  start = std::chrono::steady_clock::now();
+  auto start = std::chrono::steady_clock::now();
   optimizer_.zero_grad();
-  executor_.backward(model_, epoch, grad_logits_.view());
-  metrics.backward_seconds = seconds_since(start);
+  std::array<double, 1> loss{executor_.train_step(model_, epoch, loss_function)};
+  metrics.step_seconds = seconds_since(start);
+  metrics.execution = executor_.take_metrics();
 
   start = std::chrono::steady_clock::now();
   for (Parameter* p : model_.parameters()) comm_.all_reduce_sum(p->grad.span());
@@ -67,7 +75,8 @@ EpochMetrics Trainer::train_epoch(std::uint32_t epoch) {
 }
 
 Accuracy Trainer::evaluate() {
-  const ConstRows logits = executor_.forward(model_, 0, false);
+  const ConstRows logits = executor_.evaluate(model_);
+  executor_.take_metrics();  // evaluation traffic is not the training step's
   // correct and total for train, val, test
   std::array<std::int64_t, 6> counts{};
   const std::array<const std::vector<std::uint8_t>*, 3> masks = {&dataset_.train_mask, &dataset_.val_mask,

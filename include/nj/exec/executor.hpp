@@ -1,9 +1,11 @@
 #pragma once
 // An executor runs a model's forward and backward passes over a graph and decides where the data lives while
-// it does. The training loop sees only this interface: the in-memory executor below keeps everything in host
-// memory and runs each layer on the whole graph at once; the subgraph executor runs the same layers block by
-// block within a device-memory budget.
+// it does. The training loop sees only this interface: the in-memory executor keeps everything in host memory
+// and runs each layer on the whole graph at once; the subgraph executor (subgraph_executor.hpp) runs the same
+// layers block by block within a device-memory budget.
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "nj/core/matrix.hpp"
@@ -13,41 +15,104 @@
 
 namespace nj {
 
+// The loss of some vertices' logits: returns the sum of their losses and writes ∂L/∂logits into grad.
+// `vertices` names the vertex of each row (nullptr: row v is vertex v).
+using LossFunction = std::function<double(ConstRows logits, const vid_t* vertices, Rows grad)>;
+
+// What an executor measured since the last take_metrics().
+struct ExecutionMetrics {
+  std::int64_t h2d_bytes = 0;
+  std::int64_t d2h_bytes = 0;
+  std::int64_t cache_hits = 0;
+  std::int64_t cache_misses = 0;
+  std::int64_t rows_computed = 0;  // aggregated rows, all layers; equals rows_needed when nothing is recomputed
+  std::int64_t rows_needed = 0;    // vertices × layers
+  std::int64_t peak_device_bytes = 0;
+  double compute_seconds = 0.0;
+  double copy_seconds = 0.0;  // time the copy engine spent copying
+  double wait_seconds = 0.0;  // time compute waited for copies
+  double recompute_ratio() const {
+    return rows_needed > 0 ? static_cast<double>(rows_computed) / static_cast<double>(rows_needed) : 1.0;
+  }
+  double hit_rate() const {
+    const auto total = cache_hits + cache_misses;
+    return total > 0 ? static_cast<double>(cache_hits) / static_cast<double>(total) : 1.0;
+  }
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
-  // Runs every layer for `epoch` (the epoch addresses the dropout masks) and returns the logits of all vertices.
-  virtual ConstRows forward(Model& model, std::uint32_t epoch, bool training) = 0;
-  // Back-propagates ∂L/∂logits of the last training forward; adds into every parameter's gradient.
-  virtual void backward(Model& model, std::uint32_t epoch, ConstRows grad_logits) = 0;
+  // Logits of all vertices without dropout (the epoch is irrelevant outside training).
+  virtual ConstRows evaluate(Model& model) = 0;
+  // One training pass for `epoch` (which addresses the dropout masks): forward, the loss through `loss`, and
+  // backward, adding into every parameter's gradient. Returns the summed loss.
+  virtual double train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) = 0;
+  virtual ExecutionMetrics take_metrics() { return {}; }
 };
 
 // The random streams of one layer in one epoch: what makes dropout identical however the work is split.
 RandomStream feature_dropout_stream(const ModelConfig& config, std::uint32_t layer, std::uint32_t epoch);
 RandomStream attention_dropout_stream(const ModelConfig& config, std::uint32_t layer, std::uint32_t epoch);
 
+// Where a BlockStack's buffers live.
+class RowsAllocator {
+ public:
+  virtual ~RowsAllocator() = default;
+  virtual Rows allocate(std::int64_t rows, std::int64_t cols, const char* what) = 0;
+};
+
+class HostRowsAllocator final : public RowsAllocator {
+ public:
+  Rows allocate(std::int64_t rows, std::int64_t cols, const char* what) override;
+
+ private:
+  std::vector<Matrix> buffers_;
+};
+
+// Runs all layers of a model over per-layer blocks whose rows all live in one memory space: the whole graph
+// (the in-memory executor) or one subgraph's L-hop closure (the recompute baseline). The destinations of
+// blocks[l] are the first rows of blocks[l+1]'s sources, so layer l's output rows are layer l+1's input rows.
+class BlockStack {
+ public:
+  BlockStack(Backend& backend, const Model& model, std::vector<SparseBlockView> blocks, RowsAllocator& allocator);
+  // input: the rows of blocks[0]'s sources. Returns the last layer's output (blocks.back()'s destinations).
+  ConstRows forward(Model& model, std::uint32_t epoch, bool training, ConstRows input);
+  // Back-propagates from the gradient of the last training forward's output.
+  void backward(Model& model, std::uint32_t epoch, ConstRows grad_output);
+  // Rows aggregated by one forward pass.
+  std::int64_t rows_aggregated() const;
+
+ private:
+  ConstRows layer_input(std::size_t l) const { return l == 0 ? input_ : ConstRows(outputs_[l - 1]); }
+  // The layer's input after dropout, kept for the backward pass; the input itself without dropout.
+  ConstRows dropped_input(const Model& model, std::size_t l, std::uint32_t epoch, bool training);
+
+  Backend& backend_;
+  std::vector<SparseBlockView> blocks_;
+  ConstRows input_;
+  std::vector<Rows> z_;        // per layer: transformed rows (sources)
+  std::vector<Rows> outputs_;  // per layer: act(Y + b) (destinations); the last holds the logits
+  std::vector<Rows> grad_outputs_;
+  std::vector<Rows> grad_z_;
+  std::vector<Rows> dropped_;  // per layer, when dropout is on
+  std::vector<ConstRows> kept_;  // per layer: what transform_backward multiplies by
+};
+
 class InMemoryExecutor final : public Executor {
  public:
   // `features` must outlive the executor; vertex v has global id first_gid + v.
   InMemoryExecutor(Backend& backend, const Model& model, const CsrGraph& graph, ConstRows features,
                    gid_t first_gid = 0);
-  ConstRows forward(Model& model, std::uint32_t epoch, bool training) override;
-  void backward(Model& model, std::uint32_t epoch, ConstRows grad_logits) override;
+  ConstRows evaluate(Model& model) override;
+  double train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) override;
 
  private:
-  // The layer's input rows after dropout (kept for the backward pass): the rows themselves outside training.
-  ConstRows dropped_input(const Model& model, std::size_t l, std::uint32_t epoch, bool training);
-  ConstRows kept_input(const Model& model, std::size_t l) const;
-  ConstRows layer_input(std::size_t l) const { return l == 0 ? features_ : ConstRows(outputs_[l - 1].view()); }
-
-  Backend& backend_;
   SparseBlock block_;
   ConstRows features_;
-  std::vector<Matrix> z_;        // per layer: transformed rows
-  std::vector<Matrix> outputs_;  // per layer: act(Y + b); the last holds the logits
-  std::vector<Matrix> grad_outputs_;
-  std::vector<Matrix> grad_z_;
-  std::vector<Matrix> dropped_;  // per layer: the input after dropout, when dropout is on
+  HostRowsAllocator buffers_;
+  BlockStack stack_;
+  Matrix grad_logits_;
 };
 
 }  // namespace nj

@@ -9,6 +9,7 @@
 namespace nj {
 
 nlohmann::json to_json(const EpochMetrics& metrics);
+nlohmann::json to_json(const ExecutionMetrics& metrics);
 nlohmann::json to_json(const Accuracy& accuracy);
 nlohmann::json to_json(const TrainSummary& summary);
 

@@ -35,12 +35,12 @@ struct EpochMetrics {
   std::uint32_t epoch = 0;
   double loss = 0.0;
   Accuracy accuracy;  // NaN where the epoch was not evaluated
-  double forward_seconds = 0.0;
-  double backward_seconds = 0.0;
+  double step_seconds = 0.0;  // forward, loss and backward
   double optimizer_seconds = 0.0;
   double eval_seconds = 0.0;
+  ExecutionMetrics execution;  // of the training step
   // Forward, backward and the optimizer step: the epoch's training time, without evaluation.
-  double train_seconds() const { return forward_seconds + backward_seconds + optimizer_seconds; }
+  double train_seconds() const { return step_seconds + optimizer_seconds; }
 };
 
 struct TrainSummary {
@@ -75,7 +75,9 @@ class Trainer {
   TrainOptions options_;
   Adam optimizer_;
   std::int64_t global_train_count_ = 0;
-  Matrix grad_logits_;
+  // Per-call scratch of the loss function: labels and mask of the rows it is given.
+  std::vector<std::int32_t> row_labels_;
+  std::vector<std::uint8_t> row_mask_;
 };
 
 }  // namespace nj

@@ -1,0 +1,52 @@
+#pragma once
+// Subgraphs: sets of destination vertices with all of their in-edges, cut from a graph in a locality-preserving
+// vertex order so that consecutive subgraphs share many source rows.
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "nj/graph/csr.hpp"
+#include "nj/kernels/sparse_block.hpp"
+
+namespace nj {
+
+struct Subgraph {
+  std::vector<vid_t> sources;  // vertex ids of the local sources; the first block.num_dst() are the destinations
+  SparseBlock block;           // local ids; src_gid = first_gid + vertex id
+
+  vid_t num_dst() const { return block.num_dst(); }
+  std::span<const vid_t> destinations() const { return {sources.data(), static_cast<std::size_t>(num_dst())}; }
+};
+
+// The block of destinations `dsts` with all their in-edges in `graph` (weights taken per edge from
+// edge_weight when it is not empty). Sources after the destinations come in ascending vertex id.
+Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,
+                       gid_t first_gid);
+
+// Reverse Cuthill-McKee-style order: breadth-first over in-neighbours, lower degree first, one component after
+// another, starting each from its lowest-degree unvisited vertex. Neighbouring vertices get nearby positions.
+std::vector<vid_t> locality_order(const CsrGraph& graph);
+
+// The size of a candidate subgraph's k-hop in-closure: vertices[0] are its destinations, vertices[k] the
+// vertices within k in-hops of them (a closure includes every vertex of the smaller ones), edges[k] the
+// in-edges of the vertices of closure k. One hop is what a layer-by-layer step reads; L hops is what a subgraph
+// pushed through all L layers at once (the recompute baseline) reads.
+struct ClosureSize {
+  std::vector<std::int64_t> vertices;
+  std::vector<std::int64_t> edges;
+};
+using SubgraphCost = std::function<std::int64_t(const ClosureSize&)>;
+
+// Cuts `order` into consecutive runs, each as long as cost(closure of the run) <= limit allows. Throws
+// nj::InputError when a single vertex already exceeds the limit, with describe_minimum(the smallest limit
+// that would work) as the message.
+std::vector<std::vector<vid_t>> partition_in_order(const CsrGraph& graph, std::span<const vid_t> order, int hops,
+                                                   const SubgraphCost& cost, std::int64_t limit,
+                                                   const std::function<std::string(std::int64_t)>& describe_minimum);
+
+// The vertices of the `hops`-hop in-closure of `dsts`, ordered so that every closure level is a prefix:
+// the destinations first, then the vertices one hop away, and so on. Returns the order and the level sizes.
+std::vector<vid_t> closure_order(const CsrGraph& graph, std::span<const vid_t> dsts, int hops,
+                                 std::vector<std::int64_t>& level_sizes);
+
+}  // namespace nj
