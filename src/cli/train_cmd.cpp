@@ -12,7 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "nj/comm/communicator.hpp"
-#include "nj/exec/executor.hpp"
+#include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/train/checkpoint.hpp"
 #include "nj/train/metrics_log.hpp"
@@ -32,6 +32,9 @@ struct TrainArguments {
   TrainArguments() { options.adam.weight_decay = 5e-4F; }
   std::string feature_norm = "none";
   int threads = 0;
+  std::string device_memory = "unlimited";
+  std::string execution = "reuse";
+  std::string cache_policy = "st-aware";
   std::string metrics_out;
   std::string save_checkpoint;
   std::string load_checkpoint;
@@ -117,8 +120,19 @@ void run_train(TrainArguments& args) {
   auto backend = make_cpu_backend(args.threads);
   auto comm = make_single_process_communicator();
   Model model(args.config, dataset.features.cols(), dataset.num_classes);
-  InMemoryExecutor executor(*backend, model, dataset.graph, dataset.features.view());
-  Trainer trainer(model, executor, *backend, *comm, dataset, args.options);
+  const ExecutorChoice choice = parse_executor_choice(args.execution, args.device_memory, args.cache_policy);
+  std::unique_ptr<Device> device;
+  std::unique_ptr<Executor> executor;
+  if (choice.in_memory) {
+    executor = std::make_unique<InMemoryExecutor>(*backend, model, dataset.graph, dataset.features.view());
+  } else {
+    device = make_cpu_device(choice.options.device_budget);
+    auto subgraph_executor = std::make_unique<SubgraphExecutor>(*backend, *device, model, dataset.graph,
+                                                                dataset.features.view(), choice.options);
+    log_plan(subgraph_executor->plan());
+    executor = std::move(subgraph_executor);
+  }
+  Trainer trainer(model, *executor, *backend, *comm, dataset, args.options);
   spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}", to_string(args.config.kind),
                args.config.layers, args.config.hidden, model.num_parameters(), backend->name());
 
@@ -133,9 +147,9 @@ void run_train(TrainArguments& args) {
   progress.start(first_epoch, args.options.epochs);
   const TrainSummary summary = trainer.fit(first_epoch, [&](const EpochMetrics& m) {
     progress.finish();
-    spdlog::info("epoch {:4d} | loss {:.4f} | train {} val {} test {} | {:.3f} s", m.epoch + 1, m.loss,
+    spdlog::info("epoch {:4d} | loss {:.4f} | train {} val {} test {} | {:.3f} s{}", m.epoch + 1, m.loss,
                  format_accuracy(m.accuracy.train), format_accuracy(m.accuracy.val), format_accuracy(m.accuracy.test),
-                 m.train_seconds());
+                 m.train_seconds(), choice.in_memory ? std::string() : format_execution(m.execution));
     log.write(to_json(m));
     progress.start(m.epoch + 1, args.options.epochs);
   });
@@ -213,6 +227,18 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--eval-every", args->options.eval_every, "Evaluate every k epochs (0: only after the last)")
+      ->capture_default_str();
+  cmd->add_option("--execution", args->execution,
+                  "reuse (embedding reuse, layer by layer), recompute (each subgraph through all layers: the "
+                  "baseline), or in-memory (no device: plain full-graph training)")
+      ->check(CLI::IsMember({"reuse", "recompute", "in-memory"}))
+      ->capture_default_str();
+  cmd->add_option("--device-memory", args->device_memory,
+                  "Device memory budget, e.g. 512M or 2G (K/M/G/T suffixes), or unlimited")
+      ->capture_default_str();
+  cmd->add_option("--cache-policy", args->cache_policy,
+                  "What stays on the device: st-aware, lru, fifo, degree, size-order, belady or none")
+      ->check(CLI::IsMember({"st-aware", "lru", "fifo", "degree", "size-order", "belady", "none"}))
       ->capture_default_str();
   cmd->add_option("--metrics-out", args->metrics_out, "Write one JSON object per epoch and a summary to this file");
   cmd->add_option("--save-checkpoint", args->save_checkpoint, "Write weights and optimizer state here at the end");

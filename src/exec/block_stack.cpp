@@ -46,8 +46,8 @@ ConstRows BlockStack::dropped_input(const Model& model, std::size_t l, std::uint
   const ConstRows input = layer_input(l);
   const float p = model.config().dropout;
   if (!training || p <= 0.0F) return input;
-  backend_.dropout(input, blocks_[l].src_gid, feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
-                   p, dropped_[l]);
+  backend_.dropout(input, blocks_[l].src_gid,
+                   feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p, dropped_[l]);
   return dropped_[l];
 }
 
@@ -59,8 +59,9 @@ ConstRows BlockStack::forward(Model& model, std::uint32_t epoch, bool training, 
     layer.prepare();
     kept_[l] = dropped_input(model, l, epoch, training);
     layer.transform(backend_, kept_[l], z_[l]);
-    layer.aggregate(backend_, blocks_[l], attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
-                    training, z_[l], outputs_[l]);
+    layer.aggregate(backend_, blocks_[l],
+                    attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training, z_[l],
+                    outputs_[l]);
     backend_.bias_activation(outputs_[l], layer.bias().value.data(), model.activation_after(l), outputs_[l]);
   }
   return outputs_.back();

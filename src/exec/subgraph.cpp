@@ -160,17 +160,22 @@ std::vector<std::vector<vid_t>> partition_in_order(const CsrGraph& graph, std::s
         continue;
       }
     }
-    // A single vertex does not fit: the smallest limit that works is the most expensive single vertex.
-    std::int64_t minimum = 0;
-    for (const vid_t u : order) {
-      closure.reset();
-      closure.add(u);
-      minimum = std::max(minimum, cost(closure.size()));
-    }
-    throw InputError(describe_minimum(minimum));
+    throw InputError(describe_minimum(largest_single_vertex_cost(graph, order, hops, cost)));
   }
   if (!current.empty()) parts.push_back(std::move(current));
   return parts;
+}
+
+std::int64_t largest_single_vertex_cost(const CsrGraph& graph, std::span<const vid_t> vertices, int hops,
+                                        const SubgraphCost& cost) {
+  ClosureTracker closure(graph, hops);
+  std::int64_t largest = 0;
+  for (const vid_t v : vertices) {
+    closure.reset();
+    closure.add(v);
+    largest = std::max(largest, cost(closure.size()));
+  }
+  return largest;
 }
 
 std::vector<vid_t> closure_order(const CsrGraph& graph, std::span<const vid_t> dsts, int hops,

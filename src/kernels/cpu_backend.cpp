@@ -157,6 +157,23 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void copy_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows, std::int64_t count) override {
+    NJ_EXPECTS(src.cols == dst.cols, "copy_rows widths {} and {}", src.cols, dst.cols);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < count; ++i) {
+      const float* from = src.row(src_rows != nullptr ? src_rows[i] : i);
+      std::copy(from, from + src.cols, dst.row(dst_rows != nullptr ? dst_rows[i] : i));
+    }
+  }
+
+  void zero_rows(Rows dst, const vid_t* rows, std::int64_t count) override {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < count; ++i) {
+      float* row = dst.row(rows != nullptr ? rows[i] : i);
+      std::fill(row, row + dst.cols, 0.0F);
+    }
+  }
+
   double softmax_cross_entropy(ConstRows logits, const std::int32_t* labels, const std::uint8_t* mask, float scale,
                                Rows grad) override {
     const std::int64_t blocks = (logits.rows + kReductionBlockRows - 1) / kReductionBlockRows;

@@ -95,7 +95,7 @@ class BlockStack {
   std::vector<Rows> outputs_;  // per layer: act(Y + b) (destinations); the last holds the logits
   std::vector<Rows> grad_outputs_;
   std::vector<Rows> grad_z_;
-  std::vector<Rows> dropped_;  // per layer, when dropout is on
+  std::vector<Rows> dropped_;    // per layer, when dropout is on
   std::vector<ConstRows> kept_;  // per layer: what transform_backward multiplies by
 };
 

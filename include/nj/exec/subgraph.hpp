@@ -44,6 +44,10 @@ std::vector<std::vector<vid_t>> partition_in_order(const CsrGraph& graph, std::s
                                                    const SubgraphCost& cost, std::int64_t limit,
                                                    const std::function<std::string(std::int64_t)>& describe_minimum);
 
+// The largest cost(closure of one vertex) over `vertices`: the smallest limit partition_in_order accepts.
+std::int64_t largest_single_vertex_cost(const CsrGraph& graph, std::span<const vid_t> vertices, int hops,
+                                        const SubgraphCost& cost);
+
 // The vertices of the `hops`-hop in-closure of `dsts`, ordered so that every closure level is a prefix:
 // the destinations first, then the vertices one hop away, and so on. Returns the order and the level sizes.
 std::vector<vid_t> closure_order(const CsrGraph& graph, std::span<const vid_t> dsts, int hops,

@@ -51,6 +51,12 @@ class Backend {
   virtual void activation_backward(Activation act, ConstRows h, ConstRows grad_h, Rows grad_y) = 0;
   // out[c] (+)= Σ_r in[r][c], summed in an order that does not depend on the thread count.
   virtual void column_sums(ConstRows in, float* out, bool accumulate) = 0;
+  // dst row (dst_rows ? dst_rows[i] : i) = src row (src_rows ? src_rows[i] : i) for i < count: gathers rows
+  // into and scatters them out of cache slots within the backend's memory.
+  virtual void copy_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows,
+                         std::int64_t count) = 0;
+  // Zeroes rows (rows ? rows[i] : i) for i < count.
+  virtual void zero_rows(Rows dst, const vid_t* rows, std::int64_t count) = 0;
   // Softmax cross-entropy over the rows whose mask is set: writes scale·(softmax − onehot) into grad for those
   // rows (0 elsewhere) and returns the sum of their losses.
   virtual double softmax_cross_entropy(ConstRows logits, const std::int32_t* labels, const std::uint8_t* mask,

@@ -29,6 +29,8 @@ class Layer {
   virtual std::int64_t row_width() const = 0;
   // Width of the aggregated output Y.
   virtual std::int64_t out_dim() const = 0;
+  // Attention heads (0 without attention): what an aggregation's backward keeps per edge.
+  virtual int attention_heads() const { return 0; }
   virtual std::vector<Parameter*> parameters() = 0;
   const Parameter& bias() const { return bias_; }
   Parameter& bias() { return bias_; }

@@ -41,6 +41,7 @@ class GatLayer final : public Layer {
   std::int64_t row_width() const override { return shape_.row_width(); }
   std::int64_t out_dim() const override { return shape_.output_width(); }
   std::vector<Parameter*> parameters() override { return {&weight_, &att_src_, &att_dst_, &bias_}; }
+  int attention_heads() const override { return shape_.heads; }
   const GatShape& shape() const { return shape_; }
   void prepare() override;
   void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,

@@ -1,0 +1,109 @@
+#pragma once
+// Offline planning of what stays on the device between the steps of an epoch. The subgraph executor records
+// the epoch's access trace once (it is the same every epoch: static graph, fixed subgraph order, fixed
+// layers), asks a policy for a plan, and replays that plan physically every epoch. See docs/scheduler.md.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nj/core/types.hpp"
+
+namespace nj {
+
+// One row of one tensor; the row index is the vertex id.
+struct RowRef {
+  std::uint32_t tensor = 0;
+  vid_t row = 0;
+  friend bool operator==(const RowRef&, const RowRef&) = default;
+};
+
+struct TensorSpec {
+  std::string name;
+  std::int64_t row_bytes = 0;
+  // The host must hold the final value of every row written in the epoch, even if no later step reads it
+  // (logits, gradients the optimizer reads).
+  bool keep_on_host = false;
+};
+
+// A step transforms one chunk of rows or aggregates one subgraph, forward or backward. A row may appear in
+// several lists of one step (read and written in place): it then has one slot for the whole step.
+struct TraceStep {
+  std::uint32_t phase = 0;          // steps of one phase are contiguous, phases in increasing order
+  std::vector<RowRef> reads;        // must be resident during the step: loaded if not
+  std::vector<RowRef> writes;       // produced by the step: a slot is allocated without a load
+  std::vector<RowRef> accumulates;  // read-modify-write: the first touch in the epoch gets a zeroed slot;
+                                    // a later touch of a row that left the device loads it first
+};
+
+struct AccessTrace {
+  std::vector<TensorSpec> tensors;
+  std::vector<TraceStep> steps;
+  // [phase][tensor]: slots of that tensor's pool in that phase. Every step must fit: it may touch at most
+  // that many distinct rows of the tensor (0 when the phase does not touch the tensor).
+  std::vector<std::vector<std::int64_t>> capacity_rows;
+  // Out-degree of each vertex; only the degree policy needs it (then it must cover every row in the trace).
+  std::vector<std::int64_t> vertex_degree;
+  // Embedding reuse: a row with no later access in the epoch leaves the device right after its last step,
+  // written back only if it is keep_on_host and dirty; and evicted rows are written back only if their value
+  // is read again (or must reach the host). Off: every dirty row that leaves is written back.
+  bool release_dead_rows = true;
+};
+
+enum class CachePolicy {
+  kStAware,    // structural + temporal priority: remaining accesses / distance to the next access
+  kLru,        // least recently used
+  kFifo,       // first resident, first out
+  kDegree,     // PaGraph-style: the highest-degree half of each pool pinned, the rest FIFO
+  kSizeOrder,  // transparent swapper: on demand, no prefetch, ignores release_dead_rows
+  kBelady,     // farthest next access: the optimum in loads, the lower bound the others are measured against
+  kNone,       // no reuse: the pool is emptied after every step
+};
+
+// Names: st-aware, lru, fifo, degree, size-order, belady, none. Throws InputError listing them otherwise.
+CachePolicy parse_cache_policy(const std::string& name);
+const char* to_string(CachePolicy policy);
+
+struct SlotAssignment {
+  RowRef row;
+  std::int32_t slot = 0;  // in the pool of row.tensor for the step's phase
+};
+
+// What the executor does for one step, in this order: evict_writeback (device->host, frees the slots), drops
+// (free the slots without a copy), loads (host->device), allocations (slots for writes and first-touch
+// accumulates; zero the latter), then run the step.
+struct StepPlan {
+  std::vector<SlotAssignment> evict_writeback;
+  std::vector<SlotAssignment> drops;
+  std::vector<SlotAssignment> loads;
+  std::vector<SlotAssignment> allocations;
+  // The step's evict_writeback and loads may run while the previous step computes: none of them writes back
+  // a row the previous step touched or loads into a slot it used. Never set on a phase's first step or on a
+  // step without loads.
+  bool prefetch = false;
+  // The slot of each entry of the step's reads, writes and accumulates, in the same order.
+  std::vector<std::int32_t> read_slots, write_slots, accumulate_slots;
+};
+
+// After a phase's last step its pools are released: dirty rows whose value is still needed are copied back
+// (with release_dead_rows off and for size-order: every dirty row), the others are dropped.
+struct PhaseEnd {
+  std::vector<SlotAssignment> writeback;
+};
+
+struct CachePlan {
+  std::vector<StepPlan> steps;
+  std::vector<PhaseEnd> phase_ends;  // one per phase of capacity_rows
+  std::int64_t h2d_bytes = 0;
+  std::int64_t d2h_bytes = 0;
+  // Per step and distinct row whose value the step needs (a read, or an accumulate after the row's first
+  // touch): a hit if it was resident when the step began, a miss if it was loaded.
+  std::int64_t hits = 0;
+  std::int64_t misses = 0;
+  std::vector<std::vector<std::int64_t>> peak_rows;  // [phase][tensor]: most rows resident at once
+  std::int64_t total_bytes() const { return h2d_bytes + d2h_bytes; }
+};
+
+// Throws InputError for a malformed trace or a step that does not fit its pools.
+CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy);
+
+}  // namespace nj

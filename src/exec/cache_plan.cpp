@@ -1,0 +1,690 @@
+#include "nj/exec/cache_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <array>
+#include <functional>
+#include <limits>
+#include <span>
+#include <utility>
+
+#include "nj/core/error.hpp"
+
+namespace nj {
+namespace {
+
+constexpr std::int32_t kNever = std::numeric_limits<std::int32_t>::max();
+constexpr std::uint32_t kNoRow = std::numeric_limits<std::uint32_t>::max();
+
+// Touch::bits
+constexpr std::uint8_t kRead = 1;
+constexpr std::uint8_t kWrite = 2;
+constexpr std::uint8_t kAccumulate = 4;
+constexpr std::uint8_t kLater = 8;  // the row is touched again later in the epoch
+constexpr std::uint8_t kLive = 16;  // its value after the step is read again, or must end on the host
+
+// One distinct row of one step, with what the rest of the epoch does to it.
+struct Touch {
+  std::uint32_t row;  // dense over all tensors: tensor base + vertex id
+  std::uint32_t tensor;
+  std::int32_t next;       // step of the row's next touch in the same phase, kNever if none
+  std::int32_t remaining;  // touches of the row later in the same phase
+  std::uint8_t bits;
+};
+
+// The trace reduced to what planning needs: distinct rows per step, with next-use information from one
+// backward sweep, so that no policy has to look ahead at run time.
+struct IndexedTrace {
+  std::vector<std::uint32_t> base;       // per tensor: dense id of its row 0; back() = number of rows
+  std::vector<std::size_t> phase_begin;  // steps of phase p: [phase_begin[p], phase_begin[p + 1])
+  std::vector<std::size_t> step_begin;   // touches of step i: [step_begin[i], step_begin[i + 1])
+  std::vector<Touch> touches;
+  std::span<const Touch> step(std::size_t i) const {
+    return {touches.data() + step_begin[i], step_begin[i + 1] - step_begin[i]};
+  }
+};
+
+void validate_shape(const AccessTrace& trace) {
+  const std::size_t num_tensors = trace.tensors.size();
+  for (const TensorSpec& tensor : trace.tensors) {
+    NJ_REQUIRE(tensor.row_bytes > 0, "cache trace: tensor '{}' has row_bytes {} (must be positive)", tensor.name,
+               tensor.row_bytes);
+  }
+  for (std::size_t p = 0; p < trace.capacity_rows.size(); ++p) {
+    NJ_REQUIRE(trace.capacity_rows[p].size() == num_tensors,
+               "cache trace: capacity_rows[{}] has {} entries for {} tensors", p, trace.capacity_rows[p].size(),
+               num_tensors);
+    for (std::size_t t = 0; t < num_tensors; ++t) {
+      NJ_REQUIRE(trace.capacity_rows[p][t] >= 0, "cache trace: tensor '{}' has capacity {} in phase {}",
+                 trace.tensors[t].name, trace.capacity_rows[p][t], p);
+    }
+  }
+}
+
+// Returns the number of rows of each tensor (one past the largest row in the trace).
+std::vector<std::int64_t> validate_steps(const AccessTrace& trace, bool needs_degree) {
+  std::vector<std::int64_t> rows(trace.tensors.size(), 0);
+  std::uint32_t previous_phase = 0;
+  for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+    const TraceStep& step = trace.steps[i];
+    NJ_REQUIRE(step.phase < trace.capacity_rows.size(), "cache trace: step {} is in phase {}, but capacity_rows has {}",
+               i, step.phase, trace.capacity_rows.size());
+    NJ_REQUIRE(step.phase >= previous_phase,
+               "cache trace: step {} is in phase {} after a step of phase {} (phases must not decrease)", i, step.phase,
+               previous_phase);
+    previous_phase = step.phase;
+    for (const auto* list : {&step.reads, &step.writes, &step.accumulates}) {
+      for (const RowRef& ref : *list) {
+        NJ_REQUIRE(ref.tensor < trace.tensors.size(), "cache trace: step {} touches tensor {} of {}", i, ref.tensor,
+                   trace.tensors.size());
+        NJ_REQUIRE(ref.row >= 0, "cache trace: step {} touches row {} of tensor '{}'", i, ref.row,
+                   trace.tensors[ref.tensor].name);
+        NJ_REQUIRE(!needs_degree || static_cast<std::size_t>(ref.row) < trace.vertex_degree.size(),
+                   "cache trace: step {} touches vertex {}, but vertex_degree covers {} (the degree policy needs it)",
+                   i, ref.row, trace.vertex_degree.size());
+        rows[ref.tensor] = std::max<std::int64_t>(rows[ref.tensor], std::int64_t{ref.row} + 1);
+      }
+    }
+  }
+  return rows;
+}
+
+IndexedTrace index_trace(const AccessTrace& trace, bool needs_degree) {
+  validate_shape(trace);
+  const std::vector<std::int64_t> rows = validate_steps(trace, needs_degree);
+  const std::size_t num_tensors = trace.tensors.size();
+  const std::size_t num_steps = trace.steps.size();
+
+  IndexedTrace ix;
+  ix.base.resize(num_tensors + 1, 0);
+  std::int64_t total = 0;
+  for (std::size_t t = 0; t < num_tensors; ++t) {
+    ix.base[t] = static_cast<std::uint32_t>(total);
+    total += rows[t];
+    NJ_REQUIRE(total < std::int64_t{kNoRow}, "cache trace: {} rows over all tensors is more than the planner indexes",
+               total);
+  }
+  ix.base[num_tensors] = static_cast<std::uint32_t>(total);
+  ix.phase_begin.assign(trace.capacity_rows.size() + 1, num_steps);
+  for (std::size_t i = num_steps; i-- > 0;) ix.phase_begin[trace.steps[i].phase] = i;
+  for (std::size_t p = trace.capacity_rows.size(); p-- > 0;) {
+    ix.phase_begin[p] = std::min(ix.phase_begin[p], ix.phase_begin[p + 1]);
+  }
+
+  // Distinct rows per step, in order of first appearance over reads, writes, accumulates.
+  const auto num_rows = static_cast<std::size_t>(total);
+  std::vector<std::int32_t> seen_in(num_rows, -1);
+  std::vector<std::uint32_t> touch_of(num_rows);
+  std::vector<std::int64_t> rows_of_tensor(num_tensors, 0);
+  std::size_t occurrences = 0;
+  for (const TraceStep& step : trace.steps)
+    occurrences += step.reads.size() + step.writes.size() + step.accumulates.size();
+  ix.touches.reserve(occurrences);
+  ix.step_begin.reserve(num_steps + 1);
+  for (std::size_t i = 0; i < num_steps; ++i) {
+    const TraceStep& step = trace.steps[i];
+    const auto step_id = static_cast<std::int32_t>(i);
+    ix.step_begin.push_back(ix.touches.size());
+    const std::array<std::pair<const std::vector<RowRef>*, std::uint8_t>, 3> lists = {
+        {{&step.reads, kRead}, {&step.writes, kWrite}, {&step.accumulates, kAccumulate}}};
+    for (const auto& [list, kind] : lists) {
+      for (const RowRef& ref : *list) {
+        const std::uint32_t row = ix.base[ref.tensor] + static_cast<std::uint32_t>(ref.row);
+        if (seen_in[row] == step_id) {
+          ix.touches[touch_of[row]].bits |= kind;
+          continue;
+        }
+        seen_in[row] = step_id;
+        touch_of[row] = static_cast<std::uint32_t>(ix.touches.size());
+        ix.touches.push_back({row, ref.tensor, kNever, 0, kind});
+      }
+    }
+    const std::span<const Touch> touched(ix.touches.data() + ix.step_begin.back(),
+                                         ix.touches.size() - ix.step_begin.back());
+    for (const Touch& touch : touched) ++rows_of_tensor[touch.tensor];
+    for (const Touch& touch : touched) {
+      std::int64_t& count = rows_of_tensor[touch.tensor];
+      const std::int64_t capacity = trace.capacity_rows[step.phase][touch.tensor];
+      NJ_REQUIRE(count <= capacity,
+                 "cache trace: step {} (phase {}) touches {} rows of tensor '{}', but its pool holds {} rows in "
+                 "that phase: give the tensor more capacity or split the step",
+                 i, step.phase, count, trace.tensors[touch.tensor].name, capacity);
+      count = 0;
+    }
+  }
+  ix.step_begin.push_back(ix.touches.size());
+  std::vector<std::int32_t>().swap(seen_in);
+  std::vector<std::uint32_t>().swap(touch_of);
+
+  // Backward sweep: each touch learns the row's next touch and how many touches it has left in the phase.
+  std::vector<std::int32_t> next_step(num_rows, kNever);
+  std::vector<std::uint8_t> next_bits(num_rows, 0);
+  std::vector<std::int32_t> count_from_next(num_rows, 0);
+  for (std::size_t i = num_steps; i-- > 0;) {
+    const std::uint32_t phase = trace.steps[i].phase;
+    for (std::size_t k = ix.step_begin[i]; k < ix.step_begin[i + 1]; ++k) {
+      Touch& touch = ix.touches[k];
+      const std::int32_t next = next_step[touch.row];
+      const bool later = next != kNever;
+      const bool live =
+          later ? (next_bits[touch.row] & (kRead | kAccumulate)) != 0 : trace.tensors[touch.tensor].keep_on_host;
+      const bool same_phase = later && trace.steps[static_cast<std::size_t>(next)].phase == phase;
+      touch.next = same_phase ? next : kNever;
+      touch.remaining = same_phase ? count_from_next[touch.row] : 0;
+      touch.bits |= static_cast<std::uint8_t>((later ? kLater : 0) | (live ? kLive : 0));
+      count_from_next[touch.row] = touch.remaining + 1;
+      next_step[touch.row] = static_cast<std::int32_t>(i);
+      next_bits[touch.row] = touch.bits;
+    }
+  }
+  return ix;
+}
+
+// One tensor's slots in the current phase. Free slots form a queue: a load takes the slot freed longest ago,
+// the least likely to be one the previous step used (which would forbid prefetching it); an allocation
+// happens only once the previous step is done, so it takes the newest.
+struct Pool {
+  std::vector<std::uint32_t> slot_row;  // kNoRow when free
+  std::vector<std::int32_t> slot_step;  // the last step that touched the slot's row
+  std::vector<std::int32_t> free_ring;
+  std::size_t free_head = 0;
+  std::size_t free_count = 0;
+  std::int64_t resident = 0;
+  std::int64_t peak = 0;
+
+  void reset(std::int64_t capacity) {
+    const auto n = static_cast<std::size_t>(capacity);
+    slot_row.assign(n, kNoRow);
+    slot_step.assign(n, -1);
+    free_ring.resize(n);
+    for (std::size_t s = 0; s < n; ++s) free_ring[s] = static_cast<std::int32_t>(s);
+    free_head = 0;
+    free_count = n;
+    resident = 0;
+    peak = 0;
+  }
+  void push_free(std::int32_t slot) {
+    free_ring[(free_head + free_count) % free_ring.size()] = slot;
+    ++free_count;
+  }
+  std::int32_t take_oldest() {
+    const std::int32_t slot = free_ring[free_head];
+    free_head = (free_head + 1) % free_ring.size();
+    --free_count;
+    return slot;
+  }
+  std::int32_t take_newest() {
+    --free_count;
+    return free_ring[(free_head + free_count) % free_ring.size()];
+  }
+};
+
+// Eviction candidates ordered by a key fixed when the row last left a step: LRU (the last touch), FIFO and
+// size-order (when the row arrived), degree (arrival, with pinned rows after all others). One indexed binary
+// heap per pool, so that a row the current step touches leaves the candidates in O(log n).
+class KeyedEvictor {
+ public:
+  KeyedEvictor(std::size_t num_rows, std::size_t num_tensors, bool refresh_on_touch)
+      : key_(num_rows, 0), pos_(num_rows, -1), heaps_(num_tensors), refresh_on_touch_(refresh_on_touch) {}
+
+  void start_phase(std::int32_t /*first_step*/, std::int32_t /*end_step*/) {
+    for (auto& heap : heaps_) {
+      for (const std::uint32_t row : heap) pos_[row] = -1;
+      heap.clear();
+    }
+  }
+  void begin_step(std::int32_t /*step*/) {}
+  void pin(const Touch& touch) {
+    auto& heap = heaps_[touch.tensor];
+    const std::int32_t pos = pos_[touch.row];
+    NJ_EXPECTS(pos >= 0, "resident row {} is not an eviction candidate", touch.row);
+    const std::uint32_t last = heap.back();
+    heap.pop_back();
+    pos_[touch.row] = -1;
+    if (last == touch.row) return;
+    place(heap, static_cast<std::size_t>(pos), last);
+    sift_down(heap, sift_up(heap, static_cast<std::size_t>(pos)));
+  }
+  std::uint32_t pop(std::uint32_t tensor, std::int32_t step) {
+    auto& heap = heaps_[tensor];
+    NJ_EXPECTS(!heap.empty(), "step {} needs a slot of tensor {} but no row can be evicted", step, tensor);
+    const std::uint32_t victim = heap.front();
+    pos_[victim] = -1;
+    const std::uint32_t last = heap.back();
+    heap.pop_back();
+    if (!heap.empty()) {
+      place(heap, 0, last);
+      sift_down(heap, 0);
+    }
+    return victim;
+  }
+  void insert(const Touch& touch, bool arrived, bool pinned) {
+    // Pinned rows sort after every other row of their pool, so they leave only when a step needs more
+    // slots than the unpinned rows free.
+    constexpr std::int64_t kPinnedBias = std::int64_t{1} << 62;
+    if (refresh_on_touch_ || arrived) key_[touch.row] = ++clock_ + (pinned ? kPinnedBias : 0);
+    auto& heap = heaps_[touch.tensor];
+    heap.push_back(touch.row);
+    pos_[touch.row] = static_cast<std::int32_t>(heap.size() - 1);
+    sift_up(heap, heap.size() - 1);
+  }
+
+ private:
+  bool before(std::uint32_t a, std::uint32_t b) const { return key_[a] != key_[b] ? key_[a] < key_[b] : a < b; }
+  void place(std::vector<std::uint32_t>& heap, std::size_t i, std::uint32_t row) {
+    heap[i] = row;
+    pos_[row] = static_cast<std::int32_t>(i);
+  }
+  std::size_t sift_up(std::vector<std::uint32_t>& heap, std::size_t i) {
+    const std::uint32_t row = heap[i];
+    while (i > 0 && before(row, heap[(i - 1) / 2])) {
+      place(heap, i, heap[(i - 1) / 2]);
+      i = (i - 1) / 2;
+    }
+    place(heap, i, row);
+    return i;
+  }
+  void sift_down(std::vector<std::uint32_t>& heap, std::size_t i) {
+    const std::uint32_t row = heap[i];
+    for (;;) {
+      std::size_t child = 2 * i + 1;
+      if (child >= heap.size()) break;
+      if (child + 1 < heap.size() && before(heap[child + 1], heap[child])) ++child;
+      if (!before(heap[child], row)) break;
+      place(heap, i, heap[child]);
+      i = child;
+    }
+    place(heap, i, row);
+  }
+
+  std::vector<std::int64_t> key_;
+  std::vector<std::int32_t> pos_;
+  std::vector<std::vector<std::uint32_t>> heaps_;
+  bool refresh_on_touch_;
+  std::int64_t clock_ = 0;
+};
+
+// Eviction candidates grouped by the step of their next touch in the phase (a bucket per step), each bucket
+// a min-heap by remaining touches. A row whose next touch is step t sits in bucket t, so the rows the current
+// step touches are exactly its bucket; rows not touched again in the phase wait in a queue and go first.
+//
+// Belady evicts from the farthest bucket. ST-aware evicts the row of least priority
+//   remaining / (next - now + 1),
+// the rate at which the row will be used from now on: temporal (how soon it is needed) times structural
+// (how many readers it still has). The priority grows as `now` advances, so buckets cannot be kept in one
+// static order; instead each step ranks buckets lazily from the farthest down, admitting a bucket only while
+// its best possible priority, 1 / (next - now + 1), could still beat the best one admitted.
+class NextUseEvictor {
+ public:
+  NextUseEvictor(std::size_t num_tensors, bool structural) : pools_(num_tensors), structural_(structural) {}
+
+  void start_phase(std::int32_t first_step, std::int32_t end_step) {
+    first_step_ = first_step;
+    for (Candidates& pool : pools_) {
+      pool.buckets.assign(static_cast<std::size_t>(end_step - first_step), {});
+      pool.never.clear();
+      pool.never_head = 0;
+      pool.top = first_step - 1;
+      pool.ranked_at = -1;
+    }
+  }
+  void begin_step(std::int32_t step) {
+    for (Candidates& pool : pools_) std::vector<Entry>().swap(bucket(pool, step));
+  }
+  void pin(const Touch& /*touch*/) {}  // begin_step emptied the step's bucket, which held exactly its rows
+  std::uint32_t pop(std::uint32_t tensor, std::int32_t step) {
+    Candidates& pool = pools_[tensor];
+    if (pool.never_head < pool.never.size()) return pool.never[pool.never_head++];
+    if (pool.ranked_at != step) {
+      while (pool.top > step && bucket(pool, pool.top).empty()) --pool.top;
+      pool.frontier = pool.top;
+      pool.ranked.clear();
+      pool.ranked_at = step;
+    }
+    while (pool.frontier > step) {
+      const std::vector<Entry>& entries = bucket(pool, pool.frontier);
+      if (!entries.empty()) {
+        if (!pool.ranked.empty() && !better_victim(priority(1, pool.frontier, step), pool.ranked.front().priority)) {
+          break;
+        }
+        pool.ranked.push_back({priority(entries.front().remaining, pool.frontier, step), pool.frontier});
+        std::push_heap(pool.ranked.begin(), pool.ranked.end(), ranked_after);
+      }
+      --pool.frontier;
+    }
+    NJ_EXPECTS(!pool.ranked.empty(), "step {} needs a slot of tensor {} but no row can be evicted", step, tensor);
+    std::pop_heap(pool.ranked.begin(), pool.ranked.end(), ranked_after);
+    const std::int32_t next = pool.ranked.back().next;
+    pool.ranked.pop_back();
+    std::vector<Entry>& entries = bucket(pool, next);
+    std::pop_heap(entries.begin(), entries.end(), std::greater<>());
+    const std::uint32_t victim = entries.back().row;
+    entries.pop_back();
+    if (!entries.empty()) {
+      pool.ranked.push_back({priority(entries.front().remaining, next, step), next});
+      std::push_heap(pool.ranked.begin(), pool.ranked.end(), ranked_after);
+    }
+    return victim;
+  }
+  void insert(const Touch& touch, bool /*arrived*/, bool /*pinned*/) {
+    Candidates& pool = pools_[touch.tensor];
+    if (touch.next == kNever) {
+      pool.never.push_back(touch.row);
+      return;
+    }
+    std::vector<Entry>& entries = bucket(pool, touch.next);
+    entries.push_back({touch.remaining, touch.row});
+    std::push_heap(entries.begin(), entries.end(), std::greater<>());
+    pool.top = std::max(pool.top, touch.next);
+  }
+
+ private:
+  struct Entry {
+    std::int32_t remaining;
+    std::uint32_t row;
+    friend auto operator<=>(const Entry&, const Entry&) = default;
+  };
+  struct Ranked {
+    double priority;
+    std::int32_t next;
+  };
+  struct Candidates {
+    std::vector<std::vector<Entry>> buckets;  // by next touch - first step of the phase
+    std::vector<std::uint32_t> never;         // a queue: the oldest, least likely used by the last step, first
+    std::size_t never_head = 0;
+    std::int32_t top = 0;         // no bucket above this step holds rows
+    std::int32_t ranked_at = -1;  // the step `ranked` and `frontier` belong to
+    std::int32_t frontier = 0;    // buckets above it are in `ranked` (or empty)
+    std::vector<Ranked> ranked;   // heap of admitted buckets, least priority first
+  };
+
+  std::vector<Entry>& bucket(Candidates& pool, std::int32_t step) const {
+    return pool.buckets[static_cast<std::size_t>(step - first_step_)];
+  }
+  double priority(std::int32_t remaining, std::int32_t next, std::int32_t now) const {
+    const double uses = structural_ ? static_cast<double>(remaining) * remaining : 1.0;
+    return uses / static_cast<double>(next - now + 1);
+  }
+  // Equal priorities go to the farther next use, which is Belady's order.
+  static bool better_victim(double a, double b) { return a < b; }
+  static bool ranked_after(const Ranked& a, const Ranked& b) {
+    return a.priority != b.priority ? a.priority > b.priority : a.next < b.next;
+  }
+
+  std::vector<Candidates> pools_;
+  bool structural_;
+  std::int32_t first_step_ = 0;
+};
+
+struct Traits {
+  bool aware;     // honours release_dead_rows: dead rows leave at once, only live values are written back
+  bool reuse;     // rows stay resident between steps
+  bool prefetch;  // steps may be marked for prefetch
+  bool pin_by_degree;
+};
+
+// Row flags
+constexpr std::uint8_t kDirty = 1;
+constexpr std::uint8_t kTouched = 2;  // touched earlier in the epoch: an accumulate must load, not zero
+constexpr std::uint8_t kRowLive = 4;
+constexpr std::uint8_t kPinned = 8;
+constexpr std::uint8_t kArrived = 16;  // became resident in the current step
+
+// The one simulation loop every policy shares; the evictor is the policy's victim order.
+template <class Evictor>
+class Planner {
+ public:
+  Planner(const AccessTrace& trace, const IndexedTrace& ix, Traits traits, Evictor& evictor)
+      : trace_(trace),
+        ix_(ix),
+        traits_(traits),
+        evictor_(evictor),
+        slot_(ix.base.back(), -1),
+        flags_(ix.base.back(), 0),
+        last_step_(ix.base.back(), -1),
+        pools_(trace.tensors.size()) {}
+
+  CachePlan run() {
+    const std::size_t num_phases = trace_.capacity_rows.size();
+    plan_.steps.resize(trace_.steps.size());
+    plan_.phase_ends.resize(num_phases);
+    plan_.peak_rows.assign(num_phases, std::vector<std::int64_t>(trace_.tensors.size(), 0));
+    for (std::size_t p = 0; p < num_phases; ++p) {
+      if (ix_.phase_begin[p] == ix_.phase_begin[p + 1]) continue;
+      start_phase(p);
+      for (std::size_t i = ix_.phase_begin[p]; i < ix_.phase_begin[p + 1]; ++i) run_step(i, i == ix_.phase_begin[p]);
+      end_phase(p);
+    }
+    return std::move(plan_);
+  }
+
+ private:
+  void start_phase(std::size_t p) {
+    for (std::size_t t = 0; t < pools_.size(); ++t) pools_[t].reset(trace_.capacity_rows[p][t]);
+    evictor_.start_phase(static_cast<std::int32_t>(ix_.phase_begin[p]),
+                         static_cast<std::int32_t>(ix_.phase_begin[p + 1]));
+    if (traits_.pin_by_degree) pin_by_degree(p);
+  }
+
+  // PaGraph: of the rows each pool sees in the phase, the highest-degree ones, up to half its slots.
+  void pin_by_degree(std::size_t p) {
+    std::vector<std::vector<std::uint32_t>> seen(pools_.size());
+    for (std::size_t k = ix_.step_begin[ix_.phase_begin[p]]; k < ix_.step_begin[ix_.phase_begin[p + 1]]; ++k) {
+      const Touch& touch = ix_.touches[k];
+      if (flags_[touch.row] & kPinned) continue;
+      flags_[touch.row] |= kPinned;
+      seen[touch.tensor].push_back(touch.row);
+    }
+    pinned_.clear();
+    for (std::size_t t = 0; t < pools_.size(); ++t) {
+      std::vector<std::uint32_t>& rows = seen[t];
+      for (const std::uint32_t row : rows) flags_[row] &= static_cast<std::uint8_t>(~kPinned);
+      const auto pinned = std::min(rows.size(), static_cast<std::size_t>(trace_.capacity_rows[p][t] / 2));
+      const auto degree = [&](std::uint32_t row) { return trace_.vertex_degree[row - ix_.base[t]]; };
+      std::nth_element(
+          rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(pinned), rows.end(),
+          [&](std::uint32_t a, std::uint32_t b) { return degree(a) != degree(b) ? degree(a) > degree(b) : a < b; });
+      for (std::size_t k = 0; k < pinned; ++k) {
+        flags_[rows[k]] |= kPinned;
+        pinned_.push_back(rows[k]);
+      }
+    }
+  }
+
+  void end_phase(std::size_t p) {
+    PhaseEnd& end = plan_.phase_ends[p];
+    end.writeback = std::move(pending_writeback_);
+    pending_writeback_.clear();
+    pending_drops_.clear();
+    for (std::size_t t = 0; t < pools_.size(); ++t) {
+      Pool& pool = pools_[t];
+      plan_.peak_rows[p][t] = pool.peak;
+      for (const std::uint32_t row : pool.slot_row) {
+        if (row != kNoRow) leave(row, static_cast<std::uint32_t>(t), end.writeback, pending_drops_);
+      }
+    }
+    pending_drops_.clear();
+    for (const std::uint32_t row : pinned_) flags_[row] &= static_cast<std::uint8_t>(~kPinned);
+  }
+
+  bool needs_value(const Touch& touch) const {
+    return (touch.bits & kRead) || ((touch.bits & kAccumulate) && (flags_[touch.row] & kTouched));
+  }
+  bool must_write_back(std::uint32_t row) const {
+    return (flags_[row] & kDirty) && (!traits_.aware || (flags_[row] & kRowLive));
+  }
+  RowRef ref(std::uint32_t row, std::uint32_t tensor) const {
+    return {tensor, static_cast<vid_t>(row - ix_.base[tensor])};
+  }
+
+  // Takes the row off the device, recording the copy if its value must survive; returns its slot.
+  std::int32_t leave(std::uint32_t row, std::uint32_t tensor, std::vector<SlotAssignment>& writeback,
+                     std::vector<SlotAssignment>& drops) {
+    const std::int32_t slot = slot_[row];
+    if (must_write_back(row)) {
+      writeback.push_back({ref(row, tensor), slot});
+      plan_.d2h_bytes += trace_.tensors[tensor].row_bytes;
+    } else {
+      drops.push_back({ref(row, tensor), slot});
+    }
+    Pool& pool = pools_[tensor];
+    pool.slot_row[static_cast<std::size_t>(slot)] = kNoRow;
+    --pool.resident;
+    slot_[row] = -1;
+    flags_[row] &= static_cast<std::uint8_t>(~kDirty);
+    return slot;
+  }
+
+  std::int32_t acquire(std::uint32_t tensor, std::int32_t step, bool load, StepPlan& plan) {
+    Pool& pool = pools_[tensor];
+    if (pool.free_count > 0) return load ? pool.take_oldest() : pool.take_newest();
+    const std::uint32_t victim = evictor_.pop(tensor, step);
+    NJ_EXPECTS(last_step_[victim] != step, "the planner evicted row {} that step {} touches", victim, step);
+    if (last_step_[victim] == step - 1 && must_write_back(victim)) prefetch_blocked_ = true;
+    return leave(victim, tensor, plan.evict_writeback, plan.drops);
+  }
+
+  void run_step(std::size_t i, bool first_of_phase) {
+    const auto step = static_cast<std::int32_t>(i);
+    StepPlan& plan = plan_.steps[i];
+    // Rows the previous step released: writing them back has to wait for it to finish.
+    prefetch_blocked_ = !pending_writeback_.empty();
+    plan.evict_writeback = std::move(pending_writeback_);
+    plan.drops = std::move(pending_drops_);
+    pending_writeback_.clear();
+    pending_drops_.clear();
+    evictor_.begin_step(step);
+
+    const std::span<const Touch> touches = ix_.step(i);
+    for (const Touch& touch : touches) {
+      if (slot_[touch.row] < 0) continue;
+      evictor_.pin(touch);
+      if (needs_value(touch)) ++plan_.hits;
+    }
+    // Loads first, so they get the free slots the previous step is least likely to have used.
+    for (const bool load : {true, false}) {
+      for (const Touch& touch : touches) {
+        if (slot_[touch.row] >= 0 || needs_value(touch) != load) continue;
+        const std::int32_t slot = acquire(touch.tensor, step, load, plan);
+        Pool& pool = pools_[touch.tensor];
+        pool.slot_row[static_cast<std::size_t>(slot)] = touch.row;
+        pool.peak = std::max(pool.peak, ++pool.resident);
+        slot_[touch.row] = slot;
+        flags_[touch.row] |= kArrived;
+        const SlotAssignment assignment{ref(touch.row, touch.tensor), slot};
+        if (!load) {
+          plan.allocations.push_back(assignment);
+          continue;
+        }
+        plan.loads.push_back(assignment);
+        plan_.h2d_bytes += trace_.tensors[touch.tensor].row_bytes;
+        ++plan_.misses;
+        if (pool.slot_step[static_cast<std::size_t>(slot)] == step - 1) prefetch_blocked_ = true;
+      }
+    }
+
+    for (const Touch& touch : touches) {
+      std::uint8_t& flags = flags_[touch.row];
+      flags = static_cast<std::uint8_t>((flags & ~kRowLive) | kTouched | ((touch.bits & kLive) ? kRowLive : 0) |
+                                        ((touch.bits & (kWrite | kAccumulate)) ? kDirty : 0));
+      last_step_[touch.row] = step;
+      pools_[touch.tensor].slot_step[static_cast<std::size_t>(slot_[touch.row])] = step;
+    }
+    record_slots(trace_.steps[i].reads, plan.read_slots);
+    record_slots(trace_.steps[i].writes, plan.write_slots);
+    record_slots(trace_.steps[i].accumulates, plan.accumulate_slots);
+
+    for (const Touch& touch : touches) {
+      const bool arrived = flags_[touch.row] & kArrived;
+      flags_[touch.row] &= static_cast<std::uint8_t>(~kArrived);
+      if (!traits_.reuse || (traits_.aware && !(touch.bits & kLater))) {
+        pools_[touch.tensor].push_free(leave(touch.row, touch.tensor, pending_writeback_, pending_drops_));
+      } else {
+        evictor_.insert(touch, arrived, flags_[touch.row] & kPinned);
+      }
+    }
+    plan.prefetch = traits_.prefetch && !first_of_phase && !plan.loads.empty() && !prefetch_blocked_;
+  }
+
+  void record_slots(const std::vector<RowRef>& refs, std::vector<std::int32_t>& slots) const {
+    slots.reserve(refs.size());
+    for (const RowRef& r : refs) slots.push_back(slot_[ix_.base[r.tensor] + static_cast<std::uint32_t>(r.row)]);
+  }
+
+  const AccessTrace& trace_;
+  const IndexedTrace& ix_;
+  Traits traits_;
+  Evictor& evictor_;
+  std::vector<std::int32_t> slot_;  // per row: its slot, -1 when not resident
+  std::vector<std::uint8_t> flags_;
+  std::vector<std::int32_t> last_step_;
+  std::vector<Pool> pools_;
+  std::vector<std::uint32_t> pinned_;
+  // Rows released after a step; the executor applies that before the next step (or at the phase end).
+  std::vector<SlotAssignment> pending_writeback_;
+  std::vector<SlotAssignment> pending_drops_;
+  bool prefetch_blocked_ = false;
+  CachePlan plan_;
+};
+
+Traits traits_of(CachePolicy policy, bool release_dead_rows) {
+  Traits traits{.aware = release_dead_rows, .reuse = true, .prefetch = true, .pin_by_degree = false};
+  switch (policy) {
+    case CachePolicy::kSizeOrder:
+      traits.aware = false;
+      traits.prefetch = false;
+      break;
+    case CachePolicy::kNone: traits.reuse = false; break;
+    case CachePolicy::kDegree: traits.pin_by_degree = true; break;
+    default: break;
+  }
+  return traits;
+}
+
+template <class Evictor>
+CachePlan run_planner(const AccessTrace& trace, const IndexedTrace& ix, Traits traits, Evictor evictor) {
+  return Planner<Evictor>(trace, ix, traits, evictor).run();
+}
+
+constexpr std::array<std::pair<CachePolicy, const char*>, 7> kPolicyNames = {{
+    {CachePolicy::kStAware, "st-aware"},
+    {CachePolicy::kLru, "lru"},
+    {CachePolicy::kFifo, "fifo"},
+    {CachePolicy::kDegree, "degree"},
+    {CachePolicy::kSizeOrder, "size-order"},
+    {CachePolicy::kBelady, "belady"},
+    {CachePolicy::kNone, "none"},
+}};
+
+}  // namespace
+
+CachePolicy parse_cache_policy(const std::string& name) {
+  for (const auto& [policy, policy_name] : kPolicyNames) {
+    if (name == policy_name) return policy;
+  }
+  throw InputError(fmt::format(
+      "unknown cache policy '{}' (expected st-aware, lru, fifo, degree, size-order, belady or none)", name));
+}
+
+const char* to_string(CachePolicy policy) {
+  for (const auto& [candidate, name] : kPolicyNames) {
+    if (candidate == policy) return name;
+  }
+  NJ_EXPECTS(false, "cache policy {} has no name", static_cast<int>(policy));
+  return "";
+}
+
+CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy) {
+  const IndexedTrace ix = index_trace(trace, policy == CachePolicy::kDegree);
+  const Traits traits = traits_of(policy, trace.release_dead_rows);
+  const std::size_t rows = ix.base.back();
+  const std::size_t tensors = trace.tensors.size();
+  switch (policy) {
+    case CachePolicy::kStAware: return run_planner(trace, ix, traits, NextUseEvictor(tensors, true));
+    case CachePolicy::kBelady: return run_planner(trace, ix, traits, NextUseEvictor(tensors, false));
+    case CachePolicy::kLru: return run_planner(trace, ix, traits, KeyedEvictor(rows, tensors, true));
+    default: return run_planner(trace, ix, traits, KeyedEvictor(rows, tensors, false));
+  }
+}
+
+}  // namespace nj

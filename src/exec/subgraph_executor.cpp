@@ -1,0 +1,386 @@
+// Replays an EpochPlan on a device: per phase, cache pools of fixed slots; per step, the cache plan's
+// transfers (packed through staging buffers: gather, one copy, scatter), the streamed rows, and the layer's
+// kernels on device buffers.
+#include "nj/exec/subgraph_executor.hpp"
+
+#include <chrono>
+
+namespace nj {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// BlockStack buffers in device memory, freed with the allocator.
+class DeviceRowsAllocator final : public RowsAllocator {
+ public:
+  explicit DeviceRowsAllocator(Device& device) : device_(device) {}
+  Rows allocate(std::int64_t rows, std::int64_t cols, const char* what) override {
+    return buffers_.emplace_back(device_, rows, cols, what).view();
+  }
+
+ private:
+  Device& device_;
+  std::vector<DeviceRows> buffers_;
+};
+
+std::vector<vid_t> slots_of(std::span<const SlotAssignment> assignments) {
+  std::vector<vid_t> slots;
+  slots.reserve(assignments.size());
+  for (const auto& a : assignments) slots.push_back(a.slot);
+  return slots;
+}
+
+}  // namespace
+
+struct SubgraphExecutor::State {
+  State(Backend& b, Device& d, const Model& model, const CsrGraph& g, ConstRows f, const SubgraphExecutorOptions& o,
+        gid_t first)
+      : backend(b),
+        device(d),
+        features(f),
+        first_gid(first),
+        plan(plan_epoch(model, g, o, first)),
+        prepared(model.prepare_graph(g)),
+        weights(model.edge_weights(prepared)) {
+    const std::int64_t n = g.num_vertices();
+    const std::size_t layers = model.num_layers();
+    for (std::size_t l = 0; l < layers; ++l) {
+      const Layer& layer = model.layer(l);
+      outputs.emplace_back(n, layer.out_dim());
+      if (o.mode == ExecutionMode::kReuse) {
+        z.emplace_back(n, layer.row_width());
+        grad_z.emplace_back(n, layer.row_width());
+        grad_outputs.emplace_back(n, layer.out_dim());
+      }
+    }
+    pools.resize(plan.trace.tensors.size());
+  }
+
+  // The host rows behind a trace tensor.
+  // Reuse only: the recompute mode caches features, which are never written.
+  Matrix& host_tensor(std::uint32_t tensor) {
+    NJ_EXPECTS(plan.options.mode == ExecutionMode::kReuse, "write-back of tensor {} in recompute mode", tensor);
+    return tensor % 2 == 0 ? z[tensor / 2] : grad_z[tensor / 2];
+  }
+  ConstRows host_rows(std::uint32_t tensor) {
+    if (plan.options.mode == ExecutionMode::kRecompute) return features;
+    return host_tensor(tensor).view();
+  }
+  ConstRows layer_input(std::size_t l) const { return l == 0 ? features : ConstRows(outputs[l - 1].view()); }
+
+  // Copies host rows `vertices` of `host` into a new device buffer, packed into one transfer.
+  DeviceRows upload(ConstRows host, std::span<const vid_t> vertices, const char* what) {
+    staging.resize(vertices.size() * static_cast<std::size_t>(host.cols));
+    for (std::size_t i = 0; i < vertices.size(); ++i) {
+      const float* row = host.row(vertices[i]);
+      std::copy(row, row + host.cols, staging.data() + i * static_cast<std::size_t>(host.cols));
+    }
+    DeviceRows rows(device, static_cast<std::int64_t>(vertices.size()), host.cols, what);
+    wait(rows.upload({staging.data(), rows.rows(), rows.cols()}));
+    return rows;
+  }
+
+  // Copies device rows back into host rows `vertices`.
+  void download(ConstRows device_rows, Rows host, std::span<const vid_t> vertices) {
+    staging.resize(static_cast<std::size_t>(device_rows.size()));
+    wait(device.copy_to_host(staging.data(), device_rows.data,
+                             device_rows.size() * static_cast<std::int64_t>(sizeof(float))));
+    for (std::size_t i = 0; i < vertices.size(); ++i) {
+      const float* row = staging.data() + i * static_cast<std::size_t>(host.cols);
+      std::copy(row, row + host.cols, host.row(vertices[i]));
+    }
+  }
+
+  void wait(CopyTicket ticket) {
+    const auto start = std::chrono::steady_clock::now();
+    device.wait(ticket);
+    metrics.wait_seconds += seconds_since(start);
+  }
+
+  void begin_phase(std::uint32_t phase) {
+    for (std::size_t t = 0; t < pools.size(); ++t) {
+      const std::int64_t slots = plan.trace.capacity_rows[phase][t];
+      if (slots > 0) {
+        pools[t] = DeviceRows(device, slots, plan.trace.tensors[t].row_bytes / static_cast<std::int64_t>(sizeof(float)),
+                              plan.trace.tensors[t].name);
+      }
+    }
+  }
+
+  void end_phase(std::uint32_t phase) {
+    write_back(plan.cache.phase_ends[phase].writeback);
+    for (auto& pool : pools) pool = DeviceRows();
+  }
+
+  // Dirty rows leave their slots for the host: gathered on the device, one copy per tensor, scattered on the host.
+  void write_back(std::span<const SlotAssignment> rows) {
+    for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
+      const std::vector<vid_t> slots = slots_of(group);
+      DeviceRows packed(device, static_cast<std::int64_t>(group.size()), pools[tensor].cols(), "write-back staging");
+      backend.copy_rows(pools[tensor].view(), slots.data(), packed.view(), nullptr, packed.rows());
+      std::vector<vid_t> vertices;
+      for (const auto& a : group) vertices.push_back(a.row.row);
+      download(packed.view(), host_tensor(tensor).view(), vertices);
+    });
+  }
+
+  // Host rows enter their slots: gathered on the host, one copy per tensor, scattered on the device.
+  void load(std::span<const SlotAssignment> rows) {
+    for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
+      std::vector<vid_t> vertices;
+      for (const auto& a : group) vertices.push_back(a.row.row);
+      const DeviceRows packed = upload(host_rows(tensor), vertices, "load staging");
+      const std::vector<vid_t> slots = slots_of(group);
+      backend.copy_rows(packed.view(), nullptr, pools[tensor].view(), slots.data(), packed.rows());
+    });
+  }
+
+  template <typename Fn>
+  static void for_each_tensor(std::span<const SlotAssignment> rows, Fn&& fn) {
+    std::size_t first = 0;
+    while (first < rows.size()) {
+      std::size_t last = first;
+      while (last < rows.size() && rows[last].row.tensor == rows[first].row.tensor) ++last;
+      fn(rows[first].row.tensor, rows.subspan(first, last - first));
+      first = last;
+    }
+  }
+
+  void apply_transfers(const StepPlan& step) {
+    write_back(step.evict_writeback);
+    load(step.loads);
+    // Accumulators start from zero; rows that a step writes need no initial value.
+    std::vector<SlotAssignment> accumulators;
+    for (const auto& a : step.allocations) {
+      if (plan.options.mode == ExecutionMode::kReuse && a.row.tensor % 2 == 1) accumulators.push_back(a);
+    }
+    for_each_tensor(accumulators, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
+      const std::vector<vid_t> slots = slots_of(group);
+      backend.zero_rows(pools[tensor].view(), slots.data(), static_cast<std::int64_t>(slots.size()));
+    });
+  }
+
+  // Runs steps [first, last) of the plan, phase by phase.
+  template <typename StepFn>
+  void run_steps(std::size_t first, std::size_t last, StepFn&& run_step) {
+    for (std::size_t k = first; k < last; ++k) {
+      const std::uint32_t phase = plan.trace.steps[k].phase;
+      if (k == first || plan.trace.steps[k - 1].phase != phase) begin_phase(phase);
+      apply_transfers(plan.cache.steps[k]);
+      const auto start = std::chrono::steady_clock::now();
+      run_step(k);
+      metrics.compute_seconds += seconds_since(start);
+      if (k + 1 == last || plan.trace.steps[k + 1].phase != phase) end_phase(phase);
+    }
+  }
+
+  // ---- reuse ----
+
+  void dropout_rows(Model& model, std::size_t l, std::uint32_t epoch, bool training, const Subgraph& part, Rows rows) {
+    const float p = model.config().dropout;
+    if (!training || p <= 0.0F) return;
+    backend.dropout(rows, part.block.src_gid.data(),
+                    feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p, rows);
+  }
+
+  void transform(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step, std::uint32_t epoch,
+                 bool training) {
+    DeviceRows x = upload(layer_input(l), part.destinations(), "transform inputs");
+    dropout_rows(model, l, epoch, training, part, x.view());
+    DeviceRows out(device, part.num_dst(), model.layer(l).row_width(), "transformed rows");
+    model.layer(l).transform(backend, x.view(), out.view());
+    backend.copy_rows(out.view(), nullptr, pools[z_index(l)].view(), step.write_slots.data(), out.rows());
+  }
+
+  void aggregate(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step, std::uint32_t epoch,
+                 bool training) {
+    SparseBlockView block = part.block.view();
+    block.src_row = step.read_slots.data();
+    Layer& layer = model.layer(l);
+    DeviceRows out(device, part.num_dst(), layer.out_dim(), "aggregated rows");
+    layer.aggregate(backend, block, attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
+                    training, pools[z_index(l)].view(), out.view());
+    backend.bias_activation(out.view(), layer.bias().value.data(), model.activation_after(l), out.view());
+    download(out.view(), outputs[l].view(), part.destinations());
+  }
+
+  void aggregate_backward(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step,
+                          std::uint32_t epoch) {
+    Layer& layer = model.layer(l);
+    DeviceRows grad_y = upload(grad_outputs[l].view(), part.destinations(), "output gradients");
+    const DeviceRows h = upload(outputs[l].view(), part.destinations(), "outputs");
+    backend.activation_backward(model.activation_after(l), h.view(), grad_y.view(), grad_y.view());
+    backend.column_sums(grad_y.view(), layer.bias().grad.data(), true);
+    const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
+    Rows grad_pool = pools[grad_index(l)].view();
+    if (step.read_slots.empty()) {  // the gradient reads no rows: accumulate straight into the slots
+      SparseBlockView block = part.block.view();
+      block.src_row = step.accumulate_slots.data();
+      layer.aggregate_backward(backend, block, attention, true, ConstRows{}, grad_y.view(), grad_pool, true);
+      return;
+    }
+    // Rows and gradients sit in different pools: work on packed copies and scatter the sums back.
+    const auto sources = static_cast<std::int64_t>(part.sources.size());
+    DeviceRows z_rows(device, sources, layer.row_width(), "attention rows");
+    DeviceRows grad_rows(device, sources, layer.row_width(), "attention gradients");
+    backend.copy_rows(pools[z_index(l)].view(), step.read_slots.data(), z_rows.view(), nullptr, sources);
+    backend.copy_rows(grad_pool, step.accumulate_slots.data(), grad_rows.view(), nullptr, sources);
+    layer.aggregate_backward(backend, part.block.view(), attention, true, z_rows.view(), grad_y.view(),
+                             grad_rows.view(), true);
+    backend.copy_rows(grad_rows.view(), nullptr, grad_pool, step.accumulate_slots.data(), sources);
+  }
+
+  void transform_backward(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step,
+                          std::uint32_t epoch) {
+    Layer& layer = model.layer(l);
+    DeviceRows x = upload(layer_input(l), part.destinations(), "transform inputs");
+    dropout_rows(model, l, epoch, true, part, x.view());
+    DeviceRows grad_z_rows(device, part.num_dst(), layer.row_width(), "transformed-row gradients");
+    backend.copy_rows(pools[grad_index(l)].view(), step.read_slots.data(), grad_z_rows.view(), nullptr,
+                      grad_z_rows.rows());
+    DeviceRows grad_x = l > 0 ? DeviceRows(device, part.num_dst(), layer.in_dim(), "input gradients") : DeviceRows();
+    layer.transform_backward(backend, x.view(), grad_z_rows.view(), grad_x.view());
+    if (l > 0) {
+      dropout_rows(model, l, epoch, true, part, grad_x.view());
+      download(grad_x.view(), grad_outputs[l - 1].view(), part.destinations());
+    }
+  }
+
+  std::uint32_t z_index(std::size_t l) const { return static_cast<std::uint32_t>(2 * l); }
+  std::uint32_t grad_index(std::size_t l) const { return static_cast<std::uint32_t>(2 * l + 1); }
+
+  void run_reuse_forward(Model& model, std::uint32_t epoch, bool training) {
+    for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
+    run_steps(0, plan.forward_steps, [&](std::size_t k) {
+      const PlannedStep& s = plan.steps[k];
+      const Subgraph& part = plan.layer_parts[s.layer][s.part];
+      if (s.kind == StepKind::kTransform) {
+        transform(model, s.layer, part, plan.cache.steps[k], epoch, training);
+      } else {
+        aggregate(model, s.layer, part, plan.cache.steps[k], epoch, training);
+      }
+    });
+  }
+
+  void run_reuse_backward(Model& model, std::uint32_t epoch) {
+    run_steps(plan.forward_steps, plan.steps.size(), [&](std::size_t k) {
+      const PlannedStep& s = plan.steps[k];
+      const Subgraph& part = plan.layer_parts[s.layer][s.part];
+      if (s.kind == StepKind::kAggregateBackward) {
+        aggregate_backward(model, s.layer, part, plan.cache.steps[k], epoch);
+      } else {
+        transform_backward(model, s.layer, part, plan.cache.steps[k], epoch);
+      }
+      const bool layer_done = k + 1 == plan.steps.size() || plan.steps[k + 1].layer != s.layer;
+      if (layer_done) model.layer(s.layer).finish_backward();
+    });
+  }
+
+  // ---- recompute ----
+
+  void run_closures(Model& model, std::uint32_t epoch, bool training, const LossFunction* loss, double& total_loss) {
+    const auto hops = static_cast<int>(model.num_layers());
+    std::vector<std::int64_t> level_sizes;
+    run_steps(0, plan.forward_steps, [&](std::size_t k) {
+      const std::vector<vid_t>& dsts = plan.closures[plan.steps[k].part];
+      const std::vector<vid_t> closure = closure_order(prepared, dsts, hops, level_sizes);
+      std::vector<Subgraph> parts;
+      std::vector<SparseBlockView> blocks;
+      for (std::size_t l = 0; l < model.num_layers(); ++l) {
+        const auto destinations = static_cast<std::size_t>(level_sizes[model.num_layers() - 1 - l]);
+        parts.push_back(make_subgraph(prepared, weights, std::span(closure).first(destinations), first_gid));
+      }
+      for (const auto& p : parts) blocks.push_back(p.block.view());
+      DeviceRowsAllocator buffers(device);
+      BlockStack stack(backend, model, blocks, buffers);
+      const Rows input = buffers.allocate(static_cast<std::int64_t>(closure.size()), features.cols, "closure features");
+      backend.copy_rows(pools[0].view(), plan.cache.steps[k].read_slots.data(), input, nullptr, input.rows);
+      const ConstRows logits = stack.forward(model, epoch, training, input);
+      if (loss == nullptr) {
+        download(logits, outputs.back().view(), dsts);
+        return;
+      }
+      const Rows grad = buffers.allocate(logits.rows, logits.cols, "logit gradients");
+      total_loss += (*loss)(logits, dsts.data(), grad);
+      stack.backward(model, epoch, grad);
+    });
+  }
+
+  // ---- bookkeeping ----
+
+  void count_rows() {
+    metrics.rows_computed += plan.rows_computed;
+    metrics.rows_needed += plan.rows_needed;
+    metrics.cache_hits += plan.cache.hits;
+    metrics.cache_misses += plan.cache.misses;
+  }
+
+  Backend& backend;
+  Device& device;
+  ConstRows features;
+  gid_t first_gid;
+  EpochPlan plan;
+  CsrGraph prepared;
+  std::vector<float> weights;
+  std::vector<Matrix> outputs;       // per layer: H^{l+1} of every vertex; the last holds the logits
+  std::vector<Matrix> grad_outputs;  // per layer: ∂L/∂H^{l+1}
+  std::vector<Matrix> z;             // per layer: host home of transformed rows that leave the device
+  std::vector<Matrix> grad_z;        // per layer: host home of their gradients
+  std::vector<DeviceRows> pools;     // per trace tensor, during its phase
+  std::vector<float> staging;        // host side of packed transfers
+  ExecutionMetrics metrics;
+};
+
+SubgraphExecutor::SubgraphExecutor(Backend& backend, Device& device, const Model& model, const CsrGraph& graph,
+                                   ConstRows features, const SubgraphExecutorOptions& options, gid_t first_gid)
+    : state_(std::make_unique<State>(backend, device, model, graph, features, options, first_gid)) {
+  NJ_EXPECTS(features.rows == graph.num_vertices(), "features have {} rows for {} vertices", features.rows,
+             graph.num_vertices());
+}
+
+SubgraphExecutor::~SubgraphExecutor() = default;
+
+const EpochPlan& SubgraphExecutor::plan() const { return state_->plan; }
+
+ConstRows SubgraphExecutor::evaluate(Model& model) {
+  State& s = *state_;
+  if (s.plan.options.mode == ExecutionMode::kReuse) {
+    s.run_reuse_forward(model, 0, false);
+  } else {
+    double unused = 0.0;
+    s.run_closures(model, 0, false, nullptr, unused);
+  }
+  return s.outputs.back().view();
+}
+
+double SubgraphExecutor::train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) {
+  State& s = *state_;
+  double total = 0.0;
+  if (s.plan.options.mode == ExecutionMode::kReuse) {
+    s.run_reuse_forward(model, epoch, true);
+    total = loss(s.outputs.back().view(), nullptr, s.grad_outputs.back().view());
+    s.run_reuse_backward(model, epoch);
+  } else {
+    s.run_closures(model, epoch, true, &loss, total);
+  }
+  s.count_rows();
+  return total;
+}
+
+ExecutionMetrics SubgraphExecutor::take_metrics() {
+  State& s = *state_;
+  s.device.synchronize();
+  const DeviceStats stats = s.device.stats();
+  ExecutionMetrics m = s.metrics;
+  m.h2d_bytes = stats.h2d_bytes;
+  m.d2h_bytes = stats.d2h_bytes;
+  m.peak_device_bytes = stats.peak_bytes;
+  m.copy_seconds = stats.copy_seconds;
+  s.device.reset_transfer_stats();
+  s.metrics = {};
+  return m;
+}
+
+}  // namespace nj

@@ -1,0 +1,860 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "nj/core/error.hpp"
+#include "nj/exec/cache_plan.hpp"
+
+namespace nj {
+namespace {
+
+constexpr std::array kAllPolicies = {CachePolicy::kStAware, CachePolicy::kLru,       CachePolicy::kFifo,
+                                     CachePolicy::kDegree,  CachePolicy::kSizeOrder, CachePolicy::kBelady,
+                                     CachePolicy::kNone};
+
+constexpr std::uint8_t kRead = 1, kWrite = 2, kAccumulate = 4;
+
+TraceStep step_of(std::uint32_t phase, std::vector<RowRef> reads, std::vector<RowRef> writes = {},
+                  std::vector<RowRef> accumulates = {}) {
+  TraceStep step;
+  step.phase = phase;
+  step.reads = std::move(reads);
+  step.writes = std::move(writes);
+  step.accumulates = std::move(accumulates);
+  return step;
+}
+
+// Dense ids over all tensors' rows, for the checkers' plain arrays.
+struct Dense {
+  std::vector<std::size_t> base;
+  explicit Dense(const AccessTrace& trace) : base(trace.tensors.size() + 1, 0) {
+    std::vector<std::size_t> rows(trace.tensors.size(), 0);
+    for (const TraceStep& step : trace.steps) {
+      for (const auto* list : {&step.reads, &step.writes, &step.accumulates}) {
+        for (const RowRef& r : *list) rows[r.tensor] = std::max(rows[r.tensor], static_cast<std::size_t>(r.row) + 1);
+      }
+    }
+    for (std::size_t t = 0; t < rows.size(); ++t) base[t + 1] = base[t] + rows[t];
+  }
+  std::size_t operator()(RowRef r) const { return base[r.tensor] + static_cast<std::size_t>(r.row); }
+  std::size_t size() const { return base.back(); }
+};
+
+// The step's distinct rows in order of first appearance (reads, writes, accumulates) with how it touches them.
+std::vector<std::pair<std::size_t, std::uint8_t>> distinct_touches(const TraceStep& step, const Dense& dense) {
+  std::vector<std::pair<std::size_t, std::uint8_t>> touches;
+  const std::array<std::pair<const std::vector<RowRef>*, std::uint8_t>, 3> lists = {
+      {{&step.reads, kRead}, {&step.writes, kWrite}, {&step.accumulates, kAccumulate}}};
+  for (const auto& [list, kind] : lists) {
+    for (const RowRef& r : *list) {
+      const std::size_t row = dense(r);
+      const auto it = std::find_if(touches.begin(), touches.end(), [&](const auto& t) { return t.first == row; });
+      if (it == touches.end()) {
+        touches.emplace_back(row, kind);
+      } else {
+        it->second = static_cast<std::uint8_t>(it->second | kind);
+      }
+    }
+  }
+  return touches;
+}
+
+std::size_t tensor_of(const Dense& dense, std::size_t row) {
+  return static_cast<std::size_t>(std::upper_bound(dense.base.begin(), dense.base.end(), row) - dense.base.begin()) - 1;
+}
+
+// Replays a plan the way the executor would, tracking what every slot holds and which version of each row's
+// value the device and the host have. A stale or missing row, a load into a busy slot, a lost dirty value, an
+// evicted row the step touches or an impossible prefetch fails the test.
+void check_plan(const AccessTrace& trace, const CachePlan& plan, CachePolicy policy) {
+  const Dense dense(trace);
+  const std::size_t num_tensors = trace.tensors.size();
+  std::vector<int> value(dense.size(), 0);  // version of each row's current value; 0 = the epoch's start
+  std::vector<int> host(dense.size(), 0);
+  std::vector<char> touched(dense.size(), 0);
+  std::vector<std::int32_t> where(dense.size(), -1);
+  struct Slot {
+    std::int64_t row = -1;
+    int version = 0;
+  };
+  ASSERT_EQ(plan.steps.size(), trace.steps.size());
+  ASSERT_EQ(plan.phase_ends.size(), trace.capacity_rows.size());
+  ASSERT_EQ(plan.peak_rows.size(), trace.capacity_rows.size());
+  std::int64_t h2d = 0, d2h = 0, needed = 0, loads = 0;
+  std::size_t i = 0;
+  for (std::size_t p = 0; p < trace.capacity_rows.size(); ++p) {
+    std::vector<std::vector<Slot>> pools(num_tensors);
+    for (std::size_t t = 0; t < num_tensors; ++t) pools[t].resize(static_cast<std::size_t>(trace.capacity_rows[p][t]));
+    std::vector<std::int64_t> peak(num_tensors, 0);
+    std::set<std::pair<std::uint32_t, std::int32_t>> previous_slots;
+    std::set<std::size_t> previous_rows;
+    const std::size_t first = i;
+    const auto slot_of = [&](const SlotAssignment& a) -> Slot* {
+      if (a.row.tensor >= num_tensors || a.slot < 0 || static_cast<std::size_t>(a.slot) >= pools[a.row.tensor].size()) {
+        return nullptr;
+      }
+      return &pools[a.row.tensor][static_cast<std::size_t>(a.slot)];
+    };
+    for (; i < trace.steps.size() && trace.steps[i].phase == p; ++i) {
+      const TraceStep& step = trace.steps[i];
+      const StepPlan& sp = plan.steps[i];
+      SCOPED_TRACE(testing::Message() << "step " << i << " phase " << p << " policy " << to_string(policy));
+      const auto touches = distinct_touches(step, dense);
+      std::map<std::size_t, std::uint8_t> kinds(touches.begin(), touches.end());
+      const auto needs_value = [&](std::size_t row) {
+        const std::uint8_t k = kinds.at(row);
+        return (k & kRead) || ((k & kAccumulate) && touched[row]);
+      };
+      for (const bool writeback : {true, false}) {
+        for (const SlotAssignment& a : writeback ? sp.evict_writeback : sp.drops) {
+          Slot* slot = slot_of(a);
+          ASSERT_NE(slot, nullptr) << "slot " << a.slot << " out of range";
+          const std::size_t row = dense(a.row);
+          ASSERT_EQ(slot->row, static_cast<std::int64_t>(row)) << "the slot does not hold the row it evicts";
+          if (policy != CachePolicy::kNone) {
+            ASSERT_FALSE(kinds.contains(row)) << "evicts a row the step touches";
+          }
+          if (writeback) {
+            host[row] = slot->version;
+            d2h += trace.tensors[a.row.tensor].row_bytes;
+            if (sp.prefetch) {
+              ASSERT_FALSE(previous_rows.contains(row)) << "prefetch waits on a writeback";
+            }
+          }
+          slot->row = -1;
+          where[row] = -1;
+        }
+      }
+      for (const bool load : {true, false}) {
+        for (const SlotAssignment& a : load ? sp.loads : sp.allocations) {
+          Slot* slot = slot_of(a);
+          ASSERT_NE(slot, nullptr) << "slot " << a.slot << " out of range";
+          ASSERT_EQ(slot->row, -1) << "slot " << a.slot << " is not free";
+          const std::size_t row = dense(a.row);
+          ASSERT_TRUE(kinds.contains(row)) << "places a row the step does not touch";
+          ASSERT_EQ(where[row], -1) << "the row is already resident";
+          ASSERT_EQ(needs_value(row), load) << (load ? "loads a row whose value is not needed"
+                                                     : "allocates a row "
+                                                       "it must load");
+          slot->row = static_cast<std::int64_t>(row);
+          if (load) {
+            slot->version = host[row];
+            h2d += trace.tensors[a.row.tensor].row_bytes;
+            ++loads;
+            if (sp.prefetch) {
+              ASSERT_FALSE(previous_slots.contains({a.row.tensor, a.slot})) << "prefetch into a busy slot";
+            }
+          } else {
+            slot->version = (kinds.at(row) & kAccumulate) ? value[row] : -1;  // zeroed: the start value
+          }
+          where[row] = a.slot;
+        }
+      }
+      const std::array<std::pair<const std::vector<RowRef>*, const std::vector<std::int32_t>*>, 3> lists = {
+          {{&step.reads, &sp.read_slots}, {&step.writes, &sp.write_slots}, {&step.accumulates, &sp.accumulate_slots}}};
+      for (std::size_t l = 0; l < lists.size(); ++l) {
+        const auto& [refs, slots] = lists[l];
+        ASSERT_EQ(refs->size(), slots->size());
+        for (std::size_t k = 0; k < refs->size(); ++k) {
+          const std::size_t row = dense((*refs)[k]);
+          const Slot* slot = slot_of({(*refs)[k], (*slots)[k]});
+          ASSERT_NE(slot, nullptr);
+          ASSERT_EQ(slot->row, static_cast<std::int64_t>(row)) << "the row is not in its claimed slot";
+          ASSERT_EQ(where[row], (*slots)[k]);
+          if (l != 1) {
+            ASSERT_EQ(slot->version, value[row]) << "the device holds a stale value (lost writeback?)";
+          }
+        }
+      }
+      for (const auto& [row, k] : touches) needed += needs_value(row) ? 1 : 0;
+      if (sp.prefetch) {
+        EXPECT_NE(i, first) << "prefetch on a phase's first step";
+        EXPECT_FALSE(sp.loads.empty());
+      }
+      if (policy == CachePolicy::kSizeOrder) {
+        EXPECT_FALSE(sp.prefetch);
+      }
+      for (std::size_t t = 0; t < num_tensors; ++t) {
+        const auto resident = std::count_if(pools[t].begin(), pools[t].end(), [](const Slot& s) { return s.row >= 0; });
+        peak[t] = std::max<std::int64_t>(peak[t], resident);
+      }
+      previous_slots.clear();
+      previous_rows.clear();
+      for (const auto& [row, k] : touches) {
+        const auto t = static_cast<std::uint32_t>(tensor_of(dense, row));
+        Slot& slot = pools[t][static_cast<std::size_t>(where[row])];
+        if (k & (kWrite | kAccumulate)) slot.version = ++value[row];
+        touched[row] = 1;
+        previous_slots.insert({t, where[row]});
+        previous_rows.insert(row);
+      }
+    }
+    for (const SlotAssignment& a : plan.phase_ends[p].writeback) {
+      Slot* slot = slot_of(a);
+      ASSERT_NE(slot, nullptr);
+      ASSERT_EQ(slot->row, static_cast<std::int64_t>(dense(a.row))) << "phase end writes back a row not resident";
+      host[dense(a.row)] = slot->version;
+      d2h += trace.tensors[a.row.tensor].row_bytes;
+    }
+    for (std::size_t t = 0; t < num_tensors; ++t) {
+      EXPECT_EQ(plan.peak_rows[p][t], peak[t]) << "phase " << p << " tensor " << t;
+      EXPECT_LE(peak[t], trace.capacity_rows[p][t]);
+      for (const Slot& slot : pools[t]) {
+        if (slot.row >= 0) where[static_cast<std::size_t>(slot.row)] = -1;
+      }
+    }
+  }
+  ASSERT_EQ(i, trace.steps.size());
+  EXPECT_EQ(plan.h2d_bytes, h2d);
+  EXPECT_EQ(plan.d2h_bytes, d2h);
+  EXPECT_EQ(plan.misses, loads);
+  EXPECT_EQ(plan.hits, needed - loads);
+  for (std::size_t row = 0; row < dense.size(); ++row) {
+    if (trace.tensors[tensor_of(dense, row)].keep_on_host) {
+      EXPECT_EQ(host[row], value[row]) << "keep_on_host row " << row << " did not reach the host";
+    }
+  }
+}
+
+struct Counts {
+  std::int64_t h2d = 0, d2h = 0, hits = 0, misses = 0;
+};
+
+// Textbook LRU / FIFO on lists in eviction order: the victim is the first row the step does not touch.
+Counts reference_counts(const AccessTrace& trace, bool lru) {
+  const Dense dense(trace);
+  std::vector<std::vector<std::pair<std::size_t, std::uint8_t>>> steps;
+  for (const TraceStep& step : trace.steps) steps.push_back(distinct_touches(step, dense));
+  const auto next_touch = [&](std::size_t row, std::size_t after) -> std::uint8_t {
+    for (std::size_t j = after + 1; j < steps.size(); ++j) {
+      for (const auto& [r, k] : steps[j]) {
+        if (r == row) return k;
+      }
+    }
+    return 0;
+  };
+  const bool aware = trace.release_dead_rows;
+  std::vector<char> dirty(dense.size(), 0), touched(dense.size(), 0);
+  std::vector<std::size_t> last_touch(dense.size(), 0);
+  const auto bytes = [&](std::size_t row) { return trace.tensors[tensor_of(dense, row)].row_bytes; };
+  const auto must_write_back = [&](std::size_t row) {
+    if (!dirty[row]) return false;
+    if (!aware) return true;
+    const std::uint8_t next = next_touch(row, last_touch[row]);
+    return next ? (next & (kRead | kAccumulate)) != 0 : trace.tensors[tensor_of(dense, row)].keep_on_host;
+  };
+  Counts c;
+  std::size_t i = 0;
+  for (std::size_t p = 0; p < trace.capacity_rows.size(); ++p) {
+    std::vector<std::vector<std::size_t>> order(trace.tensors.size());
+    for (; i < steps.size() && trace.steps[i].phase == p; ++i) {
+      std::set<std::size_t> now, arrived;
+      for (const auto& [row, k] : steps[i]) now.insert(row);
+      const auto resident = [&](std::size_t row) {
+        const auto& o = order[tensor_of(dense, row)];
+        return std::find(o.begin(), o.end(), row) != o.end() || arrived.contains(row);
+      };
+      const auto needs = [&](std::size_t row, std::uint8_t k) {
+        return (k & kRead) || ((k & kAccumulate) && touched[row]);
+      };
+      for (const auto& [row, k] : steps[i]) {
+        if (resident(row) && needs(row, k)) ++c.hits;
+      }
+      std::vector<std::size_t> in_arrival(trace.tensors.size(), 0);
+      for (const bool load : {true, false}) {
+        for (const auto& [row, k] : steps[i]) {
+          if (resident(row) || needs(row, k) != load) continue;
+          const std::size_t t = tensor_of(dense, row);
+          auto& o = order[t];
+          if (static_cast<std::int64_t>(o.size() + in_arrival[t]) == trace.capacity_rows[p][t]) {
+            const auto victim = std::find_if(o.begin(), o.end(), [&](std::size_t r) { return !now.contains(r); });
+            if (must_write_back(*victim)) c.d2h += bytes(*victim);
+            dirty[*victim] = 0;
+            o.erase(victim);
+          }
+          if (load) {
+            c.h2d += bytes(row);
+            ++c.misses;
+          }
+          arrived.insert(row);
+          ++in_arrival[t];
+        }
+      }
+      for (const auto& [row, k] : steps[i]) {
+        if (k & (kWrite | kAccumulate)) dirty[row] = 1;
+        touched[row] = 1;
+        last_touch[row] = i;
+      }
+      for (const auto& [row, k] : steps[i]) {
+        auto& o = order[tensor_of(dense, row)];
+        const auto it = std::find(o.begin(), o.end(), row);
+        if (aware && !next_touch(row, i)) {
+          if (must_write_back(row)) c.d2h += bytes(row);
+          dirty[row] = 0;
+          if (it != o.end()) o.erase(it);
+        } else if (lru && it != o.end()) {
+          o.erase(it);
+          o.push_back(row);
+        } else if (arrived.contains(row)) {
+          o.push_back(row);
+        }
+      }
+    }
+    for (const auto& o : order) {
+      for (const std::size_t row : o) {
+        if (must_write_back(row)) c.d2h += bytes(row);
+        dirty[row] = 0;
+      }
+    }
+  }
+  return c;
+}
+
+// A small random trace: several tensors and phases, steps mixing reads, writes and accumulates, rows that
+// repeat within and across lists, and capacities from tight to ample.
+AccessTrace random_trace(std::uint64_t seed, bool release_dead_rows) {
+  std::mt19937_64 rng(seed);
+  const auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  AccessTrace trace;
+  trace.release_dead_rows = release_dead_rows;
+  const int num_tensors = uniform(1, 3);
+  const int rows = uniform(4, 12);
+  for (int t = 0; t < num_tensors; ++t) {
+    trace.tensors.push_back({"t" + std::to_string(t), 4 * uniform(1, 8), uniform(0, 2) == 0});
+  }
+  for (int v = 0; v < rows; ++v) trace.vertex_degree.push_back(uniform(0, 20));
+  const int phases = uniform(1, 3);
+  for (int p = 0; p < phases; ++p) {
+    std::vector<std::int64_t> capacity;
+    for (int t = 0; t < num_tensors; ++t) capacity.push_back(uniform(2, 6));
+    trace.capacity_rows.push_back(capacity);
+    const int steps = uniform(1, 8);
+    for (int s = 0; s < steps; ++s) {
+      TraceStep step;
+      step.phase = static_cast<std::uint32_t>(p);
+      for (int t = 0; t < num_tensors; ++t) {
+        std::vector<vid_t> pick(static_cast<std::size_t>(rows));
+        for (int v = 0; v < rows; ++v) pick[static_cast<std::size_t>(v)] = v;
+        std::shuffle(pick.begin(), pick.end(), rng);
+        pick.resize(static_cast<std::size_t>(uniform(0, static_cast<int>(capacity[static_cast<std::size_t>(t)]))));
+        for (const vid_t v : pick) {
+          const RowRef r{static_cast<std::uint32_t>(t), v};
+          const int kind = uniform(0, 5);
+          if (kind <= 2) step.reads.push_back(r);
+          if (kind == 1 || kind == 3) step.writes.push_back(r);
+          if (kind >= 4) step.accumulates.push_back(r);
+          if (uniform(0, 9) == 0) step.reads.push_back(r);  // a repeated row
+        }
+      }
+      trace.steps.push_back(step);
+    }
+  }
+  return trace;
+}
+
+// One tensor, one phase, one read per step: the classic paging reference string.
+AccessTrace read_sequence(const std::vector<vid_t>& rows, std::int64_t capacity, bool release_dead_rows) {
+  AccessTrace trace;
+  trace.tensors = {{"h", 4, false}};
+  trace.capacity_rows = {{capacity}};
+  trace.release_dead_rows = release_dead_rows;
+  for (const vid_t v : rows) trace.steps.push_back(step_of(0, {{0, v}}));
+  trace.vertex_degree.assign(static_cast<std::size_t>(*std::max_element(rows.begin(), rows.end())) + 1, 1);
+  return trace;
+}
+
+// The fewest loads any schedule can achieve: dynamic programming over every set of resident rows.
+std::int64_t optimal_misses(const std::vector<std::uint32_t>& step_sets, int capacity) {
+  std::map<std::uint32_t, std::int64_t> best = {{0u, 0}};
+  for (const std::uint32_t need : step_sets) {
+    std::map<std::uint32_t, std::int64_t> next;
+    for (const auto& [resident, cost] : best) {
+      const std::int64_t step_cost = cost + std::popcount(need & ~resident);
+      const std::uint32_t optional = resident & ~need;
+      for (std::uint32_t keep = optional;; keep = (keep - 1) & optional) {
+        if (std::popcount(keep | need) <= capacity) {
+          auto [it, inserted] = next.emplace(keep | need, step_cost);
+          if (!inserted) it->second = std::min(it->second, step_cost);
+        }
+        if (keep == 0) break;
+      }
+    }
+    best = std::move(next);
+  }
+  std::int64_t result = std::numeric_limits<std::int64_t>::max();
+  for (const auto& [resident, cost] : best) result = std::min(result, cost);
+  return result;
+}
+
+TEST(CachePolicyNames, RoundTripAndRejectUnknown) {
+  for (const CachePolicy policy : kAllPolicies) EXPECT_EQ(parse_cache_policy(to_string(policy)), policy);
+  EXPECT_EQ(parse_cache_policy("st-aware"), CachePolicy::kStAware);
+  try {
+    parse_cache_policy("mru");
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'mru'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("belady"), std::string::npos);
+  }
+}
+
+TEST(CachePlanBelady, ClassicReferenceStringHasTheKnownMissCounts) {
+  const std::vector<vid_t> rows = {1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5};
+  const std::map<CachePolicy, std::array<std::int64_t, 2>> expected = {
+      // misses with 3 and 4 slots; FIFO shows Belady's anomaly
+      {CachePolicy::kBelady, {7, 6}},     {CachePolicy::kLru, {10, 8}},   {CachePolicy::kFifo, {9, 10}},
+      {CachePolicy::kSizeOrder, {9, 10}}, {CachePolicy::kNone, {12, 12}},
+  };
+  for (const auto& [policy, misses] : expected) {
+    for (const std::int64_t capacity : {3, 4}) {
+      const AccessTrace trace = read_sequence(rows, capacity, false);
+      const CachePlan plan = plan_cache(trace, policy);
+      EXPECT_EQ(plan.misses, misses[static_cast<std::size_t>(capacity - 3)])
+          << to_string(policy) << " with " << capacity << " slots";
+      EXPECT_EQ(plan.h2d_bytes, plan.misses * 4);
+      check_plan(trace, plan, policy);
+    }
+  }
+}
+
+TEST(CachePlanBelady, MatchesExhaustiveOptimumOnRandomTraces) {
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    std::mt19937_64 rng(seed);
+    const int capacity = 2 + static_cast<int>(seed % 2);
+    const int rows = 4 + static_cast<int>(seed % 3);
+    AccessTrace trace;
+    trace.tensors = {{"h", 8, false}};
+    trace.capacity_rows = {{capacity}};
+    for (int v = 0; v < rows; ++v) trace.vertex_degree.push_back(std::uniform_int_distribution<int>(1, 9)(rng));
+    std::vector<std::uint32_t> sets;
+    for (int s = 0; s < 12; ++s) {
+      TraceStep step;
+      std::vector<vid_t> pick(static_cast<std::size_t>(rows));
+      for (int v = 0; v < rows; ++v) pick[static_cast<std::size_t>(v)] = v;
+      std::shuffle(pick.begin(), pick.end(), rng);
+      pick.resize(static_cast<std::size_t>(std::uniform_int_distribution<int>(1, capacity)(rng)));
+      std::uint32_t mask = 0;
+      for (const vid_t v : pick) {
+        step.reads.push_back({0, v});
+        mask |= 1u << v;
+      }
+      sets.push_back(mask);
+      trace.steps.push_back(step);
+    }
+    const std::int64_t optimum = optimal_misses(sets, capacity);
+    for (const bool release : {true, false}) {
+      trace.release_dead_rows = release;
+      const CachePlan plan = plan_cache(trace, CachePolicy::kBelady);
+      EXPECT_EQ(plan.misses, optimum) << "seed " << seed;
+      for (const CachePolicy policy : kAllPolicies) {
+        EXPECT_GE(plan_cache(trace, policy).misses, optimum) << to_string(policy) << " seed " << seed;
+      }
+    }
+  }
+}
+
+TEST(CachePlanReference, LruAndFifoMatchAStraightforwardSimulation) {
+  for (std::uint64_t seed = 1; seed <= 150; ++seed) {
+    for (const bool release : {true, false}) {
+      const AccessTrace trace = random_trace(seed, release);
+      for (const bool lru : {true, false}) {
+        const CachePlan plan = plan_cache(trace, lru ? CachePolicy::kLru : CachePolicy::kFifo);
+        const Counts expected = reference_counts(trace, lru);
+        SCOPED_TRACE(testing::Message() << "seed " << seed << (lru ? " lru" : " fifo") << " release " << release);
+        EXPECT_EQ(plan.misses, expected.misses);
+        EXPECT_EQ(plan.hits, expected.hits);
+        EXPECT_EQ(plan.h2d_bytes, expected.h2d);
+        EXPECT_EQ(plan.d2h_bytes, expected.d2h);
+      }
+    }
+  }
+}
+
+TEST(CachePlanReplay, EveryPolicyGivesAConsistentPlan) {
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    for (const bool release : {true, false}) {
+      const AccessTrace trace = random_trace(seed, release);
+      for (const CachePolicy policy : kAllPolicies) {
+        SCOPED_TRACE(testing::Message() << "seed " << seed << " release " << release);
+        check_plan(trace, plan_cache(trace, policy), policy);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Tensor 0 is a temporary written by step 0 and read once by steps 1 and 2; tensor 1 is kept on the host.
+AccessTrace temporary_and_kept_trace(bool release_dead_rows) {
+  AccessTrace trace;
+  trace.tensors = {{"z", 16, false}, {"logits", 8, true}};
+  trace.capacity_rows = {{2, 2}};
+  trace.release_dead_rows = release_dead_rows;
+  trace.vertex_degree = {1, 1};
+  trace.steps = {
+      step_of(0, {}, {{0, 0}, {0, 1}}),
+      step_of(0, {{0, 0}}, {{1, 0}}, {{1, 1}}),
+      step_of(0, {{0, 1}}),
+  };
+  return trace;
+}
+
+TEST(CachePlanRelease, DeadRowsLeaveAtOnceWithoutWriteback) {
+  const AccessTrace trace = temporary_and_kept_trace(true);
+  for (const CachePolicy policy : kAllPolicies) {
+    if (policy == CachePolicy::kSizeOrder || policy == CachePolicy::kNone) continue;
+    const CachePlan plan = plan_cache(trace, policy);
+    SCOPED_TRACE(to_string(policy));
+    // z[0] has no access after step 1: dropped before step 2, never copied.
+    ASSERT_EQ(plan.steps[2].drops.size(), 1u);
+    EXPECT_EQ(plan.steps[2].drops[0].row, (RowRef{0, 0}));
+    // Only the logits are written back, right after their last step.
+    ASSERT_EQ(plan.steps[2].evict_writeback.size(), 2u);
+    for (const SlotAssignment& a : plan.steps[2].evict_writeback) EXPECT_EQ(a.row.tensor, 1u);
+    EXPECT_EQ(plan.d2h_bytes, 2 * 8);
+    EXPECT_EQ(plan.h2d_bytes, 0);
+    check_plan(trace, plan, policy);
+  }
+}
+
+TEST(CachePlanRelease, KeepOnHostRowsAreWrittenBack) {
+  for (const bool release : {true, false}) {
+    const AccessTrace trace = temporary_and_kept_trace(release);
+    for (const CachePolicy policy : kAllPolicies) {
+      const CachePlan plan = plan_cache(trace, policy);
+      std::set<vid_t> logits;
+      for (const StepPlan& step : plan.steps) {
+        for (const SlotAssignment& a : step.evict_writeback) {
+          if (a.row.tensor == 1) logits.insert(a.row.row);
+        }
+      }
+      for (const SlotAssignment& a : plan.phase_ends[0].writeback) {
+        if (a.row.tensor == 1) logits.insert(a.row.row);
+      }
+      EXPECT_EQ(logits, (std::set<vid_t>{0, 1})) << to_string(policy) << " release " << release;
+      check_plan(trace, plan, policy);
+    }
+  }
+}
+
+TEST(CachePlanRelease, UnawarePlansWriteBackEveryDirtyRow) {
+  // Without embedding reuse, and always for the transparent swapper, z is copied back too.
+  EXPECT_EQ(plan_cache(temporary_and_kept_trace(true), CachePolicy::kSizeOrder).d2h_bytes, 2 * 16 + 2 * 8);
+  for (const CachePolicy policy : kAllPolicies) {
+    EXPECT_EQ(plan_cache(temporary_and_kept_trace(false), policy).d2h_bytes, 2 * 16 + 2 * 8) << to_string(policy);
+  }
+}
+
+TEST(CachePlanPrefetch, NextStepLoadsOverlapOnlyWhenTheyAvoidThePreviousStep) {
+  const auto trace_with = [](std::int64_t capacity) {
+    AccessTrace trace;
+    trace.tensors = {{"h", 4, false}};
+    trace.capacity_rows = {{capacity}};
+    trace.vertex_degree = std::vector<std::int64_t>(6, 1);
+    for (vid_t v = 0; v < 6; v += 2) trace.steps.push_back(step_of(0, {{0, v}, {0, v + 1}}));
+    return trace;
+  };
+  for (const CachePolicy policy : kAllPolicies) {
+    const CachePlan ample = plan_cache(trace_with(6), policy);
+    const CachePlan tight = plan_cache(trace_with(2), policy);
+    const bool may_prefetch = policy != CachePolicy::kSizeOrder;
+    SCOPED_TRACE(to_string(policy));
+    EXPECT_FALSE(ample.steps[0].prefetch);
+    EXPECT_EQ(ample.steps[1].prefetch, may_prefetch);
+    EXPECT_EQ(ample.steps[2].prefetch, may_prefetch);
+    // Two slots: step 1's loads can only go where step 0's rows are.
+    EXPECT_FALSE(tight.steps[1].prefetch);
+    EXPECT_FALSE(tight.steps[2].prefetch);
+    check_plan(trace_with(6), ample, policy);
+    check_plan(trace_with(2), tight, policy);
+  }
+}
+
+TEST(CachePlanDegree, KeepsTheHighestDegreeRowsResident) {
+  AccessTrace trace = read_sequence({0, 1, 2, 3, 0, 4, 0}, 2, false);
+  trace.vertex_degree = {100, 1, 2, 3, 4};
+  const CachePlan degree = plan_cache(trace, CachePolicy::kDegree);
+  const CachePlan fifo = plan_cache(trace, CachePolicy::kFifo);
+  EXPECT_EQ(degree.misses, 5);  // vertex 0 is loaded once and stays
+  EXPECT_EQ(fifo.misses, 6);
+  check_plan(trace, degree, CachePolicy::kDegree);
+  trace.vertex_degree.pop_back();
+  EXPECT_THROW(plan_cache(trace, CachePolicy::kDegree), InputError);
+  EXPECT_NO_THROW(plan_cache(trace, CachePolicy::kFifo));
+}
+
+TEST(CachePlanNone, EveryReadIsALoad) {
+  AccessTrace trace = read_sequence({0, 0, 0}, 4, true);
+  for (auto& step : trace.steps) step.reads.push_back({0, 1});
+  const CachePlan plan = plan_cache(trace, CachePolicy::kNone);
+  EXPECT_EQ(plan.misses, 6);
+  EXPECT_EQ(plan.hits, 0);
+  EXPECT_EQ(plan_cache(trace, CachePolicy::kLru).misses, 2);
+  check_plan(trace, plan, CachePolicy::kNone);
+}
+
+TEST(CachePlanErrors, StepLargerThanItsPoolIsAnInputError) {
+  AccessTrace trace = read_sequence({0}, 2, true);
+  trace.tensors[0].name = "features";
+  trace.steps[0].reads = {{0, 0}, {0, 1}, {0, 2}, {0, 1}};
+  try {
+    plan_cache(trace, CachePolicy::kStAware);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("step 0 (phase 0) touches 3 rows of tensor 'features', but its pool holds 2"),
+              std::string::npos)
+        << e.what();
+  }
+  trace.capacity_rows = {{0}};
+  trace.steps[0].reads = {{0, 0}};
+  EXPECT_THROW(plan_cache(trace, CachePolicy::kLru), InputError);
+}
+
+TEST(CachePlanErrors, MalformedTracesAreInputErrors) {
+  const auto expect_error = [](const AccessTrace& trace, const std::string& part) {
+    try {
+      plan_cache(trace, CachePolicy::kBelady);
+      ADD_FAILURE() << "expected an InputError mentioning " << part;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  const AccessTrace good = read_sequence({0, 1}, 2, true);
+  AccessTrace t = good;
+  t.steps[1].reads[0].tensor = 3;
+  expect_error(t, "touches tensor 3 of 1");
+  t = good;
+  t.steps[1].reads[0].row = -1;
+  expect_error(t, "touches row -1");
+  t = good;
+  t.steps[0].phase = 1;
+  t.capacity_rows.push_back({2});
+  expect_error(t, "phases must not decrease");
+  t = good;
+  t.steps[1].phase = 2;
+  expect_error(t, "capacity_rows has 1");
+  t = good;
+  t.capacity_rows[0].push_back(1);
+  expect_error(t, "capacity_rows[0] has 2 entries for 1 tensors");
+  t = good;
+  t.tensors[0].row_bytes = 0;
+  expect_error(t, "row_bytes 0");
+}
+
+TEST(CachePlan, EmptyPhasesAndEmptyTracesPlanNothing) {
+  AccessTrace trace;
+  trace.tensors = {{"h", 4, true}};
+  trace.capacity_rows = {{1}, {0}, {1}};
+  trace.vertex_degree = {1};
+  trace.steps = {step_of(0, {}, {{0, 0}}), step_of(2, {{0, 0}})};
+  for (const CachePolicy policy : kAllPolicies) {
+    const CachePlan plan = plan_cache(trace, policy);
+    EXPECT_EQ(plan.phase_ends.size(), 3u);
+    EXPECT_EQ(plan.h2d_bytes, 4);
+    EXPECT_EQ(plan.d2h_bytes, 4);
+    check_plan(trace, plan, policy);
+  }
+  trace.steps.clear();
+  EXPECT_EQ(plan_cache(trace, CachePolicy::kStAware).total_bytes(), 0);
+}
+
+// ---- A realistic epoch -------------------------------------------------------------------------------------
+
+struct Graph {
+  vid_t n = 0;
+  std::vector<std::int64_t> offsets;  // in-edges of v: sources[offsets[v] .. offsets[v + 1])
+  std::vector<vid_t> sources;
+  std::vector<std::int64_t> out_degree;
+};
+
+// A power-law graph in a locality-preserving order (as after METIS or RCM): in-degrees follow a Pareto law;
+// most sources are near the destination's id, the rest are hubs drawn with power-law popularity.
+Graph power_law_graph(vid_t n, double mean_degree, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<vid_t> hub_of_rank(static_cast<std::size_t>(n));
+  for (vid_t v = 0; v < n; ++v) hub_of_rank[static_cast<std::size_t>(v)] = v;
+  std::shuffle(hub_of_rank.begin(), hub_of_rank.end(), rng);
+  const double exponent = 2.2;
+  const double minimum = mean_degree * (exponent - 2.0) / (exponent - 1.0);
+  const vid_t window = std::max<vid_t>(2, n / 100);
+  Graph g;
+  g.n = n;
+  g.offsets.push_back(0);
+  g.out_degree.assign(static_cast<std::size_t>(n), 0);
+  std::vector<vid_t> in;
+  for (vid_t v = 0; v < n; ++v) {
+    const double pareto = minimum / std::pow(1.0 - unit(rng), 1.0 / (exponent - 1.0));
+    const auto degree = static_cast<int>(std::min(pareto, 0.05 * n));
+    in.clear();
+    for (int e = 0; e < std::max(1, degree); ++e) {
+      vid_t u;
+      if (unit(rng) < 0.85) {
+        u = v + std::uniform_int_distribution<vid_t>(-window, window)(rng);
+        u = std::clamp<vid_t>(u, 0, n - 1);
+      } else {
+        u = hub_of_rank[static_cast<std::size_t>(n * std::pow(unit(rng), 3.0))];
+      }
+      if (u != v) in.push_back(u);
+    }
+    std::sort(in.begin(), in.end());
+    in.erase(std::unique(in.begin(), in.end()), in.end());
+    for (const vid_t u : in) ++g.out_degree[static_cast<std::size_t>(u)];
+    g.sources.insert(g.sources.end(), in.begin(), in.end());
+    g.offsets.push_back(static_cast<std::int64_t>(g.sources.size()));
+  }
+  return g;
+}
+
+// One epoch of a two-layer GCN run subgraph by subgraph, as the subgraph executor orders it: per layer a
+// transform of each chunk (rows of one subgraph) and an aggregation of each subgraph over its in-neighbours
+// (and itself), then the backward pass layer by layer, accumulating gradients into in-neighbour rows.
+AccessTrace gcn_epoch(const Graph& g, int subgraphs, double capacity_fraction) {
+  enum : std::uint32_t { kH0, kZ0, kH1, kZ1, kLogits, kGradLogits, kGradZ1, kGradH1, kGradZ0 };
+  AccessTrace trace;
+  trace.tensors = {{"h0", 512, false},     {"z0", 256, false},      {"h1", 256, false},
+                   {"z1", 64, false},      {"logits", 64, true},    {"grad_logits", 64, false},
+                   {"grad_z1", 64, false}, {"grad_h1", 256, false}, {"grad_z0", 256, false}};
+  trace.vertex_degree = g.out_degree;
+  const auto capacity = static_cast<std::int64_t>(capacity_fraction * g.n);
+  trace.capacity_rows.assign(4, std::vector<std::int64_t>(trace.tensors.size(), capacity));
+  std::vector<std::vector<RowRef>> neighbourhood(static_cast<std::size_t>(subgraphs));
+  std::vector<std::pair<vid_t, vid_t>> range;
+  std::vector<int> seen(static_cast<std::size_t>(g.n), -1);
+  for (int s = 0; s < subgraphs; ++s) {
+    const auto lo = static_cast<vid_t>(std::int64_t{g.n} * s / subgraphs);
+    const auto hi = static_cast<vid_t>(std::int64_t{g.n} * (s + 1) / subgraphs);
+    range.emplace_back(lo, hi);
+    auto& rows = neighbourhood[static_cast<std::size_t>(s)];
+    const auto add = [&](vid_t u) {
+      if (seen[static_cast<std::size_t>(u)] == s) return;
+      seen[static_cast<std::size_t>(u)] = s;
+      rows.push_back({0, u});
+    };
+    for (vid_t v = lo; v < hi; ++v) {
+      add(v);
+      for (auto e = g.offsets[static_cast<std::size_t>(v)]; e < g.offsets[static_cast<std::size_t>(v) + 1]; ++e) {
+        add(g.sources[static_cast<std::size_t>(e)]);
+      }
+    }
+  }
+  const auto rows_of = [](std::uint32_t tensor, vid_t lo, vid_t hi) {
+    std::vector<RowRef> rows;
+    for (vid_t v = lo; v < hi; ++v) rows.push_back({tensor, v});
+    return rows;
+  };
+  const auto in_rows = [&](std::uint32_t tensor, int s) {
+    std::vector<RowRef> rows = neighbourhood[static_cast<std::size_t>(s)];
+    for (RowRef& r : rows) r.tensor = tensor;
+    return rows;
+  };
+  const std::array<std::array<std::uint32_t, 3>, 2> forward = {{{kH0, kZ0, kH1}, {kH1, kZ1, kLogits}}};
+  for (std::uint32_t layer = 0; layer < 2; ++layer) {
+    const auto [in, z, out] = forward[layer];
+    for (int s = 0; s < subgraphs; ++s) {
+      const auto [lo, hi] = range[static_cast<std::size_t>(s)];
+      trace.steps.push_back(step_of(layer, rows_of(in, lo, hi), rows_of(z, lo, hi)));
+    }
+    for (int s = 0; s < subgraphs; ++s) {
+      const auto [lo, hi] = range[static_cast<std::size_t>(s)];
+      trace.steps.push_back(step_of(layer, in_rows(z, s), rows_of(out, lo, hi)));
+    }
+  }
+  struct Backward {
+    std::uint32_t grad_out, grad_z, in;
+    bool input_gradient;  // the first layer needs none
+  };
+  const std::array<Backward, 2> backward = {{{kGradLogits, kGradZ1, kH1, true}, {kGradH1, kGradZ0, kH0, false}}};
+  for (std::uint32_t b = 0; b < 2; ++b) {
+    const Backward& layer = backward[b];
+    for (int s = 0; s < subgraphs; ++s) {
+      const auto [lo, hi] = range[static_cast<std::size_t>(s)];
+      trace.steps.push_back(step_of(2 + b, rows_of(layer.grad_out, lo, hi), {}, in_rows(layer.grad_z, s)));
+    }
+    for (int s = 0; s < subgraphs; ++s) {
+      const auto [lo, hi] = range[static_cast<std::size_t>(s)];
+      TraceStep step = step_of(2 + b, rows_of(layer.grad_z, lo, hi));
+      const std::vector<RowRef> inputs = rows_of(layer.in, lo, hi);
+      step.reads.insert(step.reads.end(), inputs.begin(), inputs.end());
+      if (layer.input_gradient) step.writes = rows_of(kGradH1, lo, hi);
+      trace.steps.push_back(step);
+    }
+  }
+  return trace;
+}
+
+std::size_t accesses(const AccessTrace& trace) {
+  std::size_t n = 0;
+  for (const TraceStep& s : trace.steps) n += s.reads.size() + s.writes.size() + s.accumulates.size();
+  return n;
+}
+
+TEST(CachePlanSynthetic, StAwareStaysWithinFifteenPercentOfBelady) {
+  const Graph g = power_law_graph(20'000, 10.0, 42);
+  struct Config {
+    int subgraphs;
+    double capacity;
+  };
+  const std::array<Config, 5> configs = {{{8, 0.50}, {8, 0.25}, {32, 0.50}, {32, 0.25}, {32, 0.10}}};
+  std::printf("synthetic 2-layer GCN epoch: %d vertices, %zu edges; total MB moved (ratio to belady)\n", g.n,
+              g.sources.size());
+  std::printf("%-11s", "policy");
+  for (const Config& c : configs) std::printf("  K=%-2d cap=%2.0f%%   ", c.subgraphs, 100 * c.capacity);
+  std::printf("\n");
+  std::map<CachePolicy, std::vector<CachePlan>> plans;
+  std::vector<AccessTrace> traces;
+  for (const Config& c : configs) {
+    traces.push_back(gcn_epoch(g, c.subgraphs, c.capacity));
+    for (const CachePolicy policy : kAllPolicies) plans[policy].push_back(plan_cache(traces.back(), policy));
+  }
+  for (const CachePolicy policy : kAllPolicies) {
+    std::printf("%-11s", to_string(policy));
+    for (std::size_t k = 0; k < configs.size(); ++k) {
+      const double bytes = static_cast<double>(plans[policy][k].total_bytes());
+      const auto prefetched = std::count_if(plans[policy][k].steps.begin(), plans[policy][k].steps.end(),
+                                            [](const StepPlan& step) { return step.prefetch; });
+      std::printf("  %7.1f (%.3fx) %3ld", bytes / 1e6,
+                  bytes / static_cast<double>(plans[CachePolicy::kBelady][k].total_bytes()),
+                  static_cast<long>(prefetched));
+    }
+    std::printf("\n");
+  }
+  for (std::size_t k = 0; k < configs.size(); ++k) {
+    SCOPED_TRACE(testing::Message() << "K=" << configs[k].subgraphs << " capacity " << configs[k].capacity);
+    const CachePlan& belady = plans[CachePolicy::kBelady][k];
+    EXPECT_LE(static_cast<double>(plans[CachePolicy::kStAware][k].total_bytes()),
+              1.15 * static_cast<double>(belady.total_bytes()));
+    for (const CachePolicy policy : kAllPolicies)
+      EXPECT_GE(plans[policy][k].h2d_bytes, belady.h2d_bytes) << to_string(policy);
+    EXPECT_LT(plans[CachePolicy::kStAware][k].total_bytes(), plans[CachePolicy::kLru][k].total_bytes());
+    EXPECT_LT(plans[CachePolicy::kStAware][k].total_bytes(), plans[CachePolicy::kSizeOrder][k].total_bytes());
+  }
+  check_plan(traces[4], plans[CachePolicy::kStAware][4], CachePolicy::kStAware);
+}
+
+TEST(CachePlanScale, PlansTenMillionAccessesInSeconds) {
+  const Graph g = power_law_graph(400'000, 8.0, 7);
+  const AccessTrace trace = gcn_epoch(g, 32, 0.25);
+  std::printf("scale trace: %d vertices, %zu steps, %zu accesses\n", g.n, trace.steps.size(), accesses(trace));
+  for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kBelady, CachePolicy::kLru}) {
+    const auto start = std::chrono::steady_clock::now();
+    const CachePlan plan = plan_cache(trace, policy);
+    const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+    std::printf("  %-9s planned in %.2f s: %.1f MB moved\n", to_string(policy), seconds.count(),
+                static_cast<double>(plan.total_bytes()) / 1e6);
+    EXPECT_LT(seconds.count(), 30.0) << to_string(policy);
+  }
+}
+
+}  // namespace
+}  // namespace nj

@@ -1,0 +1,117 @@
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <filesystem>
+#include <initializer_list>
+
+#include "nj/io/dataset_file.hpp"
+#include "nj/io/hdf5.hpp"
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+class DatasetFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dataset_ = test::random_dataset(40, 120, 6, 3, 11);
+    dataset_.name = "round trip";
+    write_dataset(path_, dataset_);
+  }
+
+  // Deletes one object of the written file with the C API; nj::hdf5::File deliberately offers no way to.
+  void remove(const std::string& object) const {
+    const hid_t file = H5Fopen(path_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(file, 0);
+    EXPECT_GE(H5Ldelete(file, object.c_str(), H5P_DEFAULT), 0) << object;
+    H5Fclose(file);
+  }
+
+  template <typename T>
+  void replace(const std::string& object, const std::vector<T>& values, const std::vector<hsize_t>& shape) const {
+    remove(object);
+    hdf5::File::open_write(path_).write<T>(object, values, shape);
+  }
+
+  // The message of the nj::InputError that reading the file throws, checked to name the file and each of
+  // `fragments` (the object and what is wrong with it).
+  void expect_rejected(std::initializer_list<std::string> fragments) const {
+    try {
+      read_dataset(path_);
+      ADD_FAILURE() << "read_dataset accepted a bad file";
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_EQ(message.rfind(path_, 0), 0U) << message;
+      for (const auto& fragment : fragments) EXPECT_NE(message.find(fragment), std::string::npos) << message;
+    }
+  }
+
+  hsize_t num_vertices() const { return static_cast<hsize_t>(dataset_.num_vertices()); }
+
+  test::TempDir dir_;
+  std::string path_ = dir_.file("dataset.h5");
+  Dataset dataset_;
+};
+
+TEST_F(DatasetFile, RoundTripIsExact) {
+  const Dataset read = read_dataset(path_);
+  EXPECT_EQ(read.name, dataset_.name);
+  EXPECT_EQ(read.graph.offsets, dataset_.graph.offsets);
+  EXPECT_EQ(read.graph.sources, dataset_.graph.sources);
+  EXPECT_EQ(read.features.rows(), dataset_.features.rows());
+  EXPECT_EQ(read.features.cols(), dataset_.features.cols());
+  EXPECT_TRUE(std::ranges::equal(read.features.span(), dataset_.features.span()));
+  EXPECT_EQ(read.labels, dataset_.labels);
+  EXPECT_EQ(read.num_classes, dataset_.num_classes);
+  EXPECT_EQ(read.train_mask, dataset_.train_mask);
+  EXPECT_EQ(read.val_mask, dataset_.val_mask);
+  EXPECT_EQ(read.test_mask, dataset_.test_mask);
+  EXPECT_EQ(read.symmetrized, dataset_.symmetrized);
+  EXPECT_EQ(read.self_loops, dataset_.self_loops);
+}
+
+TEST_F(DatasetFile, RejectsMissingFile) {
+  std::filesystem::remove(path_);
+  expect_rejected({"no such file"});
+}
+
+TEST_F(DatasetFile, RejectsTruncatedFile) {
+  std::filesystem::resize_file(path_, std::filesystem::file_size(path_) / 2);
+  expect_rejected({"truncated"});
+}
+
+TEST_F(DatasetFile, RejectsFeatureRowCountDifferentFromVertexCount) {
+  const auto cols = static_cast<hsize_t>(dataset_.features.cols());
+  replace<float>("/features", std::vector<float>((num_vertices() - 1) * cols, 1.0F), {num_vertices() - 1, cols});
+  expect_rejected({"/features", "rows"});
+}
+
+TEST_F(DatasetFile, RejectsEdgeEndpointOutOfRange) {
+  auto sources = dataset_.graph.sources;
+  sources.back() = dataset_.num_vertices();
+  replace<vid_t>("/graph/indices", sources, {sources.size()});
+  expect_rejected({"/graph", "outside"});
+}
+
+TEST_F(DatasetFile, RejectsDecreasingOffsets) {
+  auto offsets = dataset_.graph.offsets;
+  std::swap(offsets[1], offsets[2]);
+  ASSERT_NE(offsets[1], offsets[2]) << "the random graph should give vertices 0 and 1 in-edges";
+  replace<eid_t>("/graph/indptr", offsets, {offsets.size()});
+  expect_rejected({"/graph", "offsets decrease"});
+}
+
+TEST_F(DatasetFile, RejectsLabelNotBelowNumClasses) {
+  auto labels = dataset_.labels;
+  labels[5] = dataset_.num_classes;
+  replace<std::int32_t>("/labels", labels, {labels.size()});
+  expect_rejected({"vertex 5", "label 3"});
+}
+
+TEST_F(DatasetFile, RejectsMissingSplit) {
+  remove("/masks/test");
+  expect_rejected({"/masks/test", "missing"});
+}
+
+}  // namespace
+}  // namespace nj
