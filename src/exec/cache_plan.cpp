@@ -1,7 +1,6 @@
 #include "nj/exec/cache_plan.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <array>
 #include <functional>
 #include <limits>
@@ -344,9 +343,8 @@ class NextUseEvictor {
     while (pool.frontier > step) {
       const std::vector<Entry>& entries = bucket(pool, pool.frontier);
       if (!entries.empty()) {
-        if (!pool.ranked.empty() && !better_victim(priority(1, pool.frontier, step), pool.ranked.front().priority)) {
-          break;
-        }
+        // Nearer buckets only win with a strictly lower priority: ties go to the farther next use, as in Belady.
+        if (!pool.ranked.empty() && priority(1, pool.frontier, step) >= pool.ranked.front().priority) break;
         pool.ranked.push_back({priority(entries.front().remaining, pool.frontier, step), pool.frontier});
         std::push_heap(pool.ranked.begin(), pool.ranked.end(), ranked_after);
       }
@@ -402,11 +400,9 @@ class NextUseEvictor {
     return pool.buckets[static_cast<std::size_t>(step - first_step_)];
   }
   double priority(std::int32_t remaining, std::int32_t next, std::int32_t now) const {
-    const double uses = structural_ ? static_cast<double>(remaining) * remaining : 1.0;
+    const double uses = structural_ ? static_cast<double>(remaining) : 1.0;
     return uses / static_cast<double>(next - now + 1);
   }
-  // Equal priorities go to the farther next use, which is Belady's order.
-  static bool better_victim(double a, double b) { return a < b; }
   static bool ranked_after(const Ranked& a, const Ranked& b) {
     return a.priority != b.priority ? a.priority > b.priority : a.next < b.next;
   }

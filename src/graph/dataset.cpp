@@ -31,8 +31,7 @@ std::int64_t count(const std::vector<std::uint8_t>& mask) {
 void Dataset::validate(const std::string& where) const {
   graph.validate(where + ": graph");
   const auto n = static_cast<std::int64_t>(num_vertices());
-  NJ_REQUIRE(features.rows() == n, "{}: features have {} rows but the graph has {} vertices", where, features.rows(),
-             n);
+  NJ_REQUIRE(features.rows() == n, "{}: /features: {} rows but the graph has {} vertices", where, features.rows(), n);
   NJ_REQUIRE(static_cast<std::int64_t>(labels.size()) == n, "{}: {} labels for {} vertices", where, labels.size(), n);
   NJ_REQUIRE(num_classes > 0, "{}: number of classes must be positive, got {}", where, num_classes);
   const std::pair<const char*, const std::vector<std::uint8_t>*> masks[] = {
@@ -43,12 +42,12 @@ void Dataset::validate(const std::string& where) const {
   }
   for (std::int64_t v = 0; v < n; ++v) {
     const auto label = labels[static_cast<std::size_t>(v)];
-    NJ_REQUIRE(label >= -1 && label < num_classes, "{}: vertex {} has label {} outside [0, {})", where, v, label,
-               num_classes);
+    NJ_REQUIRE(label >= -1 && label < num_classes, "{}: /labels: vertex {} has label {} outside [0, {})", where, v,
+               label, num_classes);
     if (label == -1) {
       for (const auto& [mask_name, mask] : masks) {
-        NJ_REQUIRE((*mask)[static_cast<std::size_t>(v)] == 0, "{}: vertex {} is in the {} split but has no label",
-                   where, v, mask_name);
+        NJ_REQUIRE((*mask)[static_cast<std::size_t>(v)] == 0,
+                   "{}: /masks/{}: vertex {} is in the split but has no label", where, mask_name, v);
       }
     }
   }

@@ -11,8 +11,7 @@ constexpr hsize_t kFeatureRowsPerChunk = 4096;
 template <typename T>
 std::vector<T> read_vector(const hdf5::File& file, const std::string& name, std::int64_t expected_length) {
   auto array = file.read<T>(name);
-  NJ_REQUIRE(array.shape.size() == 1, "{}: {}: expected 1 dimension, found {}", file.path(), name,
-             array.shape.size());
+  NJ_REQUIRE(array.shape.size() == 1, "{}: {}: expected 1 dimension, found {}", file.path(), name, array.shape.size());
   if (expected_length >= 0) {
     NJ_REQUIRE(static_cast<std::int64_t>(array.shape[0]) == expected_length, "{}: {}: expected {} entries, found {}",
                file.path(), name, expected_length, array.shape[0]);
@@ -56,7 +55,11 @@ Dataset read_dataset(const std::string& path) {
   d.num_classes = static_cast<std::int32_t>(file.int_attribute("num_classes"));
   NJ_REQUIRE(d.num_classes > 0, "{}: attribute num_classes must be positive, got {}", path, d.num_classes);
   d.symmetrized = file.int_attribute("symmetrized") != 0;
-  d.self_loops = parse_self_loop_policy(file.string_attribute("self_loops"));
+  try {
+    d.self_loops = parse_self_loop_policy(file.string_attribute("self_loops"));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: attribute self_loops: {}", path, e.what()));
+  }
 
   d.graph.offsets = read_vector<eid_t>(file, "/graph/indptr", -1);
   NJ_REQUIRE(!d.graph.offsets.empty(), "{}: /graph/indptr: must have num_vertices + 1 entries, found 0", path);
@@ -72,12 +75,10 @@ Dataset read_dataset(const std::string& path) {
   }
 
   auto features = file.read<float>("/features");
-  NJ_REQUIRE(features.shape.size() == 2, "{}: /features: expected 2 dimensions, found {}", path,
-             features.shape.size());
+  NJ_REQUIRE(features.shape.size() == 2, "{}: /features: expected 2 dimensions, found {}", path, features.shape.size());
   NJ_REQUIRE(static_cast<std::int64_t>(features.shape[0]) == n, "{}: /features: {} rows but the graph has {} vertices",
              path, features.shape[0], n);
-  d.features = Matrix(n, static_cast<std::int64_t>(features.shape[1]));
-  std::copy(features.values.begin(), features.values.end(), d.features.data());
+  d.features = Matrix(n, static_cast<std::int64_t>(features.shape[1]), std::move(features.values));
 
   d.labels = read_vector<std::int32_t>(file, "/labels", n);
   for (auto [name, mask] : {std::pair{"/masks/train", &d.train_mask}, std::pair{"/masks/val", &d.val_mask},

@@ -53,7 +53,8 @@ Handle::~Handle() {
 }
 
 void File::fail(const std::string& object, const std::string& what) const {
-  throw InputError(object.empty() ? fmt::format("{}: {}", path_, what) : fmt::format("{}: {}: {}", path_, object, what));
+  throw InputError(object.empty() ? fmt::format("{}: {}", path_, what)
+                                  : fmt::format("{}: {}: {}", path_, object, what));
 }
 
 File File::create(const std::string& path) {
@@ -119,9 +120,9 @@ void File::write(const std::string& dataset, std::span<const T> values, const st
     chunk[0] = std::min(rows_per_chunk, shape[0]);
     H5Pset_chunk(props.get(), static_cast<int>(chunk.size()), chunk.data());
   }
-  const Handle ds(H5Dcreate2(handle_.get(), dataset.c_str(), native_type<T>(), space.get(), H5P_DEFAULT, props.get(),
-                             H5P_DEFAULT),
-                  H5Dclose);
+  const Handle ds(
+      H5Dcreate2(handle_.get(), dataset.c_str(), native_type<T>(), space.get(), H5P_DEFAULT, props.get(), H5P_DEFAULT),
+      H5Dclose);
   if (ds.get() < 0) fail(dataset, "cannot create dataset");
   if (total > 0 && H5Dwrite(ds.get(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0) {
     fail(dataset, "write failed");
@@ -236,12 +237,11 @@ std::string File::string_attribute(const std::string& key) const {
     H5free_memory(text);
     return value;
   }
+  // Read with the stored type itself: converting NULLPAD (h5py's fixed-length strings) to NULLTERM of the same
+  // size would drop the last character.
   const std::size_t size = H5Tget_size(stored.get());
   std::string value(size, '\0');
-  const Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(type.get(), size);
-  H5Tset_cset(type.get(), H5Tget_cset(stored.get()));
-  if (H5Aread(attr.get(), type.get(), value.data()) < 0) fail("", fmt::format("attribute '{}' is unreadable", key));
+  if (H5Aread(attr.get(), stored.get(), value.data()) < 0) fail("", fmt::format("attribute '{}' is unreadable", key));
   value.resize(value.find('\0') == std::string::npos ? size : value.find('\0'));
   return value;
 }

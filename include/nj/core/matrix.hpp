@@ -30,6 +30,13 @@ class Matrix {
     NJ_EXPECTS(rows >= 0 && cols >= 0, "negative matrix shape {}x{}", rows, cols);
   }
 
+  // Takes ownership of row-major values (rows × cols of them).
+  Matrix(std::int64_t rows, std::int64_t cols, std::vector<float>&& values)
+      : rows_(rows), cols_(cols), data_(std::move(values)) {
+    NJ_EXPECTS(rows >= 0 && cols >= 0 && static_cast<std::int64_t>(data_.size()) == rows * cols,
+               "{} values for a {}x{} matrix", data_.size(), rows, cols);
+  }
+
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
   std::int64_t size() const { return rows_ * cols_; }

@@ -1,0 +1,165 @@
+#!/usr/bin/python3
+"""Ablation of the memory-managed executor, in the spirit of the published evaluation.
+
+For each dataset, model and device budget (a fraction of the unlimited-budget peak of the reuse executor), trains
+a few epochs with each configuration and reports the bytes moved between host and device per epoch and the
+median epoch time:
+
+  baseline     recompute + size-order (a graph-unaware swapping framework running a split full-graph model)
+  lru          reuse + lru
+  degree       reuse + degree (static pinning of high-degree vertices)
+  st-aware     reuse + st-aware
+  belady       reuse + belady (the offline optimum, the lower bound)
+
+The recompute baseline needs a whole L-hop closure on the device; where a budget cannot hold the largest one, it
+runs at the smallest budget that can (more memory than the others get) and the table says so.
+
+Usage: scripts/bench/ablation.py [--nj build/nj] [--data ../shared/data] [--work data/generated/ablation]
+                                 [--datasets cora,slashdot,generated] [--models gcn,gat] [--epochs 3]
+                                 [--csv results.csv]
+"""
+import argparse
+import csv
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+CONFIGS = [
+    ("baseline", "recompute", "size-order"),
+    ("lru", "reuse", "lru"),
+    ("degree", "reuse", "degree"),
+    ("st-aware", "reuse", "st-aware"),
+    ("belady", "reuse", "belady"),
+]
+FRACTIONS = [0.5, 0.25, 0.1]
+MODELS = {
+    "gcn": ["--model", "gcn", "--layers", "2", "--hidden", "128"],
+    "gat": ["--model", "gat", "--layers", "2", "--hidden", "8", "--heads", "8"],
+}
+
+
+def run(cmd):
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    return result.returncode, result.stdout + result.stderr
+
+
+def prepare_datasets(nj, data, work, names):
+    os.makedirs(work, exist_ok=True)
+    recipes = {
+        "cora": [nj, "convert", "--format", "plain", os.path.join(data, "cora")],
+        "slashdot": [nj, "convert", "--format", "edgelist", os.path.join(data, "snap/soc-Slashdot0902.txt.gz"),
+                     "--undirected", "--self-loops", "remove", "--duplicates", "remove", "--random-features", "128",
+                     "--seed", "1"],
+        "generated": [nj, "generate", "--vertices", "1000000", "--edges", "10000000", "--features", "128",
+                      "--classes", "16", "--seed", "1"],
+    }
+    paths = {}
+    for name in names:
+        path = os.path.join(work, name + ".h5")
+        if not os.path.exists(path):
+            code, out = run(recipes[name] + ["--output", path])
+            if code != 0:
+                sys.exit(f"preparing {name} failed:\n{out}")
+        paths[name] = path
+    return paths
+
+
+def train(nj, dataset, model, execution, policy, budget, epochs, metrics):
+    cmd = [nj, "--log-level", "warn", "train", dataset, *MODELS[model], "--epochs", str(epochs), "--eval-every", "0",
+           "--execution", execution, "--cache-policy", policy, "--device-memory", str(budget),
+           "--metrics-out", metrics]
+    code, out = run(cmd)
+    if code != 0:
+        return None, out.strip().splitlines()[-1] if out.strip() else "failed"
+    records = [json.loads(line) for line in open(metrics)]
+    epochs_ = [r for r in records if r["type"] == "epoch"][1:] or [r for r in records if r["type"] == "epoch"]
+    execution_ = epochs_[-1]["execution"]
+    return {
+        "seconds": statistics.median(r["epoch_seconds"] for r in epochs_),
+        "bytes": execution_["h2d_bytes"] + execution_["d2h_bytes"],
+        "peak": execution_["peak_device_bytes"],
+        "recompute_ratio": execution_["recompute_ratio"],
+        "hit_rate": execution_["cache_hit_rate"],
+        "wait": statistics.median(r["execution"]["wait_seconds"] for r in epochs_),
+    }, None
+
+
+def minimum_budget(message):
+    match = re.search(r"use --device-memory (\S+) or more", message or "")
+    return match.group(1) if match else None
+
+
+def mib(b):
+    return f"{b / 2**20:.1f}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    parser.add_argument("--nj", default=os.path.join(root, "build/nj"))
+    parser.add_argument("--data", default=os.environ.get("NJ_DATA_DIR", os.path.join(root, "../shared/data")))
+    parser.add_argument("--work", default=os.path.join(root, "data/generated/ablation"))
+    parser.add_argument("--datasets", default="cora,slashdot,generated")
+    parser.add_argument("--models", default="gcn,gat")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--csv", default=None)
+    args = parser.parse_args()
+
+    datasets = prepare_datasets(args.nj, args.data, args.work, args.datasets.split(","))
+    metrics = os.path.join(args.work, "metrics.jsonl")
+    rows = []
+    for name, path in datasets.items():
+        for model in args.models.split(","):
+            unlimited, error = train(args.nj, path, model, "reuse", "st-aware", "unlimited", args.epochs, metrics)
+            if unlimited is None:
+                sys.exit(f"{name}/{model} unlimited run failed: {error}")
+            print(f"\n### {name}, {model}: unlimited budget: peak {mib(unlimited['peak'])} MiB, "
+                  f"{mib(unlimited['bytes'])} MiB moved, {unlimited['seconds']:.3f} s/epoch", flush=True)
+            print("| budget | config | MiB moved | vs belady | vs baseline | s/epoch | speed-up vs baseline | "
+                  "vs unlimited time | hit rate | recompute | peak MiB |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|")
+            for fraction in FRACTIONS:
+                budget = int(fraction * unlimited["peak"])
+                results = {}
+                for label, execution, policy in CONFIGS:
+                    result, error = train(args.nj, path, model, execution, policy, budget, args.epochs, metrics)
+                    note = ""
+                    if result is None and minimum_budget(error):
+                        note = f"at its minimum {minimum_budget(error)}"
+                        result, error = train(args.nj, path, model, execution, policy, minimum_budget(error),
+                                              args.epochs, metrics)
+                    if result is None:
+                        print(f"| {fraction:.0%} | {label} | failed: {error} |||||||||")
+                        continue
+                    result["note"] = note
+                    results[label] = result
+                for label, result in results.items():
+                    base = results.get("baseline")
+                    belady = results.get("belady")
+                    row = {
+                        "dataset": name, "model": model, "budget_fraction": fraction, "budget_bytes": budget,
+                        "config": label, "bytes": result["bytes"], "seconds": result["seconds"],
+                        "peak": result["peak"], "hit_rate": result["hit_rate"],
+                        "recompute_ratio": result["recompute_ratio"], "note": result["note"],
+                    }
+                    rows.append(row)
+                    vs_belady = f"{result['bytes'] / belady['bytes']:.2f}x" if belady else "-"
+                    vs_base = f"{1 - result['bytes'] / base['bytes']:.1%} less" if base and label != "baseline" else "-"
+                    speedup = f"{base['seconds'] / result['seconds']:.2f}x" if base and label != "baseline" else "-"
+                    vs_unlimited = f"{result['seconds'] / unlimited['seconds']:.2f}x"
+                    print(f"| {fraction:.0%} | {label}{' (' + result['note'] + ')' if result['note'] else ''} | "
+                          f"{mib(result['bytes'])} | {vs_belady} | {vs_base} | {result['seconds']:.3f} | {speedup} | "
+                          f"{vs_unlimited} | {result['hit_rate']:.1%} | {result['recompute_ratio']:.2f} | "
+                          f"{mib(result['peak'])} |", flush=True)
+    if args.csv:
+        with open(args.csv, "w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=list(rows[0].keys()))
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()
