@@ -126,15 +126,43 @@ struct SubgraphExecutor::State {
     });
   }
 
-  // Host rows enter their slots: gathered on the host, one copy per tensor, scattered on the device.
-  void load(std::span<const SlotAssignment> rows) {
+  // Loads in flight: host rows gathered into host staging and copied into device staging, one copy per tensor;
+  // finishing them scatters the rows into their slots.
+  struct PendingLoads {
+    struct Group {
+      std::uint32_t tensor = 0;
+      std::vector<vid_t> slots;
+      std::vector<float> host;
+      DeviceRows packed;
+    };
+    std::vector<Group> groups;
+    CopyTicket ticket = 0;
+  };
+
+  PendingLoads issue_loads(std::span<const SlotAssignment> rows) {
+    PendingLoads pending;
     for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
-      std::vector<vid_t> vertices;
-      for (const auto& a : group) vertices.push_back(a.row.row);
-      const DeviceRows packed = upload(host_rows(tensor), vertices, "load staging");
-      const std::vector<vid_t> slots = slots_of(group);
-      backend.copy_rows(packed.view(), nullptr, pools[tensor].view(), slots.data(), packed.rows());
+      auto& g = pending.groups.emplace_back();
+      g.tensor = tensor;
+      g.slots = slots_of(group);
+      const ConstRows host = host_rows(tensor);
+      g.host.resize(group.size() * static_cast<std::size_t>(host.cols));
+      for (std::size_t i = 0; i < group.size(); ++i) {
+        const float* row = host.row(group[i].row.row);
+        std::copy(row, row + host.cols, g.host.data() + i * static_cast<std::size_t>(host.cols));
+      }
+      g.packed = DeviceRows(device, static_cast<std::int64_t>(group.size()), host.cols, "load staging");
+      pending.ticket = g.packed.upload({g.host.data(), g.packed.rows(), g.packed.cols()});
     });
+    return pending;
+  }
+
+  void finish_loads(PendingLoads& pending) {
+    wait(pending.ticket);
+    for (auto& g : pending.groups) {
+      backend.copy_rows(g.packed.view(), nullptr, pools[g.tensor].view(), g.slots.data(), g.packed.rows());
+    }
+    pending = {};
   }
 
   template <typename Fn>
@@ -148,10 +176,8 @@ struct SubgraphExecutor::State {
     }
   }
 
-  void apply_transfers(const StepPlan& step) {
-    write_back(step.evict_writeback);
-    load(step.loads);
-    // Accumulators start from zero; rows that a step writes need no initial value.
+  // Accumulators start from zero; rows that a step writes need no initial value.
+  void zero_accumulators(const StepPlan& step) {
     std::vector<SlotAssignment> accumulators;
     for (const auto& a : step.allocations) {
       if (plan.options.mode == ExecutionMode::kReuse && a.row.tensor % 2 == 1) accumulators.push_back(a);
@@ -162,17 +188,32 @@ struct SubgraphExecutor::State {
     });
   }
 
-  // Runs steps [first, last) of the plan, phase by phase.
+  // Runs steps [first, last) of the plan, phase by phase. Where the plan allows it, the next step's loads are
+  // issued before the current step computes, so that the copy engine moves them meanwhile.
   template <typename StepFn>
   void run_steps(std::size_t first, std::size_t last, StepFn&& run_step) {
+    PendingLoads loads;
+    bool prefetched = false;
     for (std::size_t k = first; k < last; ++k) {
       const std::uint32_t phase = plan.trace.steps[k].phase;
       if (k == first || plan.trace.steps[k - 1].phase != phase) begin_phase(phase);
-      apply_transfers(plan.cache.steps[k]);
+      const StepPlan& step = plan.cache.steps[k];
+      if (!prefetched) {
+        write_back(step.evict_writeback);
+        loads = issue_loads(step.loads);
+      }
+      finish_loads(loads);
+      zero_accumulators(step);
+      const bool phase_ends = k + 1 == last || plan.trace.steps[k + 1].phase != phase;
+      prefetched = !phase_ends && plan.cache.steps[k + 1].prefetch;
+      if (prefetched) {
+        write_back(plan.cache.steps[k + 1].evict_writeback);
+        loads = issue_loads(plan.cache.steps[k + 1].loads);
+      }
       const auto start = std::chrono::steady_clock::now();
       run_step(k);
       metrics.compute_seconds += seconds_since(start);
-      if (k + 1 == last || plan.trace.steps[k + 1].phase != phase) end_phase(phase);
+      if (phase_ends) end_phase(phase);
     }
   }
 
