@@ -16,13 +16,28 @@ void add_plan_command(CLI::App& app);
 // options given on the command line take precedence. CLI11 2.1 reads config files only for the top-level app.
 void apply_config_file(CLI::App& command, const std::string& path);
 
+// The model flags shared by `nj train` and `nj plan`.
+struct ModelArguments {
+  std::string model = "gcn";
+  std::string activation;  // empty: relu for GCN, elu for GAT
+  ModelConfig config;
+  // The configuration the flags describe; throws nj::InputError on bad values.
+  ModelConfig resolve() const;
+};
+void add_model_options(CLI::App& command, ModelArguments& args);
+
 // The executor flags shared by `nj train` and `nj plan`.
+struct ExecutorArguments {
+  std::string execution = "reuse";
+  std::string device_memory = "unlimited";
+  std::string cache_policy = "st-aware";
+};
+void add_executor_options(CLI::App& command, ExecutorArguments& args, bool allow_in_memory);
 struct ExecutorChoice {
   bool in_memory = false;
   SubgraphExecutorOptions options;
 };
-ExecutorChoice parse_executor_choice(const std::string& execution, const std::string& device_memory,
-                                     const std::string& cache_policy);
+ExecutorChoice parse_executor_choice(const ExecutorArguments& args);
 // Logs a plan's subgraphs, pool and step budgets and predicted traffic.
 void log_plan(const EpochPlan& plan);
 // " | h2d 1.2M d2h 0.3M | hit 93.1% | recompute 1.00 | peak 4.0M" for an epoch's console line.

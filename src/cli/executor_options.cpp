@@ -6,13 +6,62 @@
 
 namespace nj::cli {
 
-ExecutorChoice parse_executor_choice(const std::string& execution, const std::string& device_memory,
-                                     const std::string& cache_policy) {
+ModelConfig ModelArguments::resolve() const {
+  ModelConfig resolved = config;
+  resolved.kind = parse_model_kind(model);
+  resolved.activation =
+      parse_activation(activation.empty() ? (resolved.kind == ModelKind::kGat ? "elu" : "relu") : activation);
+  return resolved;
+}
+
+void add_model_options(CLI::App& cmd, ModelArguments& args) {
+  cmd.add_option("--model", args.model, "Model: gcn or gat")
+      ->check(CLI::IsMember({"gcn", "gat"}))
+      ->capture_default_str();
+  cmd.add_option("--layers", args.config.layers, "Number of layers")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_option("--hidden", args.config.hidden, "Hidden width (GAT: channels per head)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--heads", args.config.heads, "GAT heads in hidden layers (concatenated)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--output-heads", args.config.output_heads, "GAT heads in the output layer (averaged)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--activation", args.activation, "Activation between layers: relu or elu [relu for GCN, elu for GAT]")
+      ->check(CLI::IsMember({"relu", "elu"}));
+  cmd.add_option("--dropout", args.config.dropout, "Dropout on every layer's input rows")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  cmd.add_option("--attention-dropout", args.config.attention_dropout, "GAT dropout on attention coefficients")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  cmd.add_option("--seed", args.config.seed, "Seed of weights and dropout masks")->capture_default_str();
+}
+
+void add_executor_options(CLI::App& cmd, ExecutorArguments& args, bool allow_in_memory) {
+  cmd.add_option("--execution", args.execution,
+                 std::string("reuse (embedding reuse, layer by layer) or recompute (each subgraph through all "
+                             "layers: the baseline)") +
+                     (allow_in_memory ? ", or in-memory (no device: plain full-graph training)" : ""))
+      ->check(allow_in_memory ? CLI::IsMember({"reuse", "recompute", "in-memory"})
+                              : CLI::IsMember({"reuse", "recompute"}))
+      ->capture_default_str();
+  cmd.add_option("--device-memory", args.device_memory,
+                 "Device memory budget, e.g. 512M or 2G (K/M/G/T suffixes), or unlimited")
+      ->capture_default_str();
+  cmd.add_option("--cache-policy", args.cache_policy,
+                 "What stays on the device: st-aware, lru, fifo, degree, size-order, belady or none")
+      ->check(CLI::IsMember({"st-aware", "lru", "fifo", "degree", "size-order", "belady", "none"}))
+      ->capture_default_str();
+}
+
+ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
   ExecutorChoice choice;
-  choice.in_memory = execution == "in-memory";
-  if (!choice.in_memory) choice.options.mode = parse_execution_mode(execution);
-  choice.options.device_budget = parse_byte_size(device_memory);
-  choice.options.policy = parse_cache_policy(cache_policy);
+  choice.in_memory = args.execution == "in-memory";
+  if (!choice.in_memory) choice.options.mode = parse_execution_mode(args.execution);
+  choice.options.device_budget = parse_byte_size(args.device_memory);
+  choice.options.policy = parse_cache_policy(args.cache_policy);
   NJ_REQUIRE(!choice.in_memory || choice.options.device_budget == kUnlimited,
              "--device-memory needs --execution reuse or recompute (in-memory training uses no device)");
   return choice;

@@ -12,21 +12,16 @@ namespace {
 
 struct PlanArguments {
   std::string dataset;
-  std::string model = "gcn";
-  ModelConfig config;
-  std::string execution = "reuse";
-  std::string device_memory = "unlimited";
-  std::string cache_policy = "st-aware";
+  ModelArguments model;
+  ExecutorArguments executor;
   bool all_policies = false;
   bool list_subgraphs = false;
 };
 
 void run_plan(PlanArguments& args) {
-  args.config.kind = parse_model_kind(args.model);
   const Dataset dataset = read_dataset(args.dataset);
-  const Model model(args.config, dataset.features.cols(), dataset.num_classes);
-  ExecutorChoice choice = parse_executor_choice(args.execution, args.device_memory, args.cache_policy);
-  NJ_REQUIRE(!choice.in_memory, "nj plan plans the subgraph executor: use --execution reuse or recompute");
+  const Model model(args.model.resolve(), dataset.features.cols(), dataset.num_classes);
+  const ExecutorChoice choice = parse_executor_choice(args.executor);
 
   const auto start = std::chrono::steady_clock::now();
   const EpochPlan plan = plan_epoch(model, dataset.graph, choice.options);
@@ -71,29 +66,8 @@ void add_plan_command(CLI::App& app) {
       "plan",
       "Plan an epoch of the subgraph executor (subgraphs, device budget, predicted transfers) without training");
   cmd->add_option("dataset,--dataset", args->dataset, "Dataset file (HDF5)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--model", args->model, "Model: gcn or gat")
-      ->check(CLI::IsMember({"gcn", "gat"}))
-      ->capture_default_str();
-  cmd->add_option("--layers", args->config.layers, "Number of layers")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--hidden", args->config.hidden, "Hidden width (GAT: channels per head)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--heads", args->config.heads, "GAT heads in hidden layers")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--output-heads", args->config.output_heads, "GAT heads in the output layer")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--execution", args->execution, "reuse or recompute")
-      ->check(CLI::IsMember({"reuse", "recompute"}))
-      ->capture_default_str();
-  cmd->add_option("--device-memory", args->device_memory, "Device memory budget (K/M/G/T suffixes) or unlimited")
-      ->capture_default_str();
-  cmd->add_option("--cache-policy", args->cache_policy, "st-aware, lru, fifo, degree, size-order, belady or none")
-      ->check(CLI::IsMember({"st-aware", "lru", "fifo", "degree", "size-order", "belady", "none"}))
-      ->capture_default_str();
+  add_model_options(*cmd, args->model);
+  add_executor_options(*cmd, args->executor, false);
   cmd->add_flag("--all-policies", args->all_policies, "Predict the transfers of every cache policy");
   cmd->add_flag("--list-subgraphs", args->list_subgraphs, "Print every subgraph's size");
   cmd->callback([args] { run_plan(*args); });

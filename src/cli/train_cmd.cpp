@@ -24,17 +24,13 @@ namespace {
 struct TrainArguments {
   std::string config_file;
   std::string dataset;
-  std::string model = "gcn";
-  std::string activation;  // empty: relu for GCN, elu for GAT
-  ModelConfig config;
+  ModelArguments model;
   TrainOptions options;
   std::string decay_scope = "all";
   TrainArguments() { options.adam.weight_decay = 5e-4F; }
   std::string feature_norm = "none";
   int threads = 0;
-  std::string device_memory = "unlimited";
-  std::string execution = "reuse";
-  std::string cache_policy = "st-aware";
+  ExecutorArguments executor;
   std::string metrics_out;
   std::string save_checkpoint;
   std::string load_checkpoint;
@@ -101,9 +97,8 @@ std::string format_accuracy(double value) { return std::isnan(value) ? "  -   " 
 
 void run_train(TrainArguments& args) {
   NJ_REQUIRE(!args.dataset.empty(), "no dataset given (a positional argument, --dataset, or 'dataset' in --config)");
-  args.config.kind = parse_model_kind(args.model);
-  args.config.activation = parse_activation(
-      args.activation.empty() ? (args.config.kind == ModelKind::kGat ? "elu" : "relu") : args.activation);
+  const ModelConfig config = args.model.resolve();
+  const ExecutorChoice choice = parse_executor_choice(args.executor);
   args.options.decay_scope = parse_weight_decay_scope(args.decay_scope);
   NJ_REQUIRE(args.options.epochs >= 1, "--epochs must be at least 1");
   NJ_REQUIRE(args.options.adam.lr > 0.0F, "--lr must be positive");
@@ -119,8 +114,7 @@ void run_train(TrainArguments& args) {
 
   auto backend = make_cpu_backend(args.threads);
   auto comm = make_single_process_communicator();
-  Model model(args.config, dataset.features.cols(), dataset.num_classes);
-  const ExecutorChoice choice = parse_executor_choice(args.execution, args.device_memory, args.cache_policy);
+  Model model(config, dataset.features.cols(), dataset.num_classes);
   std::unique_ptr<Device> device;
   std::unique_ptr<Executor> executor;
   if (choice.in_memory) {
@@ -133,8 +127,8 @@ void run_train(TrainArguments& args) {
     executor = std::move(subgraph_executor);
   }
   Trainer trainer(model, *executor, *backend, *comm, dataset, args.options);
-  spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}", to_string(args.config.kind),
-               args.config.layers, args.config.hidden, model.num_parameters(), backend->name());
+  spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}", to_string(config.kind), config.layers,
+               config.hidden, model.num_parameters(), backend->name());
 
   std::uint32_t first_epoch = 0;
   if (!args.load_checkpoint.empty()) {
@@ -165,9 +159,9 @@ void run_train(TrainArguments& args) {
                        {"edges", dataset.graph.num_edges()},
                        {"features", dataset.features.cols()},
                        {"classes", dataset.num_classes}};
-  record["model"] = {{"kind", to_string(args.config.kind)},
-                     {"layers", args.config.layers},
-                     {"hidden", args.config.hidden},
+  record["model"] = {{"kind", to_string(config.kind)},
+                     {"layers", config.layers},
+                     {"hidden", config.hidden},
                      {"parameters", model.num_parameters()}};
   log.write(record);
   spdlog::info("done: final test {} | best val {} at epoch {} (test {}) | median epoch {:.4f} s",
@@ -186,30 +180,7 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("dataset,--dataset", args->dataset, "Dataset file (HDF5, see docs/dataset-format.md)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--model", args->model, "Model: gcn or gat")
-      ->check(CLI::IsMember({"gcn", "gat"}))
-      ->capture_default_str();
-  cmd->add_option("--layers", args->config.layers, "Number of layers")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--hidden", args->config.hidden, "Hidden width (GAT: channels per head)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--heads", args->config.heads, "GAT heads in hidden layers (concatenated)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--output-heads", args->config.output_heads, "GAT heads in the output layer (averaged)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--activation", args->activation,
-                  "Activation between layers: relu or elu [relu for GCN, elu for GAT]")
-      ->check(CLI::IsMember({"relu", "elu"}));
-  cmd->add_option("--dropout", args->config.dropout, "Dropout on every layer's input rows")
-      ->check(CLI::Range(0.0, 0.99))
-      ->capture_default_str();
-  cmd->add_option("--attention-dropout", args->config.attention_dropout, "GAT dropout on attention coefficients")
-      ->check(CLI::Range(0.0, 0.99))
-      ->capture_default_str();
+  add_model_options(*cmd, args->model);
   cmd->add_option("--epochs", args->options.epochs, "Epochs (one optimizer step each)")->capture_default_str();
   cmd->add_option("--lr", args->options.adam.lr, "Adam learning rate")->capture_default_str();
   cmd->add_option("--weight-decay", args->options.adam.weight_decay, "L2 weight decay added to the gradient")
@@ -222,24 +193,12 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--feature-norm", args->feature_norm, "Feature normalisation: none, or row (divide by the row sum)")
       ->check(CLI::IsMember({"none", "row"}))
       ->capture_default_str();
-  cmd->add_option("--seed", args->config.seed, "Seed of weights and dropout masks")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Threads (0: OpenMP's default)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--eval-every", args->options.eval_every, "Evaluate every k epochs (0: only after the last)")
       ->capture_default_str();
-  cmd->add_option("--execution", args->execution,
-                  "reuse (embedding reuse, layer by layer), recompute (each subgraph through all layers: the "
-                  "baseline), or in-memory (no device: plain full-graph training)")
-      ->check(CLI::IsMember({"reuse", "recompute", "in-memory"}))
-      ->capture_default_str();
-  cmd->add_option("--device-memory", args->device_memory,
-                  "Device memory budget, e.g. 512M or 2G (K/M/G/T suffixes), or unlimited")
-      ->capture_default_str();
-  cmd->add_option("--cache-policy", args->cache_policy,
-                  "What stays on the device: st-aware, lru, fifo, degree, size-order, belady or none")
-      ->check(CLI::IsMember({"st-aware", "lru", "fifo", "degree", "size-order", "belady", "none"}))
-      ->capture_default_str();
+  add_executor_options(*cmd, args->executor, true);
   cmd->add_option("--metrics-out", args->metrics_out, "Write one JSON object per epoch and a summary to this file");
   cmd->add_option("--save-checkpoint", args->save_checkpoint, "Write weights and optimizer state here at the end");
   cmd->add_option("--load-checkpoint", args->load_checkpoint, "Resume from this checkpoint")->check(CLI::ExistingFile);

@@ -98,5 +98,41 @@ TEST_F(TrainCli, CheckpointResumeContinuesTheLossTrace) {
   EXPECT_EQ(a[3]["loss"], b[1]["loss"]);
 }
 
+TEST_F(TrainCli, BudgetedRunsReportTransfersWithinTheBudget) {
+  const auto metrics = dir.file("budget.jsonl");
+  const auto result = test::run_nj("train " + shell_quote(dataset) + " --epochs 2 --device-memory 48K --metrics-out " +
+                                   shell_quote(metrics));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("| h2d "), std::string::npos) << result.output;
+  for (const auto& record : read_jsonl(metrics)) {
+    if (record["type"] != "epoch") continue;
+    const auto& execution = record["execution"];
+    EXPECT_GT(execution["h2d_bytes"].get<std::int64_t>(), 0);
+    EXPECT_LE(execution["peak_device_bytes"].get<std::int64_t>(), 48 * 1024);
+    EXPECT_EQ(execution["recompute_ratio"].get<double>(), 1.0);
+  }
+}
+
+TEST_F(TrainCli, BadBudgetsAreOneLineErrors) {
+  EXPECT_NE(
+      test::expect_one_line_error(test::run_nj("train " + shell_quote(dataset) + " --device-memory 12Q")).find("12Q"),
+      std::string::npos);
+  // Found only once the graph is loaded, after the dataset's info line: quiet that.
+  EXPECT_NE(test::expect_one_line_error(
+                test::run_nj("--log-level warn train " + shell_quote(dataset) + " --device-memory 1K"))
+                .find("use --device-memory"),
+            std::string::npos);
+  test::expect_one_line_error(
+      test::run_nj("train " + shell_quote(dataset) + " --device-memory 1M --execution in-memory"));
+}
+
+TEST_F(TrainCli, PlanComparesEveryPolicy) {
+  const auto result = test::run_nj("plan " + shell_quote(dataset) + " --device-memory 48K --all-policies");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  for (const char* policy : {"st-aware", "lru", "fifo", "degree", "size-order", "belady", "none"}) {
+    EXPECT_NE(result.output.find(std::string("\n") + policy + " "), std::string::npos) << policy << result.output;
+  }
+}
+
 }  // namespace
 }  // namespace nj
