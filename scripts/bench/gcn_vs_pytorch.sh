@@ -111,6 +111,15 @@ parts = [(n, v) for n, v in parts if v is not None]
 if parts:
     print()
     print("nj median phases: " + ", ".join(f"{n} {v:.3f} s" for n, v in parts))
+# The executor's own accounting, where the nj version writes it ("execution": {...} per epoch record).
+execution = [r["execution"] for r in epochs if isinstance(r.get("execution"), dict)]
+exec_parts = []
+for n in ("compute_seconds", "copy_seconds", "wait_seconds"):
+    vals = [x[n] for x in execution if n in x]
+    if vals:
+        exec_parts.append(f"{n.replace('_seconds', '')} {statistics.median(vals):.3f} s")
+if exec_parts:
+    print("nj median executor time: " + ", ".join(exec_parts))
 last_loss = epochs[-1].get("loss")
 if last_loss is not None:
     print(f"final training loss: nj {last_loss:.4f} (epoch {len(epochs)}), "

@@ -46,7 +46,7 @@ Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight
     }
     b.dst_offsets.push_back(static_cast<eid_t>(b.src_index.size()));
   }
-  b.by_source = transpose(b.dst_offsets, b.src_index, b.num_src);
+  b.index_by_source();
   b.src_gid.resize(sub.sources.size());
   std::transform(sub.sources.begin(), sub.sources.end(), b.src_gid.begin(),
                  [first_gid](vid_t v) { return first_gid + v; });

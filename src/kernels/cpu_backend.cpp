@@ -15,7 +15,6 @@ namespace {
 
 using rowmath::activate;
 using rowmath::activation_gradient;
-using rowmath::dropout_scale;
 
 // Column sums are formed per block of this many rows and the block partials added in order, so the result is
 // the same for every thread count.
@@ -103,20 +102,40 @@ class CpuBackend final : public Backend {
 
   void dropout(ConstRows in, const gid_t* row_gid, const RandomStream& stream, float p, Rows out) override {
     NJ_EXPECTS(in.rows == out.rows && in.cols == out.cols, "dropout shapes");
+    // A group of 128 columns draws 16 Philox blocks together (the rounds vectorise across them), and column
+    // 128g + 16k + lane takes half k of block lane (RandomStream::vertex_uniform's layout).
+    constexpr int kLanes = 16;
+    constexpr std::int64_t kGroup = 128;
+    const float scale = 1.0F / (1.0F - p);
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < in.rows; ++r) {
       const float* x = in.row(r);
       float* y = out.row(r);
-      for (std::int64_t quad = 0; quad * 4 < in.cols; ++quad) {
-        const std::int64_t end = std::min(in.cols, quad * 4 + 4);
+      const auto gid = static_cast<std::uint64_t>(row_gid[r]);
+      for (std::int64_t first = 0; first < in.cols; first += kGroup) {
+        const std::int64_t end = std::min(in.cols, first + kGroup);
         // Sparse inputs (bag-of-words features) are mostly zero, and zero stays zero whatever the mask.
-        if (std::all_of(x + quad * 4, x + end, [](float v) { return v == 0.0F; })) {
-          std::fill(y + quad * 4, y + end, 0.0F);
+        if (std::all_of(x + first, x + end, [](float v) { return v == 0.0F; })) {
+          std::fill(y + first, y + end, 0.0F);
           continue;
         }
-        float uniforms[4];
-        stream.vertex_uniform4(row_gid[r], quad, uniforms);
-        for (std::int64_t c = quad * 4; c < end; ++c) y[c] = x[c] * dropout_scale(uniforms[c & 3], p);
+        std::uint32_t counters[kLanes];
+        for (int lane = 0; lane < kLanes; ++lane) {
+          counters[lane] = static_cast<std::uint32_t>((first / kGroup) * kLanes + lane);
+        }
+        std::uint32_t words[4][kLanes];
+        philox_blocks<kLanes>(stream, static_cast<std::uint32_t>(gid), static_cast<std::uint32_t>(gid >> 32U),
+                              counters, words);
+        for (std::int64_t k = 0; k < kGroup / kLanes && first + k * kLanes < end; ++k) {
+          const std::int64_t base = first + k * kLanes;
+          const int lanes = static_cast<int>(std::min<std::int64_t>(kLanes, end - base));
+          const std::uint32_t* word = words[k >> 1];
+          const auto half = static_cast<std::uint32_t>(k & 1);
+#pragma omp simd
+          for (int lane = 0; lane < lanes; ++lane) {
+            y[base + lane] = uniform_from_half(word[lane], half) < p ? 0.0F : x[base + lane] * scale;
+          }
+        }
       }
     }
   }

@@ -15,8 +15,18 @@ SparseBlockView SparseBlock::view() const {
   v.src_offsets = by_source.offsets.data();
   v.out_dst = by_source.destinations.data();
   v.out_edge = by_source.edge_position.data();
+  v.out_weight = out_weight.empty() ? nullptr : out_weight.data();
   v.src_gid = src_gid.data();
   return v;
+}
+
+void SparseBlock::index_by_source() {
+  by_source = transpose(dst_offsets, src_index, num_src);
+  out_weight.clear();
+  if (edge_weight.empty()) return;
+  // Backward passes walk out-edges; their weights in that order keep the walk sequential in memory.
+  out_weight.reserve(edge_weight.size());
+  for (const eid_t e : by_source.edge_position) out_weight.push_back(edge_weight[static_cast<std::size_t>(e)]);
 }
 
 SparseBlock whole_graph_block(const CsrGraph& graph, std::vector<float> edge_weight, gid_t first_gid) {
@@ -25,7 +35,7 @@ SparseBlock whole_graph_block(const CsrGraph& graph, std::vector<float> edge_wei
   block.dst_offsets = graph.offsets;
   block.src_index = graph.sources;
   block.edge_weight = std::move(edge_weight);
-  block.by_source = transpose(graph.offsets, graph.sources, graph.num_vertices());
+  block.index_by_source();
   block.src_gid.resize(static_cast<std::size_t>(graph.num_vertices()));
   std::iota(block.src_gid.begin(), block.src_gid.end(), first_gid);
   return block;

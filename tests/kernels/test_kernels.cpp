@@ -148,26 +148,32 @@ TEST_F(KernelTest, ActivationBackwardMatchesFiniteDifferences) {
 }
 
 TEST_F(KernelTest, DropoutDependsOnlyOnGlobalIdAndColumn) {
-  const Matrix x(6, 50, 1.0F);
+  const Matrix x(6, 300, 1.0F);
   const std::vector<gid_t> gids = {10, 11, 12, 13, 14, 15};
   const RandomStream stream{3, RandomPurpose::kFeatureDropout, 1, 7};
-  Matrix full(6, 50);
+  Matrix full(6, 300);
   backend->dropout(x.view(), gids.data(), stream, 0.5F, full.view());
   // The same rows, processed as two separate chunks in the other order, get the same mask.
-  Matrix part(3, 50);
-  backend->dropout(ConstRows{x.row(3), 3, 50}, gids.data() + 3, stream, 0.5F, part.view());
+  Matrix part(3, 300);
+  backend->dropout(ConstRows{x.row(3), 3, 300}, gids.data() + 3, stream, 0.5F, part.view());
   for (std::int64_t r = 0; r < 3; ++r) {
-    for (std::int64_t c = 0; c < 50; ++c) EXPECT_EQ(part(r, c), full(r + 3, c));
+    for (std::int64_t c = 0; c < 300; ++c) EXPECT_EQ(part(r, c), full(r + 3, c));
+  }
+  // The vectorised kernel draws exactly the per-element stream the CUDA kernels will use.
+  for (std::int64_t r = 0; r < 6; ++r) {
+    for (std::int64_t c = 0; c < 300; ++c) {
+      EXPECT_EQ(full(r, c), rowmath::dropout_scale(stream.vertex_uniform(gids[r], c), 0.5F)) << r << "," << c;
+    }
   }
   std::int64_t kept = 0;
   for (const float v : full.span()) {
     EXPECT_TRUE(v == 0.0F || v == 2.0F);
     kept += v > 0.0F ? 1 : 0;
   }
-  EXPECT_GT(kept, 100);
-  EXPECT_LT(kept, 200);
+  EXPECT_GT(kept, 800);
+  EXPECT_LT(kept, 1000);
   // Another epoch draws another mask.
-  Matrix next(6, 50);
+  Matrix next(6, 300);
   backend->dropout(x.view(), gids.data(), RandomStream{3, RandomPurpose::kFeatureDropout, 1, 8}, 0.5F, next.view());
   EXPECT_NE(std::vector<float>(full.span().begin(), full.span().end()),
             std::vector<float>(next.span().begin(), next.span().end()));

@@ -41,53 +41,52 @@ struct Philox4x32 {
   }
 };
 
-// Maps a 32-bit word to a float uniform in [0, 1) with 24 bits of precision.
-NJ_HD inline float uniform_from_bits(std::uint32_t bits) {
-  return static_cast<float>(bits >> 8U) * (1.0F / 16777216.0F);
+// A uniform in [0, 1) from 16 random bits: each Philox block yields eight, and 1/65536 is fine resolution for
+// dropout probabilities and initial weights.
+NJ_HD inline float uniform_from_half(std::uint32_t word, std::uint32_t half) {
+  return static_cast<float>((word >> (16U * half)) & 0xFFFFU) * (1.0F / 65536.0F);
 }
 
 // What the random numbers are for; part of the key so that streams never overlap.
-enum class RandomPurpose : std::uint32_t {
-  kFeatureDropout = 1,
-  kAttentionDropout = 2,
-  kWeightInit = 3,
-  kGenerator = 4
-};
+enum class RandomPurpose : std::uint32_t { kFeatureDropout = 1, kAttentionDropout = 2, kWeightInit = 3, kGenerator = 4 };
 
-// A keyed stream: (seed, purpose, layer, epoch). Draws are addressed by up to three 32-bit words plus a lane.
+// A keyed stream: (seed, purpose, layer, epoch). A draw is addressed by three 32-bit words and one of the eight
+// 16-bit halves of the block they select.
 struct RandomStream {
   std::uint64_t seed = 0;
   RandomPurpose purpose = RandomPurpose::kFeatureDropout;
   std::uint32_t layer = 0;
   std::uint32_t epoch = 0;
 
-  // The four uniforms of counter (a, b, c): one Philox call serves four lanes.
-  NJ_HD void uniform4(std::uint32_t a, std::uint32_t b, std::uint32_t c, float out[4]) const {
-    std::uint32_t counter[4] = {a, b, c, epoch};
-    const auto k0 = static_cast<std::uint32_t>(seed);
-    const auto k1 = static_cast<std::uint32_t>(seed >> 32U) ^ (static_cast<std::uint32_t>(purpose) << 24U) ^ layer;
-    Philox4x32::generate(counter, k0, k1);
-    for (int i = 0; i < 4; ++i) out[i] = uniform_from_bits(counter[i]);
+  NJ_HD std::uint32_t key0() const { return static_cast<std::uint32_t>(seed); }
+  NJ_HD std::uint32_t key1() const {
+    return static_cast<std::uint32_t>(seed >> 32U) ^ (static_cast<std::uint32_t>(purpose) << 24U) ^ layer;
   }
 
-  NJ_HD float uniform(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t lane) const {
-    float values[4];
-    uniform4(a, b, c, values);
-    return values[lane & 3U];
+  // The Philox block of counter (a, b, c, epoch).
+  NJ_HD void block(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t out[4]) const {
+    out[0] = a;
+    out[1] = b;
+    out[2] = c;
+    out[3] = epoch;
+    Philox4x32::generate(out, key0(), key1());
   }
 
-  // Uniforms for columns 4q .. 4q+3 of a vertex matrix's row `gid`.
-  NJ_HD void vertex_uniform4(std::int64_t gid, std::int64_t quad, float out[4]) const {
-    const auto g = static_cast<std::uint64_t>(gid);
-    uniform4(static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(g >> 32U), static_cast<std::uint32_t>(quad),
-             out);
+  NJ_HD float uniform(std::uint32_t a, std::uint32_t b, std::uint32_t c, std::uint32_t half) const {
+    std::uint32_t words[4];
+    block(a, b, c, words);
+    return uniform_from_half(words[(half & 7U) >> 1U], half & 1U);
   }
 
-  // Uniform for element (global row, column) of a vertex matrix.
+  // Uniform for element (global row, column) of a vertex matrix. Columns go in groups of 128 served by 16
+  // blocks: column 128g + o takes half o / 16 of block 16g + o % 16, so that 16 consecutive columns read the
+  // same half of 16 consecutive blocks (what a vectorised kernel generates at once).
   NJ_HD float vertex_uniform(std::int64_t gid, std::int64_t column) const {
-    float values[4];
-    vertex_uniform4(gid, column >> 2, values);
-    return values[column & 3];
+    const auto g = static_cast<std::uint64_t>(gid);
+    const auto group = static_cast<std::uint32_t>(column >> 7);
+    const auto offset = static_cast<std::uint32_t>(column & 127);
+    return uniform(static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(g >> 32U), (group << 4U) | (offset & 15U),
+                   offset >> 4U);
   }
 
   // Uniform for edge (src -> dst) and head, by global ids.
@@ -95,10 +94,42 @@ struct RandomStream {
     const auto s = static_cast<std::uint64_t>(src_gid);
     const auto d = static_cast<std::uint64_t>(dst_gid);
     const std::uint32_t high = static_cast<std::uint32_t>(s >> 32U) * Philox4x32::kWeyl0 ^
-                               static_cast<std::uint32_t>(d >> 32U) ^ (static_cast<std::uint32_t>(head >> 2) << 20U);
+                               static_cast<std::uint32_t>(d >> 32U) ^ (static_cast<std::uint32_t>(head >> 3) << 20U);
     return uniform(static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(d), high,
-                   static_cast<std::uint32_t>(head & 3));
+                   static_cast<std::uint32_t>(head & 7));
   }
 };
+
+// The blocks of `count` counters (a, b, c[i], epoch) at once, laid out so that the compiler vectorises the
+// rounds across counters; equal, word for word, to RandomStream::block.
+template <int kLanes>
+inline void philox_blocks(const RandomStream& stream, std::uint32_t a, std::uint32_t b, const std::uint32_t* c,
+                          std::uint32_t out[4][kLanes]) {
+  std::uint32_t k0 = stream.key0();
+  std::uint32_t k1 = stream.key1();
+  for (int lane = 0; lane < kLanes; ++lane) {
+    out[0][lane] = a;
+    out[1][lane] = b;
+    out[2][lane] = c[lane];
+    out[3][lane] = stream.epoch;
+  }
+  for (int round = 0; round < 10; ++round) {
+#pragma omp simd
+    for (int lane = 0; lane < kLanes; ++lane) {
+      const std::uint64_t p0 = static_cast<std::uint64_t>(Philox4x32::kMul0) * out[0][lane];
+      const std::uint64_t p1 = static_cast<std::uint64_t>(Philox4x32::kMul1) * out[2][lane];
+      const auto hi0 = static_cast<std::uint32_t>(p0 >> 32U);
+      const auto lo0 = static_cast<std::uint32_t>(p0);
+      const auto hi1 = static_cast<std::uint32_t>(p1 >> 32U);
+      const auto lo1 = static_cast<std::uint32_t>(p1);
+      out[0][lane] = hi1 ^ out[1][lane] ^ k0;
+      out[1][lane] = lo1;
+      out[2][lane] = hi0 ^ out[3][lane] ^ k1;
+      out[3][lane] = lo0;
+    }
+    k0 += Philox4x32::kWeyl0;
+    k1 += Philox4x32::kWeyl1;
+  }
+}
 
 }  // namespace nj

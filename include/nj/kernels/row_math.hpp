@@ -37,12 +37,32 @@ NJ_HD inline float dropout_scale(float uniform, float p) { return uniform < p ? 
 NJ_HD inline float leaky_relu(float x, float slope) { return x > 0.0F ? x : slope * x; }
 
 // out[i] = Σ_e w_e in[src_e] for one destination row (w_e = 1 without weights).
+// out += w · x over a row; the rows never overlap, which lets the compiler vectorise.
+NJ_HD inline void axpy_row(float w, const float* __restrict__ x, float* __restrict__ out, std::int64_t cols) {
+#pragma omp simd
+  for (std::int64_t c = 0; c < cols; ++c) out[c] += w * x[c];
+}
+
+// Rows are gathered in an order the hardware prefetcher cannot guess; on the CPU, ask for the row a few edges
+// ahead while this one is summed.
+NJ_HD inline void prefetch_row(const float* row, std::int64_t cols) {
+#if !defined(__CUDA_ARCH__)
+  for (std::int64_t c = 0; c < cols; c += 16) __builtin_prefetch(row + c);
+#else
+  (void)row;
+  (void)cols;
+#endif
+}
+inline constexpr eid_t kPrefetchDistance = 8;
+
 NJ_HD inline void spmm_row(const SparseBlockView& b, vid_t i, const float* in, std::int64_t cols, float* out) {
   for (std::int64_t c = 0; c < cols; ++c) out[c] = 0.0F;
+  // Edges of the rows that follow are usually summed next by the same thread, so look past this row's end.
+  const eid_t edges = b.num_edges();
   for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
+    if (e + kPrefetchDistance < edges) prefetch_row(in + b.row_of(b.src_index[e + kPrefetchDistance]) * cols, cols);
     const float w = b.edge_weight != nullptr ? b.edge_weight[e] : 1.0F;
-    const float* x = in + b.row_of(b.src_index[e]) * cols;
-    for (std::int64_t c = 0; c < cols; ++c) out[c] += w * x[c];
+    axpy_row(w, in + b.row_of(b.src_index[e]) * cols, out, cols);
   }
 }
 
@@ -52,10 +72,13 @@ NJ_HD inline void spmm_transpose_row(const SparseBlockView& b, vid_t j, const fl
   if (!accumulate) {
     for (std::int64_t c = 0; c < cols; ++c) grad_in_row[c] = 0.0F;
   }
+  const eid_t edges = b.src_offsets[b.num_src];
   for (eid_t k = b.src_offsets[j]; k < b.src_offsets[j + 1]; ++k) {
-    const float w = b.edge_weight != nullptr ? b.edge_weight[b.out_edge[k]] : 1.0F;
-    const float* g = grad_out + static_cast<std::int64_t>(b.out_dst[k]) * cols;
-    for (std::int64_t c = 0; c < cols; ++c) grad_in_row[c] += w * g[c];
+    if (k + kPrefetchDistance < edges) {
+      prefetch_row(grad_out + static_cast<std::int64_t>(b.out_dst[k + kPrefetchDistance]) * cols, cols);
+    }
+    const float w = b.out_weight != nullptr ? b.out_weight[k] : 1.0F;
+    axpy_row(w, grad_out + static_cast<std::int64_t>(b.out_dst[k]) * cols, grad_in_row, cols);
   }
 }
 

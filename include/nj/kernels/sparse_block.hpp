@@ -24,6 +24,7 @@ struct SparseBlockView {
   const eid_t* src_offsets = nullptr;  // num_src + 1
   const vid_t* out_dst = nullptr;      // per out-edge: destination row
   const eid_t* out_edge = nullptr;     // per out-edge: position of the edge in the in-edge arrays
+  const float* out_weight = nullptr;   // per out-edge: its weight (edge_weight in out-edge order), or nullptr
   // Global id of each local source (destinations first): the address of anything random.
   const gid_t* src_gid = nullptr;
   // Row of the input buffer holding each local source; nullptr means row j holds source j.
@@ -42,10 +43,13 @@ struct SparseBlock {
   std::vector<vid_t> src_index;
   std::vector<float> edge_weight;
   CsrTranspose by_source;
+  std::vector<float> out_weight;
   std::vector<gid_t> src_gid;
 
   vid_t num_dst() const { return static_cast<vid_t>(dst_offsets.size() - 1); }
   SparseBlockView view() const;
+  // Derives the out-edge arrays once dst_offsets, src_index, edge_weight and num_src are set.
+  void index_by_source();
 };
 
 // The whole graph as one block whose sources and destinations are the same rows. Global ids are
