@@ -147,7 +147,10 @@ def main():
                     }
                     rows.append(row)
                     vs_belady = f"{result['bytes'] / belady['bytes']:.2f}x" if belady else "-"
-                    vs_base = f"{1 - result['bytes'] / base['bytes']:.1%} less" if base and label != "baseline" else "-"
+                    vs_base = "-"
+                    if base and label != "baseline":
+                        saved = 1 - result["bytes"] / base["bytes"]
+                        vs_base = f"{saved:.1%} less" if saved >= 0 else f"{-saved:.1%} more"
                     speedup = f"{base['seconds'] / result['seconds']:.2f}x" if base and label != "baseline" else "-"
                     vs_unlimited = f"{result['seconds'] / unlimited['seconds']:.2f}x"
                     print(f"| {fraction:.0%} | {label}{' (' + result['note'] + ')' if result['note'] else ''} | "

@@ -12,6 +12,9 @@ namespace {
 
 constexpr std::int64_t kFloat = sizeof(float);
 
+// A budget of at least `bytes`, written so that it parses back to no less: whole KiB, rounded up.
+std::string suggested_budget(std::int64_t bytes) { return fmt::format("{}K", (bytes + 1023) / 1024); }
+
 // Reuse keeps two steps' buffers (the running one and the prefetched one) beside the pools; recompute, which
 // never prefetches, one closure.
 std::int64_t steps_per_budget(ExecutionMode mode) { return mode == ExecutionMode::kReuse ? 4 : 2; }
@@ -103,7 +106,7 @@ void plan_reuse(EpochPlan& plan, const Model& model, const CsrGraph& prepared, s
           "device memory budget {} cannot hold the smallest subgraph of layer {} ({} bytes for one vertex with all "
           "its in-edges); use --device-memory {} or more",
           format_bytes(plan.options.device_budget), l + 1, minimum,
-          format_bytes(steps_per_budget(ExecutionMode::kReuse) * minimum));
+          suggested_budget(steps_per_budget(ExecutionMode::kReuse) * minimum));
     };
     const auto parts = partition_in_order(
         prepared, order, 1, [&](const ClosureSize& size) { return reuse_step_bytes(dims[l], size); },
@@ -171,7 +174,7 @@ void plan_recompute(EpochPlan& plan, const Model& model, const CsrGraph& prepare
         "device memory budget {} cannot hold the smallest subgraph with its {}-hop closure ({} bytes for one "
         "vertex); use --device-memory {} or more",
         format_bytes(plan.options.device_budget), layers, minimum,
-        format_bytes(steps_per_budget(ExecutionMode::kRecompute) * minimum));
+        suggested_budget(steps_per_budget(ExecutionMode::kRecompute) * minimum));
   };
   plan.closures = partition_in_order(
       prepared, order, hops, [&](const ClosureSize& size) { return closure_step_bytes(dims, size); },
