@@ -10,6 +10,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"NeutronJittor: full-graph GNN training beyond device memory", "nj"};
   app.require_subcommand(1);
+  // A flag given twice takes its last value, so scripts can append overrides to a fixed command line.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.failure_message([](const CLI::App* /*app*/, const CLI::Error& e) {
     return "nj: error: " + std::string(e.what()) + " (run with --help for usage)\n";
   });

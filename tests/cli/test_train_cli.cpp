@@ -64,6 +64,15 @@ TEST_F(TrainCli, ConfigFileEqualsTheSameFlags) {
   for (std::size_t e = 0; e + 1 < a.size(); ++e) EXPECT_EQ(a[e]["loss"], b[e]["loss"]);
 }
 
+TEST_F(TrainCli, ALaterFlagOverridesAnEarlierOne) {
+  const auto metrics = dir.file("override.jsonl");
+  ASSERT_EQ(
+      test::run_nj("train " + shell_quote(dataset) + " --epochs 5 --epochs 2 --metrics-out " + shell_quote(metrics))
+          .exit_code,
+      0);
+  EXPECT_EQ(read_jsonl(metrics).size(), 3U);  // two epochs and the summary
+}
+
 TEST_F(TrainCli, UnknownConfigKeyIsAnError) {
   const auto config = dir.file("bad.toml");
   std::ofstream(config) << "epochz = 3\n";
