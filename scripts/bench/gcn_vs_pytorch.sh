@@ -9,12 +9,14 @@
 # MET or NOT MET); non-zero only when something fails to run.
 #
 # Environment:
-#   NJ_BIN          nj binary            (default: build-bench/nj, else build/nj)
+#   NJ_BIN          nj binary            (default: build/nj, else build-bench/nj)
+#   NJ_EXECUTION    nj train --execution (default: in-memory, plain full-graph training like the baseline)
 #   NJ_BENCH_DIR    data/results folder  (default: data/generated, git-ignored)
 #   NJ_BENCH_EPOCHS nj timed epochs      (default 20)
 #   TORCH_EPOCHS    PyTorch timed epochs (default 10, after 1 warm-up)
 #   THREADS         threads for both     (default 2)
 #   PYTHON          interpreter with torch, h5py, numpy (default /usr/bin/python3)
+#   NJ_TRAIN_ARGS   extra `nj train` flags, appended (e.g. "--execution in-memory")
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -22,7 +24,7 @@ cd "$root"
 
 nj="${NJ_BIN:-}"
 if [[ -z "$nj" ]]; then
-  for candidate in build-bench/nj build/nj; do
+  for candidate in build/nj build-bench/nj; do
     if [[ -x "$candidate" ]]; then nj="$candidate"; break; fi
   done
 fi
@@ -56,22 +58,24 @@ else
 fi
 "$nj" info "$data"
 
-echo "== nj train ($threads threads, $nj_epochs epochs)"
+# Word-split on purpose: NJ_TRAIN_ARGS holds separate flags.
+read -r -a extra_args <<< "${NJ_TRAIN_ARGS:-}"
+echo "== nj train ($threads threads, $nj_epochs epochs${NJ_TRAIN_ARGS:+, $NJ_TRAIN_ARGS})"
 rm -f "$nj_metrics"
 OMP_NUM_THREADS="$threads" "$nj" train "$data" --model gcn --layers 2 --hidden 128 --threads "$threads" \
-  --epochs "$nj_epochs" --eval-every 0 --metrics-out "$nj_metrics"
+  --epochs "$nj_epochs" --eval-every 0 --execution "${NJ_EXECUTION:-in-memory}" --metrics-out "$nj_metrics" "${extra_args[@]}"
 
 echo "== PyTorch ($threads threads, $torch_epochs epochs after 1 warm-up)"
 OMP_NUM_THREADS="$threads" "$python" scripts/bench/torch_gcn.py "$data" --threads "$threads" \
   --epochs "$torch_epochs" --json "$torch_json"
 
 echo "== result"
-"$python" - "$nj_metrics" "$torch_json" "$threads" <<'EOF'
+"$python" - "$nj_metrics" "$torch_json" "$threads" "${NJ_TRAIN_ARGS:-}" <<'EOF'
 import json
 import statistics
 import sys
 
-nj_path, torch_path, threads = sys.argv[1], sys.argv[2], sys.argv[3]
+nj_path, torch_path, threads, nj_args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].strip()
 epochs, summary = [], None
 with open(nj_path) as f:
     for line in f:
@@ -102,7 +106,8 @@ speedup = torch_median / nj_median
 
 print(f"| system | threads | epochs | median epoch (s) | speed-up vs PyTorch |")
 print(f"|---|---|---|---|---|")
-print(f"| nj train | {threads} | {len(epochs)} | {nj_median:.3f} | {speedup:.2f}x |")
+nj_label = f"nj train {nj_args}" if nj_args else "nj train"
+print(f"| {nj_label} | {threads} | {len(epochs)} | {nj_median:.3f} | {speedup:.2f}x |")
 print(f"| PyTorch {torch_res['torch_version']} (CSR) | {threads} | {len(torch_res['epoch_seconds'])} "
       f"| {torch_median:.3f} | 1.00x |")
 # Per-phase fields differ between nj versions (forward/backward/optimizer, or step/optimizer); print what is there.

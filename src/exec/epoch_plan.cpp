@@ -190,7 +190,6 @@ void plan_recompute(EpochPlan& plan, const Model& model, const CsrGraph& prepare
     plan.steps.push_back({StepKind::kClosure, 0, static_cast<std::uint32_t>(k)});
     trace.steps.push_back({0, rows_of(0, closure), {}, {}});
     for (std::size_t level = 0; level < layers; ++level) plan.rows_computed += level_sizes[level];
-    plan.stream_d2h_bytes += static_cast<std::int64_t>(plan.closures[k].size()) * dims.back().out * kFloat;
   }
   plan.forward_steps = plan.steps.size();
 }
