@@ -242,18 +242,7 @@ TEST(PlanetoidScript, MatchesThePlainCoraExport) {
   const auto from_script = read_dataset(script_output);
   const auto from_plain = convert(dir, "--format plain " + data("cora") + " --self-loops remove");
   EXPECT_EQ(from_script.name, from_plain.name);
-  EXPECT_EQ(from_script.graph.offsets, from_plain.graph.offsets);
-  EXPECT_EQ(from_script.graph.sources, from_plain.graph.sources);
-  EXPECT_EQ(from_script.features.cols(), from_plain.features.cols());
-  EXPECT_TRUE(std::equal(from_script.features.span().begin(), from_script.features.span().end(),
-                         from_plain.features.span().begin(), from_plain.features.span().end()));
-  EXPECT_EQ(from_script.labels, from_plain.labels);
-  EXPECT_EQ(from_script.num_classes, from_plain.num_classes);
-  EXPECT_EQ(from_script.train_mask, from_plain.train_mask);
-  EXPECT_EQ(from_script.val_mask, from_plain.val_mask);
-  EXPECT_EQ(from_script.test_mask, from_plain.test_mask);
-  EXPECT_EQ(from_script.symmetrized, from_plain.symmetrized);
-  EXPECT_EQ(from_script.self_loops, from_plain.self_loops);
+  test::expect_same_dataset(from_script, from_plain);
 }
 
 TEST(PlanetoidScript, RefusesPubmedWithoutAllx) {

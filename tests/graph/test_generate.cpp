@@ -6,6 +6,7 @@
 
 #include "nj/graph/generate.hpp"
 #include "nj/graph/statistics.hpp"
+#include "support/test_support.hpp"
 
 namespace nj {
 namespace {
@@ -22,15 +23,7 @@ GeneratorOptions small_options() {
 
 void expect_identical(const Dataset& a, const Dataset& b) {
   EXPECT_EQ(a.name, b.name);
-  EXPECT_EQ(a.graph.offsets, b.graph.offsets);
-  EXPECT_EQ(a.graph.sources, b.graph.sources);
-  EXPECT_TRUE(std::ranges::equal(a.features.span(), b.features.span()));
-  EXPECT_EQ(a.features.cols(), b.features.cols());
-  EXPECT_EQ(a.labels, b.labels);
-  EXPECT_EQ(a.num_classes, b.num_classes);
-  EXPECT_EQ(a.train_mask, b.train_mask);
-  EXPECT_EQ(a.val_mask, b.val_mask);
-  EXPECT_EQ(a.test_mask, b.test_mask);
+  test::expect_same_dataset(a, b);
 }
 
 TEST(Generate, SameSeedGivesTheSameDatasetAndAnotherSeedDoesNot) {

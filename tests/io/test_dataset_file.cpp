@@ -56,18 +56,7 @@ class DatasetFile : public ::testing::Test {
 TEST_F(DatasetFile, RoundTripIsExact) {
   const Dataset read = read_dataset(path_);
   EXPECT_EQ(read.name, dataset_.name);
-  EXPECT_EQ(read.graph.offsets, dataset_.graph.offsets);
-  EXPECT_EQ(read.graph.sources, dataset_.graph.sources);
-  EXPECT_EQ(read.features.rows(), dataset_.features.rows());
-  EXPECT_EQ(read.features.cols(), dataset_.features.cols());
-  EXPECT_TRUE(std::ranges::equal(read.features.span(), dataset_.features.span()));
-  EXPECT_EQ(read.labels, dataset_.labels);
-  EXPECT_EQ(read.num_classes, dataset_.num_classes);
-  EXPECT_EQ(read.train_mask, dataset_.train_mask);
-  EXPECT_EQ(read.val_mask, dataset_.val_mask);
-  EXPECT_EQ(read.test_mask, dataset_.test_mask);
-  EXPECT_EQ(read.symmetrized, dataset_.symmetrized);
-  EXPECT_EQ(read.self_loops, dataset_.self_loops);
+  test::expect_same_dataset(read, dataset_);
 }
 
 TEST_F(DatasetFile, RejectsMissingFile) {

@@ -51,6 +51,21 @@ std::string expect_one_line_error(const CommandResult& result) {
 
 std::string shell_quote(const std::string& path) { return "'" + path + "'"; }
 
+void expect_same_dataset(const Dataset& a, const Dataset& b) {
+  EXPECT_EQ(a.graph.offsets, b.graph.offsets);
+  EXPECT_EQ(a.graph.sources, b.graph.sources);
+  EXPECT_EQ(a.features.rows(), b.features.rows());
+  EXPECT_EQ(a.features.cols(), b.features.cols());
+  EXPECT_TRUE(std::ranges::equal(a.features.span(), b.features.span()));
+  EXPECT_EQ(a.labels, b.labels);
+  EXPECT_EQ(a.num_classes, b.num_classes);
+  EXPECT_EQ(a.train_mask, b.train_mask);
+  EXPECT_EQ(a.val_mask, b.val_mask);
+  EXPECT_EQ(a.test_mask, b.test_mask);
+  EXPECT_EQ(a.symmetrized, b.symmetrized);
+  EXPECT_EQ(a.self_loops, b.self_loops);
+}
+
 Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature_width, std::int32_t num_classes,
                        std::uint64_t seed) {
   std::mt19937_64 rng(seed);

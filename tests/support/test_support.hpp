@@ -40,6 +40,9 @@ std::string expect_one_line_error(const CommandResult& result);
 // Single-quotes a path for the shell.
 std::string shell_quote(const std::string& path);
 
+// Expects every part of two datasets (name excepted) to be equal, feature values bit for bit.
+void expect_same_dataset(const Dataset& a, const Dataset& b);
+
 // A small random dataset with features, labels and all three splits; deterministic by seed.
 Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature_width, std::int32_t num_classes,
                        std::uint64_t seed);
