@@ -16,7 +16,7 @@
 #   TORCH_EPOCHS    PyTorch timed epochs (default 10, after 1 warm-up)
 #   THREADS         threads for both     (default 2)
 #   PYTHON          interpreter with torch, h5py, numpy (default /usr/bin/python3)
-#   NJ_TRAIN_ARGS   extra `nj train` flags, appended (e.g. "--execution in-memory")
+#   NJ_TRAIN_ARGS   extra `nj train` flags, appended (e.g. "--device-memory 512M" with NJ_EXECUTION=reuse)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -60,17 +60,19 @@ fi
 
 # Word-split on purpose: NJ_TRAIN_ARGS holds separate flags.
 read -r -a extra_args <<< "${NJ_TRAIN_ARGS:-}"
-echo "== nj train ($threads threads, $nj_epochs epochs${NJ_TRAIN_ARGS:+, $NJ_TRAIN_ARGS})"
+execution="${NJ_EXECUTION:-in-memory}"
+nj_flags="--execution $execution${NJ_TRAIN_ARGS:+ $NJ_TRAIN_ARGS}"
+echo "== nj train ($threads threads, $nj_epochs epochs, $nj_flags)"
 rm -f "$nj_metrics"
 OMP_NUM_THREADS="$threads" "$nj" train "$data" --model gcn --layers 2 --hidden 128 --threads "$threads" \
-  --epochs "$nj_epochs" --eval-every 0 --execution "${NJ_EXECUTION:-in-memory}" --metrics-out "$nj_metrics" "${extra_args[@]}"
+  --epochs "$nj_epochs" --eval-every 0 --execution "$execution" --metrics-out "$nj_metrics" "${extra_args[@]}"
 
 echo "== PyTorch ($threads threads, $torch_epochs epochs after 1 warm-up)"
 OMP_NUM_THREADS="$threads" "$python" scripts/bench/torch_gcn.py "$data" --threads "$threads" \
   --epochs "$torch_epochs" --json "$torch_json"
 
 echo "== result"
-"$python" - "$nj_metrics" "$torch_json" "$threads" "${NJ_TRAIN_ARGS:-}" <<'EOF'
+"$python" - "$nj_metrics" "$torch_json" "$threads" "$nj_flags" <<'EOF'
 import json
 import statistics
 import sys
@@ -106,7 +108,7 @@ speedup = torch_median / nj_median
 
 print(f"| system | threads | epochs | median epoch (s) | speed-up vs PyTorch |")
 print(f"|---|---|---|---|---|")
-nj_label = f"nj train {nj_args}" if nj_args else "nj train"
+nj_label = f"nj train {nj_args}"
 print(f"| {nj_label} | {threads} | {len(epochs)} | {nj_median:.3f} | {speedup:.2f}x |")
 print(f"| PyTorch {torch_res['torch_version']} (CSR) | {threads} | {len(torch_res['epoch_seconds'])} "
       f"| {torch_median:.3f} | 1.00x |")
@@ -121,7 +123,7 @@ execution = [r["execution"] for r in epochs if isinstance(r.get("execution"), di
 exec_parts = []
 for n in ("compute_seconds", "copy_seconds", "wait_seconds"):
     vals = [x[n] for x in execution if n in x]
-    if vals:
+    if any(vals):  # all zero under --execution in-memory, which has no device to account for
         exec_parts.append(f"{n.replace('_seconds', '')} {statistics.median(vals):.3f} s")
 if exec_parts:
     print("nj median executor time: " + ", ".join(exec_parts))

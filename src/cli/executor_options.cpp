@@ -78,6 +78,8 @@ void log_plan(const EpochPlan& plan) {
                format_bytes(plan.options.device_budget == kUnlimited ? kUnlimited : plan.pool_bytes),
                format_bytes(plan.options.device_budget == kUnlimited ? kUnlimited : plan.step_limit_bytes), parts,
                plan.steps.size());
+  spdlog::info("plan: device peak at most {} (largest step {})", format_bytes(plan.peak_bytes_bound),
+               format_bytes(plan.largest_step_bytes));
   spdlog::info("plan: predicted per epoch: h2d {} (cache {}), d2h {} (cache {}), recompute ratio {:.3f}",
                format_bytes(plan.predicted_h2d_bytes()), format_bytes(plan.cache.h2d_bytes),
                format_bytes(plan.predicted_d2h_bytes()), format_bytes(plan.cache.d2h_bytes),

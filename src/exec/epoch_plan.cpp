@@ -111,7 +111,12 @@ void plan_reuse(EpochPlan& plan, const Model& model, const CsrGraph& prepared, s
     const auto parts = partition_in_order(
         prepared, order, 1, [&](const ClosureSize& size) { return reuse_step_bytes(dims[l], size); },
         plan.step_limit_bytes, describe);
-    for (const auto& dsts : parts) plan.layer_parts[l].push_back(make_subgraph(prepared, weights, dsts, first_gid));
+    for (const auto& dsts : parts) {
+      const Subgraph& part = plan.layer_parts[l].emplace_back(make_subgraph(prepared, weights, dsts, first_gid));
+      const ClosureSize size{{part.num_dst(), static_cast<std::int64_t>(part.sources.size())},
+                             {static_cast<std::int64_t>(part.block.src_index.size())}};
+      plan.largest_step_bytes = std::max(plan.largest_step_bytes, reuse_step_bytes(dims[l], size));
+    }
   }
 
   AccessTrace& trace = plan.trace;
@@ -187,6 +192,11 @@ void plan_recompute(EpochPlan& plan, const Model& model, const CsrGraph& prepare
   std::vector<std::int64_t> level_sizes;
   for (std::size_t k = 0; k < plan.closures.size(); ++k) {
     const auto closure = closure_order(prepared, plan.closures[k], hops, level_sizes);
+    ClosureSize size{level_sizes, std::vector<std::int64_t>(layers, 0)};
+    for (std::size_t level = 0; level < layers; ++level) {
+      for (std::int64_t i = 0; i < level_sizes[level]; ++i) size.edges[level] += prepared.in_degree(closure[i]);
+    }
+    plan.largest_step_bytes = std::max(plan.largest_step_bytes, closure_step_bytes(dims, size));
     plan.steps.push_back({StepKind::kClosure, 0, static_cast<std::uint32_t>(k)});
     trace.steps.push_back({0, rows_of(0, closure), {}, {}});
     for (std::size_t level = 0; level < layers; ++level) plan.rows_computed += level_sizes[level];
@@ -245,6 +255,13 @@ EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphEx
   }
   plan.rows_needed = static_cast<std::int64_t>(model.num_layers()) * prepared.num_vertices();
   plan.cache = plan_cache(plan.trace, options.policy);
+  std::int64_t largest_pools = 0;
+  for (const auto& phase : plan.trace.capacity_rows) {
+    std::int64_t pools = 0;
+    for (std::size_t t = 0; t < phase.size(); ++t) pools += phase[t] * plan.trace.tensors[t].row_bytes;
+    largest_pools = std::max(largest_pools, pools);
+  }
+  plan.peak_bytes_bound = largest_pools + (options.mode == ExecutionMode::kReuse ? 2 : 1) * plan.largest_step_bytes;
   return plan;
 }
 

@@ -201,6 +201,25 @@ TEST(SubgraphExecutor, GatOnHubsStaysWithinTheSmallestBudget) {
   }
 }
 
+TEST(SubgraphExecutor, MeasuredTrafficAndPeakAreWhatThePlanSays) {
+  const Dataset data = graph_with_hubs();
+  for (const ModelKind kind : {ModelKind::kGcn, ModelKind::kGat}) {
+    const ModelConfig config = model_config(kind, 2);
+    const Model model(config, data.features.cols(), data.num_classes);
+    for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
+      const std::int64_t budget = 2 * minimum_device_budget(model, data.graph, mode);
+      const SubgraphExecutorOptions options{budget, mode, CachePolicy::kStAware};
+      const EpochPlan plan = plan_epoch(model, data.graph, options);
+      EXPECT_LE(plan.peak_bytes_bound, budget);
+      auto device = make_cpu_device(budget);
+      const Trace trace = train_budgeted(data, config, 1, options, *device);
+      EXPECT_LE(trace.execution.front().peak_device_bytes, plan.peak_bytes_bound) << to_string(mode);
+      EXPECT_EQ(trace.execution.front().h2d_bytes, plan.predicted_h2d_bytes()) << to_string(mode);
+      EXPECT_EQ(trace.execution.front().d2h_bytes, plan.predicted_d2h_bytes()) << to_string(mode);
+    }
+  }
+}
+
 TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
   const Dataset data = grid_dataset(20, 20, 9);
   const Model model(model_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);

@@ -49,8 +49,11 @@ struct EpochPlan {
   std::size_t forward_steps = 0;                   // the first forward_steps steps are the forward pass
   AccessTrace trace;
   CachePlan cache;
-  std::int64_t pool_bytes = 0;        // device memory given to the cache pools
-  std::int64_t step_limit_bytes = 0;  // what one step may use besides the pools
+  std::int64_t pool_bytes = 0;          // device memory given to the cache pools
+  std::int64_t step_limit_bytes = 0;    // what one step may use besides the pools
+  std::int64_t largest_step_bytes = 0;  // what the largest planned step uses besides the pools
+  std::int64_t peak_bytes_bound =
+      0;  // the device peak cannot exceed this: pools, plus two steps (one without prefetch)
   std::int64_t stream_h2d_bytes = 0;  // predicted bytes of rows streamed to the device (not cached)
   std::int64_t stream_d2h_bytes = 0;  // predicted bytes of rows streamed back
   std::int64_t rows_computed = 0;     // per epoch, forward aggregations
