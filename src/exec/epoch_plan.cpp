@@ -159,7 +159,7 @@ void plan_reuse(EpochPlan& plan, const Model& model, const CsrGraph& prepared, s
       add_step(StepKind::kAggregateBackward, l, k, phase,
                dims[l].attention() ? rows_of(z_tensor(l), parts[k].sources) : std::vector<RowRef>{}, {},
                rows_of(grad_tensor(l), parts[k].sources));
-      plan.stream_h2d_bytes += 2 * parts[k].num_dst() * dims[l].out * kFloat;
+      plan.stream_h2d_bytes += 2 * static_cast<std::int64_t>(parts[k].num_dst()) * dims[l].out * kFloat;
     }
     for (std::size_t k = parts.size(); k-- > 0;) {
       add_step(StepKind::kTransformBackward, l, k, phase, rows_of(grad_tensor(l), parts[k].destinations()), {}, {});

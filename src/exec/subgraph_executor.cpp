@@ -329,6 +329,8 @@ struct SubgraphExecutor::State {
       const std::vector<vid_t> closure = closure_order(prepared, dsts, hops, level_sizes);
       std::vector<Subgraph> parts;
       std::vector<SparseBlockView> blocks;
+      parts.reserve(model.num_layers());
+      blocks.reserve(model.num_layers());
       for (std::size_t l = 0; l < model.num_layers(); ++l) {
         const auto destinations = static_cast<std::size_t>(level_sizes[model.num_layers() - 1 - l]);
         parts.push_back(make_subgraph(prepared, weights, std::span(closure).first(destinations), first_gid));
