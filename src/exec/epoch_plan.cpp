@@ -50,9 +50,10 @@ std::int64_t reuse_step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t staging = 2 * src * d.width * kFloat * cached_tensors;
   const std::int64_t transform = dst * (d.in + d.width) * kFloat;
   const std::int64_t aggregate = dst * d.out * kFloat;
-  const std::int64_t aggregate_backward = 2 * dst * d.out * kFloat + (d.attention() ? 2 * src * d.width * kFloat : 0) +
+  const std::int64_t aggregate_backward = dst * d.out * kFloat + (d.attention() ? 2 * src * d.width * kFloat : 0) +
                                           attention_workspace(d, dst, size.edges[0]);
-  const std::int64_t transform_backward = dst * (2 * d.in + d.width) * kFloat;
+  // Inputs, their dropped copy and their gradient, and the transformed-row gradients.
+  const std::int64_t transform_backward = dst * (3 * d.in + d.width) * kFloat;
   return staging + std::max({transform, aggregate, aggregate_backward, transform_backward});
 }
 
@@ -159,7 +160,7 @@ void plan_reuse(EpochPlan& plan, const Model& model, const CsrGraph& prepared, s
       add_step(StepKind::kAggregateBackward, l, k, phase,
                dims[l].attention() ? rows_of(z_tensor(l), parts[k].sources) : std::vector<RowRef>{}, {},
                rows_of(grad_tensor(l), parts[k].sources));
-      plan.stream_h2d_bytes += 2 * static_cast<std::int64_t>(parts[k].num_dst()) * dims[l].out * kFloat;
+      plan.stream_h2d_bytes += static_cast<std::int64_t>(parts[k].num_dst()) * dims[l].out * kFloat;
     }
     for (std::size_t k = parts.size(); k-- > 0;) {
       add_step(StepKind::kTransformBackward, l, k, phase, rows_of(grad_tensor(l), parts[k].destinations()), {}, {});

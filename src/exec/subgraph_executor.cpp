@@ -250,9 +250,8 @@ struct SubgraphExecutor::State {
   void aggregate_backward(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step,
                           std::uint32_t epoch) {
     Layer& layer = model.layer(l);
-    DeviceRows grad_y = upload(grad_outputs[l].view(), part.destinations(), "output gradients");
-    const DeviceRows h = upload(outputs[l].view(), part.destinations(), "outputs");
-    backend.activation_backward(model.activation_after(l), h.view(), grad_y.view(), grad_y.view());
+    // grad_outputs[l] already holds ∂L/∂Y: the activation's backward ran where ∂L/∂H was computed.
+    const DeviceRows grad_y = upload(grad_outputs[l].view(), part.destinations(), "output gradients");
     backend.column_sums(grad_y.view(), layer.bias().grad.data(), true);
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
     Rows grad_pool = pools[grad_index(l)].view();
@@ -276,15 +275,20 @@ struct SubgraphExecutor::State {
   void transform_backward(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step,
                           std::uint32_t epoch) {
     Layer& layer = model.layer(l);
-    DeviceRows x = upload(layer_input(l), part.destinations(), "transform inputs");
-    dropout_rows(model, l, epoch, true, part, x.view());
+    const DeviceRows input = upload(layer_input(l), part.destinations(), "transform inputs");
+    DeviceRows dropped(device, input.rows(), input.cols(), "dropped inputs");
+    backend.copy_rows(input.view(), nullptr, dropped.view(), nullptr, input.rows());
+    dropout_rows(model, l, epoch, true, part, dropped.view());
     DeviceRows grad_z_rows(device, part.num_dst(), layer.row_width(), "transformed-row gradients");
     backend.copy_rows(pools[grad_index(l)].view(), step.read_slots.data(), grad_z_rows.view(), nullptr,
                       grad_z_rows.rows());
     DeviceRows grad_x = l > 0 ? DeviceRows(device, part.num_dst(), layer.in_dim(), "input gradients") : DeviceRows();
-    layer.transform_backward(backend, x.view(), grad_z_rows.view(), grad_x.view());
+    layer.transform_backward(backend, dropped.view(), grad_z_rows.view(), grad_x.view());
     if (l > 0) {
+      // The input is the previous layer's output: finish that layer's activation backward here, where its
+      // output rows are already on the device, so that its aggregation backward reads only ∂L/∂Y.
       dropout_rows(model, l, epoch, true, part, grad_x.view());
+      backend.activation_backward(model.activation_after(l - 1), input.view(), grad_x.view(), grad_x.view());
       download(grad_x.view(), grad_outputs[l - 1].view(), part.destinations());
     }
   }
@@ -368,7 +372,7 @@ struct SubgraphExecutor::State {
   CsrGraph prepared;
   std::vector<float> weights;
   std::vector<Matrix> outputs;       // per layer: H^{l+1} of every vertex; the last holds the logits
-  std::vector<Matrix> grad_outputs;  // per layer: ∂L/∂H^{l+1}
+  std::vector<Matrix> grad_outputs;  // per layer: ∂L/∂Y^l, the gradient before layer l's activation
   std::vector<Matrix> z;             // per layer: host home of transformed rows that leave the device
   std::vector<Matrix> grad_z;        // per layer: host home of their gradients
   std::vector<DeviceRows> pools;     // per trace tensor, during its phase
