@@ -81,8 +81,7 @@ EdgeList read_edge_list(const std::string& path, const VertexIdOptions& options)
   std::vector<std::int64_t> ends;  // src0, dst0, src1, dst1, ...
   TextReader reader(path);
   std::string_view line;
-  while (reader.next_line(line)) {
-    if (is_blank_or_comment(line)) continue;
+  while (reader.next_record(line)) {
     Fields fields(line, kWhitespaceOrComma);
     std::string_view field;
     for (int side = 0; side < 2; ++side) {

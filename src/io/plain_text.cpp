@@ -139,8 +139,7 @@ std::vector<std::int32_t> read_labels(const std::string& path, const VertexIds& 
   std::string_view line;
   std::int64_t num_lines = 0;
   bool pairs = false;
-  while (reader.next_line(line)) {
-    if (is_blank_or_comment(line)) continue;
+  while (reader.next_record(line)) {
     Fields fields(line, kWhitespaceOrComma);
     std::string_view first;
     std::string_view second;
@@ -170,8 +169,7 @@ std::vector<std::uint8_t> read_split(const std::string& path, const VertexIds& i
   std::vector<std::uint8_t> mask(static_cast<std::size_t>(ids.count()), 0);
   TextReader reader(path);
   std::string_view line;
-  while (reader.next_line(line)) {
-    if (is_blank_or_comment(line)) continue;
+  while (reader.next_record(line)) {
     Fields fields(line, kWhitespaceOrComma);
     std::string_view field;
     fields.next(field);

@@ -61,6 +61,13 @@ bool Fields::next(std::string_view& field) {
   return true;
 }
 
+bool TextReader::next_record(std::string_view& line) {
+  while (next_line(line)) {
+    if (!is_blank_or_comment(line)) return true;
+  }
+  return false;
+}
+
 bool is_blank_or_comment(std::string_view line) {
   const auto first = line.find_first_not_of(kWhitespace);
   return first == std::string_view::npos || line[first] == '#' || line[first] == '%';
@@ -77,9 +84,7 @@ float parse_float(std::string_view field, const TextReader& at, std::string_view
 std::vector<std::int64_t> read_header_integers(const std::string& path, std::size_t count) {
   TextReader reader(path);
   std::string_view line;
-  bool found = false;
-  while (!found && reader.next_line(line)) found = !is_blank_or_comment(line);
-  NJ_REQUIRE(found, "{}: empty file", path);
+  NJ_REQUIRE(reader.next_record(line), "{}: empty file", path);
   std::vector<std::int64_t> values;
   Fields fields(line, kWhitespaceOrComma);
   std::string_view field;

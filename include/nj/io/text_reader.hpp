@@ -31,6 +31,8 @@ class TextReader {
 
   // The next line without its "\n" or "\r\n", valid until the next call; false at the end of the file.
   bool next_line(std::string_view& line);
+  // The next line that is neither blank nor a comment (is_blank_or_comment); false at the end of the file.
+  bool next_record(std::string_view& line);
 
   const std::string& path() const { return path_; }
   std::int64_t line_number() const { return line_number_; }
