@@ -17,19 +17,17 @@ namespace {
 // share a counter.
 enum class Draw : std::uint32_t { kClass = 1, kDegree, kEdge, kClassMean, kNoise, kSplit };
 
-// Philox blocks keyed like RandomStream{seed, RandomPurpose::kGenerator, layer = draw, epoch = 0}; the
-// generator takes all four words of a block at once, where RandomStream hands out one float per block.
+// The generator takes all four words of a Philox block at once, from the stream
+// RandomStream{seed, RandomPurpose::kGenerator, layer = draw, epoch = 0}.
 class Draws {
  public:
   explicit Draws(std::uint64_t seed) : seed_(seed) {}
 
   std::array<std::uint32_t, 4> block(Draw draw, std::uint64_t index, std::uint32_t word = 0) const {
-    std::uint32_t counter[4] = {static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(index >> 32U), word, 0};
-    const auto k0 = static_cast<std::uint32_t>(seed_);
-    const auto k1 = static_cast<std::uint32_t>(seed_ >> 32U) ^
-                    (static_cast<std::uint32_t>(RandomPurpose::kGenerator) << 24U) ^ static_cast<std::uint32_t>(draw);
-    Philox4x32::generate(counter, k0, k1);
-    return {counter[0], counter[1], counter[2], counter[3]};
+    const RandomStream stream{seed_, RandomPurpose::kGenerator, static_cast<std::uint32_t>(draw), 0};
+    std::array<std::uint32_t, 4> words{};
+    stream.block(static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(index >> 32U), word, words.data());
+    return words;
   }
 
  private:
