@@ -3,6 +3,7 @@
 // plus the step being prefetched (a quarter each).
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include "nj/core/bytes.hpp"
 #include "nj/exec/subgraph_executor.hpp"
@@ -15,9 +16,8 @@ constexpr std::int64_t kFloat = sizeof(float);
 // A budget of at least `bytes`, written so that it parses back to no less: whole KiB, rounded up.
 std::string suggested_budget(std::int64_t bytes) { return fmt::format("{}K", (bytes + 1023) / 1024); }
 
-// Reuse keeps two steps' buffers (the running one and the prefetched one) beside the pools; recompute, which
-// never prefetches, one closure.
-std::int64_t steps_per_budget(ExecutionMode mode) { return mode == ExecutionMode::kReuse ? 4 : 2; }
+// Pools take half the budget; the running step and the prefetched one a quarter each.
+constexpr std::int64_t kStepsPerBudget = 4;
 
 struct LayerDims {
   std::int64_t in = 0;     // input row width
@@ -41,9 +41,9 @@ std::int64_t attention_workspace(const LayerDims& d, std::int64_t destinations, 
   return d.attention() ? (2 * edges + destinations) * d.heads * kFloat : 0;
 }
 
-// Device bytes one reuse step of a layer needs besides the pools, for a subgraph of this size: the staging
-// buffers of its cache traffic plus the largest of its four step kinds' buffers.
-std::int64_t reuse_step_bytes(const LayerDims& d, const ClosureSize& size) {
+// Device bytes one step of a layer needs besides the pools, for a subgraph of this size: the staging buffers
+// of its cache traffic plus the largest of its four step kinds' buffers.
+std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t dst = size.vertices[0];
   const std::int64_t src = size.vertices[1];
   const std::int64_t cached_tensors = d.attention() ? 2 : 1;
@@ -57,19 +57,25 @@ std::int64_t reuse_step_bytes(const LayerDims& d, const ClosureSize& size) {
   return staging + std::max({transform, aggregate, aggregate_backward, transform_backward});
 }
 
-// Device bytes of one recompute step: a subgraph's whole closure through every layer (BlockStack's buffers),
-// its features gathered from the pool, and the staging of its feature loads.
-std::int64_t closure_step_bytes(const std::vector<LayerDims>& dims, const ClosureSize& size) {
+// Bytes of a transform-only step over `rows` rows (rows a pass transforms but does not aggregate): a step
+// whose subgraph has no edges, so never more than a step with the same rows as destinations.
+std::int64_t transform_step_bytes(const LayerDims& d, std::int64_t rows) {
+  return step_bytes(d, ClosureSize{{rows, rows}, {0}});
+}
+
+// How the recompute baseline sizes its subgraphs, as a split full-graph model is sized: as many destinations
+// as fit on the device with their whole L-hop closure through every layer, in the half of the budget that is
+// not pools.
+std::int64_t closure_bytes(const std::vector<LayerDims>& dims, const ClosureSize& size) {
   const std::size_t layers = dims.size();
-  std::int64_t bytes = 0;
+  std::int64_t bytes = size.vertices[layers] * dims[0].in * kFloat;
   for (std::size_t l = 0; l < layers; ++l) {
     const std::int64_t sources = size.vertices[layers - l];
     const std::int64_t destinations = size.vertices[layers - 1 - l];
-    bytes += (2 * sources * dims[l].width + 2 * destinations * dims[l].out + sources * dims[l].in) * kFloat +
+    bytes += (2 * sources * dims[l].width + 2 * destinations * dims[l].out) * kFloat +
              attention_workspace(dims[l], destinations, size.edges[layers - 1 - l]);
   }
-  const std::int64_t features = size.vertices[layers] * dims[0].in * kFloat;
-  return bytes + 3 * features;
+  return bytes;
 }
 
 bool unlimited(std::int64_t budget) { return budget <= 0 || budget == kUnlimited; }
@@ -80,129 +86,187 @@ std::vector<std::int64_t> out_degrees(const CsrGraph& graph) {
   return degree;
 }
 
-std::vector<RowRef> rows_of(std::uint32_t tensor, std::span<const vid_t> vertices) {
-  std::vector<RowRef> rows;
-  rows.reserve(vertices.size());
-  for (const vid_t v : vertices) rows.push_back({tensor, v});
-  return rows;
+std::vector<RowRef> rows_of(std::uint32_t tensor, std::span<const vid_t> rows) {
+  std::vector<RowRef> refs;
+  refs.reserve(rows.size());
+  for (const vid_t r : rows) refs.push_back({tensor, r});
+  return refs;
 }
 
-// Reuse: tensor 2l holds layer l's transformed rows Z, tensor 2l+1 their gradient.
+// Tensor 2l holds layer l's transformed rows Z, tensor 2l+1 their gradient.
 std::uint32_t z_tensor(std::size_t l) { return static_cast<std::uint32_t>(2 * l); }
 std::uint32_t grad_tensor(std::size_t l) { return static_cast<std::uint32_t>(2 * l + 1); }
 
-std::int64_t slots_for(std::int64_t bytes, std::int64_t row_bytes, std::int64_t vertices) {
-  return std::min(vertices, bytes / row_bytes);
+std::int64_t slots_for(std::int64_t bytes, std::int64_t row_bytes, std::int64_t rows) {
+  return std::min(rows, bytes / row_bytes);
 }
 
-void plan_reuse(EpochPlan& plan, const Model& model, const CsrGraph& prepared, std::span<const float> weights,
-                std::span<const vid_t> order, gid_t first_gid) {
-  const auto dims = layer_dims(model);
+std::string describe_minimum_budget(std::int64_t budget, std::size_t layer, std::int64_t minimum) {
+  return fmt::format(
+      "device memory budget {} cannot hold the smallest subgraph of layer {} ({} bytes for one vertex with all its "
+      "in-edges); use --device-memory {} or more",
+      format_bytes(budget), layer + 1, minimum, suggested_budget(kStepsPerBudget * minimum));
+}
+
+// The rows of a pass: `graph` in pass rows, listed in `order`. Layer l aggregates the first out_rows[l] rows of
+// the order and reads (transforms) the first in_rows[l].
+struct PassRows {
+  const CsrGraph& graph;
+  std::span<const float> weights;
+  std::span<const vid_t> order;
+  std::vector<std::int64_t> in_rows;
+  std::vector<std::int64_t> out_rows;
+};
+
+// Plans one pass: per layer, subgraphs over its destinations and transform chunks over its inputs, sized to
+// the step limit; then the steps, their access trace and the cache plan.
+Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const PassRows& rows,
+               std::vector<vid_t> vertices, std::span<const std::int64_t> vertex_degree, gid_t first_gid) {
   const std::size_t layers = dims.size();
-  const std::int64_t n = prepared.num_vertices();
-  plan.layer_parts.resize(layers);
+  Pass pass;
+  pass.vertices = std::move(vertices);
+  pass.num_rows = rows.graph.num_vertices();
+  pass.num_outputs = rows.out_rows.back();
+  pass.layer_parts.resize(layers);
+  pass.transform_chunks.resize(layers);
   for (std::size_t l = 0; l < layers; ++l) {
-    const auto describe = [&](std::int64_t minimum) {
-      return fmt::format(
-          "device memory budget {} cannot hold the smallest subgraph of layer {} ({} bytes for one vertex with all "
-          "its in-edges); use --device-memory {} or more",
-          format_bytes(plan.options.device_budget), l + 1, minimum,
-          suggested_budget(steps_per_budget(ExecutionMode::kReuse) * minimum));
-    };
+    const auto dsts = rows.order.first(static_cast<std::size_t>(rows.out_rows[l]));
     const auto parts = partition_in_order(
-        prepared, order, 1, [&](const ClosureSize& size) { return reuse_step_bytes(dims[l], size); },
-        plan.step_limit_bytes, describe);
-    for (const auto& dsts : parts) {
-      const Subgraph& part = plan.layer_parts[l].emplace_back(make_subgraph(prepared, weights, dsts, first_gid));
+        rows.graph, dsts, 1, [&](const ClosureSize& size) { return step_bytes(dims[l], size); },
+        plan.step_limit_bytes,
+        [&](std::int64_t minimum) { return describe_minimum_budget(plan.options.device_budget, l, minimum); });
+    for (const auto& part_dsts : parts) {
+      const Subgraph& part = pass.layer_parts[l].emplace_back(
+          make_subgraph(rows.graph, rows.weights, part_dsts, first_gid, pass.vertices));
       const ClosureSize size{{part.num_dst(), static_cast<std::int64_t>(part.sources.size())},
                              {static_cast<std::int64_t>(part.block.src_index.size())}};
-      plan.largest_step_bytes = std::max(plan.largest_step_bytes, reuse_step_bytes(dims[l], size));
+      pass.largest_step_bytes = std::max(pass.largest_step_bytes, step_bytes(dims[l], size));
+      pass.transform_chunks[l].push_back(part_dsts);
+    }
+    // Inputs that this layer does not aggregate (closure rows further out) are transformed in chunks of their
+    // own. A one-row chunk never costs more than the smallest subgraph, which fits.
+    const auto extra = rows.order.subspan(dsts.size(), static_cast<std::size_t>(rows.in_rows[l] - rows.out_rows[l]));
+    const std::int64_t chunk_rows = plan.step_limit_bytes / transform_step_bytes(dims[l], 1);
+    NJ_EXPECTS(extra.empty() || chunk_rows > 0, "layer {} cannot transform one row within {} bytes", l + 1,
+               plan.step_limit_bytes);
+    for (std::size_t first = 0; first < extra.size(); first += static_cast<std::size_t>(chunk_rows)) {
+      const auto chunk = extra.subspan(first, std::min(extra.size() - first, static_cast<std::size_t>(chunk_rows)));
+      pass.transform_chunks[l].emplace_back(chunk.begin(), chunk.end());
+      pass.largest_step_bytes =
+          std::max(pass.largest_step_bytes, transform_step_bytes(dims[l], static_cast<std::int64_t>(chunk.size())));
     }
   }
 
-  AccessTrace& trace = plan.trace;
+  AccessTrace& trace = pass.trace;
   for (std::size_t l = 0; l < layers; ++l) {
     trace.tensors.push_back({fmt::format("z{}", l), dims[l].width * kFloat, false});
     trace.tensors.push_back({fmt::format("grad_z{}", l), dims[l].width * kFloat, false});
   }
+  trace.vertex_degree.assign(vertex_degree.begin(), vertex_degree.end());
   const std::size_t phases = 2 * layers;
   trace.capacity_rows.assign(phases, std::vector<std::int64_t>(trace.tensors.size(), 0));
-  auto add_step = [&](StepKind kind, std::size_t l, std::size_t part, std::uint32_t phase, std::vector<RowRef> reads,
-                      std::vector<RowRef> writes, std::vector<RowRef> accumulates) {
-    plan.steps.push_back({kind, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(part)});
+  auto add_step = [&](StepKind kind, std::size_t l, std::size_t index, std::uint32_t phase,
+                      std::vector<RowRef> reads, std::vector<RowRef> writes, std::vector<RowRef> accumulates) {
+    pass.steps.push_back({kind, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(index)});
     trace.steps.push_back({phase, std::move(reads), std::move(writes), std::move(accumulates)});
   };
 
   for (std::size_t l = 0; l < layers; ++l) {
     const auto phase = static_cast<std::uint32_t>(l);
-    const std::int64_t row_bytes = dims[l].width * kFloat;
-    trace.capacity_rows[phase][z_tensor(l)] = slots_for(plan.pool_bytes, row_bytes, n);
-    const auto& parts = plan.layer_parts[l];
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      add_step(StepKind::kTransform, l, k, phase, {}, rows_of(z_tensor(l), parts[k].destinations()), {});
-      plan.stream_h2d_bytes += parts[k].num_dst() * dims[l].in * kFloat;
+    trace.capacity_rows[phase][z_tensor(l)] = slots_for(plan.pool_bytes, dims[l].width * kFloat, pass.num_rows);
+    const auto& chunks = pass.transform_chunks[l];
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+      add_step(StepKind::kTransform, l, k, phase, {}, rows_of(z_tensor(l), chunks[k]), {});
+      pass.stream_h2d_bytes += static_cast<std::int64_t>(chunks[k].size()) * dims[l].in * kFloat;
     }
     // Aggregations run in the reverse order, so that the rows transformed last, still resident, are read first.
+    const auto& parts = pass.layer_parts[l];
     for (std::size_t k = parts.size(); k-- > 0;) {
       add_step(StepKind::kAggregate, l, k, phase, rows_of(z_tensor(l), parts[k].sources), {}, {});
-      plan.stream_d2h_bytes += parts[k].num_dst() * dims[l].out * kFloat;
+      pass.stream_d2h_bytes += parts[k].num_dst() * dims[l].out * kFloat;
     }
+    pass.rows_computed += rows.out_rows[l];
   }
-  plan.forward_steps = plan.steps.size();
+  pass.forward_steps = pass.steps.size();
   for (std::size_t l = layers; l-- > 0;) {
     const auto phase = static_cast<std::uint32_t>(layers + (layers - 1 - l));
-    const std::int64_t row_bytes = dims[l].width * kFloat;
     const std::int64_t cached_tensors = dims[l].attention() ? 2 : 1;
-    trace.capacity_rows[phase][grad_tensor(l)] = slots_for(plan.pool_bytes / cached_tensors, row_bytes, n);
+    trace.capacity_rows[phase][grad_tensor(l)] =
+        slots_for(plan.pool_bytes / cached_tensors, dims[l].width * kFloat, pass.num_rows);
     if (dims[l].attention()) trace.capacity_rows[phase][z_tensor(l)] = trace.capacity_rows[phase][grad_tensor(l)];
-    const auto& parts = plan.layer_parts[l];
+    const auto& parts = pass.layer_parts[l];
     for (std::size_t k = 0; k < parts.size(); ++k) {
       add_step(StepKind::kAggregateBackward, l, k, phase,
                dims[l].attention() ? rows_of(z_tensor(l), parts[k].sources) : std::vector<RowRef>{}, {},
                rows_of(grad_tensor(l), parts[k].sources));
-      plan.stream_h2d_bytes += static_cast<std::int64_t>(parts[k].num_dst()) * dims[l].out * kFloat;
+      pass.stream_h2d_bytes += static_cast<std::int64_t>(parts[k].num_dst()) * dims[l].out * kFloat;
     }
-    for (std::size_t k = parts.size(); k-- > 0;) {
-      add_step(StepKind::kTransformBackward, l, k, phase, rows_of(grad_tensor(l), parts[k].destinations()), {}, {});
-      plan.stream_h2d_bytes += parts[k].num_dst() * dims[l].in * kFloat;
-      if (l > 0) plan.stream_d2h_bytes += parts[k].num_dst() * dims[l].in * kFloat;
+    const auto& chunks = pass.transform_chunks[l];
+    for (std::size_t k = chunks.size(); k-- > 0;) {
+      add_step(StepKind::kTransformBackward, l, k, phase, rows_of(grad_tensor(l), chunks[k]), {}, {});
+      const auto chunk_rows = static_cast<std::int64_t>(chunks[k].size());
+      pass.stream_h2d_bytes += chunk_rows * dims[l].in * kFloat;
+      if (l > 0) pass.stream_d2h_bytes += chunk_rows * dims[l].in * kFloat;
     }
   }
-  plan.rows_computed = static_cast<std::int64_t>(layers) * n;
+  pass.cache = plan_cache(trace, plan.options.policy);
+  return pass;
 }
 
-void plan_recompute(EpochPlan& plan, const Model& model, const CsrGraph& prepared, std::span<const vid_t> order) {
-  const auto dims = layer_dims(model);
+// The recompute baseline's pass over one subgraph: its closure's rows, the destinations first and then each
+// hop further out; the in-edges of the rows some layer aggregates, with the whole graph's edge weights.
+Pass plan_closure_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const CsrGraph& prepared,
+                       std::span<const float> weights, std::span<const std::int64_t> degree,
+                       std::span<const vid_t> dsts, std::vector<vid_t>& row_of, gid_t first_gid) {
   const std::size_t layers = dims.size();
-  const auto hops = static_cast<int>(layers);
-  const auto describe = [&](std::int64_t minimum) {
-    return fmt::format(
-        "device memory budget {} cannot hold the smallest subgraph with its {}-hop closure ({} bytes for one "
-        "vertex); use --device-memory {} or more",
-        format_bytes(plan.options.device_budget), layers, minimum,
-        suggested_budget(steps_per_budget(ExecutionMode::kRecompute) * minimum));
-  };
-  plan.closures = partition_in_order(
-      prepared, order, hops, [&](const ClosureSize& size) { return closure_step_bytes(dims, size); },
-      plan.step_limit_bytes, describe);
-
-  AccessTrace& trace = plan.trace;
-  const std::int64_t feature_bytes = dims[0].in * kFloat;
-  trace.tensors.push_back({"features", feature_bytes, false});
-  trace.capacity_rows.assign(1, {slots_for(plan.pool_bytes, feature_bytes, prepared.num_vertices())});
   std::vector<std::int64_t> level_sizes;
-  for (std::size_t k = 0; k < plan.closures.size(); ++k) {
-    const auto closure = closure_order(prepared, plan.closures[k], hops, level_sizes);
-    ClosureSize size{level_sizes, std::vector<std::int64_t>(layers, 0)};
-    for (std::size_t level = 0; level < layers; ++level) {
-      for (std::int64_t i = 0; i < level_sizes[level]; ++i) size.edges[level] += prepared.in_degree(closure[i]);
+  std::vector<vid_t> closure = closure_order(prepared, dsts, static_cast<int>(layers), level_sizes);
+  for (std::size_t r = 0; r < closure.size(); ++r) row_of[static_cast<std::size_t>(closure[r])] = static_cast<vid_t>(r);
+
+  CsrGraph local;
+  std::vector<float> local_weights;
+  std::vector<std::int64_t> local_degree;
+  local.offsets.reserve(closure.size() + 1);
+  const auto aggregated = level_sizes[layers - 1];
+  for (std::size_t r = 0; r < closure.size(); ++r) {
+    const vid_t v = closure[r];
+    local_degree.push_back(degree[static_cast<std::size_t>(v)]);
+    if (static_cast<std::int64_t>(r) < aggregated) {
+      for (eid_t e = prepared.offsets[static_cast<std::size_t>(v)]; e < prepared.offsets[static_cast<std::size_t>(v) + 1];
+           ++e) {
+        local.sources.push_back(row_of[static_cast<std::size_t>(prepared.sources[static_cast<std::size_t>(e)])]);
+        if (!weights.empty()) local_weights.push_back(weights[static_cast<std::size_t>(e)]);
+      }
     }
-    plan.largest_step_bytes = std::max(plan.largest_step_bytes, closure_step_bytes(dims, size));
-    plan.steps.push_back({StepKind::kClosure, 0, static_cast<std::uint32_t>(k)});
-    trace.steps.push_back({0, rows_of(0, closure), {}, {}});
-    for (std::size_t level = 0; level < layers; ++level) plan.rows_computed += level_sizes[level];
+    local.offsets.push_back(local.num_edges());
   }
-  plan.forward_steps = plan.steps.size();
+  for (const vid_t v : closure) row_of[static_cast<std::size_t>(v)] = -1;
+
+  std::vector<vid_t> order(closure.size());
+  std::iota(order.begin(), order.end(), 0);
+  PassRows rows{local, local_weights, order, {}, {}};
+  for (std::size_t l = 0; l < layers; ++l) {
+    rows.in_rows.push_back(level_sizes[layers - l]);
+    rows.out_rows.push_back(level_sizes[layers - 1 - l]);
+  }
+  return plan_pass(plan, dims, rows, std::move(closure), local_degree, first_gid);
+}
+
+// The step limit every layer needs: its largest one-vertex subgraph (one vertex with all its in-edges), and
+// the layer where that is largest.
+struct SmallestStep {
+  std::size_t layer = 0;
+  std::int64_t bytes = 0;
+};
+
+SmallestStep smallest_step(const std::vector<LayerDims>& dims, const CsrGraph& prepared, std::span<const vid_t> order) {
+  SmallestStep largest;
+  for (std::size_t l = 0; l < dims.size(); ++l) {
+    const std::int64_t bytes = largest_single_vertex_cost(
+        prepared, order, 1, [&](const ClosureSize& size) { return step_bytes(dims[l], size); });
+    if (bytes > largest.bytes) largest = {l, bytes};
+  }
+  return largest;
 }
 
 }  // namespace
@@ -215,22 +279,30 @@ ExecutionMode parse_execution_mode(const std::string& text) {
 
 const char* to_string(ExecutionMode mode) { return mode == ExecutionMode::kReuse ? "reuse" : "recompute"; }
 
-std::int64_t minimum_device_budget(const Model& model, const CsrGraph& graph, ExecutionMode mode) {
+std::int64_t minimum_device_budget(const Model& model, const CsrGraph& graph) {
   const CsrGraph prepared = model.prepare_graph(graph);
-  const std::vector<vid_t> order = locality_order(prepared);
-  const auto dims = layer_dims(model);
-  std::int64_t largest = 0;
-  if (mode == ExecutionMode::kReuse) {
-    for (const auto& d : dims) {
-      largest = std::max(largest, largest_single_vertex_cost(prepared, order, 1, [&](const ClosureSize& size) {
-                           return reuse_step_bytes(d, size);
-                         }));
-    }
-  } else {
-    largest = largest_single_vertex_cost(prepared, order, static_cast<int>(dims.size()),
-                                         [&](const ClosureSize& size) { return closure_step_bytes(dims, size); });
+  return kStepsPerBudget * smallest_step(layer_dims(model), prepared, locality_order(prepared)).bytes;
+}
+
+std::size_t EpochPlan::num_steps() const {
+  std::size_t steps = 0;
+  for (const Pass& pass : passes) steps += pass.steps.size();
+  return steps;
+}
+
+PredictedTransfers predict_transfers(const EpochPlan& plan, CachePolicy policy) {
+  PredictedTransfers total;
+  for (const Pass& pass : plan.passes) {
+    const CachePlan replanned = policy == plan.options.policy ? CachePlan{} : plan_cache(pass.trace, policy);
+    const CachePlan& cache = policy == plan.options.policy ? pass.cache : replanned;
+    total.cache_h2d_bytes += cache.h2d_bytes;
+    total.cache_d2h_bytes += cache.d2h_bytes;
+    total.h2d_bytes += cache.h2d_bytes + pass.stream_h2d_bytes;
+    total.d2h_bytes += cache.d2h_bytes + pass.stream_d2h_bytes;
+    total.hits += cache.hits;
+    total.misses += cache.misses;
   }
-  return steps_per_budget(mode) * largest;
+  return total;
 }
 
 EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphExecutorOptions& options,
@@ -242,27 +314,44 @@ EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphEx
   // Quarters of the largest int64 still add up without overflow.
   const std::int64_t budget = no_budget ? std::numeric_limits<std::int64_t>::max() / 4 : options.device_budget;
   plan.pool_bytes = budget / 2;
-  plan.step_limit_bytes = budget / steps_per_budget(options.mode);
+  plan.step_limit_bytes = budget / kStepsPerBudget;
 
   const CsrGraph prepared = model.prepare_graph(graph);
   const std::vector<float> weights = model.edge_weights(prepared);
   const std::vector<vid_t> order = locality_order(prepared);
-  plan.trace.vertex_degree = out_degrees(prepared);
-  plan.trace.release_dead_rows = options.mode == ExecutionMode::kReuse;
+  const std::vector<std::int64_t> degree = out_degrees(prepared);
+  const auto dims = layer_dims(model);
+  const std::size_t layers = dims.size();
+  const std::int64_t n = prepared.num_vertices();
+  // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges.
+  const SmallestStep smallest = smallest_step(dims, prepared, order);
+  if (smallest.bytes > plan.step_limit_bytes) {
+    throw InputError(describe_minimum_budget(plan.options.device_budget, smallest.layer, smallest.bytes));
+  }
   if (options.mode == ExecutionMode::kReuse) {
-    plan_reuse(plan, model, prepared, weights, order, first_gid);
+    PassRows rows{prepared, weights, order, std::vector<std::int64_t>(layers, n), std::vector<std::int64_t>(layers, n)};
+    plan.passes.push_back(plan_pass(plan, dims, rows, {}, degree, first_gid));
   } else {
-    plan_recompute(plan, model, prepared, order);
+    const auto subgraphs = partition_in_order(
+        prepared, order, static_cast<int>(layers), [&](const ClosureSize& size) { return closure_bytes(dims, size); },
+        budget - plan.pool_bytes, nullptr);
+    std::vector<vid_t> row_of(static_cast<std::size_t>(n), -1);
+    for (const auto& dsts : subgraphs) {
+      plan.passes.push_back(plan_closure_pass(plan, dims, prepared, weights, degree, dsts, row_of, first_gid));
+    }
   }
-  plan.rows_needed = static_cast<std::int64_t>(model.num_layers()) * prepared.num_vertices();
-  plan.cache = plan_cache(plan.trace, options.policy);
-  std::int64_t largest_pools = 0;
-  for (const auto& phase : plan.trace.capacity_rows) {
-    std::int64_t pools = 0;
-    for (std::size_t t = 0; t < phase.size(); ++t) pools += phase[t] * plan.trace.tensors[t].row_bytes;
-    largest_pools = std::max(largest_pools, pools);
+  for (const Pass& pass : plan.passes) {
+    plan.rows_computed += pass.rows_computed;
+    plan.largest_step_bytes = std::max(plan.largest_step_bytes, pass.largest_step_bytes);
+    for (const auto& phase : pass.trace.capacity_rows) {
+      std::int64_t pools = 0;
+      for (std::size_t t = 0; t < phase.size(); ++t) pools += phase[t] * pass.trace.tensors[t].row_bytes;
+      plan.peak_bytes_bound = std::max(plan.peak_bytes_bound, pools);
+    }
   }
-  plan.peak_bytes_bound = largest_pools + (options.mode == ExecutionMode::kReuse ? 2 : 1) * plan.largest_step_bytes;
+  plan.peak_bytes_bound += 2 * plan.largest_step_bytes;
+  plan.rows_needed = static_cast<std::int64_t>(layers) * n;
+  plan.transfers = predict_transfers(plan, options.policy);
   return plan;
 }
 

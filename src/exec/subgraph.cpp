@@ -8,7 +8,7 @@
 namespace nj {
 
 Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,
-                       gid_t first_gid) {
+                       gid_t first_gid, std::span<const vid_t> vertex_of) {
   Subgraph sub;
   sub.sources.assign(dsts.begin(), dsts.end());
   std::vector<vid_t> others;
@@ -49,7 +49,7 @@ Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight
   b.index_by_source();
   b.src_gid.resize(sub.sources.size());
   std::transform(sub.sources.begin(), sub.sources.end(), b.src_gid.begin(),
-                 [first_gid](vid_t v) { return first_gid + v; });
+                 [&](vid_t v) { return first_gid + (vertex_of.empty() ? v : vertex_of[static_cast<std::size_t>(v)]); });
   return sub;
 }
 
@@ -160,7 +160,9 @@ std::vector<std::vector<vid_t>> partition_in_order(const CsrGraph& graph, std::s
         continue;
       }
     }
-    throw InputError(describe_minimum(largest_single_vertex_cost(graph, order, hops, cost)));
+    if (describe_minimum) throw InputError(describe_minimum(largest_single_vertex_cost(graph, order, hops, cost)));
+    parts.push_back({v});
+    closure.reset();
   }
   if (!current.empty()) parts.push_back(std::move(current));
   return parts;

@@ -12,19 +12,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// BlockStack buffers in device memory, freed with the allocator.
-class DeviceRowsAllocator final : public RowsAllocator {
- public:
-  explicit DeviceRowsAllocator(Device& device) : device_(device) {}
-  Rows allocate(std::int64_t rows, std::int64_t cols, const char* what) override {
-    return buffers_.emplace_back(device_, rows, cols, what).view();
-  }
-
- private:
-  Device& device_;
-  std::vector<DeviceRows> buffers_;
-};
-
 std::vector<vid_t> slots_of(std::span<const SlotAssignment> assignments) {
   std::vector<vid_t> slots;
   slots.reserve(assignments.size());
@@ -42,33 +29,37 @@ struct SubgraphExecutor::State {
         features(f),
         first_gid(first),
         plan(plan_epoch(model, g, o, first)),
-        prepared(model.prepare_graph(g)),
-        weights(model.edge_weights(prepared)) {
-    const std::int64_t n = g.num_vertices();
-    const std::size_t layers = model.num_layers();
-    for (std::size_t l = 0; l < layers; ++l) {
+        logits(g.num_vertices(), model.layer(model.num_layers() - 1).out_dim()) {
+    std::int64_t rows = 0;
+    for (const Pass& p : plan.passes) rows = std::max(rows, p.num_rows);
+    for (std::size_t l = 0; l < model.num_layers(); ++l) {
       const Layer& layer = model.layer(l);
-      outputs.emplace_back(n, layer.out_dim());
-      if (o.mode == ExecutionMode::kReuse) {
-        z.emplace_back(n, layer.row_width());
-        grad_z.emplace_back(n, layer.row_width());
-        grad_outputs.emplace_back(n, layer.out_dim());
-      }
+      outputs.emplace_back(rows, layer.out_dim());
+      grad_outputs.emplace_back(rows, layer.out_dim());
+      z.emplace_back(rows, layer.row_width());
+      grad_z.emplace_back(rows, layer.row_width());
     }
-    pools.resize(plan.trace.tensors.size());
+    pools.resize(2 * model.num_layers());
   }
 
-  // The host rows behind a trace tensor.
-  // Reuse only: the recompute mode caches features, which are never written.
-  Matrix& host_tensor(std::uint32_t tensor) {
-    NJ_EXPECTS(plan.options.mode == ExecutionMode::kReuse, "write-back of tensor {} in recompute mode", tensor);
-    return tensor % 2 == 0 ? z[tensor / 2] : grad_z[tensor / 2];
-  }
-  ConstRows host_rows(std::uint32_t tensor) {
-    if (plan.options.mode == ExecutionMode::kRecompute) return features;
-    return host_tensor(tensor).view();
-  }
+  // The host home of a trace tensor's rows: tensor 2l is layer l's transformed rows, 2l+1 their gradients.
+  Matrix& host_tensor(std::uint32_t tensor) { return tensor % 2 == 0 ? z[tensor / 2] : grad_z[tensor / 2]; }
+
+  // Layer l's input rows `rows` of the running pass, as host rows and the indices to read there.
   ConstRows layer_input(std::size_t l) const { return l == 0 ? features : ConstRows(outputs[l - 1].view()); }
+  std::vector<vid_t> layer_input_rows(std::size_t l, std::span<const vid_t> rows) const {
+    if (l > 0 || pass->vertices.empty()) return {rows.begin(), rows.end()};
+    std::vector<vid_t> vertices;
+    vertices.reserve(rows.size());
+    for (const vid_t r : rows) vertices.push_back(pass->vertex(r));
+    return vertices;
+  }
+  std::vector<gid_t> gids_of(std::span<const vid_t> rows) const {
+    std::vector<gid_t> gids;
+    gids.reserve(rows.size());
+    for (const vid_t r : rows) gids.push_back(first_gid + pass->vertex(r));
+    return gids;
+  }
 
   // Copies host rows `vertices` of `host` into a new device buffer, packed into one transfer.
   DeviceRows upload(ConstRows host, std::span<const vid_t> vertices, const char* what) {
@@ -100,17 +91,18 @@ struct SubgraphExecutor::State {
   }
 
   void begin_phase(std::uint32_t phase) {
+    const AccessTrace& trace = pass->trace;
     for (std::size_t t = 0; t < pools.size(); ++t) {
-      const std::int64_t slots = plan.trace.capacity_rows[phase][t];
+      const std::int64_t slots = trace.capacity_rows[phase][t];
       if (slots > 0) {
-        pools[t] = DeviceRows(device, slots, plan.trace.tensors[t].row_bytes / static_cast<std::int64_t>(sizeof(float)),
-                              plan.trace.tensors[t].name);
+        pools[t] = DeviceRows(device, slots, trace.tensors[t].row_bytes / static_cast<std::int64_t>(sizeof(float)),
+                              trace.tensors[t].name);
       }
     }
   }
 
   void end_phase(std::uint32_t phase) {
-    write_back(plan.cache.phase_ends[phase].writeback);
+    write_back(pass->cache.phase_ends[phase].writeback);
     for (auto& pool : pools) pool = DeviceRows();
   }
 
@@ -145,7 +137,7 @@ struct SubgraphExecutor::State {
       auto& g = pending.groups.emplace_back();
       g.tensor = tensor;
       g.slots = slots_of(group);
-      const ConstRows host = host_rows(tensor);
+      const ConstRows host = host_tensor(tensor).view();
       g.host.resize(group.size() * static_cast<std::size_t>(host.cols));
       for (std::size_t i = 0; i < group.size(); ++i) {
         const float* row = host.row(group[i].row.row);
@@ -180,7 +172,7 @@ struct SubgraphExecutor::State {
   void zero_accumulators(const StepPlan& step) {
     std::vector<SlotAssignment> accumulators;
     for (const auto& a : step.allocations) {
-      if (plan.options.mode == ExecutionMode::kReuse && a.row.tensor % 2 == 1) accumulators.push_back(a);
+      if (a.row.tensor % 2 == 1) accumulators.push_back(a);
     }
     for_each_tensor(accumulators, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
       const std::vector<vid_t> slots = slots_of(group);
@@ -188,27 +180,29 @@ struct SubgraphExecutor::State {
     });
   }
 
-  // Runs steps [first, last) of the plan, phase by phase. Where the plan allows it, the next step's loads are
+  // Runs steps [first, last) of the running pass, phase by phase. Where the plan allows it, the next step's loads are
   // issued before the current step computes, so that the copy engine moves them meanwhile.
   template <typename StepFn>
   void run_steps(std::size_t first, std::size_t last, StepFn&& run_step) {
     PendingLoads loads;
     bool prefetched = false;
+    const AccessTrace& trace = pass->trace;
+    const CachePlan& cache = pass->cache;
     for (std::size_t k = first; k < last; ++k) {
-      const std::uint32_t phase = plan.trace.steps[k].phase;
-      if (k == first || plan.trace.steps[k - 1].phase != phase) begin_phase(phase);
-      const StepPlan& step = plan.cache.steps[k];
+      const std::uint32_t phase = trace.steps[k].phase;
+      if (k == first || trace.steps[k - 1].phase != phase) begin_phase(phase);
+      const StepPlan& step = cache.steps[k];
       if (!prefetched) {
         write_back(step.evict_writeback);
         loads = issue_loads(step.loads);
       }
       finish_loads(loads);
       zero_accumulators(step);
-      const bool phase_ends = k + 1 == last || plan.trace.steps[k + 1].phase != phase;
-      prefetched = !phase_ends && plan.cache.steps[k + 1].prefetch;
+      const bool phase_ends = k + 1 == last || trace.steps[k + 1].phase != phase;
+      prefetched = !phase_ends && cache.steps[k + 1].prefetch;
       if (prefetched) {
-        write_back(plan.cache.steps[k + 1].evict_writeback);
-        loads = issue_loads(plan.cache.steps[k + 1].loads);
+        write_back(cache.steps[k + 1].evict_writeback);
+        loads = issue_loads(cache.steps[k + 1].loads);
       }
       const auto start = std::chrono::steady_clock::now();
       run_step(k);
@@ -217,20 +211,22 @@ struct SubgraphExecutor::State {
     }
   }
 
-  // ---- reuse ----
+  // ---- steps ----
 
-  void dropout_rows(Model& model, std::size_t l, std::uint32_t epoch, bool training, const Subgraph& part, Rows rows) {
+  void dropout_rows(Model& model, std::size_t l, std::uint32_t epoch, bool training, std::span<const vid_t> rows,
+                    Rows values) {
     const float p = model.config().dropout;
     if (!training || p <= 0.0F) return;
-    backend.dropout(rows, part.block.src_gid.data(),
-                    feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p, rows);
+    const std::vector<gid_t> gids = gids_of(rows);
+    backend.dropout(values, gids.data(), feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
+                    p, values);
   }
 
-  void transform(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step, std::uint32_t epoch,
+  void transform(Model& model, std::size_t l, std::span<const vid_t> rows, const StepPlan& step, std::uint32_t epoch,
                  bool training) {
-    DeviceRows x = upload(layer_input(l), part.destinations(), "transform inputs");
-    dropout_rows(model, l, epoch, training, part, x.view());
-    DeviceRows out(device, part.num_dst(), model.layer(l).row_width(), "transformed rows");
+    DeviceRows x = upload(layer_input(l), layer_input_rows(l, rows), "transform inputs");
+    dropout_rows(model, l, epoch, training, rows, x.view());
+    DeviceRows out(device, x.rows(), model.layer(l).row_width(), "transformed rows");
     model.layer(l).transform(backend, x.view(), out.view());
     backend.copy_rows(out.view(), nullptr, pools[z_index(l)].view(), step.write_slots.data(), out.rows());
   }
@@ -272,86 +268,65 @@ struct SubgraphExecutor::State {
     backend.copy_rows(grad_rows.view(), nullptr, grad_pool, step.accumulate_slots.data(), sources);
   }
 
-  void transform_backward(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step,
+  void transform_backward(Model& model, std::size_t l, std::span<const vid_t> rows, const StepPlan& step,
                           std::uint32_t epoch) {
     Layer& layer = model.layer(l);
-    const DeviceRows input = upload(layer_input(l), part.destinations(), "transform inputs");
+    const DeviceRows input = upload(layer_input(l), layer_input_rows(l, rows), "transform inputs");
     DeviceRows dropped(device, input.rows(), input.cols(), "dropped inputs");
     backend.copy_rows(input.view(), nullptr, dropped.view(), nullptr, input.rows());
-    dropout_rows(model, l, epoch, true, part, dropped.view());
-    DeviceRows grad_z_rows(device, part.num_dst(), layer.row_width(), "transformed-row gradients");
+    dropout_rows(model, l, epoch, true, rows, dropped.view());
+    DeviceRows grad_z_rows(device, input.rows(), layer.row_width(), "transformed-row gradients");
     backend.copy_rows(pools[grad_index(l)].view(), step.read_slots.data(), grad_z_rows.view(), nullptr,
                       grad_z_rows.rows());
-    DeviceRows grad_x = l > 0 ? DeviceRows(device, part.num_dst(), layer.in_dim(), "input gradients") : DeviceRows();
+    DeviceRows grad_x = l > 0 ? DeviceRows(device, input.rows(), layer.in_dim(), "input gradients") : DeviceRows();
     layer.transform_backward(backend, dropped.view(), grad_z_rows.view(), grad_x.view());
     if (l > 0) {
       // The input is the previous layer's output: finish that layer's activation backward here, where its
       // output rows are already on the device, so that its aggregation backward reads only ∂L/∂Y.
-      dropout_rows(model, l, epoch, true, part, grad_x.view());
+      dropout_rows(model, l, epoch, true, rows, grad_x.view());
       backend.activation_backward(model.activation_after(l - 1), input.view(), grad_x.view(), grad_x.view());
-      download(grad_x.view(), grad_outputs[l - 1].view(), part.destinations());
+      download(grad_x.view(), grad_outputs[l - 1].view(), rows);
     }
   }
 
   std::uint32_t z_index(std::size_t l) const { return static_cast<std::uint32_t>(2 * l); }
   std::uint32_t grad_index(std::size_t l) const { return static_cast<std::uint32_t>(2 * l + 1); }
 
-  void run_reuse_forward(Model& model, std::uint32_t epoch, bool training) {
-    for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
-    run_steps(0, plan.forward_steps, [&](std::size_t k) {
-      const PlannedStep& s = plan.steps[k];
-      const Subgraph& part = plan.layer_parts[s.layer][s.part];
+  // ---- passes ----
+
+  // Runs the forward half of the pass and copies its logits to their vertices' rows.
+  void run_forward(Model& model, std::uint32_t epoch, bool training) {
+    run_steps(0, pass->forward_steps, [&](std::size_t k) {
+      const PlannedStep& s = pass->steps[k];
       if (s.kind == StepKind::kTransform) {
-        transform(model, s.layer, part, plan.cache.steps[k], epoch, training);
+        transform(model, s.layer, pass->transform_chunks[s.layer][s.index], pass->cache.steps[k], epoch, training);
       } else {
-        aggregate(model, s.layer, part, plan.cache.steps[k], epoch, training);
+        aggregate(model, s.layer, pass->layer_parts[s.layer][s.index], pass->cache.steps[k], epoch, training);
       }
     });
+    const Matrix& last = outputs.back();
+    for (vid_t r = 0; r < pass->num_outputs; ++r) {
+      std::copy(last.row(r), last.row(r) + last.cols(), logits.row(pass->vertex(r)));
+    }
   }
 
-  void run_reuse_backward(Model& model, std::uint32_t epoch) {
-    run_steps(plan.forward_steps, plan.steps.size(), [&](std::size_t k) {
-      const PlannedStep& s = plan.steps[k];
-      const Subgraph& part = plan.layer_parts[s.layer][s.part];
+  // The pass's loss, whose gradient seeds its backward half.
+  double take_loss(const LossFunction& loss) {
+    const ConstRows pass_logits = ConstRows(outputs.back().view()).slice(0, pass->num_outputs);
+    return loss(pass_logits, pass->vertices.empty() ? nullptr : pass->vertices.data(),
+                grad_outputs.back().view().slice(0, pass->num_outputs));
+  }
+
+  void run_backward(Model& model, std::uint32_t epoch) {
+    run_steps(pass->forward_steps, pass->steps.size(), [&](std::size_t k) {
+      const PlannedStep& s = pass->steps[k];
       if (s.kind == StepKind::kAggregateBackward) {
-        aggregate_backward(model, s.layer, part, plan.cache.steps[k], epoch);
+        aggregate_backward(model, s.layer, pass->layer_parts[s.layer][s.index], pass->cache.steps[k], epoch);
       } else {
-        transform_backward(model, s.layer, part, plan.cache.steps[k], epoch);
+        transform_backward(model, s.layer, pass->transform_chunks[s.layer][s.index], pass->cache.steps[k], epoch);
       }
-      const bool layer_done = k + 1 == plan.steps.size() || plan.steps[k + 1].layer != s.layer;
+      const bool layer_done = k + 1 == pass->steps.size() || pass->steps[k + 1].layer != s.layer;
       if (layer_done) model.layer(s.layer).finish_backward();
-    });
-  }
-
-  // ---- recompute ----
-
-  void run_closures(Model& model, std::uint32_t epoch, bool training, const LossFunction* loss, double& total_loss) {
-    const auto hops = static_cast<int>(model.num_layers());
-    std::vector<std::int64_t> level_sizes;
-    run_steps(0, plan.forward_steps, [&](std::size_t k) {
-      const std::vector<vid_t>& dsts = plan.closures[plan.steps[k].part];
-      const std::vector<vid_t> closure = closure_order(prepared, dsts, hops, level_sizes);
-      std::vector<Subgraph> parts;
-      std::vector<SparseBlockView> blocks;
-      parts.reserve(model.num_layers());
-      blocks.reserve(model.num_layers());
-      for (std::size_t l = 0; l < model.num_layers(); ++l) {
-        const auto destinations = static_cast<std::size_t>(level_sizes[model.num_layers() - 1 - l]);
-        parts.push_back(make_subgraph(prepared, weights, std::span(closure).first(destinations), first_gid));
-      }
-      for (const auto& p : parts) blocks.push_back(p.block.view());
-      DeviceRowsAllocator buffers(device);
-      BlockStack stack(backend, model, blocks, buffers);
-      const Rows input = buffers.allocate(static_cast<std::int64_t>(closure.size()), features.cols, "closure features");
-      backend.copy_rows(pools[0].view(), plan.cache.steps[k].read_slots.data(), input, nullptr, input.rows);
-      const ConstRows logits = stack.forward(model, epoch, training, input);
-      if (loss == nullptr) {
-        download(logits, outputs.back().view(), dsts);
-        return;
-      }
-      const Rows grad = buffers.allocate(logits.rows, logits.cols, "logit gradients");
-      total_loss += (*loss)(logits, dsts.data(), grad);
-      stack.backward(model, epoch, grad);
     });
   }
 
@@ -360,8 +335,8 @@ struct SubgraphExecutor::State {
   void count_rows() {
     metrics.rows_computed += plan.rows_computed;
     metrics.rows_needed += plan.rows_needed;
-    metrics.cache_hits += plan.cache.hits;
-    metrics.cache_misses += plan.cache.misses;
+    metrics.cache_hits += plan.transfers.hits;
+    metrics.cache_misses += plan.transfers.misses;
   }
 
   Backend& backend;
@@ -369,12 +344,13 @@ struct SubgraphExecutor::State {
   ConstRows features;
   gid_t first_gid;
   EpochPlan plan;
-  CsrGraph prepared;
-  std::vector<float> weights;
-  std::vector<Matrix> outputs;       // per layer: H^{l+1} of every vertex; the last holds the logits
-  std::vector<Matrix> grad_outputs;  // per layer: ∂L/∂Y^l, the gradient before layer l's activation
-  std::vector<Matrix> z;             // per layer: host home of transformed rows that leave the device
-  std::vector<Matrix> grad_z;        // per layer: host home of their gradients
+  const Pass* pass = nullptr;        // the running pass
+  Matrix logits;                     // per vertex: the last layer's outputs
+  // Per layer, in the running pass's rows:
+  std::vector<Matrix> outputs;       // H^{l+1}; the last holds the logits
+  std::vector<Matrix> grad_outputs;  // ∂L/∂Y^l, the gradient before layer l's activation
+  std::vector<Matrix> z;             // host home of transformed rows that leave the device
+  std::vector<Matrix> grad_z;        // host home of their gradients
   std::vector<DeviceRows> pools;     // per trace tensor, during its phase
   std::vector<float> staging;        // host side of packed transfers
   ExecutionMetrics metrics;
@@ -393,24 +369,23 @@ const EpochPlan& SubgraphExecutor::plan() const { return state_->plan; }
 
 ConstRows SubgraphExecutor::evaluate(Model& model) {
   State& s = *state_;
-  if (s.plan.options.mode == ExecutionMode::kReuse) {
-    s.run_reuse_forward(model, 0, false);
-  } else {
-    double unused = 0.0;
-    s.run_closures(model, 0, false, nullptr, unused);
+  for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
+  for (const Pass& pass : s.plan.passes) {
+    s.pass = &pass;
+    s.run_forward(model, 0, false);
   }
-  return s.outputs.back().view();
+  return s.logits.view();
 }
 
 double SubgraphExecutor::train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) {
   State& s = *state_;
+  for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
   double total = 0.0;
-  if (s.plan.options.mode == ExecutionMode::kReuse) {
-    s.run_reuse_forward(model, epoch, true);
-    total = loss(s.outputs.back().view(), nullptr, s.grad_outputs.back().view());
-    s.run_reuse_backward(model, epoch);
-  } else {
-    s.run_closures(model, epoch, true, &loss, total);
+  for (const Pass& pass : s.plan.passes) {
+    s.pass = &pass;
+    s.run_forward(model, epoch, true);
+    total += s.take_loss(loss);
+    s.run_backward(model, epoch);
   }
   s.count_rows();
   return total;

@@ -16,6 +16,11 @@ namespace {
 using rowmath::activate;
 using rowmath::activation_gradient;
 
+// Below this many floats touched, a kernel runs on the calling thread: waking the team costs more than the
+// work (the small steps of a tight device budget issue many such kernels).
+constexpr std::int64_t kParallelWork = std::int64_t{1} << 14;
+bool worth_threads(std::int64_t floats) { return floats >= kParallelWork; }
+
 // Column sums are formed per block of this many rows and the block partials added in order, so the result is
 // the same for every thread count.
 constexpr std::int64_t kReductionBlockRows = 1024;
@@ -49,14 +54,14 @@ class CpuBackend final : public Backend {
     NJ_EXPECTS(in.cols == out.cols && out.rows == block.num_dst && reaches_sources(block, in),
                "spmm shapes: in {}x{}, out {}x{}, block {}->{}", in.rows, in.cols, out.rows, out.cols, block.num_src,
                block.num_dst);
-#pragma omp parallel for schedule(dynamic, 64)
+#pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * in.cols))
     for (vid_t i = 0; i < block.num_dst; ++i) rowmath::spmm_row(block, i, in.data, in.cols, out.row(i));
   }
 
   void spmm_transpose(const SparseBlockView& block, ConstRows grad_out, Rows grad_in, bool accumulate) override {
     NJ_EXPECTS(grad_in.cols == grad_out.cols && grad_out.rows == block.num_dst && reaches_sources(block, grad_in),
                "spmm_transpose shapes");
-#pragma omp parallel for schedule(dynamic, 64)
+#pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * grad_out.cols))
     for (vid_t j = 0; j < block.num_src; ++j) {
       rowmath::spmm_transpose_row(block, j, grad_out.data, grad_out.cols, grad_in.row(block.row_of(j)), accumulate);
     }
@@ -67,7 +72,7 @@ class CpuBackend final : public Backend {
     NJ_EXPECTS(z.cols == shape.row_width() && out.cols == shape.output_width() && out.rows == block.num_dst &&
                    reaches_sources(block, z),
                "gat_forward shapes");
-#pragma omp parallel for schedule(dynamic, 64)
+#pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * z.cols))
     for (vid_t i = 0; i < block.num_dst; ++i) rowmath::gat_forward_row(block, shape, attention, i, z.data, out.row(i));
   }
 
@@ -80,18 +85,18 @@ class CpuBackend final : public Backend {
     std::vector<float> coefficient(edges);
     std::vector<float> score_grad(edges);
     std::vector<float> dst_score_grad(static_cast<std::size_t>(block.num_dst) * static_cast<std::size_t>(shape.heads));
-#pragma omp parallel for schedule(dynamic, 64)
+#pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * z.cols))
     for (vid_t i = 0; i < block.num_dst; ++i) {
       rowmath::gat_backward_row(block, shape, attention, i, z.data, grad_out.row(i), coefficient.data(),
                                 score_grad.data(), dst_score_grad.data() + static_cast<std::int64_t>(i) * shape.heads);
     }
-#pragma omp parallel for schedule(dynamic, 64)
+#pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * z.cols))
     for (vid_t j = 0; j < block.num_src; ++j) {
       rowmath::gat_backward_source_row(block, shape, j, coefficient.data(), score_grad.data(), grad_out.data,
                                        grad_z.row(block.row_of(j)), accumulate);
     }
     // After the source pass, which may have reset these rows; destination i is local source i.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(block.num_edges() * z.cols))
     for (vid_t i = 0; i < block.num_dst; ++i) {
       float* row = grad_z.row(block.row_of(i));
       for (int h = 0; h < shape.heads; ++h) {
@@ -107,7 +112,7 @@ class CpuBackend final : public Backend {
     constexpr int kLanes = 16;
     constexpr std::int64_t kGroup = 128;
     const float scale = 1.0F / (1.0F - p);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(in.size()))
     for (std::int64_t r = 0; r < in.rows; ++r) {
       const float* x = in.row(r);
       float* y = out.row(r);
@@ -141,7 +146,7 @@ class CpuBackend final : public Backend {
   }
 
   void bias_activation(ConstRows y, const float* bias, Activation act, Rows h) override {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(y.size()))
     for (std::int64_t r = 0; r < y.rows; ++r) {
       const float* in = y.row(r);
       float* out = h.row(r);
@@ -150,7 +155,7 @@ class CpuBackend final : public Backend {
   }
 
   void activation_backward(Activation act, ConstRows h, ConstRows grad_h, Rows grad_y) override {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(h.size()))
     for (std::int64_t r = 0; r < h.rows; ++r) {
       for (std::int64_t c = 0; c < h.cols; ++c) {
         grad_y.row(r)[c] = grad_h.row(r)[c] * activation_gradient(act, h.row(r)[c]);
@@ -161,7 +166,7 @@ class CpuBackend final : public Backend {
   void column_sums(ConstRows in, float* out, bool accumulate) override {
     const std::int64_t blocks = (in.rows + kReductionBlockRows - 1) / kReductionBlockRows;
     std::vector<float> partial(static_cast<std::size_t>(blocks * in.cols), 0.0F);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(in.size()))
     for (std::int64_t blk = 0; blk < blocks; ++blk) {
       float* sums = partial.data() + blk * in.cols;
       const std::int64_t end = std::min(in.rows, (blk + 1) * kReductionBlockRows);
@@ -178,7 +183,7 @@ class CpuBackend final : public Backend {
 
   void copy_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows, std::int64_t count) override {
     NJ_EXPECTS(src.cols == dst.cols, "copy_rows widths {} and {}", src.cols, dst.cols);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(count * src.cols))
     for (std::int64_t i = 0; i < count; ++i) {
       const float* from = src.row(src_rows != nullptr ? src_rows[i] : i);
       std::copy(from, from + src.cols, dst.row(dst_rows != nullptr ? dst_rows[i] : i));
@@ -186,7 +191,7 @@ class CpuBackend final : public Backend {
   }
 
   void zero_rows(Rows dst, const vid_t* rows, std::int64_t count) override {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(count * dst.cols))
     for (std::int64_t i = 0; i < count; ++i) {
       float* row = dst.row(rows != nullptr ? rows[i] : i);
       std::fill(row, row + dst.cols, 0.0F);
@@ -197,7 +202,7 @@ class CpuBackend final : public Backend {
                                Rows grad) override {
     const std::int64_t blocks = (logits.rows + kReductionBlockRows - 1) / kReductionBlockRows;
     std::vector<double> partial(static_cast<std::size_t>(blocks), 0.0);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(logits.size()))
     for (std::int64_t blk = 0; blk < blocks; ++blk) {
       const std::int64_t end = std::min(logits.rows, (blk + 1) * kReductionBlockRows);
       for (std::int64_t r = blk * kReductionBlockRows; r < end; ++r) {

@@ -174,7 +174,7 @@ TEST(SubgraphExecutor, GatOnHubsStaysWithinTheSmallestBudget) {
   const Trace reference = train_in_memory(data, config, 2);
   const Model model(config, data.features.cols(), data.num_classes);
   for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
-    const std::int64_t minimum = minimum_device_budget(model, data.graph, mode);
+    const std::int64_t minimum = minimum_device_budget(model, data.graph);
     for (const std::int64_t budget : {minimum, minimum + minimum / 3}) {
       for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kSizeOrder, CachePolicy::kBelady}) {
         SCOPED_TRACE(fmt::format("{} bytes, {}, {}", budget, to_string(mode), to_string(policy)));
@@ -207,7 +207,7 @@ TEST(SubgraphExecutor, MeasuredTrafficAndPeakAreWhatThePlanSays) {
     const ModelConfig config = model_config(kind, 2);
     const Model model(config, data.features.cols(), data.num_classes);
     for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
-      const std::int64_t budget = 2 * minimum_device_budget(model, data.graph, mode);
+      const std::int64_t budget = 2 * minimum_device_budget(model, data.graph);
       const SubgraphExecutorOptions options{budget, mode, CachePolicy::kStAware};
       const EpochPlan plan = plan_epoch(model, data.graph, options);
       EXPECT_LE(plan.peak_bytes_bound, budget);
@@ -223,15 +223,15 @@ TEST(SubgraphExecutor, MeasuredTrafficAndPeakAreWhatThePlanSays) {
 TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
   const Dataset data = grid_dataset(20, 20, 9);
   const Model model(model_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
-  const std::int64_t budget = 4 * minimum_device_budget(model, data.graph, ExecutionMode::kRecompute);
+  const std::int64_t budget = 4 * minimum_device_budget(model, data.graph);
   const EpochPlan reuse = plan_epoch(model, data.graph, {budget, ExecutionMode::kReuse, CachePolicy::kStAware});
   const EpochPlan recompute =
       plan_epoch(model, data.graph, {budget, ExecutionMode::kRecompute, CachePolicy::kSizeOrder});
   EXPECT_EQ(reuse.rows_computed, reuse.rows_needed);
-  EXPECT_GT(recompute.closures.size(), 1U);
+  EXPECT_GT(recompute.passes.size(), 1U);
   EXPECT_GT(recompute.rows_computed, recompute.rows_needed);
   // Every vertex is a destination of exactly one subgraph in each layer.
-  for (const auto& parts : reuse.layer_parts) {
+  for (const auto& parts : reuse.passes.front().layer_parts) {
     std::vector<int> seen(static_cast<std::size_t>(data.num_vertices()), 0);
     for (const Subgraph& part : parts) {
       for (const vid_t v : part.destinations()) ++seen[static_cast<std::size_t>(v)];

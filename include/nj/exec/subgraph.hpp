@@ -12,16 +12,17 @@ namespace nj {
 
 struct Subgraph {
   std::vector<vid_t> sources;  // vertex ids of the local sources; the first block.num_dst() are the destinations
-  SparseBlock block;           // local ids; src_gid = first_gid + vertex id
+  SparseBlock block;           // local ids; src_gid: global ids
 
   vid_t num_dst() const { return block.num_dst(); }
   std::span<const vid_t> destinations() const { return {sources.data(), static_cast<std::size_t>(num_dst())}; }
 };
 
 // The block of destinations `dsts` with all their in-edges in `graph` (weights taken per edge from
-// edge_weight when it is not empty). Sources after the destinations come in ascending vertex id.
+// edge_weight when it is not empty). Sources after the destinations come in ascending vertex id. The global id
+// of vertex v is first_gid + v, or first_gid + vertex_of[v] when `graph` is cut from a larger one.
 Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,
-                       gid_t first_gid);
+                       gid_t first_gid, std::span<const vid_t> vertex_of = {});
 
 // Reverse Cuthill-McKee-style order: breadth-first over in-neighbours, lower degree first, one component after
 // another, starting each from its lowest-degree unvisited vertex. Neighbouring vertices get nearby positions.
@@ -37,9 +38,9 @@ struct ClosureSize {
 };
 using SubgraphCost = std::function<std::int64_t(const ClosureSize&)>;
 
-// Cuts `order` into consecutive runs, each as long as cost(closure of the run) <= limit allows. Throws
-// nj::InputError when a single vertex already exceeds the limit, with describe_minimum(the smallest limit
-// that would work) as the message.
+// Cuts `order` into consecutive runs, each as long as cost(closure of the run) <= limit allows. A single
+// vertex that already exceeds the limit throws nj::InputError with describe_minimum(the smallest limit that
+// would work) as the message; without describe_minimum, it makes a run of its own.
 std::vector<std::vector<vid_t>> partition_in_order(const CsrGraph& graph, std::span<const vid_t> order, int hops,
                                                    const SubgraphCost& cost, std::int64_t limit,
                                                    const std::function<std::string(std::int64_t)>& describe_minimum);

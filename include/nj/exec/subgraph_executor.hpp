@@ -5,9 +5,10 @@
 //  - reuse (the paper's embedding reuse): layer by layer, every vertex's rows are computed once per epoch and
 //    read by every subgraph that needs them; rows with no reader left are released at once. The epoch's
 //    access trace is planned offline by a cache policy (cache_plan.hpp) and replayed.
-//  - recompute (the baseline of a graph-unaware swapping framework): each subgraph is pushed through all
-//    layers with its whole L-hop in-closure, so shared vertices are recomputed in every subgraph that needs
-//    them; only the input features are cached between subgraphs.
+//  - recompute (the baseline of a graph-unaware swapping framework running a split full-graph model): each
+//    subgraph is pushed through all layers with its whole L-hop in-closure, so shared vertices are recomputed
+//    in every subgraph that needs them. A closure too large for the device is paged through it by the same
+//    steps and cache policy, so the baseline runs within any budget reuse runs within.
 // Both compute exactly the gradients of full-graph training: dropout masks depend only on global ids, and
 // gradients of shared rows are summed over the subgraphs that read them.
 #include <memory>
@@ -31,45 +32,77 @@ struct SubgraphExecutorOptions {
   CachePolicy policy = CachePolicy::kStAware;
 };
 
-// What a step does; a step's `part` indexes its layer's parts (reuse) or the closures (recompute).
-enum class StepKind { kTransform, kAggregate, kAggregateBackward, kTransformBackward, kClosure };
+// A step of a pass: `index` is a transform chunk of its layer (transform steps) or a subgraph of its layer
+// (aggregation steps).
+enum class StepKind { kTransform, kAggregate, kAggregateBackward, kTransformBackward };
 
 struct PlannedStep {
   StepKind kind = StepKind::kTransform;
   std::uint32_t layer = 0;
-  std::uint32_t part = 0;
+  std::uint32_t index = 0;
+};
+
+// One run of the layer-by-layer schedule over a set of rows, forward and backward. Reuse makes one pass over
+// the whole graph. The recompute baseline makes one pass per subgraph over its L-hop closure: layer l computes
+// the rows within L-1-l hops of the subgraph, and nothing a pass computed is kept for the next one.
+struct Pass {
+  std::vector<vid_t> vertices;  // the graph vertex of each pass row; empty: row r is vertex r
+  std::int64_t num_rows = 0;    // rows of the first layer's input
+  std::int64_t num_outputs = 0;  // the last layer's outputs: the first num_outputs rows, whose loss the pass takes
+  std::vector<std::vector<std::vector<vid_t>>> transform_chunks;  // per layer: the rows each transform step takes
+  std::vector<std::vector<Subgraph>> layer_parts;  // per layer: its subgraphs, in pass rows (src_gid: global ids)
+  std::vector<PlannedStep> steps;                  // in execution order: the trace's steps, one to one
+  std::size_t forward_steps = 0;                   // the first forward_steps steps are the forward pass
+  AccessTrace trace;
+  CachePlan cache;
+  std::int64_t largest_step_bytes = 0;  // what the largest step uses besides the pools
+  std::int64_t stream_h2d_bytes = 0;    // predicted bytes of rows streamed to the device (not cached)
+  std::int64_t stream_d2h_bytes = 0;    // predicted bytes of rows streamed back
+  std::int64_t rows_computed = 0;       // forward aggregations
+
+  vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
+};
+
+// The transfers an epoch's passes make under one cache policy.
+struct PredictedTransfers {
+  std::int64_t h2d_bytes = 0;
+  std::int64_t d2h_bytes = 0;
+  std::int64_t cache_h2d_bytes = 0;  // the part of h2d_bytes (d2h_bytes) that the cache plan moves
+  std::int64_t cache_d2h_bytes = 0;
+  std::int64_t hits = 0;
+  std::int64_t misses = 0;
 };
 
 // The plan of one epoch, made once: the same every epoch.
 struct EpochPlan {
   SubgraphExecutorOptions options;
-  std::vector<std::vector<Subgraph>> layer_parts;  // reuse: per layer, its subgraphs (destinations = a chunk)
-  std::vector<std::vector<vid_t>> closures;        // recompute: per subgraph, its destinations
-  std::vector<PlannedStep> steps;                  // in execution order: the trace's steps, one to one
-  std::size_t forward_steps = 0;                   // the first forward_steps steps are the forward pass
-  AccessTrace trace;
-  CachePlan cache;
+  std::vector<Pass> passes;
   std::int64_t pool_bytes = 0;          // device memory given to the cache pools
   std::int64_t step_limit_bytes = 0;    // what one step may use besides the pools
-  std::int64_t largest_step_bytes = 0;  // what the largest planned step uses besides the pools
-  std::int64_t peak_bytes_bound =
-      0;  // the device peak cannot exceed this: pools, plus two steps (one without prefetch)
-  std::int64_t stream_h2d_bytes = 0;  // predicted bytes of rows streamed to the device (not cached)
-  std::int64_t stream_d2h_bytes = 0;  // predicted bytes of rows streamed back
-  std::int64_t rows_computed = 0;     // per epoch, forward aggregations
+  std::int64_t largest_step_bytes = 0;  // over all passes
+  // The device peak cannot exceed this: pools, plus two steps (the running one and the prefetched one).
+  std::int64_t peak_bytes_bound = 0;
+  std::int64_t rows_computed = 0;  // per epoch, forward aggregations
   std::int64_t rows_needed = 0;
+  PredictedTransfers transfers;  // under options.policy
 
-  std::int64_t predicted_h2d_bytes() const { return cache.h2d_bytes + stream_h2d_bytes; }
-  std::int64_t predicted_d2h_bytes() const { return cache.d2h_bytes + stream_d2h_bytes; }
+  std::int64_t predicted_h2d_bytes() const { return transfers.h2d_bytes; }
+  std::int64_t predicted_d2h_bytes() const { return transfers.d2h_bytes; }
+  std::size_t num_steps() const;
 };
+
+// What the plan's passes would move under `policy` (the plan's own: its stored cache plans; another: planned
+// again on the same traces).
+PredictedTransfers predict_transfers(const EpochPlan& plan, CachePolicy policy);
 
 // Plans an epoch of `model` on `graph` (as stored: the model adds its self-loops). Throws nj::InputError when
 // the budget cannot hold the smallest possible step, naming the smallest budget that would.
 EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphExecutorOptions& options,
                      gid_t first_gid = 0);
 
-// The smallest device budget with which plan_epoch succeeds for this model, graph and mode.
-std::int64_t minimum_device_budget(const Model& model, const CsrGraph& graph, ExecutionMode mode);
+// The smallest device budget with which plan_epoch succeeds for this model and graph, in either mode: both
+// run a layer's smallest step, one vertex with all its in-edges.
+std::int64_t minimum_device_budget(const Model& model, const CsrGraph& graph);
 
 class SubgraphExecutor final : public Executor {
  public:
