@@ -70,7 +70,7 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
 void log_plan(const EpochPlan& plan) {
   std::string parts;
   if (plan.options.mode == ExecutionMode::kRecompute) {
-    parts = fmt::format("{} subgraphs, each a pass over its closure", plan.passes.size());
+    parts = fmt::format("{} subgraphs, each a pass over its closure", plan.closures.size());
   } else {
     const auto& layer_parts = plan.passes.front().layer_parts;
     for (std::size_t l = 0; l < layer_parts.size(); ++l) {
@@ -81,13 +81,12 @@ void log_plan(const EpochPlan& plan) {
   spdlog::info("plan: {} with {} cache, budget {} (pools {}, step buffers {}), {}, {} steps",
                to_string(plan.options.mode), to_string(plan.options.policy), format_bytes(plan.options.device_budget),
                format_bytes(unlimited ? kUnlimited : plan.pool_bytes),
-               format_bytes(unlimited ? kUnlimited : plan.step_limit_bytes), parts, plan.num_steps());
+               format_bytes(unlimited ? kUnlimited : plan.step_limit_bytes), parts, plan.num_steps);
   spdlog::info("plan: device peak at most {} (largest step {})", format_bytes(plan.peak_bytes_bound),
                format_bytes(plan.largest_step_bytes));
-  const PredictedTransfers& t = plan.transfers;
   spdlog::info("plan: predicted per epoch: h2d {} (cache {}), d2h {} (cache {}), recompute ratio {:.3f}",
-               format_bytes(t.h2d_bytes), format_bytes(t.cache_h2d_bytes), format_bytes(t.d2h_bytes),
-               format_bytes(t.cache_d2h_bytes),
+               format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.d2h_bytes),
+               format_bytes(plan.cache_d2h_bytes),
                static_cast<double>(plan.rows_computed) / static_cast<double>(plan.rows_needed));
 }
 

@@ -28,19 +28,17 @@ void run_plan(PlanArguments& args) {
   spdlog::info("planned in {:.2f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   log_plan(plan);
   if (args.list_subgraphs) {
-    for (std::size_t p = 0; p < plan.passes.size(); ++p) {
-      const Pass& pass = plan.passes[p];
-      if (plan.passes.size() > 1) {
-        std::cout << fmt::format("pass {}: {} destinations, {} closure rows\n", p, pass.num_outputs, pass.num_rows);
-      }
+    for (const Pass& pass : plan.passes) {
       for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
         for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
           const Subgraph& s = pass.layer_parts[l][k];
-          std::cout << fmt::format("{}layer {} subgraph {}: {} destinations, {} sources, {} edges\n",
-                                   plan.passes.size() > 1 ? "  " : "", l + 1, k, s.num_dst(), s.sources.size(),
-                                   s.block.src_index.size());
+          std::cout << fmt::format("layer {} subgraph {}: {} destinations, {} sources, {} edges\n", l + 1, k,
+                                   s.num_dst(), s.sources.size(), s.block.src_index.size());
         }
       }
+    }
+    for (std::size_t k = 0; k < plan.closures.size(); ++k) {
+      std::cout << fmt::format("subgraph {}: {} destinations\n", k, plan.closures[k].size());
     }
   }
 
@@ -51,12 +49,15 @@ void run_plan(PlanArguments& args) {
   }
   std::cout << fmt::format("{:<11} {:>12} {:>12} {:>12} {:>9}\n", "policy", "h2d", "d2h", "total", "hit rate");
   for (const CachePolicy policy : policies) {
-    const PredictedTransfers t = predict_transfers(plan, policy);
-    const auto accesses = t.hits + t.misses;
+    SubgraphExecutorOptions options = choice.options;
+    options.policy = policy;
+    const EpochPlan t = policy == plan.options.policy ? EpochPlan{} : plan_epoch(model, dataset.graph, options);
+    const EpochPlan& p = policy == plan.options.policy ? plan : t;
+    const auto accesses = p.cache_hits + p.cache_misses;
     std::cout << fmt::format(
-        "{:<11} {:>12} {:>12} {:>12} {:>8.1f}%\n", to_string(policy), format_bytes(t.h2d_bytes),
-        format_bytes(t.d2h_bytes), format_bytes(t.h2d_bytes + t.d2h_bytes),
-        accesses > 0 ? 100.0 * static_cast<double>(t.hits) / static_cast<double>(accesses) : 100.0);
+        "{:<11} {:>12} {:>12} {:>12} {:>8.1f}%\n", to_string(policy), format_bytes(p.h2d_bytes),
+        format_bytes(p.d2h_bytes), format_bytes(p.h2d_bytes + p.d2h_bytes),
+        accesses > 0 ? 100.0 * static_cast<double>(p.cache_hits) / static_cast<double>(accesses) : 100.0);
   }
 }
 

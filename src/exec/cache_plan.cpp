@@ -414,6 +414,8 @@ class NextUseEvictor {
 
 struct Traits {
   bool aware;     // honours release_dead_rows: dead rows leave at once, only live values are written back
+  // Even unaware, a phase end (where a tensor's reference count would drop) writes back only live values.
+  bool drops_dead_at_phase_end;
   bool reuse;     // rows stay resident between steps
   bool prefetch;  // steps may be marked for prefetch
   bool pin_by_degree;
@@ -496,7 +498,7 @@ class Planner {
       Pool& pool = pools_[t];
       plan_.peak_rows[p][t] = pool.peak;
       for (const std::uint32_t row : pool.slot_row) {
-        if (row != kNoRow) leave(row, static_cast<std::uint32_t>(t), end.writeback, pending_drops_);
+        if (row != kNoRow) leave(row, static_cast<std::uint32_t>(t), end.writeback, pending_drops_, true);
       }
     }
     pending_drops_.clear();
@@ -506,8 +508,9 @@ class Planner {
   bool needs_value(const Touch& touch) const {
     return (touch.bits & kRead) || ((touch.bits & kAccumulate) && (flags_[touch.row] & kTouched));
   }
-  bool must_write_back(std::uint32_t row) const {
-    return (flags_[row] & kDirty) && (!traits_.aware || (flags_[row] & kRowLive));
+  bool must_write_back(std::uint32_t row, bool at_phase_end) const {
+    const bool knows_liveness = traits_.aware || (at_phase_end && traits_.drops_dead_at_phase_end);
+    return (flags_[row] & kDirty) && (!knows_liveness || (flags_[row] & kRowLive));
   }
   RowRef ref(std::uint32_t row, std::uint32_t tensor) const {
     return {tensor, static_cast<vid_t>(row - ix_.base[tensor])};
@@ -515,9 +518,9 @@ class Planner {
 
   // Takes the row off the device, recording the copy if its value must survive; returns its slot.
   std::int32_t leave(std::uint32_t row, std::uint32_t tensor, std::vector<SlotAssignment>& writeback,
-                     std::vector<SlotAssignment>& drops) {
+                     std::vector<SlotAssignment>& drops, bool at_phase_end = false) {
     const std::int32_t slot = slot_[row];
-    if (must_write_back(row)) {
+    if (must_write_back(row, at_phase_end)) {
       writeback.push_back({ref(row, tensor), slot});
       plan_.d2h_bytes += trace_.tensors[tensor].row_bytes;
     } else {
@@ -536,7 +539,7 @@ class Planner {
     if (pool.free_count > 0) return load ? pool.take_oldest() : pool.take_newest();
     const std::uint32_t victim = evictor_.pop(tensor, step);
     NJ_EXPECTS(last_step_[victim] != step, "the planner evicted row {} that step {} touches", victim, step);
-    if (last_step_[victim] == step - 1 && must_write_back(victim)) prefetch_blocked_ = true;
+    if (last_step_[victim] == step - 1 && must_write_back(victim, false)) prefetch_blocked_ = true;
     return leave(victim, tensor, plan.evict_writeback, plan.drops);
   }
 
@@ -624,7 +627,11 @@ class Planner {
 };
 
 Traits traits_of(CachePolicy policy, bool release_dead_rows) {
-  Traits traits{.aware = release_dead_rows, .reuse = true, .prefetch = true, .pin_by_degree = false};
+  Traits traits{.aware = release_dead_rows,
+                .drops_dead_at_phase_end = release_dead_rows,
+                .reuse = true,
+                .prefetch = true,
+                .pin_by_degree = false};
   switch (policy) {
     case CachePolicy::kSizeOrder:
       traits.aware = false;

@@ -213,45 +213,6 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
   return pass;
 }
 
-// The recompute baseline's pass over one subgraph: its closure's rows, the destinations first and then each
-// hop further out; the in-edges of the rows some layer aggregates, with the whole graph's edge weights.
-Pass plan_closure_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const CsrGraph& prepared,
-                       std::span<const float> weights, std::span<const std::int64_t> degree,
-                       std::span<const vid_t> dsts, std::vector<vid_t>& row_of, gid_t first_gid) {
-  const std::size_t layers = dims.size();
-  std::vector<std::int64_t> level_sizes;
-  std::vector<vid_t> closure = closure_order(prepared, dsts, static_cast<int>(layers), level_sizes);
-  for (std::size_t r = 0; r < closure.size(); ++r) row_of[static_cast<std::size_t>(closure[r])] = static_cast<vid_t>(r);
-
-  CsrGraph local;
-  std::vector<float> local_weights;
-  std::vector<std::int64_t> local_degree;
-  local.offsets.reserve(closure.size() + 1);
-  const auto aggregated = level_sizes[layers - 1];
-  for (std::size_t r = 0; r < closure.size(); ++r) {
-    const vid_t v = closure[r];
-    local_degree.push_back(degree[static_cast<std::size_t>(v)]);
-    if (static_cast<std::int64_t>(r) < aggregated) {
-      for (eid_t e = prepared.offsets[static_cast<std::size_t>(v)]; e < prepared.offsets[static_cast<std::size_t>(v) + 1];
-           ++e) {
-        local.sources.push_back(row_of[static_cast<std::size_t>(prepared.sources[static_cast<std::size_t>(e)])]);
-        if (!weights.empty()) local_weights.push_back(weights[static_cast<std::size_t>(e)]);
-      }
-    }
-    local.offsets.push_back(local.num_edges());
-  }
-  for (const vid_t v : closure) row_of[static_cast<std::size_t>(v)] = -1;
-
-  std::vector<vid_t> order(closure.size());
-  std::iota(order.begin(), order.end(), 0);
-  PassRows rows{local, local_weights, order, {}, {}};
-  for (std::size_t l = 0; l < layers; ++l) {
-    rows.in_rows.push_back(level_sizes[layers - l]);
-    rows.out_rows.push_back(level_sizes[layers - 1 - l]);
-  }
-  return plan_pass(plan, dims, rows, std::move(closure), local_degree, first_gid);
-}
-
 // The step limit every layer needs: its largest one-vertex subgraph (one vertex with all its in-edges), and
 // the layer where that is largest.
 struct SmallestStep {
@@ -269,7 +230,71 @@ SmallestStep smallest_step(const std::vector<LayerDims>& dims, const CsrGraph& p
   return largest;
 }
 
+// Adds a planned pass to the epoch's totals.
+void add_to_totals(EpochPlan& plan, const Pass& pass) {
+  plan.rows_computed += pass.rows_computed;
+  plan.largest_step_bytes = std::max(plan.largest_step_bytes, pass.largest_step_bytes);
+  plan.largest_pass_rows = std::max(plan.largest_pass_rows, pass.num_rows);
+  plan.num_steps += static_cast<std::int64_t>(pass.steps.size());
+  for (const auto& phase : pass.trace.capacity_rows) {
+    std::int64_t pools = 0;
+    for (std::size_t t = 0; t < phase.size(); ++t) pools += phase[t] * pass.trace.tensors[t].row_bytes;
+    plan.peak_bytes_bound = std::max(plan.peak_bytes_bound, pools);
+  }
+  plan.cache_h2d_bytes += pass.cache.h2d_bytes;
+  plan.cache_d2h_bytes += pass.cache.d2h_bytes;
+  plan.h2d_bytes += pass.cache.h2d_bytes + pass.stream_h2d_bytes;
+  plan.d2h_bytes += pass.cache.d2h_bytes + pass.stream_d2h_bytes;
+  plan.cache_hits += pass.cache.hits;
+  plan.cache_misses += pass.cache.misses;
+}
+
 }  // namespace
+
+ClosurePlanner::ClosurePlanner(const Model& model, const CsrGraph& graph, gid_t first_gid)
+    : model_(model),
+      prepared_(model.prepare_graph(graph)),
+      weights_(model.edge_weights(prepared_)),
+      out_degree_(out_degrees(prepared_)),
+      row_of_(static_cast<std::size_t>(prepared_.num_vertices()), -1),
+      first_gid_(first_gid) {}
+
+// The pass rows are the closure's vertices, the destinations first and then each hop further out; its graph
+// holds the in-edges of the rows some layer aggregates, with the whole graph's edge weights.
+Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
+  const auto dims = layer_dims(model_);
+  const std::size_t layers = dims.size();
+  std::vector<std::int64_t> level_sizes;
+  std::vector<vid_t> closure = closure_order(prepared_, dsts, static_cast<int>(layers), level_sizes);
+  for (std::size_t r = 0; r < closure.size(); ++r) row_of_[static_cast<std::size_t>(closure[r])] = static_cast<vid_t>(r);
+
+  CsrGraph local;
+  std::vector<float> local_weights;
+  std::vector<std::int64_t> local_degree;
+  local.offsets.reserve(closure.size() + 1);
+  const auto aggregated = level_sizes[layers - 1];
+  for (std::size_t r = 0; r < closure.size(); ++r) {
+    const auto v = static_cast<std::size_t>(closure[r]);
+    local_degree.push_back(out_degree_[v]);
+    if (static_cast<std::int64_t>(r) < aggregated) {
+      for (eid_t e = prepared_.offsets[v]; e < prepared_.offsets[v + 1]; ++e) {
+        local.sources.push_back(row_of_[static_cast<std::size_t>(prepared_.sources[static_cast<std::size_t>(e)])]);
+        if (!weights_.empty()) local_weights.push_back(weights_[static_cast<std::size_t>(e)]);
+      }
+    }
+    local.offsets.push_back(local.num_edges());
+  }
+  for (const vid_t v : closure) row_of_[static_cast<std::size_t>(v)] = -1;
+
+  std::vector<vid_t> order(closure.size());
+  std::iota(order.begin(), order.end(), 0);
+  PassRows rows{local, local_weights, order, {}, {}};
+  for (std::size_t l = 0; l < layers; ++l) {
+    rows.in_rows.push_back(level_sizes[layers - l]);
+    rows.out_rows.push_back(level_sizes[layers - 1 - l]);
+  }
+  return plan_pass(plan, dims, rows, std::move(closure), local_degree, first_gid_);
+}
 
 ExecutionMode parse_execution_mode(const std::string& text) {
   if (text == "reuse") return ExecutionMode::kReuse;
@@ -282,27 +307,6 @@ const char* to_string(ExecutionMode mode) { return mode == ExecutionMode::kReuse
 std::int64_t minimum_device_budget(const Model& model, const CsrGraph& graph) {
   const CsrGraph prepared = model.prepare_graph(graph);
   return kStepsPerBudget * smallest_step(layer_dims(model), prepared, locality_order(prepared)).bytes;
-}
-
-std::size_t EpochPlan::num_steps() const {
-  std::size_t steps = 0;
-  for (const Pass& pass : passes) steps += pass.steps.size();
-  return steps;
-}
-
-PredictedTransfers predict_transfers(const EpochPlan& plan, CachePolicy policy) {
-  PredictedTransfers total;
-  for (const Pass& pass : plan.passes) {
-    const CachePlan replanned = policy == plan.options.policy ? CachePlan{} : plan_cache(pass.trace, policy);
-    const CachePlan& cache = policy == plan.options.policy ? pass.cache : replanned;
-    total.cache_h2d_bytes += cache.h2d_bytes;
-    total.cache_d2h_bytes += cache.d2h_bytes;
-    total.h2d_bytes += cache.h2d_bytes + pass.stream_h2d_bytes;
-    total.d2h_bytes += cache.d2h_bytes + pass.stream_d2h_bytes;
-    total.hits += cache.hits;
-    total.misses += cache.misses;
-  }
-  return total;
 }
 
 EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphExecutorOptions& options,
@@ -330,28 +334,16 @@ EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphEx
   }
   if (options.mode == ExecutionMode::kReuse) {
     PassRows rows{prepared, weights, order, std::vector<std::int64_t>(layers, n), std::vector<std::int64_t>(layers, n)};
-    plan.passes.push_back(plan_pass(plan, dims, rows, {}, degree, first_gid));
+    add_to_totals(plan, plan.passes.emplace_back(plan_pass(plan, dims, rows, {}, degree, first_gid)));
   } else {
-    const auto subgraphs = partition_in_order(
+    plan.closures = partition_in_order(
         prepared, order, static_cast<int>(layers), [&](const ClosureSize& size) { return closure_bytes(dims, size); },
         budget - plan.pool_bytes, nullptr);
-    std::vector<vid_t> row_of(static_cast<std::size_t>(n), -1);
-    for (const auto& dsts : subgraphs) {
-      plan.passes.push_back(plan_closure_pass(plan, dims, prepared, weights, degree, dsts, row_of, first_gid));
-    }
-  }
-  for (const Pass& pass : plan.passes) {
-    plan.rows_computed += pass.rows_computed;
-    plan.largest_step_bytes = std::max(plan.largest_step_bytes, pass.largest_step_bytes);
-    for (const auto& phase : pass.trace.capacity_rows) {
-      std::int64_t pools = 0;
-      for (std::size_t t = 0; t < phase.size(); ++t) pools += phase[t] * pass.trace.tensors[t].row_bytes;
-      plan.peak_bytes_bound = std::max(plan.peak_bytes_bound, pools);
-    }
+    ClosurePlanner planner(model, graph, first_gid);
+    for (const auto& dsts : plan.closures) add_to_totals(plan, planner.plan(plan, dsts));
   }
   plan.peak_bytes_bound += 2 * plan.largest_step_bytes;
   plan.rows_needed = static_cast<std::int64_t>(layers) * n;
-  plan.transfers = predict_transfers(plan, options.policy);
   return plan;
 }
 

@@ -4,6 +4,7 @@
 #include "nj/exec/subgraph_executor.hpp"
 
 #include <chrono>
+#include <optional>
 
 namespace nj {
 namespace {
@@ -30,8 +31,8 @@ struct SubgraphExecutor::State {
         first_gid(first),
         plan(plan_epoch(model, g, o, first)),
         logits(g.num_vertices(), model.layer(model.num_layers() - 1).out_dim()) {
-    std::int64_t rows = 0;
-    for (const Pass& p : plan.passes) rows = std::max(rows, p.num_rows);
+    if (!plan.closures.empty()) closure_planner.emplace(model, g, first);
+    const std::int64_t rows = plan.largest_pass_rows;
     for (std::size_t l = 0; l < model.num_layers(); ++l) {
       const Layer& layer = model.layer(l);
       outputs.emplace_back(rows, layer.out_dim());
@@ -335,8 +336,25 @@ struct SubgraphExecutor::State {
   void count_rows() {
     metrics.rows_computed += plan.rows_computed;
     metrics.rows_needed += plan.rows_needed;
-    metrics.cache_hits += plan.transfers.hits;
-    metrics.cache_misses += plan.transfers.misses;
+    metrics.cache_hits += plan.cache_hits;
+    metrics.cache_misses += plan.cache_misses;
+  }
+
+  // Runs fn() with each pass of the epoch as the running pass, cutting the recompute baseline's as they come.
+  template <typename Fn>
+  void for_each_pass(Fn&& fn) {
+    for (const Pass& p : plan.passes) {
+      pass = &p;
+      fn();
+    }
+    for (const auto& destinations : plan.closures) {
+      const auto start = std::chrono::steady_clock::now();
+      const Pass closure_pass = closure_planner->plan(plan, destinations);
+      metrics.plan_seconds += seconds_since(start);
+      pass = &closure_pass;
+      fn();
+    }
+    pass = nullptr;
   }
 
   Backend& backend;
@@ -344,7 +362,8 @@ struct SubgraphExecutor::State {
   ConstRows features;
   gid_t first_gid;
   EpochPlan plan;
-  const Pass* pass = nullptr;        // the running pass
+  std::optional<ClosurePlanner> closure_planner;  // recompute
+  const Pass* pass = nullptr;                     // the running pass
   Matrix logits;                     // per vertex: the last layer's outputs
   // Per layer, in the running pass's rows:
   std::vector<Matrix> outputs;       // H^{l+1}; the last holds the logits
@@ -370,10 +389,7 @@ const EpochPlan& SubgraphExecutor::plan() const { return state_->plan; }
 ConstRows SubgraphExecutor::evaluate(Model& model) {
   State& s = *state_;
   for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
-  for (const Pass& pass : s.plan.passes) {
-    s.pass = &pass;
-    s.run_forward(model, 0, false);
-  }
+  s.for_each_pass([&] { s.run_forward(model, 0, false); });
   return s.logits.view();
 }
 
@@ -381,12 +397,11 @@ double SubgraphExecutor::train_step(Model& model, std::uint32_t epoch, const Los
   State& s = *state_;
   for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
   double total = 0.0;
-  for (const Pass& pass : s.plan.passes) {
-    s.pass = &pass;
+  s.for_each_pass([&] {
     s.run_forward(model, epoch, true);
     total += s.take_loss(loss);
     s.run_backward(model, epoch);
-  }
+  });
   s.count_rows();
   return total;
 }

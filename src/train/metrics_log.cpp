@@ -41,6 +41,7 @@ nlohmann::json to_json(const ExecutionMetrics& e) {
           {"rows_needed", e.rows_needed},
           {"peak_device_bytes", e.peak_device_bytes},
           {"compute_seconds", e.compute_seconds},
+          {"plan_seconds", e.plan_seconds},
           {"copy_seconds", e.copy_seconds},
           {"wait_seconds", e.wait_seconds}};
 }

@@ -548,10 +548,31 @@ TEST(CachePlanRelease, KeepOnHostRowsAreWrittenBack) {
 }
 
 TEST(CachePlanRelease, UnawarePlansWriteBackEveryDirtyRow) {
-  // Without embedding reuse, and always for the transparent swapper, z is copied back too.
-  EXPECT_EQ(plan_cache(temporary_and_kept_trace(true), CachePolicy::kSizeOrder).d2h_bytes, 2 * 16 + 2 * 8);
+  // Without embedding reuse, z is copied back too.
   for (const CachePolicy policy : kAllPolicies) {
     EXPECT_EQ(plan_cache(temporary_and_kept_trace(false), policy).d2h_bytes, 2 * 16 + 2 * 8) << to_string(policy);
+  }
+}
+
+TEST(CachePlanRelease, TheSwapperCopiesDeadRowsItEvictsButDropsThemAtThePhaseEnd) {
+  // One slot; z0 is dead after step 1 and pushed out by z1 in step 2; z1 is dead when the phase ends. The
+  // transparent swapper, which does not know z0 is dead, copies it back on eviction; the phase end (where the
+  // tensor's last reference goes) drops z1. The aware policies copy neither, except none, which empties the pool
+  // after every step and so copies each row back before its read; without liveness both are copied.
+  AccessTrace trace;
+  trace.tensors = {{"z", 16, false}};
+  trace.capacity_rows = {{1}};
+  trace.vertex_degree = {1, 1};
+  trace.steps = {step_of(0, {}, {{0, 0}}), step_of(0, {{0, 0}}), step_of(0, {}, {{0, 1}}), step_of(0, {{0, 1}})};
+  for (const bool release : {true, false}) {
+    trace.release_dead_rows = release;
+    for (const CachePolicy policy : kAllPolicies) {
+      const std::int64_t expected = !release || policy == CachePolicy::kNone ? 32
+                                    : policy == CachePolicy::kSizeOrder   ? 16
+                                                                          : 0;
+      EXPECT_EQ(plan_cache(trace, policy).d2h_bytes, expected) << to_string(policy) << " release " << release;
+      check_plan(trace, plan_cache(trace, policy), policy);
+    }
   }
 }
 

@@ -54,7 +54,8 @@ enum class CachePolicy {
   kLru,        // least recently used
   kFifo,       // first resident, first out
   kDegree,     // PaGraph-style: the highest-degree half of each pool pinned, the rest FIFO
-  kSizeOrder,  // transparent swapper: on demand, no prefetch, ignores release_dead_rows
+  kSizeOrder,  // transparent swapper: on demand, no prefetch; dead rows stay until pushed out (and are copied
+               // back if dirty), but a phase end, where the tensor's last reference goes, drops them
   kBelady,     // farthest next access: the optimum in loads, the lower bound the others are measured against
   kNone,       // no reuse: the pool is emptied after every step
 };
@@ -85,7 +86,7 @@ struct StepPlan {
 };
 
 // After a phase's last step its pools are released: dirty rows whose value is still needed are copied back
-// (with release_dead_rows off and for size-order: every dirty row), the others are dropped.
+// (with release_dead_rows off: every dirty row), the others are dropped.
 struct PhaseEnd {
   std::vector<SlotAssignment> writeback;
 };

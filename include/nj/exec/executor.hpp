@@ -29,6 +29,7 @@ struct ExecutionMetrics {
   std::int64_t rows_needed = 0;    // vertices × layers
   std::int64_t peak_device_bytes = 0;
   double compute_seconds = 0.0;
+  double plan_seconds = 0.0;  // planning done while training (the recompute baseline cuts its closures)
   double copy_seconds = 0.0;  // time the copy engine spent copying
   double wait_seconds = 0.0;  // time compute waited for copies
   double recompute_ratio() const {

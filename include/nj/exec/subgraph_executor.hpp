@@ -63,42 +63,54 @@ struct Pass {
   vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
 };
 
-// The transfers an epoch's passes make under one cache policy.
-struct PredictedTransfers {
-  std::int64_t h2d_bytes = 0;
-  std::int64_t d2h_bytes = 0;
-  std::int64_t cache_h2d_bytes = 0;  // the part of h2d_bytes (d2h_bytes) that the cache plan moves
-  std::int64_t cache_d2h_bytes = 0;
-  std::int64_t hits = 0;
-  std::int64_t misses = 0;
-};
-
 // The plan of one epoch, made once: the same every epoch.
 struct EpochPlan {
   SubgraphExecutorOptions options;
-  std::vector<Pass> passes;
+  std::vector<Pass> passes;  // reuse: its one pass. Recompute: none stored (see closures)
+  // Recompute: the destinations of each pass. Its closure pass is cut again when it runs (ClosurePlanner), as a
+  // full-neighbour sampler cuts a split model's subgraphs: storing every closure's edges would take more host
+  // memory than the graph.
+  std::vector<std::vector<vid_t>> closures;
   std::int64_t pool_bytes = 0;          // device memory given to the cache pools
   std::int64_t step_limit_bytes = 0;    // what one step may use besides the pools
-  std::int64_t largest_step_bytes = 0;  // over all passes
+  // Over all passes:
+  std::int64_t largest_step_bytes = 0;  // what the largest step uses besides the pools
+  std::int64_t largest_pass_rows = 0;
+  std::int64_t num_steps = 0;
   // The device peak cannot exceed this: pools, plus two steps (the running one and the prefetched one).
   std::int64_t peak_bytes_bound = 0;
   std::int64_t rows_computed = 0;  // per epoch, forward aggregations
   std::int64_t rows_needed = 0;
-  PredictedTransfers transfers;  // under options.policy
-
-  std::int64_t predicted_h2d_bytes() const { return transfers.h2d_bytes; }
-  std::int64_t predicted_d2h_bytes() const { return transfers.d2h_bytes; }
-  std::size_t num_steps() const;
+  // Predicted per epoch; cache_* is the part the cache plans move, the rest is streamed.
+  std::int64_t h2d_bytes = 0;
+  std::int64_t d2h_bytes = 0;
+  std::int64_t cache_h2d_bytes = 0;
+  std::int64_t cache_d2h_bytes = 0;
+  std::int64_t cache_hits = 0;
+  std::int64_t cache_misses = 0;
 };
-
-// What the plan's passes would move under `policy` (the plan's own: its stored cache plans; another: planned
-// again on the same traces).
-PredictedTransfers predict_transfers(const EpochPlan& plan, CachePolicy policy);
 
 // Plans an epoch of `model` on `graph` (as stored: the model adds its self-loops). Throws nj::InputError when
 // the budget cannot hold the smallest possible step, naming the smallest budget that would.
 EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphExecutorOptions& options,
                      gid_t first_gid = 0);
+
+// Cuts the recompute baseline's passes, each over one subgraph's L-hop closure.
+class ClosurePlanner {
+ public:
+  // `model` must outlive the planner.
+  ClosurePlanner(const Model& model, const CsrGraph& graph, gid_t first_gid = 0);
+  Pass plan(const EpochPlan& plan, std::span<const vid_t> destinations);
+  const CsrGraph& prepared_graph() const { return prepared_; }
+
+ private:
+  const Model& model_;
+  CsrGraph prepared_;  // with the model's self-loops
+  std::vector<float> weights_;
+  std::vector<std::int64_t> out_degree_;
+  std::vector<vid_t> row_of_;  // scratch: the pass row of each vertex, -1 outside the closure
+  gid_t first_gid_;
+};
 
 // The smallest device budget with which plan_epoch succeeds for this model and graph, in either mode: both
 // run a layer's smallest step, one vertex with all its in-edges.
