@@ -413,7 +413,7 @@ class NextUseEvictor {
 };
 
 struct Traits {
-  bool aware;     // honours release_dead_rows: dead rows leave at once, only live values are written back
+  bool aware;  // honours release_dead_rows: dead rows leave at once, only live values are written back
   // Even unaware, a phase end (where a tensor's reference count would drop) writes back only live values.
   bool drops_dead_at_phase_end;
   bool reuse;     // rows stay resident between steps

@@ -132,8 +132,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
   for (std::size_t l = 0; l < layers; ++l) {
     const auto dsts = rows.order.first(static_cast<std::size_t>(rows.out_rows[l]));
     const auto parts = partition_in_order(
-        rows.graph, dsts, 1, [&](const ClosureSize& size) { return step_bytes(dims[l], size); },
-        plan.step_limit_bytes,
+        rows.graph, dsts, 1, [&](const ClosureSize& size) { return step_bytes(dims[l], size); }, plan.step_limit_bytes,
         [&](std::int64_t minimum) { return describe_minimum_budget(plan.options.device_budget, l, minimum); });
     for (const auto& part_dsts : parts) {
       const Subgraph& part = pass.layer_parts[l].emplace_back(
@@ -165,8 +164,8 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
   trace.vertex_degree.assign(vertex_degree.begin(), vertex_degree.end());
   const std::size_t phases = 2 * layers;
   trace.capacity_rows.assign(phases, std::vector<std::int64_t>(trace.tensors.size(), 0));
-  auto add_step = [&](StepKind kind, std::size_t l, std::size_t index, std::uint32_t phase,
-                      std::vector<RowRef> reads, std::vector<RowRef> writes, std::vector<RowRef> accumulates) {
+  auto add_step = [&](StepKind kind, std::size_t l, std::size_t index, std::uint32_t phase, std::vector<RowRef> reads,
+                      std::vector<RowRef> writes, std::vector<RowRef> accumulates) {
     pass.steps.push_back({kind, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(index)});
     trace.steps.push_back({phase, std::move(reads), std::move(writes), std::move(accumulates)});
   };
@@ -257,6 +256,7 @@ ClosurePlanner::ClosurePlanner(const Model& model, const CsrGraph& graph, gid_t 
       weights_(model.edge_weights(prepared_)),
       out_degree_(out_degrees(prepared_)),
       row_of_(static_cast<std::size_t>(prepared_.num_vertices()), -1),
+      lister_(prepared_, static_cast<int>(model.num_layers())),
       first_gid_(first_gid) {}
 
 // The pass rows are the closure's vertices, the destinations first and then each hop further out; its graph
@@ -265,8 +265,9 @@ Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
   const auto dims = layer_dims(model_);
   const std::size_t layers = dims.size();
   std::vector<std::int64_t> level_sizes;
-  std::vector<vid_t> closure = closure_order(prepared_, dsts, static_cast<int>(layers), level_sizes);
-  for (std::size_t r = 0; r < closure.size(); ++r) row_of_[static_cast<std::size_t>(closure[r])] = static_cast<vid_t>(r);
+  std::vector<vid_t> closure = lister_.list(dsts, level_sizes);
+  for (std::size_t r = 0; r < closure.size(); ++r)
+    row_of_[static_cast<std::size_t>(closure[r])] = static_cast<vid_t>(r);
 
   CsrGraph local;
   std::vector<float> local_weights;

@@ -85,7 +85,7 @@ std::vector<vid_t> locality_order(const CsrGraph& graph) {
   return order;
 }
 
-namespace {
+namespace detail {
 
 // Grows the k-hop closures of a set of destinations one vertex at a time. stamp[k][v] == generation marks v as
 // a member of closure k; starting a new generation empties every closure in O(1).
@@ -117,6 +117,7 @@ class ClosureTracker {
     }
   }
   const ClosureSize& size() const { return size_; }
+  bool contains(std::size_t level, vid_t v) const { return stamp_[level][static_cast<std::size_t>(v)] == generation_; }
 
  private:
   bool mark(std::size_t level, vid_t v, std::vector<std::vector<vid_t>>* added) {
@@ -136,7 +137,9 @@ class ClosureTracker {
   std::vector<vid_t> next_;
 };
 
-}  // namespace
+}  // namespace detail
+
+using detail::ClosureTracker;
 
 std::vector<std::vector<vid_t>> partition_in_order(const CsrGraph& graph, std::span<const vid_t> order, int hops,
                                                    const SubgraphCost& cost, std::int64_t limit,
@@ -180,23 +183,23 @@ std::int64_t largest_single_vertex_cost(const CsrGraph& graph, std::span<const v
   return largest;
 }
 
-std::vector<vid_t> closure_order(const CsrGraph& graph, std::span<const vid_t> dsts, int hops,
-                                 std::vector<std::int64_t>& level_sizes) {
-  ClosureTracker closure(graph, hops);
-  std::vector<std::vector<vid_t>> added(static_cast<std::size_t>(hops) + 1);
-  for (const vid_t v : dsts) closure.add(v, &added);
-  // Closure k+1 holds closure k, so listing each level's members that are new to it gives nested prefixes.
-  std::vector<vid_t> order(added[0]);
-  std::vector<char> listed(static_cast<std::size_t>(graph.num_vertices()), 0);
-  for (const vid_t v : order) listed[static_cast<std::size_t>(v)] = 1;
+ClosureLister::ClosureLister(const CsrGraph& graph, int hops)
+    : tracker_(std::make_unique<ClosureTracker>(graph, hops)), added_(static_cast<std::size_t>(hops) + 1) {}
+
+ClosureLister::~ClosureLister() = default;
+
+std::vector<vid_t> ClosureLister::list(std::span<const vid_t> dsts, std::vector<std::int64_t>& level_sizes) {
+  tracker_->reset();
+  for (auto& level : added_) level.clear();
+  for (const vid_t v : dsts) tracker_->add(v, &added_);
+  // Closure k+1 holds closure k, so listing each level's members that are not in the level below gives nested
+  // prefixes.
+  std::vector<vid_t> order(added_[0]);
   level_sizes.assign(1, static_cast<std::int64_t>(order.size()));
-  for (std::size_t k = 1; k < added.size(); ++k) {
-    std::sort(added[k].begin(), added[k].end());
-    for (const vid_t v : added[k]) {
-      if (listed[static_cast<std::size_t>(v)] == 0) {
-        listed[static_cast<std::size_t>(v)] = 1;
-        order.push_back(v);
-      }
+  for (std::size_t k = 1; k < added_.size(); ++k) {
+    std::sort(added_[k].begin(), added_[k].end());
+    for (const vid_t v : added_[k]) {
+      if (!tracker_->contains(k - 1, v)) order.push_back(v);
     }
     level_sizes.push_back(static_cast<std::int64_t>(order.size()));
   }

@@ -364,7 +364,7 @@ struct SubgraphExecutor::State {
   EpochPlan plan;
   std::optional<ClosurePlanner> closure_planner;  // recompute
   const Pass* pass = nullptr;                     // the running pass
-  Matrix logits;                     // per vertex: the last layer's outputs
+  Matrix logits;                                  // per vertex: the last layer's outputs
   // Per layer, in the running pass's rows:
   std::vector<Matrix> outputs;       // H^{l+1}; the last holds the logits
   std::vector<Matrix> grad_outputs;  // ∂L/∂Y^l, the gradient before layer l's activation

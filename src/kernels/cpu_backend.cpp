@@ -129,8 +129,8 @@ class CpuBackend final : public Backend {
           counters[lane] = static_cast<std::uint32_t>((first / kGroup) * kLanes + lane);
         }
         std::uint32_t words[4][kLanes];
-        philox_blocks<kLanes>(stream, static_cast<std::uint32_t>(gid), static_cast<std::uint32_t>(gid >> 32U),
-                              counters, words);
+        philox_blocks<kLanes>(stream, static_cast<std::uint32_t>(gid), static_cast<std::uint32_t>(gid >> 32U), counters,
+                              words);
         for (std::int64_t k = 0; k < kGroup / kLanes && first + k * kLanes < end; ++k) {
           const std::int64_t base = first + k * kLanes;
           const int lanes = static_cast<int>(std::min<std::int64_t>(kLanes, end - base));

@@ -568,8 +568,8 @@ TEST(CachePlanRelease, TheSwapperCopiesDeadRowsItEvictsButDropsThemAtThePhaseEnd
     trace.release_dead_rows = release;
     for (const CachePolicy policy : kAllPolicies) {
       const std::int64_t expected = !release || policy == CachePolicy::kNone ? 32
-                                    : policy == CachePolicy::kSizeOrder   ? 16
-                                                                          : 0;
+                                    : policy == CachePolicy::kSizeOrder      ? 16
+                                                                             : 0;
       EXPECT_EQ(plan_cache(trace, policy).d2h_bytes, expected) << to_string(policy) << " release " << release;
       check_plan(trace, plan_cache(trace, policy), policy);
     }

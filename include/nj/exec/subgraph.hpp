@@ -2,6 +2,7 @@
 // Subgraphs: sets of destination vertices with all of their in-edges, cut from a graph in a locality-preserving
 // vertex order so that consecutive subgraphs share many source rows.
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -49,9 +50,25 @@ std::vector<std::vector<vid_t>> partition_in_order(const CsrGraph& graph, std::s
 std::int64_t largest_single_vertex_cost(const CsrGraph& graph, std::span<const vid_t> vertices, int hops,
                                         const SubgraphCost& cost);
 
-// The vertices of the `hops`-hop in-closure of `dsts`, ordered so that every closure level is a prefix:
-// the destinations first, then the vertices one hop away, and so on. Returns the order and the level sizes.
-std::vector<vid_t> closure_order(const CsrGraph& graph, std::span<const vid_t> dsts, int hops,
-                                 std::vector<std::int64_t>& level_sizes);
+namespace detail {
+class ClosureTracker;
+}  // namespace detail
+
+// Lists the vertices of the `hops`-hop in-closure of destination sets, ordered so that every closure level is
+// a prefix: the destinations first, then the vertices one hop away, and so on. Its per-vertex marks are kept
+// between calls, so listing many small closures of a large graph costs only their own size.
+class ClosureLister {
+ public:
+  ClosureLister(const CsrGraph& graph, int hops);
+  ~ClosureLister();
+  ClosureLister(const ClosureLister&) = delete;
+  ClosureLister& operator=(const ClosureLister&) = delete;
+  // Returns the order; level_sizes[k] is the size of closure k (a prefix of the order).
+  std::vector<vid_t> list(std::span<const vid_t> dsts, std::vector<std::int64_t>& level_sizes);
+
+ private:
+  std::unique_ptr<detail::ClosureTracker> tracker_;
+  std::vector<std::vector<vid_t>> added_;
+};
 
 }  // namespace nj

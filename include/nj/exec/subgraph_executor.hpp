@@ -46,8 +46,8 @@ struct PlannedStep {
 // the whole graph. The recompute baseline makes one pass per subgraph over its L-hop closure: layer l computes
 // the rows within L-1-l hops of the subgraph, and nothing a pass computed is kept for the next one.
 struct Pass {
-  std::vector<vid_t> vertices;  // the graph vertex of each pass row; empty: row r is vertex r
-  std::int64_t num_rows = 0;    // rows of the first layer's input
+  std::vector<vid_t> vertices;   // the graph vertex of each pass row; empty: row r is vertex r
+  std::int64_t num_rows = 0;     // rows of the first layer's input
   std::int64_t num_outputs = 0;  // the last layer's outputs: the first num_outputs rows, whose loss the pass takes
   std::vector<std::vector<std::vector<vid_t>>> transform_chunks;  // per layer: the rows each transform step takes
   std::vector<std::vector<Subgraph>> layer_parts;  // per layer: its subgraphs, in pass rows (src_gid: global ids)
@@ -71,8 +71,8 @@ struct EpochPlan {
   // full-neighbour sampler cuts a split model's subgraphs: storing every closure's edges would take more host
   // memory than the graph.
   std::vector<std::vector<vid_t>> closures;
-  std::int64_t pool_bytes = 0;          // device memory given to the cache pools
-  std::int64_t step_limit_bytes = 0;    // what one step may use besides the pools
+  std::int64_t pool_bytes = 0;        // device memory given to the cache pools
+  std::int64_t step_limit_bytes = 0;  // what one step may use besides the pools
   // Over all passes:
   std::int64_t largest_step_bytes = 0;  // what the largest step uses besides the pools
   std::int64_t largest_pass_rows = 0;
@@ -109,6 +109,7 @@ class ClosurePlanner {
   std::vector<float> weights_;
   std::vector<std::int64_t> out_degree_;
   std::vector<vid_t> row_of_;  // scratch: the pass row of each vertex, -1 outside the closure
+  ClosureLister lister_;
   gid_t first_gid_;
 };
 

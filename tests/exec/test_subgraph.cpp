@@ -1,0 +1,124 @@
+// Subgraph building blocks: closures listed as nested prefixes, runs cut to a cost limit, and the recompute
+// baseline's closure passes, which must hold exactly the rows and in-edges each layer needs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "nj/exec/subgraph.hpp"
+#include "nj/exec/subgraph_executor.hpp"
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+// The vertices within `hops` in-hops of `dsts`, by plain breadth-first search.
+std::set<vid_t> closure_of(const CsrGraph& graph, std::span<const vid_t> dsts, int hops) {
+  std::set<vid_t> closure(dsts.begin(), dsts.end());
+  std::vector<vid_t> frontier(dsts.begin(), dsts.end());
+  for (int h = 0; h < hops; ++h) {
+    std::vector<vid_t> next;
+    for (const vid_t v : frontier) {
+      for (const vid_t s : graph.in_neighbors(v)) {
+        if (closure.insert(s).second) next.push_back(s);
+      }
+    }
+    frontier = std::move(next);
+  }
+  return closure;
+}
+
+TEST(ClosureLister, EveryLevelIsAPrefixAndListsRepeatFromOneLister) {
+  const Dataset data = test::random_dataset(300, 900, 4, 3, 11);
+  ClosureLister reused(data.graph, 2);
+  const std::vector<std::vector<vid_t>> sets = {{5}, {7, 8, 9, 120}, {5}, {299, 0}};
+  for (const auto& dsts : sets) {
+    std::vector<std::int64_t> levels;
+    const std::vector<vid_t> order = reused.list(dsts, levels);
+    ASSERT_EQ(levels.size(), 3U);
+    EXPECT_TRUE(std::equal(dsts.begin(), dsts.end(), order.begin()));
+    EXPECT_EQ(std::set<vid_t>(order.begin(), order.end()).size(), order.size()) << "a vertex listed twice";
+    for (int k = 0; k <= 2; ++k) {
+      const auto prefix = std::span(order).first(static_cast<std::size_t>(levels[static_cast<std::size_t>(k)]));
+      EXPECT_EQ(std::set<vid_t>(prefix.begin(), prefix.end()), closure_of(data.graph, dsts, k)) << "level " << k;
+    }
+    std::vector<std::int64_t> fresh_levels;
+    EXPECT_EQ(ClosureLister(data.graph, 2).list(dsts, fresh_levels), order);
+    EXPECT_EQ(fresh_levels, levels);
+  }
+}
+
+TEST(PartitionInOrder, AVertexOverTheLimitRunsAloneOrThrows) {
+  // A star: vertex 0 reads every other vertex, the others read only 0.
+  std::vector<vid_t> src;
+  std::vector<vid_t> dst;
+  for (vid_t v = 1; v < 10; ++v) src.push_back(v), dst.push_back(0);
+  const CsrGraph graph = build_csr(10, src, dst, {.symmetrize = true});
+  const std::vector<vid_t> order = {1, 2, 0, 3, 4};
+  const SubgraphCost edges = [](const ClosureSize& size) { return size.edges[0]; };
+  const auto runs = partition_in_order(graph, order, 1, edges, 2, nullptr);
+  EXPECT_EQ(runs, (std::vector<std::vector<vid_t>>{{1, 2}, {0}, {3, 4}}));
+  EXPECT_THROW(partition_in_order(graph, order, 1, edges, 2,
+                                  [](std::int64_t minimum) {
+                                    EXPECT_EQ(minimum, 9);
+                                    return std::string("too small");
+                                  }),
+               InputError);
+}
+
+TEST(ClosurePlanner, APassHoldsEachLayersRowsAndAllTheirInEdges) {
+  const Dataset data = test::random_dataset(400, 1600, 6, 3, 5);
+  ModelConfig config;
+  config.layers = 3;
+  config.hidden = 4;
+  const Model model(config, data.features.cols(), data.num_classes);
+  const SubgraphExecutorOptions options{8 * minimum_device_budget(model, data.graph), ExecutionMode::kRecompute,
+                                        CachePolicy::kSizeOrder};
+  const EpochPlan plan = plan_epoch(model, data.graph, options, 1000);
+  ASSERT_GT(plan.closures.size(), 1U);
+  ClosurePlanner planner(model, data.graph, 1000);
+  const CsrGraph& prepared = planner.prepared_graph();
+  const std::vector<float> weights = model.edge_weights(prepared);
+  std::set<vid_t> outputs;
+  for (const auto& dsts : plan.closures) {
+    const Pass pass = planner.plan(plan, dsts);
+    ASSERT_EQ(pass.num_outputs, static_cast<std::int64_t>(dsts.size()));
+    for (std::int64_t r = 0; r < pass.num_outputs; ++r)
+      EXPECT_TRUE(outputs.insert(pass.vertex(static_cast<vid_t>(r))).second);
+    for (std::size_t l = 0; l < 3; ++l) {
+      // Layer l aggregates the rows within 2-l hops of the subgraph and transforms those within 3-l.
+      std::multiset<vid_t> aggregated;
+      for (const Subgraph& part : pass.layer_parts[l]) {
+        for (vid_t i = 0; i < part.num_dst(); ++i) {
+          const vid_t v = pass.vertex(part.sources[static_cast<std::size_t>(i)]);
+          aggregated.insert(v);
+          // All of v's in-edges, with the whole graph's weights and global ids.
+          std::multiset<std::pair<vid_t, float>> expected;
+          for (eid_t e = prepared.offsets[v]; e < prepared.offsets[v + 1]; ++e) {
+            expected.insert({prepared.sources[static_cast<std::size_t>(e)], weights[static_cast<std::size_t>(e)]});
+          }
+          std::multiset<std::pair<vid_t, float>> actual;
+          for (eid_t e = part.block.dst_offsets[i]; e < part.block.dst_offsets[i + 1]; ++e) {
+            const vid_t local = part.block.src_index[static_cast<std::size_t>(e)];
+            const vid_t source = pass.vertex(part.sources[static_cast<std::size_t>(local)]);
+            EXPECT_EQ(part.block.src_gid[static_cast<std::size_t>(local)], 1000 + source);
+            actual.insert({source, part.block.edge_weight[static_cast<std::size_t>(e)]});
+          }
+          EXPECT_EQ(actual, expected) << "vertex " << v << " layer " << l;
+        }
+      }
+      const std::set<vid_t> within = closure_of(prepared, dsts, static_cast<int>(2 - l));
+      EXPECT_EQ(aggregated, std::multiset<vid_t>(within.begin(), within.end())) << "layer " << l;
+      std::multiset<vid_t> transformed;
+      for (const auto& chunk : pass.transform_chunks[l]) {
+        for (const vid_t r : chunk) transformed.insert(pass.vertex(r));
+      }
+      const std::set<vid_t> inputs = closure_of(prepared, dsts, static_cast<int>(3 - l));
+      EXPECT_EQ(transformed, std::multiset<vid_t>(inputs.begin(), inputs.end())) << "layer " << l;
+    }
+  }
+  EXPECT_EQ(static_cast<vid_t>(outputs.size()), data.num_vertices()) << "every vertex is one pass's output";
+}
+
+}  // namespace
+}  // namespace nj
