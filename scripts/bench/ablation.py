@@ -16,9 +16,14 @@ executor runs within. Where a budget is below a configuration's minimum (one ver
 configuration runs at its minimum instead, and the table says so. The baseline, many times slower, trains
 --baseline-epochs epochs (default 1, timed); the others train --epochs and the first is not timed.
 
+Every run uses --threads compute threads (default 1). The emulated device's copy engine is a thread of its own,
+as a GPU's copy engine is hardware of its own; on a 2-core machine, two compute threads plus the copy engine
+oversubscribe the cores, and epochs of the same run then vary by 2-10x.
+
 Usage: scripts/bench/ablation.py [--nj build/nj] [--data ../shared/data] [--work data/generated/ablation]
                                  [--datasets cora,slashdot,generated] [--models gcn,gat] [--epochs 3]
-                                 [--baseline-epochs 1] [--fractions 0.5,0.25,0.1] [--configs ...] [--csv results.csv]
+                                 [--baseline-epochs 1] [--fractions 0.5,0.25,0.1] [--configs ...] [--threads 1]
+                                 [--csv results.csv]
 """
 import argparse
 import csv
@@ -69,8 +74,9 @@ def prepare_datasets(nj, data, work, names):
     return paths
 
 
-def train(nj, dataset, model, execution, policy, budget, epochs, metrics):
-    cmd = [nj, "--log-level", "warn", "train", dataset, *MODELS[model], "--epochs", str(epochs), "--eval-every", "0",
+def train(nj, dataset, model, execution, policy, budget, epochs, metrics, threads):
+    cmd = [nj, "--log-level", "warn", "train", dataset, *MODELS[model], "--threads", str(threads),
+           "--epochs", str(epochs), "--eval-every", "0",
            "--execution", execution, "--cache-policy", policy, "--device-memory", str(budget),
            "--metrics-out", metrics]
     code, out = run(cmd)
@@ -109,6 +115,7 @@ def main():
     parser.add_argument("--models", default="gcn,gat")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--baseline-epochs", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--fractions", default=",".join(str(f) for f in FRACTIONS))
     parser.add_argument("--configs", default=",".join(c[0] for c in CONFIGS))
     parser.add_argument("--csv", default=None)
@@ -119,7 +126,8 @@ def main():
     rows = []
     for name, path in datasets.items():
         for model in args.models.split(","):
-            unlimited, error = train(args.nj, path, model, "reuse", "st-aware", "unlimited", args.epochs, metrics)
+            unlimited, error = train(args.nj, path, model, "reuse", "st-aware", "unlimited", args.epochs, metrics,
+                                     args.threads)
             if unlimited is None:
                 sys.exit(f"{name}/{model} unlimited run failed: {error}")
             print(f"\n### {name}, {model}: unlimited budget: peak {mib(unlimited['peak'])} MiB, "
@@ -138,12 +146,13 @@ def main():
                         results[label] = at_minimum[label]
                         continue
                     epochs = args.baseline_epochs if label == "baseline" else args.epochs
-                    result, error = train(args.nj, path, model, execution, policy, budget, epochs, metrics)
+                    result, error = train(args.nj, path, model, execution, policy, budget, epochs, metrics,
+                                          args.threads)
                     note = ""
                     if result is None and minimum_budget(error):
                         note = f"at its minimum {minimum_budget(error)}"
                         result, error = train(args.nj, path, model, execution, policy, minimum_budget(error),
-                                              epochs, metrics)
+                                              epochs, metrics, args.threads)
                         if result is not None:
                             result["note"] = note
                             at_minimum[label] = result
