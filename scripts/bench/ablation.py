@@ -122,7 +122,7 @@ def main():
     args = parser.parse_args()
 
     datasets = prepare_datasets(args.nj, args.data, args.work, args.datasets.split(","))
-    metrics = os.path.join(args.work, "metrics.jsonl")
+    metrics = os.path.join(args.work, f"metrics-{os.getpid()}.jsonl")  # several runs may share --work
     rows = []
     for name, path in datasets.items():
         for model in args.models.split(","):

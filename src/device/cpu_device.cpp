@@ -213,6 +213,7 @@ class CpuDevice final : public Device {
       }
     }
     transfers_.wait_seconds += seconds_since(start);
+    if (!copying_ && !queue_.empty()) work_.notify_one();  // the engine may have slept while this caller copied
   }
 
   void rethrow_failure() {
@@ -241,7 +242,6 @@ class CpuDevice final : public Device {
     if (error && !failure_) failure_ = error;
     completed_ = copy.ticket;
     done_.notify_all();
-    if (!queue_.empty()) work_.notify_one();
   }
 
   void run_engine() {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "nj/core/bytes.hpp"
 #include "nj/exec/subgraph_executor.hpp"
@@ -250,9 +251,9 @@ void add_to_totals(EpochPlan& plan, const Pass& pass) {
 
 }  // namespace
 
-ClosurePlanner::ClosurePlanner(const Model& model, const CsrGraph& graph, gid_t first_gid)
+ClosurePlanner::ClosurePlanner(const Model& model, CsrGraph prepared, gid_t first_gid)
     : model_(model),
-      prepared_(model.prepare_graph(graph)),
+      prepared_(std::move(prepared)),
       weights_(model.edge_weights(prepared_)),
       out_degree_(out_degrees(prepared_)),
       row_of_(static_cast<std::size_t>(prepared_.num_vertices()), -1),
@@ -321,10 +322,8 @@ EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphEx
   plan.pool_bytes = budget / 2;
   plan.step_limit_bytes = budget / kStepsPerBudget;
 
-  const CsrGraph prepared = model.prepare_graph(graph);
-  const std::vector<float> weights = model.edge_weights(prepared);
+  CsrGraph prepared = model.prepare_graph(graph);
   const std::vector<vid_t> order = locality_order(prepared);
-  const std::vector<std::int64_t> degree = out_degrees(prepared);
   const auto dims = layer_dims(model);
   const std::size_t layers = dims.size();
   const std::int64_t n = prepared.num_vertices();
@@ -334,13 +333,14 @@ EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphEx
     throw InputError(describe_minimum_budget(plan.options.device_budget, smallest.layer, smallest.bytes));
   }
   if (options.mode == ExecutionMode::kReuse) {
+    const std::vector<float> weights = model.edge_weights(prepared);
     PassRows rows{prepared, weights, order, std::vector<std::int64_t>(layers, n), std::vector<std::int64_t>(layers, n)};
-    add_to_totals(plan, plan.passes.emplace_back(plan_pass(plan, dims, rows, {}, degree, first_gid)));
+    add_to_totals(plan, plan.passes.emplace_back(plan_pass(plan, dims, rows, {}, out_degrees(prepared), first_gid)));
   } else {
     plan.closures = partition_in_order(
         prepared, order, static_cast<int>(layers), [&](const ClosureSize& size) { return closure_bytes(dims, size); },
         budget - plan.pool_bytes, nullptr);
-    ClosurePlanner planner(model, graph, first_gid);
+    ClosurePlanner planner(model, std::move(prepared), first_gid);
     for (const auto& dsts : plan.closures) add_to_totals(plan, planner.plan(plan, dsts));
   }
   plan.peak_bytes_bound += 2 * plan.largest_step_bytes;

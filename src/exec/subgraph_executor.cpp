@@ -31,7 +31,7 @@ struct SubgraphExecutor::State {
         first_gid(first),
         plan(plan_epoch(model, g, o, first)),
         logits(g.num_vertices(), model.layer(model.num_layers() - 1).out_dim()) {
-    if (!plan.closures.empty()) closure_planner.emplace(model, g, first);
+    if (!plan.closures.empty()) closure_planner.emplace(model, model.prepare_graph(g), first);
     const std::int64_t rows = plan.largest_pass_rows;
     for (std::size_t l = 0; l < model.num_layers(); ++l) {
       const Layer& layer = model.layer(l);

@@ -54,14 +54,14 @@ class CpuBackend final : public Backend {
     NJ_EXPECTS(in.cols == out.cols && out.rows == block.num_dst && reaches_sources(block, in),
                "spmm shapes: in {}x{}, out {}x{}, block {}->{}", in.rows, in.cols, out.rows, out.cols, block.num_src,
                block.num_dst);
-#pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * in.cols))
+#pragma omp parallel for schedule(dynamic, 64) if (worth_threads((block.num_edges() + block.num_dst) * in.cols))
     for (vid_t i = 0; i < block.num_dst; ++i) rowmath::spmm_row(block, i, in.data, in.cols, out.row(i));
   }
 
   void spmm_transpose(const SparseBlockView& block, ConstRows grad_out, Rows grad_in, bool accumulate) override {
     NJ_EXPECTS(grad_in.cols == grad_out.cols && grad_out.rows == block.num_dst && reaches_sources(block, grad_in),
                "spmm_transpose shapes");
-#pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * grad_out.cols))
+#pragma omp parallel for schedule(dynamic, 64) if (worth_threads((block.num_edges() + block.num_src) * grad_out.cols))
     for (vid_t j = 0; j < block.num_src; ++j) {
       rowmath::spmm_transpose_row(block, j, grad_out.data, grad_out.cols, grad_in.row(block.row_of(j)), accumulate);
     }

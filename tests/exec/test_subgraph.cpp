@@ -76,7 +76,7 @@ TEST(ClosurePlanner, APassHoldsEachLayersRowsAndAllTheirInEdges) {
                                         CachePolicy::kSizeOrder};
   const EpochPlan plan = plan_epoch(model, data.graph, options, 1000);
   ASSERT_GT(plan.closures.size(), 1U);
-  ClosurePlanner planner(model, data.graph, 1000);
+  ClosurePlanner planner(model, model.prepare_graph(data.graph), 1000);
   const CsrGraph& prepared = planner.prepared_graph();
   const std::vector<float> weights = model.edge_weights(prepared);
   std::set<vid_t> outputs;

@@ -207,15 +207,18 @@ TEST(SubgraphExecutor, MeasuredTrafficAndPeakAreWhatThePlanSays) {
     const ModelConfig config = model_config(kind, 2);
     const Model model(config, data.features.cols(), data.num_classes);
     for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
-      const std::int64_t budget = 2 * minimum_device_budget(model, data.graph);
-      const SubgraphExecutorOptions options{budget, mode, CachePolicy::kStAware};
-      const EpochPlan plan = plan_epoch(model, data.graph, options);
-      EXPECT_LE(plan.peak_bytes_bound, budget);
-      auto device = make_cpu_device(budget);
-      const Trace trace = train_budgeted(data, config, 1, options, *device);
-      EXPECT_LE(trace.execution.front().peak_device_bytes, plan.peak_bytes_bound) << to_string(mode);
-      EXPECT_EQ(trace.execution.front().h2d_bytes, plan.h2d_bytes) << to_string(mode);
-      EXPECT_EQ(trace.execution.front().d2h_bytes, plan.d2h_bytes) << to_string(mode);
+      for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kSizeOrder}) {
+        SCOPED_TRACE(fmt::format("{}, {}, {}", to_string(kind), to_string(mode), to_string(policy)));
+        const std::int64_t budget = 2 * minimum_device_budget(model, data.graph);
+        const SubgraphExecutorOptions options{budget, mode, policy};
+        const EpochPlan plan = plan_epoch(model, data.graph, options);
+        EXPECT_LE(plan.peak_bytes_bound, budget);
+        auto device = make_cpu_device(budget);
+        const Trace trace = train_budgeted(data, config, 1, options, *device);
+        EXPECT_LE(trace.execution.front().peak_device_bytes, plan.peak_bytes_bound);
+        EXPECT_EQ(trace.execution.front().h2d_bytes, plan.h2d_bytes);
+        EXPECT_EQ(trace.execution.front().d2h_bytes, plan.d2h_bytes);
+      }
     }
   }
 }

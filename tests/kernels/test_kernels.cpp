@@ -2,6 +2,7 @@
 // graphs (the GAT with two heads, both concatenated and averaged, with attention dropout on).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <random>
 
@@ -188,6 +189,46 @@ TEST_F(KernelTest, ColumnSumsDoNotDependOnThreadCount) {
   single->column_sums(x.view(), sums_one.data(), false);
   EXPECT_EQ(sums_two, sums_one);
   make_cpu_backend(2);  // restore the fixture's thread count for later tests
+}
+
+// Small kernels run on the calling thread; these blocks are large enough for the team, whose results must be
+// the serial ones bit for bit.
+TEST_F(KernelTest, LargeKernelsDoNotDependOnThreadCount) {
+  const SparseBlock block = random_block(3000, 30000, true, 21);
+  GatShape shape;
+  shape.heads = 2;
+  shape.channels = 8;
+  shape.attention_dropout = 0.3F;
+  const RandomStream stream{5, RandomPurpose::kAttentionDropout, 1, 2};
+  const Matrix x = random_matrix(3000, 16, 22);
+  const Matrix z = random_matrix(3000, shape.row_width(), 23);
+  const Matrix grad = random_matrix(3000, shape.output_width(), 24);
+  std::vector<gid_t> gids(3000);
+  for (std::size_t i = 0; i < gids.size(); ++i) gids[i] = static_cast<gid_t>(i) * 7 + 1;
+  const RandomStream dropout{5, RandomPurpose::kFeatureDropout, 0, 2};
+
+  auto run = [&](Backend& b) {
+    std::vector<Matrix> out;
+    out.emplace_back(3000, 16);
+    b.spmm(block.view(), x.view(), out.back().view());
+    out.emplace_back(3000, 16);
+    b.spmm_transpose(block.view(), x.view(), out.back().view(), false);
+    out.emplace_back(3000, shape.output_width());
+    b.gat_forward(block.view(), shape, stream, z.view(), out.back().view());
+    out.emplace_back(3000, shape.row_width());
+    b.gat_backward(block.view(), shape, stream, z.view(), grad.view(), out.back().view(), false);
+    out.emplace_back(3000, 16);
+    b.dropout(x.view(), gids.data(), dropout, 0.5F, out.back().view());
+    return out;
+  };
+  const std::vector<Matrix> two = run(*backend);
+  auto single = make_cpu_backend(1);
+  const std::vector<Matrix> one = run(*single);
+  make_cpu_backend(2);  // restore the fixture's thread count for later tests
+  ASSERT_EQ(one.size(), two.size());
+  for (std::size_t k = 0; k < one.size(); ++k) {
+    EXPECT_TRUE(std::equal(one[k].span().begin(), one[k].span().end(), two[k].span().begin())) << "kernel " << k;
+  }
 }
 
 TEST_F(KernelTest, GemmHonoursTransposeFlags) {

@@ -26,7 +26,7 @@ struct DeviceStats {
   // Sum of the live allocations' requested sizes, and its high-water mark.
   std::int64_t in_use_bytes = 0;
   std::int64_t peak_bytes = 0;
-  double copy_seconds = 0;  // time the copy engine spent copying
+  double copy_seconds = 0;  // time spent copying (by the copy engine, or by a caller waiting for the copy)
   double wait_seconds = 0;  // time callers spent blocked in wait(), synchronize() or deallocate()
 };
 

@@ -55,7 +55,8 @@ enum class CachePolicy {
   kFifo,       // first resident, first out
   kDegree,     // PaGraph-style: the highest-degree half of each pool pinned, the rest FIFO
   kSizeOrder,  // transparent swapper: on demand, no prefetch; dead rows stay until pushed out (and are copied
-               // back if dirty), but a phase end, where the tensor's last reference goes, drops them
+               // back if dirty), but with release_dead_rows a phase end, where the tensor's last reference
+               // goes, drops them
   kBelady,     // farthest next access: the optimum in loads, the lower bound the others are measured against
   kNone,       // no reuse: the pool is emptied after every step
 };

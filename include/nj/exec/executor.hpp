@@ -30,7 +30,7 @@ struct ExecutionMetrics {
   std::int64_t peak_device_bytes = 0;
   double compute_seconds = 0.0;
   double plan_seconds = 0.0;  // planning done while training (the recompute baseline cuts its closures)
-  double copy_seconds = 0.0;  // time the copy engine spent copying
+  double copy_seconds = 0.0;  // time spent copying
   double wait_seconds = 0.0;  // time compute waited for copies
   double recompute_ratio() const {
     return rows_needed > 0 ? static_cast<double>(rows_computed) / static_cast<double>(rows_needed) : 1.0;
@@ -71,9 +71,9 @@ class HostRowsAllocator final : public RowsAllocator {
   std::vector<Matrix> buffers_;
 };
 
-// Runs all layers of a model over per-layer blocks whose rows all live in one memory space: the whole graph
-// (the in-memory executor) or one subgraph's L-hop closure (the recompute baseline). The destinations of
-// blocks[l] are the first rows of blocks[l+1]'s sources, so layer l's output rows are layer l+1's input rows.
+// Runs all layers of a model over per-layer blocks whose rows all live in one memory space (the in-memory
+// executor's whole graph). The destinations of blocks[l] are the first rows of blocks[l+1]'s sources, so layer
+// l's output rows are layer l+1's input rows.
 class BlockStack {
  public:
   BlockStack(Backend& backend, const Model& model, std::vector<SparseBlockView> blocks, RowsAllocator& allocator);

@@ -63,7 +63,8 @@ struct Pass {
   vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
 };
 
-// The plan of one epoch, made once: the same every epoch.
+// The plan of one epoch, made once: every epoch runs it alike (the recompute baseline cuts the same passes
+// again each epoch).
 struct EpochPlan {
   SubgraphExecutorOptions options;
   std::vector<Pass> passes;  // reuse: its one pass. Recompute: none stored (see closures)
@@ -98,8 +99,8 @@ EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphEx
 // Cuts the recompute baseline's passes, each over one subgraph's L-hop closure.
 class ClosurePlanner {
  public:
-  // `model` must outlive the planner.
-  ClosurePlanner(const Model& model, const CsrGraph& graph, gid_t first_gid = 0);
+  // `prepared` is the graph with the model's self-loops (Model::prepare_graph); `model` must outlive the planner.
+  ClosurePlanner(const Model& model, CsrGraph prepared, gid_t first_gid = 0);
   Pass plan(const EpochPlan& plan, std::span<const vid_t> destinations);
   const CsrGraph& prepared_graph() const { return prepared_; }
 
@@ -119,7 +120,7 @@ std::int64_t minimum_device_budget(const Model& model, const CsrGraph& graph);
 
 class SubgraphExecutor final : public Executor {
  public:
-  // `features` and `graph` must outlive the executor.
+  // `model`, `features` and `graph` must outlive the executor.
   SubgraphExecutor(Backend& backend, Device& device, const Model& model, const CsrGraph& graph, ConstRows features,
                    const SubgraphExecutorOptions& options, gid_t first_gid = 0);
   ~SubgraphExecutor() override;

@@ -35,7 +35,7 @@ class Layer {
   const Parameter& bias() const { return bias_; }
   Parameter& bias() { return bias_; }
 
-  // Called once per epoch after the weights changed: derives what transform() multiplies by.
+  // Called after the weights changed (once per epoch): derives what transform() multiplies by.
   virtual void prepare() {}
   void transform(Backend& backend, ConstRows x, Rows z) const;
   virtual void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
@@ -46,7 +46,8 @@ class Layer {
                                   bool training, ConstRows z, ConstRows grad_y, Rows grad_z, bool accumulate) const = 0;
   // Accumulates ∂L/∂W_eff += Xᵀ · grad_z and, where grad_x is non-empty, writes grad_x = grad_z · W_effᵀ.
   void transform_backward(Backend& backend, ConstRows x, ConstRows grad_z, Rows grad_x);
-  // Called once per epoch after every transform_backward: turns ∂L/∂W_eff into the parameters' gradients.
+  // Called after a run of transform_backward calls (an epoch, or one pass of it): adds ∂L/∂W_eff into the
+  // parameters' gradients and resets it, so that the runs' contributions sum.
   virtual void finish_backward() {}
 
  protected:
