@@ -20,6 +20,21 @@ std::vector<vid_t> slots_of(std::span<const SlotAssignment> assignments) {
   return slots;
 }
 
+std::vector<vid_t> rows_of(std::span<const SlotAssignment> assignments) {
+  std::vector<vid_t> rows;
+  rows.reserve(assignments.size());
+  for (const auto& a : assignments) rows.push_back(a.row.row);
+  return rows;
+}
+
+// Packs host rows `rows` one after another into `packed`, the host side of one transfer.
+void gather_rows(ConstRows host, std::span<const vid_t> rows, float* packed) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const float* row = host.row(rows[i]);
+    std::copy(row, row + host.cols, packed + i * static_cast<std::size_t>(host.cols));
+  }
+}
+
 }  // namespace
 
 struct SubgraphExecutor::State {
@@ -65,10 +80,7 @@ struct SubgraphExecutor::State {
   // Copies host rows `vertices` of `host` into a new device buffer, packed into one transfer.
   DeviceRows upload(ConstRows host, std::span<const vid_t> vertices, const char* what) {
     staging.resize(vertices.size() * static_cast<std::size_t>(host.cols));
-    for (std::size_t i = 0; i < vertices.size(); ++i) {
-      const float* row = host.row(vertices[i]);
-      std::copy(row, row + host.cols, staging.data() + i * static_cast<std::size_t>(host.cols));
-    }
+    gather_rows(host, vertices, staging.data());
     DeviceRows rows(device, static_cast<std::int64_t>(vertices.size()), host.cols, what);
     wait(rows.upload({staging.data(), rows.rows(), rows.cols()}));
     return rows;
@@ -113,9 +125,7 @@ struct SubgraphExecutor::State {
       const std::vector<vid_t> slots = slots_of(group);
       DeviceRows packed(device, static_cast<std::int64_t>(group.size()), pools[tensor].cols(), "write-back staging");
       backend.copy_rows(pools[tensor].view(), slots.data(), packed.view(), nullptr, packed.rows());
-      std::vector<vid_t> vertices;
-      for (const auto& a : group) vertices.push_back(a.row.row);
-      download(packed.view(), host_tensor(tensor).view(), vertices);
+      download(packed.view(), host_tensor(tensor).view(), rows_of(group));
     });
   }
 
@@ -140,10 +150,7 @@ struct SubgraphExecutor::State {
       g.slots = slots_of(group);
       const ConstRows host = host_tensor(tensor).view();
       g.host.resize(group.size() * static_cast<std::size_t>(host.cols));
-      for (std::size_t i = 0; i < group.size(); ++i) {
-        const float* row = host.row(group[i].row.row);
-        std::copy(row, row + host.cols, g.host.data() + i * static_cast<std::size_t>(host.cols));
-      }
+      gather_rows(host, rows_of(group), g.host.data());
       g.packed = DeviceRows(device, static_cast<std::int64_t>(group.size()), host.cols, "load staging");
       pending.ticket = g.packed.upload({g.host.data(), g.packed.rows(), g.packed.cols()});
     });
