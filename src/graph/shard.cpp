@@ -6,9 +6,10 @@
 namespace nj {
 namespace {
 
+// A linear search: a dataset file may list a vertex's sources in any order.
 bool has_self_loop(const CsrGraph& graph, vid_t v) {
   const auto sources = graph.in_neighbors(v);
-  return std::binary_search(sources.begin(), sources.end(), v);
+  return std::find(sources.begin(), sources.end(), v) != sources.end();
 }
 
 double max_over_mean(const std::vector<std::int64_t>& values) {
@@ -101,8 +102,8 @@ void Shard::validate(const std::string& where) const {
              "{}: labels and masks must have one entry per owned vertex ({})", where, n);
   NJ_REQUIRE(num_classes > 0, "{}: number of classes must be positive, got {}", where, num_classes);
   for (std::size_t v = 0; v < n; ++v) {
-    NJ_REQUIRE(labels[v] >= -1 && labels[v] < num_classes, "{}: /labels: vertex {} has label {} outside [0, {})",
-               where, local.global_id[v], labels[v], num_classes);
+    NJ_REQUIRE(labels[v] >= -1 && labels[v] < num_classes, "{}: /labels: vertex {} has label {} outside [0, {})", where,
+               local.global_id[v], labels[v], num_classes);
   }
   NJ_REQUIRE(part >= 0 && part < partition.parts, "{}: part {} of {}", where, part, partition.parts);
   NJ_REQUIRE(global_train > 0, "{}: the whole graph has no training vertex", where);
@@ -154,9 +155,8 @@ Shard make_shard(const Dataset& dataset, std::span<const std::int32_t> part_of, 
       }
     }
   }
-  std::sort(mirrors.begin(), mirrors.end(), [&](vid_t a, vid_t b) {
-    return owner(a) != owner(b) ? owner(a) < owner(b) : a < b;
-  });
+  std::sort(mirrors.begin(), mirrors.end(),
+            [&](vid_t a, vid_t b) { return owner(a) != owner(b) ? owner(a) < owner(b) : a < b; });
   for (const vid_t s : mirrors) {
     local_of[static_cast<std::size_t>(s)] = static_cast<vid_t>(vertices.size());
     vertices.push_back(s);
@@ -196,6 +196,7 @@ Shard make_shard(const Dataset& dataset, std::span<const std::int32_t> part_of, 
   std::vector<std::vector<vid_t>> send(static_cast<std::size_t>(info.parts));
   for (vid_t u = 0; u < n; ++u) {
     const int q = owner(u);
+    NJ_EXPECTS(q >= 0 && q < info.parts, "vertex {} in part {} of {}", u, q, info.parts);
     if (q == part) continue;
     for (const vid_t s : g.in_neighbors(u)) {
       if (owner(s) == part) send[static_cast<std::size_t>(q)].push_back(local_of[static_cast<std::size_t>(s)]);
@@ -227,9 +228,26 @@ Shard make_shard(const Dataset& dataset, std::span<const std::int32_t> part_of, 
   return shard;
 }
 
+CsrGraph simple_undirected_graph(const CsrGraph& graph) {
+  std::vector<vid_t> destinations(graph.sources.size());
+  for (vid_t v = 0; v < graph.num_vertices(); ++v) {
+    std::fill(destinations.begin() + graph.offsets[static_cast<std::size_t>(v)],
+              destinations.begin() + graph.offsets[static_cast<std::size_t>(v) + 1], v);
+  }
+  return build_csr(graph.num_vertices(), graph.sources, destinations,
+                   {.symmetrize = true, .self_loops = SelfLoops::kRemove, .duplicates = Duplicates::kRemove});
+}
+
 void fill_part_counts(const Dataset& dataset, std::span<const std::int32_t> part_of, PartitionInfo& info) {
+  fill_part_counts(dataset, simple_undirected_graph(dataset.graph), part_of, info);
+}
+
+void fill_part_counts(const Dataset& dataset, const CsrGraph& simple, std::span<const std::int32_t> part_of,
+                      PartitionInfo& info) {
   const CsrGraph& g = dataset.graph;
   const vid_t n = g.num_vertices();
+  NJ_EXPECTS(static_cast<vid_t>(part_of.size()) == n && simple.num_vertices() == n,
+             "{} parts and a simple graph of {} vertices for {} vertices", part_of.size(), simple.num_vertices(), n);
   const auto parts = static_cast<std::size_t>(info.parts);
   info.owned.assign(parts, 0);
   info.mirrors.assign(parts, 0);
@@ -237,6 +255,7 @@ void fill_part_counts(const Dataset& dataset, std::span<const std::int32_t> part
   info.in_edges.assign(parts, 0);
   for (vid_t v = 0; v < n; ++v) {
     const auto p = static_cast<std::size_t>(part_of[static_cast<std::size_t>(v)]);
+    NJ_EXPECTS(p < parts, "vertex {} in part {} of {}", v, p, parts);
     ++info.owned[p];
     info.train[p] += dataset.train_mask[static_cast<std::size_t>(v)] != 0 ? 1 : 0;
     info.in_edges[p] += g.in_degree(v);
@@ -254,15 +273,7 @@ void fill_part_counts(const Dataset& dataset, std::span<const std::int32_t> part
       ++info.mirrors[static_cast<std::size_t>(p)];
     }
   }
-  // The edge cut on the symmetrised simple graph: distinct unordered pairs {u, v}, u != v, in different parts.
-  std::vector<vid_t> src, dst;
-  for (vid_t v = 0; v < n; ++v) {
-    for (const vid_t s : g.in_neighbors(v)) {
-      src.push_back(s);
-      dst.push_back(v);
-    }
-  }
-  const CsrGraph simple = build_csr(n, src, dst, {true, SelfLoops::kRemove, Duplicates::kRemove});
+  // Each undirected edge {u, v} is stored as u -> v and v -> u.
   info.undirected_edges = simple.num_edges() / 2;
   std::int64_t cut = 0;
   for (vid_t v = 0; v < n; ++v) {

@@ -59,10 +59,10 @@ struct PartitionInfo {
   std::int64_t edge_cut = 0;
   double seconds = 0.0;  // to compute the part of every vertex
   // Per part:
-  std::vector<std::int64_t> owned;        // vertices owned
-  std::vector<std::int64_t> mirrors;      // mirror vertices
-  std::vector<std::int64_t> train;        // training vertices owned
-  std::vector<std::int64_t> in_edges;     // in-edges of owned vertices, as stored
+  std::vector<std::int64_t> owned;     // vertices owned
+  std::vector<std::int64_t> mirrors;   // mirror vertices
+  std::vector<std::int64_t> train;     // training vertices owned
+  std::vector<std::int64_t> in_edges;  // in-edges of owned vertices, as stored
 
   double cut_fraction() const;
   // max over parts / mean over parts of owned vertices (1 = perfect balance); likewise of training vertices.
@@ -102,7 +102,14 @@ Shard whole_graph_shard(Dataset dataset);
 // shard as it is (its per-part counts are the caller's; see fill_part_counts).
 Shard make_shard(const Dataset& dataset, std::span<const std::int32_t> part_of, int part, const PartitionInfo& info);
 
+// The graph symmetrised, without self-loops or duplicate edges: what METIS partitions and where the edge cut
+// is counted.
+CsrGraph simple_undirected_graph(const CsrGraph& graph);
+
 // Fills info's per-part counts (owned, mirrors, train, in_edges) and edge cut for the given assignment.
 void fill_part_counts(const Dataset& dataset, std::span<const std::int32_t> part_of, PartitionInfo& info);
+// The same, given simple_undirected_graph(dataset.graph), for a caller that has built it already.
+void fill_part_counts(const Dataset& dataset, const CsrGraph& simple, std::span<const std::int32_t> part_of,
+                      PartitionInfo& info);
 
 }  // namespace nj
