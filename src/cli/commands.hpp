@@ -11,6 +11,7 @@ void add_generate_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
+void add_partition_command(CLI::App& app);
 
 // Applies a TOML (or INI) file to a parsed subcommand: each key is a long option name without the dashes, and
 // options given on the command line take precedence. CLI11 2.1 reads config files only for the top-level app.

@@ -1,4 +1,5 @@
-// nj info: validates a dataset file and prints its statistics, as text or as one JSON object.
+// nj info: validates a dataset file, a shard file or a partition manifest and prints its statistics, as text or
+// as one JSON object.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "nj/graph/statistics.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/partition/shard_file.hpp"
 
 namespace nj::cli {
 namespace {
@@ -83,7 +85,118 @@ nlohmann::json to_json(const std::string& path, std::uintmax_t file_bytes, const
   };
 }
 
+void print_text(const std::string& path, std::uintmax_t file_bytes, const Shard& shard) {
+  const LocalGraph& local = shard.local;
+  const PartitionInfo& info = shard.partition;
+  std::int64_t sent = 0;
+  std::int64_t received = 0;
+  for (const auto& p : local.peers) {
+    sent += static_cast<std::int64_t>(p.send.size());
+    received += static_cast<std::int64_t>(p.receive.size());
+  }
+  fmt::print("file:            {} ({}, {} bytes)\n", path, human_bytes(file_bytes), file_bytes);
+  fmt::print("shard:           part {} of {} of {} ({}, seed {})\n", shard.part, info.parts, shard.name, info.method,
+             info.seed);
+  fmt::print("vertices:        {} owned, {} mirrors (mirror fraction {:.3f}); the whole graph has {}\n",
+             local.num_owned, local.num_mirrors(), info.mirror_fraction(shard.part), shard.global_vertices);
+  fmt::print(
+      "edges:           {} in-edges of owned vertices; the whole graph has {} (symmetrized: {}, self-loops: {})\n",
+      local.graph.num_edges(), shard.global_edges, shard.symmetrized ? "yes" : "no", to_string(shard.self_loops));
+  fmt::print("features:        {} per vertex\n", shard.features.cols());
+  fmt::print("classes:         {}\n", shard.num_classes);
+  fmt::print("splits:          train {}, val {}, test {} (the whole graph trains on {})\n", count(shard.train_mask),
+             count(shard.val_mask), count(shard.test_mask), shard.global_train);
+  fmt::print("exchange:        {} peers; sends {} rows ({} distinct), receives {}\n", local.peers.size(), sent,
+             local.boundary_rows().size(), received);
+  fmt::print(
+      "partition:       edge cut {} of {} undirected edges ({:.2f}%); balance: vertices {:.3f}, "
+      "training vertices {:.3f}\n",
+      info.edge_cut, info.undirected_edges, 100.0 * info.cut_fraction(), info.vertex_imbalance(),
+      info.train_imbalance());
+}
+
+nlohmann::json to_json(const std::string& path, std::uintmax_t file_bytes, const Shard& shard) {
+  const LocalGraph& local = shard.local;
+  const PartitionInfo& info = shard.partition;
+  nlohmann::json peers = nlohmann::json::array();
+  for (const auto& p : local.peers)
+    peers.push_back({{"part", p.peer}, {"send", p.send.size()}, {"receive", p.receive.size()}});
+  return {
+      {"file", path},
+      {"file_bytes", file_bytes},
+      {"kind", kShardKind},
+      {"name", shard.name},
+      {"part", shard.part},
+      {"parts", info.parts},
+      {"method", info.method},
+      {"seed", info.seed},
+      {"num_owned", local.num_owned},
+      {"num_mirrors", local.num_mirrors()},
+      {"mirror_fraction", info.mirror_fraction(shard.part)},
+      {"num_edges", local.graph.num_edges()},
+      {"global_vertices", shard.global_vertices},
+      {"global_edges", shard.global_edges},
+      {"global_train", shard.global_train},
+      {"symmetrized", shard.symmetrized},
+      {"self_loops", to_string(shard.self_loops)},
+      {"feature_width", shard.features.cols()},
+      {"num_classes", shard.num_classes},
+      {"splits",
+       {{"train", count(shard.train_mask)}, {"val", count(shard.val_mask)}, {"test", count(shard.test_mask)}}},
+      {"peers", peers},
+      {"boundary_rows", local.boundary_rows().size()},
+      {"edge_cut", info.edge_cut},
+      {"undirected_edges", info.undirected_edges},
+      {"cut_fraction", info.cut_fraction()},
+      {"vertex_imbalance", info.vertex_imbalance()},
+      {"train_imbalance", info.train_imbalance()},
+  };
+}
+
+void print_text(const std::string& path, const PartitionManifest& manifest) {
+  const PartitionInfo& info = manifest.partition;
+  fmt::print("manifest:        {}\n", path);
+  fmt::print("dataset:         {} ({}): {} vertices, {} edges, {} training\n", manifest.dataset_name,
+             manifest.dataset_path, manifest.global_vertices, manifest.global_edges, manifest.global_train);
+  fmt::print("partition:       {} parts by {}, seed {}, in {:.2f} s\n", info.parts, info.method, info.seed,
+             info.seconds);
+  fmt::print("edge cut:        {} of {} undirected edges ({:.2f}%)\n", info.edge_cut, info.undirected_edges,
+             100.0 * info.cut_fraction());
+  fmt::print("balance:         vertices {:.3f}, training vertices {:.3f} (max / mean)\n", info.vertex_imbalance(),
+             info.train_imbalance());
+  for (int p = 0; p < info.parts; ++p) {
+    const auto i = static_cast<std::size_t>(p);
+    fmt::print("{:<17}{}: {} owned, {} mirrors (mirror fraction {:.3f}), {} training, {} in-edges\n",
+               fmt::format("part {}:", p), manifest.shard_files[i], info.owned[i], info.mirrors[i],
+               info.mirror_fraction(p), info.train[i], info.in_edges[i]);
+  }
+}
+
+// A folder or a .json file is a partition manifest; an HDF5 file is a shard when its kind says so, else a
+// dataset.
 void run_info(const std::string& path, bool json) {
+  if (std::filesystem::is_directory(path) || std::filesystem::path(path).extension() == ".json") {
+    const PartitionManifest manifest = read_manifest(path);
+    const auto manifest_path = (std::filesystem::path(manifest.directory) / kManifestFileName).string();
+    if (json) {
+      auto document = to_json(manifest);
+      document["file"] = manifest_path;
+      std::cout << document.dump(2) << '\n';
+    } else {
+      print_text(manifest_path, manifest);
+    }
+    return;
+  }
+  if (is_shard_file(path)) {
+    const Shard shard = read_shard(path);
+    const auto file_bytes = std::filesystem::file_size(path);
+    if (json) {
+      std::cout << to_json(path, file_bytes, shard).dump(2) << '\n';
+    } else {
+      print_text(path, file_bytes, shard);
+    }
+    return;
+  }
   const Dataset dataset = read_dataset(path);
   const DatasetStatistics stats = dataset_statistics(dataset);
   const auto file_bytes = std::filesystem::file_size(path);
@@ -99,8 +212,11 @@ void run_info(const std::string& path, bool json) {
 void add_info_command(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  auto* command = app.add_subcommand("info", "Validate a dataset file and print its statistics");
-  command->add_option("file", *path, "Dataset file (HDF5)")->required();
+  auto* command = app.add_subcommand(
+      "info",
+      "Validate a dataset file, a shard file or a partition (its folder or manifest.json) and print statistics");
+  command->add_option("file", *path, "Dataset or shard file (HDF5), or a partition folder or its manifest.json")
+      ->required();
   command->add_flag("--json", *json, "Print the statistics as one JSON object");
   command->callback([path, json] { run_info(*path, *json); });
 }

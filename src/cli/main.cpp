@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   nj::cli::add_info_command(app);
   nj::cli::add_train_command(app);
   nj::cli::add_plan_command(app);
+  nj::cli::add_partition_command(app);
 
   try {
     app.parse(argc, argv);
