@@ -1,0 +1,103 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "nj/partition/shard_file.hpp"
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+using test::shell_quote;
+
+class PartitionCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto generated = test::run_nj(
+        "generate --vertices 600 --edges 6000 --features 6 --classes 3 --seed 2 --name tiny -o " + shell_quote(data_));
+    ASSERT_EQ(generated.exit_code, 0) << generated.output;
+  }
+
+  test::CommandResult partition(const std::string& arguments) {
+    return test::run_nj("partition " + shell_quote(data_) + " " + arguments + " -o " + shell_quote(output_));
+  }
+
+  test::TempDir dir_;
+  std::string data_ = dir_.file("tiny.h5");
+  std::string output_ = dir_.file("parts");
+};
+
+TEST_F(PartitionCli, WritesOneShardPerPartAndAManifest) {
+  const auto run = partition("--parts 3");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  for (const auto* expected : {"into 3 parts by metis (seed 0)", "edge cut: ", "balance (max / mean): vertices ",
+                               "part 2: ", "mirror fraction ", "wrote 3 shards and manifest.json"}) {
+    EXPECT_NE(run.output.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << run.output;
+  }
+  const PartitionManifest manifest = read_manifest(output_);
+  EXPECT_EQ(manifest.partition.parts, 3);
+  EXPECT_EQ(manifest.partition.method, "metis");
+  EXPECT_EQ(manifest.dataset_path, data_);
+  std::int64_t owned = 0;
+  for (int p = 0; p < 3; ++p) {
+    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(output_) / shard_file_name(p)));
+    owned += load_part(output_, p, 3).num_owned();
+  }
+  EXPECT_EQ(owned, 600);
+}
+
+TEST_F(PartitionCli, MethodAndSeedAreRecorded) {
+  const auto run = partition("--parts 2 --method random --seed 7");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const PartitionManifest manifest = read_manifest(output_);
+  EXPECT_EQ(manifest.partition.method, "random");
+  EXPECT_EQ(manifest.partition.seed, 7U);
+  EXPECT_EQ(manifest.partition.owned, (std::vector<std::int64_t>{300, 300}));
+}
+
+TEST_F(PartitionCli, InfoReadsAShardAndTheManifest) {
+  ASSERT_EQ(partition("--parts 3").exit_code, 0);
+  const auto shard_path = (std::filesystem::path(output_) / "part-1.h5").string();
+  const auto text = test::run_nj("info " + shell_quote(shard_path));
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("part 1 of 3 of tiny (metis, seed 0)"), std::string::npos) << text.output;
+  const auto shard_json = test::run_nj("info --json " + shell_quote(shard_path));
+  ASSERT_EQ(shard_json.exit_code, 0) << shard_json.output;
+  const auto shard = nlohmann::json::parse(shard_json.output);
+  const Shard expected = read_shard(shard_path);
+  EXPECT_EQ(shard["kind"], "nj-shard");
+  EXPECT_EQ(shard["part"], 1);
+  EXPECT_EQ(shard["parts"], 3);
+  EXPECT_EQ(shard["num_owned"], expected.num_owned());
+  EXPECT_EQ(shard["num_mirrors"], expected.local.num_mirrors());
+  EXPECT_EQ(shard["global_vertices"], 600);
+
+  const auto folder = test::run_nj("info " + shell_quote(output_));
+  ASSERT_EQ(folder.exit_code, 0) << folder.output;
+  EXPECT_NE(folder.output.find("3 parts by metis, seed 0"), std::string::npos) << folder.output;
+  EXPECT_NE(folder.output.find("part-2.h5: "), std::string::npos) << folder.output;
+  const auto manifest_json =
+      test::run_nj("info --json " + shell_quote((std::filesystem::path(output_) / "manifest.json").string()));
+  ASSERT_EQ(manifest_json.exit_code, 0) << manifest_json.output;
+  const auto manifest = nlohmann::json::parse(manifest_json.output);
+  EXPECT_EQ(manifest["kind"], "nj-partition");
+  EXPECT_EQ(manifest["parts"], 3);
+  EXPECT_EQ(manifest["per_part"].size(), 3U);
+  EXPECT_EQ(manifest["dataset"]["num_vertices"], 600);
+}
+
+TEST_F(PartitionCli, BadInputIsOneErrorLine) {
+  EXPECT_EQ(test::expect_one_line_error(partition("--parts 0")),
+            "nj: error: tiny: cannot split 600 vertices into 0 parts (parts must be between 1 and the number of "
+            "vertices)\n");
+  EXPECT_NE(test::expect_one_line_error(partition("--parts 601")).find("into 601 parts"), std::string::npos);
+  const auto missing = dir_.file("missing.h5");
+  EXPECT_EQ(test::expect_one_line_error(
+                test::run_nj("partition " + shell_quote(missing) + " --parts 2 -o " + shell_quote(output_))),
+            "nj: error: " + missing + ": no such file\n");
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(output_) / "manifest.json"));
+}
+
+}  // namespace
+}  // namespace nj
