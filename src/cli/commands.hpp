@@ -2,6 +2,7 @@
 // Each `nj` subcommand registers itself on the top-level app; its callback does the work and throws on error.
 #include <CLI/CLI.hpp>
 
+#include "nj/comm/communicator.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 
 namespace nj::cli {
@@ -9,7 +10,8 @@ namespace nj::cli {
 void add_convert_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_info_command(CLI::App& app);
-void add_train_command(CLI::App& app);
+// Training runs on every rank of the job that `comm` spans.
+void add_train_command(CLI::App& app, Communicator& comm);
 void add_plan_command(CLI::App& app);
 void add_partition_command(CLI::App& app);
 
@@ -33,9 +35,11 @@ struct ExecutorArguments {
   std::string device_memory = "unlimited";
   std::string cache_policy = "st-aware";
 };
+// With allow_in_memory (nj train) the default execution is auto.
 void add_executor_options(CLI::App& command, ExecutorArguments& args, bool allow_in_memory);
 struct ExecutorChoice {
   bool in_memory = false;
+  bool automatic = false;  // --execution auto chose it
   SubgraphExecutorOptions options;
 };
 ExecutorChoice parse_executor_choice(const ExecutorArguments& args);

@@ -40,11 +40,14 @@ void add_model_options(CLI::App& cmd, ModelArguments& args) {
 }
 
 void add_executor_options(CLI::App& cmd, ExecutorArguments& args, bool allow_in_memory) {
+  if (allow_in_memory) args.execution = "auto";
   cmd.add_option("--execution", args.execution,
                  std::string("reuse (embedding reuse, layer by layer) or recompute (each subgraph through all "
                              "layers: the baseline)") +
-                     (allow_in_memory ? ", or in-memory (no device: plain full-graph training)" : ""))
-      ->check(allow_in_memory ? CLI::IsMember({"reuse", "recompute", "in-memory"})
+                     (allow_in_memory ? ", in-memory (no device: plain full-graph training), or auto (in-memory "
+                                        "unless --device-memory is given, since no GPU device exists yet)"
+                                      : ""))
+      ->check(allow_in_memory ? CLI::IsMember({"auto", "reuse", "recompute", "in-memory"})
                               : CLI::IsMember({"reuse", "recompute"}))
       ->capture_default_str();
   cmd.add_option("--device-memory", args.device_memory,
@@ -58,9 +61,11 @@ void add_executor_options(CLI::App& cmd, ExecutorArguments& args, bool allow_in_
 
 ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
   ExecutorChoice choice;
-  choice.in_memory = args.execution == "in-memory";
-  if (!choice.in_memory) choice.options.mode = parse_execution_mode(args.execution);
   choice.options.device_budget = parse_byte_size(args.device_memory);
+  choice.automatic = args.execution == "auto";
+  choice.in_memory =
+      args.execution == "in-memory" || (choice.automatic && choice.options.device_budget == kUnlimited);
+  if (!choice.in_memory) choice.options.mode = choice.automatic ? ExecutionMode::kReuse : parse_execution_mode(args.execution);
   choice.options.policy = parse_cache_policy(args.cache_policy);
   NJ_REQUIRE(!choice.in_memory || choice.options.device_budget == kUnlimited,
              "--device-memory needs --execution reuse or recompute (in-memory training uses no device)");

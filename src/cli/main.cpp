@@ -8,6 +8,9 @@
 #include "nj/core/version.hpp"
 
 int main(int argc, char** argv) {
+  // Under a launcher every rank runs this same main; MPI lives as long as the session.
+  nj::MpiSession mpi;
+  const std::unique_ptr<nj::Communicator> comm = mpi.communicator();
   CLI::App app{"NeutronJittor: full-graph GNN training beyond device memory", "nj"};
   app.require_subcommand(1);
   // A flag given twice takes its last value, so scripts can append overrides to a fixed command line.
@@ -26,17 +29,24 @@ int main(int argc, char** argv) {
   nj::cli::add_convert_command(app);
   nj::cli::add_generate_command(app);
   nj::cli::add_info_command(app);
-  nj::cli::add_train_command(app);
+  nj::cli::add_train_command(app, *comm);
   nj::cli::add_plan_command(app);
   nj::cli::add_partition_command(app);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // Every rank parses the same command line and fails alike: one of them says so.
+    if (comm->rank() == 0) return app.exit(e);
+    return e.get_exit_code();
   } catch (const std::exception& e) {
-    std::cerr << "nj: error: " << e.what() << '\n';
-    return 1;
+    if (comm->size() == 1) {
+      std::cerr << "nj: error: " << e.what() << '\n';
+      return 1;
+    }
+    // The other ranks may be waiting for this one: end them all rather than leave them hanging.
+    std::cerr << "nj: error: rank " << comm->rank() << ": " << e.what() << std::endl;
+    comm->abort(1);
   }
   return 0;
 }

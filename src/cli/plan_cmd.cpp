@@ -19,12 +19,13 @@ struct PlanArguments {
 };
 
 void run_plan(PlanArguments& args) {
-  const Dataset dataset = read_dataset(args.dataset);
+  Dataset dataset = read_dataset(args.dataset);
   const Model model(args.model.resolve(), dataset.features.cols(), dataset.num_classes);
+  const LocalGraph local = whole_local_graph(std::move(dataset.graph));
   const ExecutorChoice choice = parse_executor_choice(args.executor);
 
   const auto start = std::chrono::steady_clock::now();
-  const EpochPlan plan = plan_epoch(model, dataset.graph, choice.options);
+  const EpochPlan plan = plan_epoch(model, local, choice.options);
   spdlog::info("planned in {:.2f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   log_plan(plan);
   if (args.list_subgraphs) {
@@ -51,7 +52,7 @@ void run_plan(PlanArguments& args) {
   for (const CachePolicy policy : policies) {
     SubgraphExecutorOptions options = choice.options;
     options.policy = policy;
-    const EpochPlan t = policy == plan.options.policy ? EpochPlan{} : plan_epoch(model, dataset.graph, options);
+    const EpochPlan t = policy == plan.options.policy ? EpochPlan{} : plan_epoch(model, local, options);
     const EpochPlan& p = policy == plan.options.policy ? plan : t;
     const auto accesses = p.cache_hits + p.cache_misses;
     std::cout << fmt::format(

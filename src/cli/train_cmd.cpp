@@ -12,8 +12,12 @@
 
 #include "cli/commands.hpp"
 #include "nj/comm/communicator.hpp"
+#include "nj/core/bytes.hpp"
+#include "nj/core/host_memory.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/partition/partition.hpp"
+#include "nj/partition/shard_file.hpp"
 #include "nj/train/checkpoint.hpp"
 #include "nj/train/metrics_log.hpp"
 #include "nj/train/trainer.hpp"
@@ -34,12 +38,88 @@ struct TrainArguments {
   std::string metrics_out;
   std::string save_checkpoint;
   std::string load_checkpoint;
+  std::string partitions;
+  std::string partition_method = "metis";
+  std::string inject_failure;  // "RANK:EPOCH", for tests of failure handling
 };
+
+// The part of the graph this rank trains on: its shard of a partition folder, its part of the dataset
+// partitioned in memory (every rank reads the whole dataset and computes the same partition), or, on one
+// rank, the whole dataset.
+Shard load_rank_shard(const TrainArguments& args, Communicator& comm) {
+  if (!args.partitions.empty()) return load_part(args.partitions, comm.rank(), comm.size());
+  Dataset dataset = read_dataset(args.dataset);
+  if (comm.size() == 1) return whole_graph_shard(std::move(dataset));
+  PartitionOptions options;
+  options.method = parse_partition_method(args.partition_method);
+  options.parts = comm.size();
+  PartitionInfo info;
+  const std::vector<std::int32_t> part_of = assign_parts(dataset, options, info);
+  spdlog::info("partitioned in memory ({}, {} parts) in {:.2f} s: edge cut {:.1f}%", to_string(options.method),
+               options.parts, info.seconds, 100.0 * info.cut_fraction());
+  return make_shard(dataset, part_of, comm.rank(), info);
+}
+
+// Raises an error on one rank in the middle of one epoch's step (after its forward pass), as a failing rank
+// would: what the failure tests inject with --inject-failure.
+class FailingExecutor final : public Executor {
+ public:
+  FailingExecutor(Executor& inner, std::uint32_t epoch) : inner_(inner), epoch_(epoch) {}
+  ConstRows evaluate(Model& model) override { return inner_.evaluate(model); }
+  double train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) override {
+    if (epoch != epoch_) return inner_.train_step(model, epoch, loss);
+    return inner_.train_step(model, epoch, [&](ConstRows, const vid_t*, Rows) -> double {
+      throw Error(fmt::format("injected failure in epoch {}", epoch + 1));
+    });
+  }
+  ExecutionMetrics take_metrics() override { return inner_.take_metrics(); }
+
+ private:
+  Executor& inner_;
+  std::uint32_t epoch_;
+};
+
+// "RANK:EPOCH" (epoch counted from 1) of --inject-failure.
+std::pair<int, std::uint32_t> parse_failure_point(const std::string& text) {
+  const auto colon = text.find(':');
+  NJ_REQUIRE(colon != std::string::npos, "--inject-failure takes RANK:EPOCH, got '{}'", text);
+  try {
+    const int rank = std::stoi(text.substr(0, colon));
+    const int epoch = std::stoi(text.substr(colon + 1));
+    NJ_REQUIRE(rank >= 0 && epoch >= 1, "--inject-failure takes RANK:EPOCH with EPOCH >= 1, got '{}'", text);
+    return {rank, static_cast<std::uint32_t>(epoch - 1)};
+  } catch (const std::logic_error&) {
+    throw InputError(fmt::format("--inject-failure takes RANK:EPOCH, got '{}'", text));
+  }
+}
+
+// " | exchange 1.2M (wait 0.003 s)": bytes all ranks sent this epoch, and the longest wait of a rank.
+std::string format_exchange(const EpochMetrics& m) {
+  std::int64_t bytes = 0;
+  double wait = 0.0;
+  for (const auto& layer : m.exchange) {
+    for (const ExchangeSummary& d : layer) {
+      bytes += d.bytes_sent;
+      wait += d.wait_seconds.max;
+    }
+  }
+  return fmt::format(" | exchange {} (wait {:.3f} s)", format_bytes(bytes), wait);
+}
+
+nlohmann::json partition_json(const Shard& shard, int ranks) {
+  const PartitionInfo& p = shard.partition;
+  nlohmann::json mirror_fraction = nlohmann::json::array();
+  for (int part = 0; part < p.parts; ++part) mirror_fraction.push_back(p.mirror_fraction(part));
+  return {{"method", p.method},         {"parts", p.parts},
+          {"ranks", ranks},             {"edge_cut", p.edge_cut},
+          {"cut_fraction", p.cut_fraction()}, {"mirror_fraction", mirror_fraction},
+          {"vertex_imbalance", p.vertex_imbalance()}, {"train_imbalance", p.train_imbalance()}};
+}
 
 // Shows elapsed time on stderr while an epoch runs longer than a couple of seconds, when stderr is a terminal.
 class EpochProgress {
  public:
-  EpochProgress() : enabled_(isatty(STDERR_FILENO) != 0) {
+  explicit EpochProgress(bool leader) : enabled_(leader && isatty(STDERR_FILENO) != 0) {
     if (enabled_) worker_ = std::thread([this] { run(); });
   }
   EpochProgress(const EpochProgress&) = delete;
@@ -95,38 +175,58 @@ class EpochProgress {
 
 std::string format_accuracy(double value) { return std::isnan(value) ? "  -   " : fmt::format("{:.4f}", value); }
 
-void run_train(TrainArguments& args) {
-  NJ_REQUIRE(!args.dataset.empty(), "no dataset given (a positional argument, --dataset, or 'dataset' in --config)");
+void run_train(TrainArguments& args, Communicator& comm) {
+  NJ_REQUIRE(args.dataset.empty() != args.partitions.empty(),
+             "give either a dataset or --partitions (a folder written by nj partition), not {}",
+             args.dataset.empty() ? "neither" : "both");
   const ModelConfig config = args.model.resolve();
   const ExecutorChoice choice = parse_executor_choice(args.executor);
   args.options.decay_scope = parse_weight_decay_scope(args.decay_scope);
   NJ_REQUIRE(args.options.epochs >= 1, "--epochs must be at least 1");
   NJ_REQUIRE(args.options.adam.lr > 0.0F, "--lr must be positive");
+  NJ_REQUIRE(choice.in_memory || choice.options.mode == ExecutionMode::kReuse || comm.size() == 1,
+             "--execution recompute runs on one rank only (its closures cross ranks); this job has {} ranks",
+             comm.size());
+  const auto failure = args.inject_failure.empty() ? std::pair<int, std::uint32_t>{-1, 0}
+                                                   : parse_failure_point(args.inject_failure);
+  const bool leader = comm.rank() == 0;
+  // Only rank 0 reports; the others say only what goes wrong.
+  if (!leader) spdlog::set_level(std::max(spdlog::get_level(), spdlog::level::warn));
 
-  auto load_start = std::chrono::steady_clock::now();
-  Dataset dataset = read_dataset(args.dataset);
-  if (args.feature_norm == "row") row_normalize(dataset.features);
-  spdlog::info("dataset {}: {} vertices, {} edges, {} features, {} classes, split {}/{}/{} (loaded in {:.2f} s)",
-               dataset.name.empty() ? args.dataset : dataset.name, dataset.num_vertices(), dataset.graph.num_edges(),
-               dataset.features.cols(), dataset.num_classes, count(dataset.train_mask), count(dataset.val_mask),
-               count(dataset.test_mask),
+  const std::int64_t baseline_rss = resident_memory().current;
+  const auto load_start = std::chrono::steady_clock::now();
+  Shard shard = load_rank_shard(args, comm);
+  if (args.feature_norm == "row") row_normalize(shard.features);
+  spdlog::info("dataset {}: {} vertices, {} edges, {} features, {} classes, {} training vertices (loaded in {:.2f} s)",
+               shard.name.empty() ? args.dataset : shard.name, shard.global_vertices, shard.global_edges,
+               shard.features.cols(), shard.num_classes, shard.global_train,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+  if (comm.size() > 1) {
+    spdlog::info("{} ranks, {} partition: edge cut {:.1f}%, rank 0 owns {} vertices and mirrors {}", comm.size(),
+                 shard.partition.method, 100.0 * shard.partition.cut_fraction(), shard.num_owned(),
+                 shard.local.num_mirrors());
+  }
 
   auto backend = make_cpu_backend(args.threads);
-  auto comm = make_single_process_communicator();
-  Model model(config, dataset.features.cols(), dataset.num_classes);
+  Model model(config, shard.features.cols(), shard.num_classes);
   std::unique_ptr<Device> device;
   std::unique_ptr<Executor> executor;
   if (choice.in_memory) {
-    executor = std::make_unique<InMemoryExecutor>(*backend, model, dataset.graph, dataset.features.view());
+    if (choice.automatic) {
+      spdlog::info("execution: in-memory (no GPU device is present and no --device-memory was given; "
+                   "--execution reuse runs the subgraph executor on the emulated device)");
+    }
+    executor = std::make_unique<InMemoryExecutor>(*backend, model, shard.local, shard.features.view(), &comm);
   } else {
     device = make_cpu_device(choice.options.device_budget);
-    auto subgraph_executor = std::make_unique<SubgraphExecutor>(*backend, *device, model, dataset.graph,
-                                                                dataset.features.view(), choice.options);
+    auto subgraph_executor = std::make_unique<SubgraphExecutor>(*backend, *device, model, shard.local,
+                                                                shard.features.view(), choice.options, &comm);
     log_plan(subgraph_executor->plan());
     executor = std::move(subgraph_executor);
   }
-  Trainer trainer(model, *executor, *backend, *comm, dataset, args.options);
+  std::unique_ptr<Executor> failing;
+  if (failure.first == comm.rank()) failing = std::make_unique<FailingExecutor>(*executor, failure.second);
+  Trainer trainer(model, failing ? *failing : *executor, *backend, comm, targets_of(shard), args.options);
   spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}", to_string(config.kind), config.layers,
                config.hidden, model.num_parameters(), backend->name());
 
@@ -136,33 +236,42 @@ void run_train(TrainArguments& args) {
     spdlog::info("resumed from {} at epoch {}", args.load_checkpoint, first_epoch);
   }
 
-  MetricsLog log = args.metrics_out.empty() ? MetricsLog() : MetricsLog(args.metrics_out);
-  EpochProgress progress;
+  MetricsLog log = args.metrics_out.empty() || !leader ? MetricsLog() : MetricsLog(args.metrics_out);
+  EpochProgress progress(leader);
   progress.start(first_epoch, args.options.epochs);
   const TrainSummary summary = trainer.fit(first_epoch, [&](const EpochMetrics& m) {
     progress.finish();
-    spdlog::info("epoch {:4d} | loss {:.4f} | train {} val {} test {} | {:.3f} s{}", m.epoch + 1, m.loss,
+    spdlog::info("epoch {:4d} | loss {:.4f} | train {} val {} test {} | {:.3f} s{}{}", m.epoch + 1, m.loss,
                  format_accuracy(m.accuracy.train), format_accuracy(m.accuracy.val), format_accuracy(m.accuracy.test),
-                 m.train_seconds(), choice.in_memory ? std::string() : format_execution(m.execution));
+                 m.train_seconds(), choice.in_memory ? std::string() : format_execution(m.execution),
+                 comm.size() > 1 ? format_exchange(m) : std::string());
     log.write(to_json(m));
     progress.start(m.epoch + 1, args.options.epochs);
   });
   progress.finish();
 
-  if (!args.save_checkpoint.empty()) {
+  if (!args.save_checkpoint.empty() && leader) {
     save_checkpoint(args.save_checkpoint, model, trainer.optimizer(), args.options.epochs);
     spdlog::info("checkpoint written to {}", args.save_checkpoint);
   }
+  // Host memory each rank took for its data and training, above what it held before loading.
+  std::vector<double> host_bytes = {static_cast<double>(resident_memory().peak - baseline_rss)};
+  std::vector<double> host_max = host_bytes;
+  comm.all_reduce_max(host_max);
+  comm.all_reduce_sum(host_bytes);
   auto record = to_json(summary);
-  record["dataset"] = {{"name", dataset.name},
-                       {"vertices", dataset.num_vertices()},
-                       {"edges", dataset.graph.num_edges()},
-                       {"features", dataset.features.cols()},
-                       {"classes", dataset.num_classes}};
+  record["dataset"] = {{"name", shard.name},
+                       {"vertices", shard.global_vertices},
+                       {"edges", shard.global_edges},
+                       {"features", shard.features.cols()},
+                       {"classes", shard.num_classes}};
   record["model"] = {{"kind", to_string(config.kind)},
                      {"layers", config.layers},
                      {"hidden", config.hidden},
                      {"parameters", model.num_parameters()}};
+  record["execution"] = choice.in_memory ? "in-memory" : to_string(choice.options.mode);
+  record["partition"] = partition_json(shard, comm.size());
+  record["host_peak_above_baseline_bytes"] = {{"max", host_max[0]}, {"mean", host_bytes[0] / comm.size()}};
   log.write(record);
   spdlog::info("done: final test {} | best val {} at epoch {} (test {}) | median epoch {:.4f} s",
                format_accuracy(summary.final_accuracy.test), format_accuracy(summary.best_val_accuracy.val),
@@ -172,7 +281,7 @@ void run_train(TrainArguments& args) {
 
 }  // namespace
 
-void add_train_command(CLI::App& app) {
+void add_train_command(CLI::App& app, Communicator& comm) {
   auto args = std::make_shared<TrainArguments>();
   CLI::App* cmd = app.add_subcommand("train", "Full-graph training of a GCN or GAT on a dataset file");
   cmd->add_option("--config", args->config_file,
@@ -180,6 +289,16 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("dataset,--dataset", args->dataset, "Dataset file (HDF5, see docs/dataset-format.md)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--partitions", args->partitions,
+                  "Partition folder written by nj partition: each rank reads only its own shard (its part count "
+                  "must equal the number of ranks)")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--partition-method", args->partition_method,
+                  "How several ranks partition a dataset given without --partitions (in memory, on every rank)")
+      ->check(CLI::IsMember({"metis", "random", "contiguous"}))
+      ->capture_default_str();
+  cmd->add_option("--inject-failure", args->inject_failure, "Raise an error on rank R in epoch E (tests)")
+      ->group("");
   add_model_options(*cmd, args->model);
   cmd->add_option("--epochs", args->options.epochs, "Epochs (one optimizer step each)")->capture_default_str();
   cmd->add_option("--lr", args->options.adam.lr, "Adam learning rate")->capture_default_str();
@@ -202,9 +321,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--metrics-out", args->metrics_out, "Write one JSON object per epoch and a summary to this file");
   cmd->add_option("--save-checkpoint", args->save_checkpoint, "Write weights and optimizer state here at the end");
   cmd->add_option("--load-checkpoint", args->load_checkpoint, "Resume from this checkpoint")->check(CLI::ExistingFile);
-  cmd->callback([args, cmd] {
+  cmd->callback([args, cmd, &comm] {
     if (!args->config_file.empty()) apply_config_file(*cmd, args->config_file);
-    run_train(*args);
+    run_train(*args, comm);
   });
 }
 

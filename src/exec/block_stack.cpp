@@ -15,22 +15,23 @@ Rows HostRowsAllocator::allocate(std::int64_t rows, std::int64_t cols, const cha
 }
 
 BlockStack::BlockStack(Backend& backend, const Model& model, std::vector<SparseBlockView> blocks,
-                       RowsAllocator& allocator)
-    : backend_(backend), blocks_(std::move(blocks)) {
+                       RowsAllocator& allocator, BoundaryExchange& exchange)
+    : backend_(backend),
+      blocks_(std::move(blocks)),
+      exchange_(exchange) {
   NJ_EXPECTS(blocks_.size() == model.num_layers(), "{} blocks for {} layers", blocks_.size(), model.num_layers());
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     const Layer& layer = model.layer(l);
     const std::int64_t sources = blocks_[l].num_src;
     const std::int64_t destinations = blocks_[l].num_dst;
-    if (l + 1 < blocks_.size()) {
-      NJ_EXPECTS(blocks_[l + 1].num_src == destinations, "layer {} has {} outputs but layer {} reads {} rows", l,
-                 destinations, l + 1, blocks_[l + 1].num_src);
-    }
+    NJ_EXPECTS(destinations == exchange.num_owned() && (sources == destinations || exchange.has_peers()),
+               "layer {} aggregates {} of {} rows, with {} owned", l + 1, destinations, sources, exchange.num_owned());
     z_.push_back(allocator.allocate(sources, layer.row_width(), "transformed rows"));
     outputs_.push_back(allocator.allocate(destinations, layer.out_dim(), "layer outputs"));
     grad_outputs_.push_back(allocator.allocate(destinations, layer.out_dim(), "output gradients"));
     grad_z_.push_back(allocator.allocate(sources, layer.row_width(), "transformed-row gradients"));
-    dropped_.push_back(model.config().dropout > 0.0F ? allocator.allocate(sources, layer.in_dim(), "dropped inputs")
+    dropped_.push_back(model.config().dropout > 0.0F
+                           ? allocator.allocate(destinations, layer.in_dim(), "dropped inputs")
                                                      : Rows{});
   }
   kept_.resize(blocks_.size());
@@ -52,13 +53,16 @@ ConstRows BlockStack::dropped_input(const Model& model, std::size_t l, std::uint
 }
 
 ConstRows BlockStack::forward(Model& model, std::uint32_t epoch, bool training, ConstRows input) {
-  NJ_EXPECTS(input.rows == blocks_[0].num_src, "input has {} rows for {} sources", input.rows, blocks_[0].num_src);
+  NJ_EXPECTS(input.rows == blocks_[0].num_dst, "input has {} rows for {} destinations", input.rows,
+             blocks_[0].num_dst);
   input_ = input;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     Layer& layer = model.layer(l);
     layer.prepare();
     kept_[l] = dropped_input(model, l, epoch, training);
-    layer.transform(backend_, kept_[l], z_[l]);
+    layer.transform(backend_, kept_[l], z_[l].slice(0, kept_[l].rows));
+    exchange_.start_rows(static_cast<std::uint32_t>(l), z_[l]);
+    exchange_.finish_rows(z_[l]);
     layer.aggregate(backend_, blocks_[l],
                     attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training, z_[l],
                     outputs_[l]);
@@ -80,8 +84,13 @@ void BlockStack::backward(Model& model, std::uint32_t epoch, ConstRows grad_outp
     layer.aggregate_backward(backend_, blocks_[l],
                              attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), true,
                              z_[l], grad_y, grad_z_[l], false);
+    exchange_.start_gradients(static_cast<std::uint32_t>(l), grad_z_[l]);
+    const auto& boundary = exchange_.boundary_rows();
+    Matrix sums(static_cast<std::int64_t>(boundary.size()), grad_z_[l].cols);
+    exchange_.finish_gradients(sums.view());
+    backend_.add_rows(sums.view(), nullptr, grad_z_[l], boundary.data(), sums.rows());
     const Rows grad_x = l > 0 ? grad_outputs_[l - 1] : Rows{};
-    layer.transform_backward(backend_, kept_[l], grad_z_[l], grad_x);
+    layer.transform_backward(backend_, kept_[l], grad_z_[l].slice(0, kept_[l].rows), grad_x);
     if (l > 0 && model.config().dropout > 0.0F) {
       // Dropout's backward applies the same mask and scale to the gradient.
       backend_.dropout(grad_x, blocks_[l].src_gid,

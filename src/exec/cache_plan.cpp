@@ -602,7 +602,8 @@ class Planner {
         evictor_.insert(touch, arrived, flags_[touch.row] & kPinned);
       }
     }
-    plan.prefetch = traits_.prefetch && !first_of_phase && !plan.loads.empty() && !prefetch_blocked_;
+    plan.prefetch =
+        traits_.prefetch && !first_of_phase && !trace_.steps[i].fence && !plan.loads.empty() && !prefetch_blocked_;
   }
 
   void record_slots(const std::vector<RowRef>& refs, std::vector<std::int32_t>& slots) const {

@@ -110,19 +110,33 @@ std::string describe_minimum_budget(std::int64_t budget, std::size_t layer, std:
 }
 
 // The rows of a pass: `graph` in pass rows, listed in `order`. Layer l aggregates the first out_rows[l] rows of
-// the order and reads (transforms) the first in_rows[l].
+// the order and reads (transforms) the first in_rows[l]. With peers, the rows after the owned ones are mirrors:
+// no layer transforms them, their rows come from the exchange.
 struct PassRows {
   const CsrGraph& graph;
   std::span<const float> weights;
   std::span<const vid_t> order;
   std::vector<std::int64_t> in_rows;
   std::vector<std::int64_t> out_rows;
+  std::span<const gid_t> global_id;
+  std::span<const vid_t> boundary;  // owned rows other ranks mirror
+  bool exchange = false;            // rows in_rows.back().. num_vertices are mirrors
 };
+
+// Cuts rows into consecutive chunks of at most `rows_per_chunk` rows.
+std::vector<std::vector<vid_t>> chunks_of(std::span<const vid_t> rows, std::int64_t rows_per_chunk) {
+  std::vector<std::vector<vid_t>> chunks;
+  for (std::size_t first = 0; first < rows.size(); first += static_cast<std::size_t>(rows_per_chunk)) {
+    const auto chunk = rows.subspan(first, std::min(rows.size() - first, static_cast<std::size_t>(rows_per_chunk)));
+    chunks.emplace_back(chunk.begin(), chunk.end());
+  }
+  return chunks;
+}
 
 // Plans one pass: per layer, subgraphs over its destinations and transform chunks over its inputs, sized to
 // the step limit; then the steps, their access trace and the cache plan.
 Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const PassRows& rows,
-               std::vector<vid_t> vertices, std::span<const std::int64_t> vertex_degree, gid_t first_gid) {
+               std::vector<vid_t> vertices, std::span<const std::int64_t> vertex_degree) {
   const std::size_t layers = dims.size();
   Pass pass;
   pass.vertices = std::move(vertices);
@@ -130,6 +144,8 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
   pass.num_outputs = rows.out_rows.back();
   pass.layer_parts.resize(layers);
   pass.transform_chunks.resize(layers);
+  // A subgraph that reads a mirror must wait for the exchange; the others run while it is in flight.
+  std::vector<std::vector<char>> reads_mirror(layers);
   for (std::size_t l = 0; l < layers; ++l) {
     const auto dsts = rows.order.first(static_cast<std::size_t>(rows.out_rows[l]));
     const auto parts = partition_in_order(
@@ -137,11 +153,14 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
         [&](std::int64_t minimum) { return describe_minimum_budget(plan.options.device_budget, l, minimum); });
     for (const auto& part_dsts : parts) {
       const Subgraph& part = pass.layer_parts[l].emplace_back(
-          make_subgraph(rows.graph, rows.weights, part_dsts, first_gid, pass.vertices));
+          make_subgraph(rows.graph, rows.weights, part_dsts, rows.global_id, pass.vertices));
       const ClosureSize size{{part.num_dst(), static_cast<std::int64_t>(part.sources.size())},
                              {static_cast<std::int64_t>(part.block.src_index.size())}};
       pass.largest_step_bytes = std::max(pass.largest_step_bytes, step_bytes(dims[l], size));
       pass.transform_chunks[l].push_back(part_dsts);
+      reads_mirror[l].push_back(rows.exchange && std::any_of(part.sources.begin(), part.sources.end(), [&](vid_t v) {
+                                  return v >= rows.in_rows[l];
+                                }));
     }
     // Inputs that this layer does not aggregate (closure rows further out) are transformed in chunks of their
     // own. A one-row chunk never costs more than the smallest subgraph, which fits.
@@ -149,11 +168,10 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     const std::int64_t chunk_rows = plan.step_limit_bytes / transform_step_bytes(dims[l], 1);
     NJ_EXPECTS(extra.empty() || chunk_rows > 0, "layer {} cannot transform one row within {} bytes", l + 1,
                plan.step_limit_bytes);
-    for (std::size_t first = 0; first < extra.size(); first += static_cast<std::size_t>(chunk_rows)) {
-      const auto chunk = extra.subspan(first, std::min(extra.size() - first, static_cast<std::size_t>(chunk_rows)));
-      pass.transform_chunks[l].emplace_back(chunk.begin(), chunk.end());
+    for (auto& chunk : chunks_of(extra, chunk_rows)) {
       pass.largest_step_bytes =
           std::max(pass.largest_step_bytes, transform_step_bytes(dims[l], static_cast<std::int64_t>(chunk.size())));
+      pass.transform_chunks[l].push_back(std::move(chunk));
     }
   }
 
@@ -170,6 +188,24 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     pass.steps.push_back({kind, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(index)});
     trace.steps.push_back({phase, std::move(reads), std::move(writes), std::move(accumulates)});
   };
+  // Exchange steps move packed rows through a staging buffer of their own, within the step limit and the pool.
+  std::vector<vid_t> mirrors;
+  if (rows.exchange) {
+    for (auto v = static_cast<vid_t>(rows.in_rows[0]); v < rows.graph.num_vertices(); ++v) mirrors.push_back(v);
+  }
+  pass.exchange.resize(rows.exchange ? layers : 0);
+  auto exchange_chunk_rows = [&](std::size_t l, std::uint32_t phase, std::uint32_t tensor) {
+    const std::int64_t by_step = plan.step_limit_bytes / (dims[l].width * kFloat);
+    const std::int64_t rows_per_chunk = std::min(by_step, trace.capacity_rows[phase][tensor]);
+    NJ_EXPECTS(rows_per_chunk > 0, "layer {} cannot exchange one row within {} bytes", l + 1, plan.step_limit_bytes);
+    return rows_per_chunk;
+  };
+  auto exchange_step_bytes = [&](std::size_t l, const std::vector<std::vector<vid_t>>& chunks) {
+    for (const auto& chunk : chunks) {
+      pass.largest_step_bytes =
+          std::max(pass.largest_step_bytes, static_cast<std::int64_t>(chunk.size()) * dims[l].width * kFloat);
+    }
+  };
 
   for (std::size_t l = 0; l < layers; ++l) {
     const auto phase = static_cast<std::uint32_t>(l);
@@ -179,12 +215,34 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
       add_step(StepKind::kTransform, l, k, phase, {}, rows_of(z_tensor(l), chunks[k]), {});
       pass.stream_h2d_bytes += static_cast<std::int64_t>(chunks[k].size()) * dims[l].in * kFloat;
     }
-    // Aggregations run in the reverse order, so that the rows transformed last, still resident, are read first.
-    const auto& parts = pass.layer_parts[l];
-    for (std::size_t k = parts.size(); k-- > 0;) {
-      add_step(StepKind::kAggregate, l, k, phase, rows_of(z_tensor(l), parts[k].sources), {}, {});
-      pass.stream_d2h_bytes += parts[k].num_dst() * dims[l].out * kFloat;
+    ExchangePoints points;
+    if (rows.exchange) {
+      LayerExchange& exchange = pass.exchange[l];
+      exchange.send_rows = chunks_of(rows.boundary, exchange_chunk_rows(l, phase, z_tensor(l)));
+      exchange_step_bytes(l, exchange.send_rows);
+      for (std::size_t k = 0; k < exchange.send_rows.size(); ++k) {
+        add_step(StepKind::kSendRows, l, k, phase, rows_of(z_tensor(l), exchange.send_rows[k]), {}, {});
+        pass.stream_d2h_bytes += static_cast<std::int64_t>(exchange.send_rows[k].size()) * dims[l].width * kFloat;
+      }
     }
+    points.start = pass.steps.size();
+    // Aggregations run in the reverse order, so that the rows transformed last, still resident, are read first;
+    // those that read mirrors after the others, once the exchange is complete.
+    const auto& parts = pass.layer_parts[l];
+    points.finish = std::numeric_limits<std::size_t>::max();
+    for (const bool after_exchange : {false, true}) {
+      for (std::size_t k = parts.size(); k-- > 0;) {
+        if ((reads_mirror[l][k] != 0) != after_exchange) continue;
+        if (after_exchange && points.finish == std::numeric_limits<std::size_t>::max()) {
+          points.finish = pass.steps.size();
+        }
+        add_step(StepKind::kAggregate, l, k, phase, rows_of(z_tensor(l), parts[k].sources), {}, {});
+        trace.steps.back().fence = points.finish == pass.steps.size() - 1;
+        pass.stream_d2h_bytes += parts[k].num_dst() * dims[l].out * kFloat;
+      }
+    }
+    if (points.finish == std::numeric_limits<std::size_t>::max()) points.finish = pass.steps.size();
+    pass.exchange_points.push_back(points);
     pass.rows_computed += rows.out_rows[l];
   }
   pass.forward_steps = pass.steps.size();
@@ -194,13 +252,47 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     trace.capacity_rows[phase][grad_tensor(l)] =
         slots_for(plan.pool_bytes / cached_tensors, dims[l].width * kFloat, pass.num_rows);
     if (dims[l].attention()) trace.capacity_rows[phase][z_tensor(l)] = trace.capacity_rows[phase][grad_tensor(l)];
+    // Subgraphs that read mirrors first, so that the mirrors' gradients are complete and leave early; the others
+    // run while they travel.
     const auto& parts = pass.layer_parts[l];
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      add_step(StepKind::kAggregateBackward, l, k, phase,
-               dims[l].attention() ? rows_of(z_tensor(l), parts[k].sources) : std::vector<RowRef>{}, {},
-               rows_of(grad_tensor(l), parts[k].sources));
-      pass.stream_h2d_bytes += static_cast<std::int64_t>(parts[k].num_dst()) * dims[l].out * kFloat;
+    ExchangePoints points;
+    for (const bool reading_mirrors : {true, false}) {
+      for (std::size_t k = 0; k < parts.size(); ++k) {
+        if ((reads_mirror[l][k] != 0) != reading_mirrors) continue;
+        add_step(StepKind::kAggregateBackward, l, k, phase,
+                 dims[l].attention() ? rows_of(z_tensor(l), parts[k].sources) : std::vector<RowRef>{}, {},
+                 rows_of(grad_tensor(l), parts[k].sources));
+        pass.stream_h2d_bytes += static_cast<std::int64_t>(parts[k].num_dst()) * dims[l].out * kFloat;
+      }
+      if (!reading_mirrors || !rows.exchange) continue;
+      LayerExchange& exchange = pass.exchange[l];
+      exchange.send_gradients = chunks_of(mirrors, exchange_chunk_rows(l, phase, grad_tensor(l)));
+      exchange_step_bytes(l, exchange.send_gradients);
+      for (std::size_t k = 0; k < exchange.send_gradients.size(); ++k) {
+        add_step(StepKind::kSendGradients, l, k, phase, rows_of(grad_tensor(l), exchange.send_gradients[k]), {}, {});
+        pass.stream_d2h_bytes += static_cast<std::int64_t>(exchange.send_gradients[k].size()) * dims[l].width * kFloat;
+      }
+      points.start = pass.steps.size();
     }
+    if (rows.exchange) {
+      LayerExchange& exchange = pass.exchange[l];
+      exchange.receive_gradients = chunks_of(rows.boundary, exchange_chunk_rows(l, phase, grad_tensor(l)));
+      exchange_step_bytes(l, exchange.receive_gradients);
+      points.finish = pass.steps.size();
+      std::int64_t first = 0;
+      for (std::size_t k = 0; k < exchange.receive_gradients.size(); ++k) {
+        add_step(StepKind::kReceiveGradients, l, k, phase, {}, {},
+                 rows_of(grad_tensor(l), exchange.receive_gradients[k]));
+        trace.steps.back().fence = k == 0;
+        exchange.receive_first.push_back(first);
+        const auto chunk_rows = static_cast<std::int64_t>(exchange.receive_gradients[k].size());
+        first += chunk_rows;
+        pass.stream_h2d_bytes += chunk_rows * dims[l].width * kFloat;
+      }
+    } else {
+      points.start = points.finish = pass.steps.size();
+    }
+    pass.exchange_points.push_back(points);
     const auto& chunks = pass.transform_chunks[l];
     for (std::size_t k = chunks.size(); k-- > 0;) {
       add_step(StepKind::kTransformBackward, l, k, phase, rows_of(grad_tensor(l), chunks[k]), {}, {});
@@ -230,6 +322,13 @@ SmallestStep smallest_step(const std::vector<LayerDims>& dims, const CsrGraph& p
   return largest;
 }
 
+// The locality order of the owned vertices, then the mirrors (which no layer aggregates).
+std::vector<vid_t> owned_locality_order(const CsrGraph& prepared, vid_t num_owned) {
+  std::vector<vid_t> order = locality_order(prepared);
+  std::stable_partition(order.begin(), order.end(), [&](vid_t v) { return v < num_owned; });
+  return order;
+}
+
 // Adds a planned pass to the epoch's totals.
 void add_to_totals(EpochPlan& plan, const Pass& pass) {
   plan.rows_computed += pass.rows_computed;
@@ -251,14 +350,15 @@ void add_to_totals(EpochPlan& plan, const Pass& pass) {
 
 }  // namespace
 
-ClosurePlanner::ClosurePlanner(const Model& model, CsrGraph prepared, gid_t first_gid)
+ClosurePlanner::ClosurePlanner(const Model& model, const LocalGraph& local)
     : model_(model),
-      prepared_(std::move(prepared)),
-      weights_(model.edge_weights(prepared_)),
-      out_degree_(out_degrees(prepared_)),
-      row_of_(static_cast<std::size_t>(prepared_.num_vertices()), -1),
-      lister_(prepared_, static_cast<int>(model.num_layers())),
-      first_gid_(first_gid) {}
+      prepared_(model.prepare(local)),
+      global_id_(local.global_id),
+      out_degree_(out_degrees(prepared_.graph)),
+      row_of_(static_cast<std::size_t>(prepared_.graph.num_vertices()), -1),
+      lister_(prepared_.graph, static_cast<int>(model.num_layers())) {
+  NJ_EXPECTS(local.peers.empty(), "closure passes cross ranks");
+}
 
 // The pass rows are the closure's vertices, the destinations first and then each hop further out; its graph
 // holds the in-edges of the rows some layer aggregates, with the whole graph's edge weights.
@@ -279,9 +379,9 @@ Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
     const auto v = static_cast<std::size_t>(closure[r]);
     local_degree.push_back(out_degree_[v]);
     if (static_cast<std::int64_t>(r) < aggregated) {
-      for (eid_t e = prepared_.offsets[v]; e < prepared_.offsets[v + 1]; ++e) {
-        local.sources.push_back(row_of_[static_cast<std::size_t>(prepared_.sources[static_cast<std::size_t>(e)])]);
-        if (!weights_.empty()) local_weights.push_back(weights_[static_cast<std::size_t>(e)]);
+      for (eid_t e = prepared_.graph.offsets[v]; e < prepared_.graph.offsets[v + 1]; ++e) {
+        local.sources.push_back(row_of_[static_cast<std::size_t>(prepared_.graph.sources[static_cast<std::size_t>(e)])]);
+        if (!prepared_.weights.empty()) local_weights.push_back(prepared_.weights[static_cast<std::size_t>(e)]);
       }
     }
     local.offsets.push_back(local.num_edges());
@@ -290,12 +390,12 @@ Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
 
   std::vector<vid_t> order(closure.size());
   std::iota(order.begin(), order.end(), 0);
-  PassRows rows{local, local_weights, order, {}, {}};
+  PassRows rows{local, local_weights, order, {}, {}, global_id_, {}, false};
   for (std::size_t l = 0; l < layers; ++l) {
     rows.in_rows.push_back(level_sizes[layers - l]);
     rows.out_rows.push_back(level_sizes[layers - 1 - l]);
   }
-  return plan_pass(plan, dims, rows, std::move(closure), local_degree, first_gid_);
+  return plan_pass(plan, dims, rows, std::move(closure), local_degree);
 }
 
 ExecutionMode parse_execution_mode(const std::string& text) {
@@ -306,13 +406,17 @@ ExecutionMode parse_execution_mode(const std::string& text) {
 
 const char* to_string(ExecutionMode mode) { return mode == ExecutionMode::kReuse ? "reuse" : "recompute"; }
 
-std::int64_t minimum_device_budget(const Model& model, const CsrGraph& graph) {
-  const CsrGraph prepared = model.prepare_graph(graph);
-  return kStepsPerBudget * smallest_step(layer_dims(model), prepared, locality_order(prepared)).bytes;
+std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local) {
+  const PreparedGraph prepared = model.prepare(local);
+  return kStepsPerBudget * smallest_step(layer_dims(model), prepared.graph, owned_locality_order(prepared.graph,
+                                                                                                 local.num_owned))
+                               .bytes;
 }
 
-EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphExecutorOptions& options,
-                     gid_t first_gid) {
+EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const SubgraphExecutorOptions& options) {
+  NJ_REQUIRE(options.mode == ExecutionMode::kReuse || local.peers.empty(),
+             "the recompute baseline runs on one rank only (its closures cross ranks); use --execution reuse or "
+             "in-memory");
   EpochPlan plan;
   plan.options = options;
   const bool no_budget = unlimited(options.device_budget);
@@ -322,29 +426,36 @@ EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphEx
   plan.pool_bytes = budget / 2;
   plan.step_limit_bytes = budget / kStepsPerBudget;
 
-  CsrGraph prepared = model.prepare_graph(graph);
-  const std::vector<vid_t> order = locality_order(prepared);
+  const PreparedGraph prepared = model.prepare(local);
+  const std::vector<vid_t> order = owned_locality_order(prepared.graph, local.num_owned);
   const auto dims = layer_dims(model);
   const std::size_t layers = dims.size();
-  const std::int64_t n = prepared.num_vertices();
+  const std::int64_t owned = local.num_owned;
   // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges.
-  const SmallestStep smallest = smallest_step(dims, prepared, order);
+  const SmallestStep smallest = smallest_step(dims, prepared.graph, order);
   if (smallest.bytes > plan.step_limit_bytes) {
     throw InputError(describe_minimum_budget(plan.options.device_budget, smallest.layer, smallest.bytes));
   }
   if (options.mode == ExecutionMode::kReuse) {
-    const std::vector<float> weights = model.edge_weights(prepared);
-    PassRows rows{prepared, weights, order, std::vector<std::int64_t>(layers, n), std::vector<std::int64_t>(layers, n)};
-    add_to_totals(plan, plan.passes.emplace_back(plan_pass(plan, dims, rows, {}, out_degrees(prepared), first_gid)));
+    const std::vector<vid_t> boundary = local.boundary_rows();
+    const PassRows rows{prepared.graph,
+                        prepared.weights,
+                        order,
+                        std::vector<std::int64_t>(layers, owned),
+                        std::vector<std::int64_t>(layers, owned),
+                        local.global_id,
+                        boundary,
+                        !local.peers.empty()};
+    add_to_totals(plan, plan.passes.emplace_back(plan_pass(plan, dims, rows, {}, out_degrees(prepared.graph))));
   } else {
     plan.closures = partition_in_order(
-        prepared, order, static_cast<int>(layers), [&](const ClosureSize& size) { return closure_bytes(dims, size); },
-        budget - plan.pool_bytes, nullptr);
-    ClosurePlanner planner(model, std::move(prepared), first_gid);
+        prepared.graph, order, static_cast<int>(layers),
+        [&](const ClosureSize& size) { return closure_bytes(dims, size); }, budget - plan.pool_bytes, nullptr);
+    ClosurePlanner planner(model, local);
     for (const auto& dsts : plan.closures) add_to_totals(plan, planner.plan(plan, dsts));
   }
   plan.peak_bytes_bound += 2 * plan.largest_step_bytes;
-  plan.rows_needed = static_cast<std::int64_t>(layers) * n;
+  plan.rows_needed = static_cast<std::int64_t>(layers) * owned;
   return plan;
 }
 

@@ -8,7 +8,7 @@
 namespace nj {
 
 Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,
-                       gid_t first_gid, std::span<const vid_t> vertex_of) {
+                       std::span<const gid_t> global_id, std::span<const vid_t> vertex_of) {
   Subgraph sub;
   sub.sources.assign(dsts.begin(), dsts.end());
   std::vector<vid_t> others;
@@ -49,7 +49,7 @@ Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight
   b.index_by_source();
   b.src_gid.resize(sub.sources.size());
   std::transform(sub.sources.begin(), sub.sources.end(), b.src_gid.begin(),
-                 [&](vid_t v) { return first_gid + (vertex_of.empty() ? v : vertex_of[static_cast<std::size_t>(v)]); });
+                 [&](vid_t v) { return global_id[static_cast<std::size_t>(vertex_of.empty() ? v : vertex_of[static_cast<std::size_t>(v)])]; });
   return sub;
 }
 

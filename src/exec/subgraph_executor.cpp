@@ -38,22 +38,25 @@ void gather_rows(ConstRows host, std::span<const vid_t> rows, float* packed) {
 }  // namespace
 
 struct SubgraphExecutor::State {
-  State(Backend& b, Device& d, const Model& model, const CsrGraph& g, ConstRows f, const SubgraphExecutorOptions& o,
-        gid_t first)
+  State(Backend& b, Device& d, const Model& model, const LocalGraph& local, ConstRows f,
+        const SubgraphExecutorOptions& o, Communicator* comm)
       : backend(b),
         device(d),
         features(f),
-        first_gid(first),
-        plan(plan_epoch(model, g, o, first)),
-        logits(g.num_vertices(), model.layer(model.num_layers() - 1).out_dim()) {
-    if (!plan.closures.empty()) closure_planner.emplace(model, model.prepare_graph(g), first);
+        global_id(local.global_id),
+        plan(plan_epoch(model, local, o)),
+        exchange(comm, local, model.num_layers()),
+        logits(local.num_owned, model.layer(model.num_layers() - 1).out_dim()) {
+    if (!plan.closures.empty()) closure_planner.emplace(model, local);
     const std::int64_t rows = plan.largest_pass_rows;
+    const auto boundary = static_cast<std::int64_t>(exchange.boundary_rows().size());
     for (std::size_t l = 0; l < model.num_layers(); ++l) {
       const Layer& layer = model.layer(l);
       outputs.emplace_back(rows, layer.out_dim());
       grad_outputs.emplace_back(rows, layer.out_dim());
       z.emplace_back(rows, layer.row_width());
       grad_z.emplace_back(rows, layer.row_width());
+      received_gradients.emplace_back(boundary, layer.row_width());
     }
     pools.resize(2 * model.num_layers());
   }
@@ -73,7 +76,7 @@ struct SubgraphExecutor::State {
   std::vector<gid_t> gids_of(std::span<const vid_t> rows) const {
     std::vector<gid_t> gids;
     gids.reserve(rows.size());
-    for (const vid_t r : rows) gids.push_back(first_gid + pass->vertex(r));
+    for (const vid_t r : rows) gids.push_back(global_id[static_cast<std::size_t>(pass->vertex(r))]);
     return gids;
   }
 
@@ -199,6 +202,7 @@ struct SubgraphExecutor::State {
     for (std::size_t k = first; k < last; ++k) {
       const std::uint32_t phase = trace.steps[k].phase;
       if (k == first || trace.steps[k - 1].phase != phase) begin_phase(phase);
+      advance_exchange(k);
       const StepPlan& step = cache.steps[k];
       if (!prefetched) {
         write_back(step.evict_writeback);
@@ -215,7 +219,40 @@ struct SubgraphExecutor::State {
       const auto start = std::chrono::steady_clock::now();
       run_step(k);
       metrics.compute_seconds += seconds_since(start);
+      exchange.poll();
       if (phase_ends) end_phase(phase);
+    }
+    advance_exchange(last);
+  }
+
+  // ---- the exchange with other ranks ----
+
+  // Starts and completes the running pass's phase exchanges whose points lie at or before step k, in phase
+  // order. A phase's exchange carries its layer's transformed rows forward, or their gradients backward.
+  void advance_exchange(std::size_t k) {
+    const auto& points = pass->exchange_points;
+    const std::size_t layers = pass->layer_parts.size();
+    while (exchange_phase < points.size()) {
+      const std::size_t phase = exchange_phase;
+      const bool forward = phase < layers;
+      const auto layer = static_cast<std::uint32_t>(forward ? phase : 2 * layers - 1 - phase);
+      if (!exchange_started) {
+        if (points[phase].start > k) return;
+        if (forward) {
+          exchange.start_rows(layer, z[layer].view());
+        } else {
+          exchange.start_gradients(layer, grad_z[layer].view());
+        }
+        exchange_started = true;
+      }
+      if (points[phase].finish > k) return;
+      if (forward) {
+        exchange.finish_rows(z[layer].view());
+      } else {
+        exchange.finish_gradients(received_gradients[layer].view());
+      }
+      exchange_started = false;
+      ++exchange_phase;
     }
   }
 
@@ -297,6 +334,23 @@ struct SubgraphExecutor::State {
     }
   }
 
+  // Rows of a pool leave the device for their host home, from where the exchange sends them.
+  void send_rows(std::uint32_t tensor, std::span<const vid_t> rows, const StepPlan& step) {
+    DeviceRows packed(device, static_cast<std::int64_t>(rows.size()), pools[tensor].cols(), "exchange staging");
+    backend.copy_rows(pools[tensor].view(), step.read_slots.data(), packed.view(), nullptr, packed.rows());
+    download(packed.view(), host_tensor(tensor).view(), rows);
+  }
+
+  // What the mirrors sent for a chunk of boundary rows is added into their gradients.
+  void receive_gradients(std::size_t l, std::size_t chunk, const StepPlan& step) {
+    const LayerExchange& e = pass->exchange[l];
+    const auto rows = static_cast<std::int64_t>(e.receive_gradients[chunk].size());
+    const ConstRows sums = ConstRows(received_gradients[l].view()).slice(e.receive_first[chunk], rows);
+    DeviceRows packed(device, rows, sums.cols, "exchange staging");
+    wait(packed.upload(sums));
+    backend.add_rows(packed.view(), nullptr, pools[grad_index(l)].view(), step.accumulate_slots.data(), rows);
+  }
+
   std::uint32_t z_index(std::size_t l) const { return static_cast<std::uint32_t>(2 * l); }
   std::uint32_t grad_index(std::size_t l) const { return static_cast<std::uint32_t>(2 * l + 1); }
 
@@ -304,12 +358,17 @@ struct SubgraphExecutor::State {
 
   // Runs the forward half of the pass and copies its logits to their vertices' rows.
   void run_forward(Model& model, std::uint32_t epoch, bool training) {
+    exchange_phase = 0;
+    exchange_started = false;
     run_steps(0, pass->forward_steps, [&](std::size_t k) {
       const PlannedStep& s = pass->steps[k];
+      const StepPlan& step = pass->cache.steps[k];
       if (s.kind == StepKind::kTransform) {
-        transform(model, s.layer, pass->transform_chunks[s.layer][s.index], pass->cache.steps[k], epoch, training);
+        transform(model, s.layer, pass->transform_chunks[s.layer][s.index], step, epoch, training);
+      } else if (s.kind == StepKind::kSendRows) {
+        send_rows(z_index(s.layer), pass->exchange[s.layer].send_rows[s.index], step);
       } else {
-        aggregate(model, s.layer, pass->layer_parts[s.layer][s.index], pass->cache.steps[k], epoch, training);
+        aggregate(model, s.layer, pass->layer_parts[s.layer][s.index], step, epoch, training);
       }
     });
     const Matrix& last = outputs.back();
@@ -328,10 +387,16 @@ struct SubgraphExecutor::State {
   void run_backward(Model& model, std::uint32_t epoch) {
     run_steps(pass->forward_steps, pass->steps.size(), [&](std::size_t k) {
       const PlannedStep& s = pass->steps[k];
-      if (s.kind == StepKind::kAggregateBackward) {
-        aggregate_backward(model, s.layer, pass->layer_parts[s.layer][s.index], pass->cache.steps[k], epoch);
-      } else {
-        transform_backward(model, s.layer, pass->transform_chunks[s.layer][s.index], pass->cache.steps[k], epoch);
+      const StepPlan& step = pass->cache.steps[k];
+      switch (s.kind) {
+        case StepKind::kAggregateBackward:
+          aggregate_backward(model, s.layer, pass->layer_parts[s.layer][s.index], step, epoch);
+          break;
+        case StepKind::kSendGradients:
+          send_rows(grad_index(s.layer), pass->exchange[s.layer].send_gradients[s.index], step);
+          break;
+        case StepKind::kReceiveGradients: receive_gradients(s.layer, s.index, step); break;
+        default: transform_backward(model, s.layer, pass->transform_chunks[s.layer][s.index], step, epoch);
       }
       const bool layer_done = k + 1 == pass->steps.size() || pass->steps[k + 1].layer != s.layer;
       if (layer_done) model.layer(s.layer).finish_backward();
@@ -367,8 +432,11 @@ struct SubgraphExecutor::State {
   Backend& backend;
   Device& device;
   ConstRows features;
-  gid_t first_gid;
+  std::vector<gid_t> global_id;  // per local vertex
   EpochPlan plan;
+  BoundaryExchange exchange;
+  std::size_t exchange_phase = 0;  // the running pass's next phase exchange
+  bool exchange_started = false;
   std::optional<ClosurePlanner> closure_planner;  // recompute
   const Pass* pass = nullptr;                     // the running pass
   Matrix logits;                                  // per vertex: the last layer's outputs
@@ -377,16 +445,17 @@ struct SubgraphExecutor::State {
   std::vector<Matrix> grad_outputs;  // ∂L/∂Y^l, the gradient before layer l's activation
   std::vector<Matrix> z;             // host home of transformed rows that leave the device
   std::vector<Matrix> grad_z;        // host home of their gradients
+  std::vector<Matrix> received_gradients;  // per layer: what the mirrors sent for each boundary row
   std::vector<DeviceRows> pools;     // per trace tensor, during its phase
   std::vector<float> staging;        // host side of packed transfers
   ExecutionMetrics metrics;
 };
 
-SubgraphExecutor::SubgraphExecutor(Backend& backend, Device& device, const Model& model, const CsrGraph& graph,
-                                   ConstRows features, const SubgraphExecutorOptions& options, gid_t first_gid)
-    : state_(std::make_unique<State>(backend, device, model, graph, features, options, first_gid)) {
-  NJ_EXPECTS(features.rows == graph.num_vertices(), "features have {} rows for {} vertices", features.rows,
-             graph.num_vertices());
+SubgraphExecutor::SubgraphExecutor(Backend& backend, Device& device, const Model& model, const LocalGraph& local,
+                                   ConstRows features, const SubgraphExecutorOptions& options, Communicator* comm)
+    : state_(std::make_unique<State>(backend, device, model, local, features, options, comm)) {
+  NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
+             local.num_owned);
 }
 
 SubgraphExecutor::~SubgraphExecutor() = default;
@@ -422,6 +491,7 @@ ExecutionMetrics SubgraphExecutor::take_metrics() {
   m.d2h_bytes = stats.d2h_bytes;
   m.peak_device_bytes = stats.peak_bytes;
   m.copy_seconds = stats.copy_seconds;
+  m.exchange = s.exchange.take_stats();
   s.device.reset_transfer_stats();
   s.metrics = {};
   return m;

@@ -78,12 +78,19 @@ CsrGraph build_csr(vid_t num_vertices, std::span<const vid_t> src, std::span<con
   return graph;
 }
 
-CsrGraph with_self_loops(const CsrGraph& graph, bool exactly_one) {
+CsrGraph with_self_loops(const CsrGraph& graph, bool exactly_one, vid_t rows) {
   const vid_t n = graph.num_vertices();
+  NJ_EXPECTS(rows >= 0 && rows <= n, "{} rows of a graph of {} vertices", rows, n);
   CsrGraph out;
   out.offsets.assign(static_cast<std::size_t>(n) + 1, 0);
-  out.sources.reserve(graph.sources.size() + static_cast<std::size_t>(n));
+  out.sources.reserve(graph.sources.size() + static_cast<std::size_t>(rows));
   for (vid_t v = 0; v < n; ++v) {
+    if (v >= rows) {
+      const auto sources = graph.in_neighbors(v);
+      out.sources.insert(out.sources.end(), sources.begin(), sources.end());
+      out.offsets[static_cast<std::size_t>(v) + 1] = static_cast<eid_t>(out.sources.size());
+      continue;
+    }
     bool seen = false;
     bool inserted = false;
     for (const vid_t s : graph.in_neighbors(v)) {

@@ -29,24 +29,29 @@ void SparseBlock::index_by_source() {
   for (const eid_t e : by_source.edge_position) out_weight.push_back(edge_weight[static_cast<std::size_t>(e)]);
 }
 
-SparseBlock whole_graph_block(const CsrGraph& graph, std::vector<float> edge_weight, gid_t first_gid) {
+SparseBlock local_graph_block(const CsrGraph& graph, std::vector<float> edge_weight, vid_t num_dst,
+                              std::span<const gid_t> global_id) {
+  NJ_EXPECTS(static_cast<vid_t>(global_id.size()) == graph.num_vertices(), "{} global ids for {} vertices",
+             global_id.size(), graph.num_vertices());
   SparseBlock block;
   block.num_src = graph.num_vertices();
-  block.dst_offsets = graph.offsets;
-  block.src_index = graph.sources;
+  block.dst_offsets.assign(graph.offsets.begin(), graph.offsets.begin() + num_dst + 1);
+  block.src_index.assign(graph.sources.begin(), graph.sources.begin() + block.dst_offsets.back());
+  NJ_EXPECTS(edge_weight.empty() || edge_weight.size() == block.src_index.size(), "{} weights for {} edges",
+             edge_weight.size(), block.src_index.size());
   block.edge_weight = std::move(edge_weight);
   block.index_by_source();
-  block.src_gid.resize(static_cast<std::size_t>(graph.num_vertices()));
-  std::iota(block.src_gid.begin(), block.src_gid.end(), first_gid);
+  block.src_gid.assign(global_id.begin(), global_id.end());
   return block;
 }
 
-std::vector<float> gcn_edge_weights(const CsrGraph& graph) {
+std::vector<float> gcn_edge_weights(const CsrGraph& graph, std::span<const std::int64_t> degree) {
   const vid_t n = graph.num_vertices();
+  NJ_EXPECTS(static_cast<vid_t>(degree.size()) == n, "{} degrees for {} vertices", degree.size(), n);
   std::vector<float> inv_sqrt_degree(static_cast<std::size_t>(n));
   for (vid_t v = 0; v < n; ++v) {
-    const auto degree = static_cast<double>(graph.in_degree(v));
-    inv_sqrt_degree[static_cast<std::size_t>(v)] = degree > 0 ? static_cast<float>(1.0 / std::sqrt(degree)) : 0.0F;
+    const auto d = static_cast<double>(degree[static_cast<std::size_t>(v)]);
+    inv_sqrt_degree[static_cast<std::size_t>(v)] = d > 0 ? static_cast<float>(1.0 / std::sqrt(d)) : 0.0F;
   }
   std::vector<float> weights(graph.sources.size());
   for (vid_t v = 0; v < n; ++v) {

@@ -70,12 +70,18 @@ std::int64_t Model::num_parameters() {
   return total;
 }
 
-CsrGraph Model::prepare_graph(const CsrGraph& graph) const {
-  return with_self_loops(graph, config_.kind == ModelKind::kGat);
-}
-
-std::vector<float> Model::edge_weights(const CsrGraph& prepared) const {
-  return config_.kind == ModelKind::kGcn ? gcn_edge_weights(prepared) : std::vector<float>{};
+PreparedGraph Model::prepare(const LocalGraph& local) const {
+  PreparedGraph prepared;
+  prepared.graph = with_self_loops(local.graph, config_.kind == ModelKind::kGat, local.num_owned);
+  if (config_.kind == ModelKind::kGcn) {
+    // A vertex's degree after GCN's self-loop rule, in the whole graph: mirrors' in-edges live on other ranks.
+    std::vector<std::int64_t> degree(local.global_in_degree.size());
+    for (std::size_t v = 0; v < degree.size(); ++v) {
+      degree[v] = local.global_in_degree[v] + (local.global_self_loop[v] != 0 ? 0 : 1);
+    }
+    prepared.weights = gcn_edge_weights(prepared.graph, degree);
+  }
+  return prepared;
 }
 
 }  // namespace nj

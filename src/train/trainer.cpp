@@ -18,7 +18,55 @@ std::vector<Parameter*> with_decay_scope(Model& model, WeightDecayScope scope) {
   return model.parameters();
 }
 
+// Max and mean over the ranks of per-rank values: one reduction of each kind for all of them.
+std::vector<OverRanks> over_ranks(Communicator& comm, std::vector<double> values) {
+  std::vector<double> maxima = values;
+  comm.all_reduce_max(maxima);
+  comm.all_reduce_sum(values);
+  std::vector<OverRanks> out;
+  for (std::size_t i = 0; i < values.size(); ++i) out.push_back({maxima[i], values[i] / comm.size()});
+  return out;
+}
+
+// Fills the metrics' views over the ranks from each rank's own.
+void summarise_over_ranks(Communicator& comm, EpochMetrics& m) {
+  const ExecutionMetrics& e = m.execution;
+  std::vector<double> times = {m.step_seconds, e.compute_seconds, e.copy_seconds, e.wait_seconds};
+  std::vector<std::int64_t> counts;
+  for (const auto& layer : e.exchange) {
+    for (const ExchangeStats& d : layer) {
+      times.push_back(d.seconds);
+      times.push_back(d.wait_seconds);
+      counts.insert(counts.end(), {d.rows_sent, d.rows_received, d.bytes_sent, d.bytes_received});
+    }
+  }
+  const std::vector<OverRanks> spread = over_ranks(comm, times);
+  comm.all_reduce_sum(counts);
+  m.step_over_ranks = spread[0];
+  m.compute_over_ranks = spread[1];
+  m.copy_over_ranks = spread[2];
+  m.copy_wait_over_ranks = spread[3];
+  m.exchange.resize(e.exchange.size());
+  std::size_t t = 4;
+  std::size_t c = 0;
+  for (auto& layer : m.exchange) {
+    for (ExchangeSummary& d : layer) {
+      d = {counts[c], counts[c + 1], counts[c + 2], counts[c + 3], spread[t], spread[t + 1]};
+      t += 2;
+      c += 4;
+    }
+  }
+}
+
 }  // namespace
+
+VertexTargets targets_of(const Dataset& dataset) {
+  return {dataset.labels, dataset.train_mask, dataset.val_mask, dataset.test_mask};
+}
+
+VertexTargets targets_of(const Shard& shard) {
+  return {shard.labels, shard.train_mask, shard.val_mask, shard.test_mask};
+}
 
 WeightDecayScope parse_weight_decay_scope(const std::string& text) {
   if (text == "all") return WeightDecayScope::kAll;
@@ -26,16 +74,17 @@ WeightDecayScope parse_weight_decay_scope(const std::string& text) {
   throw InputError(fmt::format("unknown weight-decay scope '{}' (expected all or first)", text));
 }
 
-Trainer::Trainer(Model& model, Executor& executor, Backend& backend, Communicator& comm, const Dataset& dataset,
-                 const TrainOptions& options)
+Trainer::Trainer(Model& model, Executor& executor, Backend& backend, Communicator& comm,
+                 const VertexTargets& targets, const TrainOptions& options)
     : model_(model),
       executor_(executor),
       backend_(backend),
       comm_(comm),
-      dataset_(dataset),
+      targets_(targets),
       options_(options),
       optimizer_(with_decay_scope(model, options.decay_scope), options.adam) {
-  std::array<std::int64_t, 1> count{nj::count(dataset.train_mask)};
+  std::array<std::int64_t, 1> count{std::count_if(targets.train_mask.begin(), targets.train_mask.end(),
+                                                  [](std::uint8_t m) { return m != 0; })};
   comm_.all_reduce_sum(count);
   global_train_count_ = count[0];
   NJ_REQUIRE(global_train_count_ > 0, "no training vertices");
@@ -47,14 +96,14 @@ EpochMetrics Trainer::train_epoch(std::uint32_t epoch) {
   const float scale = 1.0F / static_cast<float>(global_train_count_);
   const LossFunction loss_function = [&](ConstRows logits, const vid_t* vertices, Rows grad) {
     if (vertices == nullptr) {
-      return backend_.softmax_cross_entropy(logits, dataset_.labels.data(), dataset_.train_mask.data(), scale, grad);
+      return backend_.softmax_cross_entropy(logits, targets_.labels.data(), targets_.train_mask.data(), scale, grad);
     }
     row_labels_.resize(static_cast<std::size_t>(logits.rows));
     row_mask_.resize(static_cast<std::size_t>(logits.rows));
     for (std::int64_t r = 0; r < logits.rows; ++r) {
       const auto v = static_cast<std::size_t>(vertices[r]);
-      row_labels_[static_cast<std::size_t>(r)] = dataset_.labels[v];
-      row_mask_[static_cast<std::size_t>(r)] = dataset_.train_mask[v];
+      row_labels_[static_cast<std::size_t>(r)] = targets_.labels[v];
+      row_mask_[static_cast<std::size_t>(r)] = targets_.train_mask[v];
     }
     return backend_.softmax_cross_entropy(logits, row_labels_.data(), row_mask_.data(), scale, grad);
   };
@@ -71,6 +120,7 @@ EpochMetrics Trainer::train_epoch(std::uint32_t epoch) {
   optimizer_.step();
   metrics.optimizer_seconds = seconds_since(start);
   metrics.loss = loss[0] / static_cast<double>(global_train_count_);
+  summarise_over_ranks(comm_, metrics);
   return metrics;
 }
 
@@ -79,14 +129,14 @@ Accuracy Trainer::evaluate() {
   executor_.take_metrics();  // evaluation traffic is not the training step's
   // correct and total for train, val, test
   std::array<std::int64_t, 6> counts{};
-  const std::array<const std::vector<std::uint8_t>*, 3> masks = {&dataset_.train_mask, &dataset_.val_mask,
-                                                                 &dataset_.test_mask};
+  const std::array<std::span<const std::uint8_t>, 3> masks = {targets_.train_mask, targets_.val_mask,
+                                                              targets_.test_mask};
   for (std::int64_t v = 0; v < logits.rows; ++v) {
     const float* row = logits.row(v);
     const auto predicted = std::max_element(row, row + logits.cols) - row;
-    const bool correct = predicted == dataset_.labels[static_cast<std::size_t>(v)];
+    const bool correct = predicted == targets_.labels[static_cast<std::size_t>(v)];
     for (std::size_t s = 0; s < masks.size(); ++s) {
-      if ((*masks[s])[static_cast<std::size_t>(v)] != 0) {
+      if (masks[s][static_cast<std::size_t>(v)] != 0) {
         counts[2 * s] += correct ? 1 : 0;
         counts[2 * s + 1] += 1;
       }

@@ -72,13 +72,16 @@ TEST(ClosurePlanner, APassHoldsEachLayersRowsAndAllTheirInEdges) {
   config.layers = 3;
   config.hidden = 4;
   const Model model(config, data.features.cols(), data.num_classes);
-  const SubgraphExecutorOptions options{8 * minimum_device_budget(model, data.graph), ExecutionMode::kRecompute,
+  // Global ids that differ from the local ones, to see that passes carry the right ones.
+  LocalGraph shifted = whole_local_graph(data.graph);
+  for (gid_t& id : shifted.global_id) id += 1000;
+  const SubgraphExecutorOptions options{8 * minimum_device_budget(model, shifted), ExecutionMode::kRecompute,
                                         CachePolicy::kSizeOrder};
-  const EpochPlan plan = plan_epoch(model, data.graph, options, 1000);
+  const EpochPlan plan = plan_epoch(model, shifted, options);
   ASSERT_GT(plan.closures.size(), 1U);
-  ClosurePlanner planner(model, model.prepare_graph(data.graph), 1000);
+  ClosurePlanner planner(model, shifted);
   const CsrGraph& prepared = planner.prepared_graph();
-  const std::vector<float> weights = model.edge_weights(prepared);
+  const std::vector<float> weights = model.prepare(shifted).weights;
   std::set<vid_t> outputs;
   for (const auto& dsts : plan.closures) {
     const Pass pass = planner.plan(plan, dsts);

@@ -43,7 +43,7 @@ Trace train(const Dataset& data, const ModelConfig& config, std::uint32_t epochs
   options.eval_every = 0;
   options.adam.weight_decay = 5e-4F;
   Trace trace;
-  Trainer trainer(model, *executor, *backend, *comm, data, options);
+  Trainer trainer(model, *executor, *backend, *comm, targets_of(data), options);
   trainer.fit(0, [&](const EpochMetrics& m) {
     trace.losses.push_back(m.loss);
     trace.execution.push_back(m.execution);
@@ -55,14 +55,14 @@ Trace train(const Dataset& data, const ModelConfig& config, std::uint32_t epochs
 
 Trace train_in_memory(const Dataset& data, const ModelConfig& config, std::uint32_t epochs) {
   return train(data, config, epochs, [&](Backend& backend, const Model& model) {
-    return std::make_unique<InMemoryExecutor>(backend, model, data.graph, data.features.view());
+    return std::make_unique<InMemoryExecutor>(backend, model, whole_local_graph(data.graph), data.features.view());
   });
 }
 
 Trace train_budgeted(const Dataset& data, const ModelConfig& config, std::uint32_t epochs,
                      const SubgraphExecutorOptions& options, Device& device) {
   return train(data, config, epochs, [&](Backend& backend, const Model& model) {
-    return std::make_unique<SubgraphExecutor>(backend, device, model, data.graph, data.features.view(), options);
+    return std::make_unique<SubgraphExecutor>(backend, device, model, whole_local_graph(data.graph), data.features.view(), options);
   });
 }
 
@@ -174,7 +174,7 @@ TEST(SubgraphExecutor, GatOnHubsStaysWithinTheSmallestBudget) {
   const Trace reference = train_in_memory(data, config, 2);
   const Model model(config, data.features.cols(), data.num_classes);
   for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
-    const std::int64_t minimum = minimum_device_budget(model, data.graph);
+    const std::int64_t minimum = minimum_device_budget(model, whole_local_graph(data.graph));
     for (const std::int64_t budget : {minimum, minimum + minimum / 3}) {
       for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kSizeOrder, CachePolicy::kBelady}) {
         SCOPED_TRACE(fmt::format("{} bytes, {}, {}", budget, to_string(mode), to_string(policy)));
@@ -196,7 +196,7 @@ TEST(SubgraphExecutor, GatOnHubsStaysWithinTheSmallestBudget) {
       ASSERT_NE(at, std::string::npos) << message;
       const std::string suggested = message.substr(at + 20, message.find(' ', at + 20) - (at + 20));
       EXPECT_GE(parse_byte_size(suggested), minimum);
-      EXPECT_NO_THROW(plan_epoch(model, data.graph, {parse_byte_size(suggested), mode, CachePolicy::kStAware}));
+      EXPECT_NO_THROW(plan_epoch(model, whole_local_graph(data.graph), {parse_byte_size(suggested), mode, CachePolicy::kStAware}));
     }
   }
 }
@@ -209,9 +209,9 @@ TEST(SubgraphExecutor, MeasuredTrafficAndPeakAreWhatThePlanSays) {
     for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
       for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kSizeOrder}) {
         SCOPED_TRACE(fmt::format("{}, {}, {}", to_string(kind), to_string(mode), to_string(policy)));
-        const std::int64_t budget = 2 * minimum_device_budget(model, data.graph);
+        const std::int64_t budget = 2 * minimum_device_budget(model, whole_local_graph(data.graph));
         const SubgraphExecutorOptions options{budget, mode, policy};
-        const EpochPlan plan = plan_epoch(model, data.graph, options);
+        const EpochPlan plan = plan_epoch(model, whole_local_graph(data.graph), options);
         EXPECT_LE(plan.peak_bytes_bound, budget);
         auto device = make_cpu_device(budget);
         const Trace trace = train_budgeted(data, config, 1, options, *device);
@@ -226,10 +226,10 @@ TEST(SubgraphExecutor, MeasuredTrafficAndPeakAreWhatThePlanSays) {
 TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
   const Dataset data = grid_dataset(20, 20, 9);
   const Model model(model_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
-  const std::int64_t budget = 4 * minimum_device_budget(model, data.graph);
-  const EpochPlan reuse = plan_epoch(model, data.graph, {budget, ExecutionMode::kReuse, CachePolicy::kStAware});
+  const std::int64_t budget = 4 * minimum_device_budget(model, whole_local_graph(data.graph));
+  const EpochPlan reuse = plan_epoch(model, whole_local_graph(data.graph), {budget, ExecutionMode::kReuse, CachePolicy::kStAware});
   const EpochPlan recompute =
-      plan_epoch(model, data.graph, {budget, ExecutionMode::kRecompute, CachePolicy::kSizeOrder});
+      plan_epoch(model, whole_local_graph(data.graph), {budget, ExecutionMode::kRecompute, CachePolicy::kSizeOrder});
   EXPECT_EQ(reuse.rows_computed, reuse.rows_needed);
   EXPECT_GT(recompute.closures.size(), 1U);
   EXPECT_GT(recompute.rows_computed, recompute.rows_needed);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <random>
 
+#include "nj/graph/shard.hpp"
 #include "nj/kernels/backend.hpp"
 #include "support/test_support.hpp"
 
@@ -49,7 +50,8 @@ SparseBlock random_block(vid_t n, eid_t edges, bool self_loops, std::uint64_t se
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> uniform(0.1F, 1.0F);
   for (auto& w : weights) w = uniform(rng);
-  return whole_graph_block(g, weights);
+  const LocalGraph local = whole_local_graph(g);
+  return local_graph_block(g, weights, g.num_vertices(), local.global_id);
 }
 
 class KernelTest : public ::testing::Test {

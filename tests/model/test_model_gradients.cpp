@@ -19,7 +19,7 @@ TEST_P(ModelGradientTest, BackwardMatchesFiniteDifferences) {
   const Dataset data = test::random_dataset(24, 60, 5, 3, 21);
   auto backend = make_cpu_backend(2);
   Model model(GetParam().config, data.features.cols(), data.num_classes);
-  InMemoryExecutor executor(*backend, model, data.graph, data.features.view());
+  InMemoryExecutor executor(*backend, model, whole_local_graph(data.graph), data.features.view());
   const auto train_count = static_cast<float>(count(data.train_mask));
   const std::uint32_t epoch = 5;
   const LossFunction loss_function = [&](ConstRows logits, const vid_t* vertices, Rows grad) {

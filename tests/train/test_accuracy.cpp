@@ -25,8 +25,8 @@ double mean_test_accuracy(const Dataset& data, ModelConfig config, TrainOptions 
   for (int seed = 0; seed < seeds; ++seed) {
     config.seed = static_cast<std::uint64_t>(seed);
     Model model(config, data.features.cols(), data.num_classes);
-    InMemoryExecutor executor(*backend, model, data.graph, data.features.view());
-    Trainer trainer(model, executor, *backend, *comm, data, options);
+    InMemoryExecutor executor(*backend, model, whole_local_graph(data.graph), data.features.view());
+    Trainer trainer(model, executor, *backend, *comm, targets_of(data), options);
     const TrainSummary summary = trainer.fit(0, [](const EpochMetrics&) {});
     spdlog::info("{} seed {}: test {:.4f} at best val epoch {} (final test {:.4f})", data.name, seed,
                  summary.best_val_accuracy.test, summary.best_val_epoch + 1, summary.final_accuracy.test);

@@ -1,24 +1,76 @@
 #pragma once
-// Collective operations between ranks. Training calls only this interface: the single-process implementation
-// here, MPI and NCCL ones with the multi-rank work. Sums must be deterministic for a fixed number of ranks.
+// Communication between ranks. Training calls only this interface: one process (every operation the
+// identity), MPI now, NCCL with the CUDA backend. Sums are deterministic for a fixed number of ranks.
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 namespace nj {
+
+// Where a message buffer lives. MPI takes host buffers; NCCL sends straight from device memory.
+enum class MemorySpace { kHost, kDevice };
+
+// One point-to-point message of an exchange: `floats` to or from rank `peer`.
+struct SendBuffer {
+  int peer = 0;
+  std::span<const float> floats;
+  MemorySpace space = MemorySpace::kHost;
+};
+struct ReceiveBuffer {
+  int peer = 0;
+  std::span<float> floats;
+  MemorySpace space = MemorySpace::kHost;
+};
+
+// An exchange in flight. Its buffers must stay untouched until wait() returns (or the handle is destroyed,
+// which waits).
+class PendingExchange {
+ public:
+  virtual ~PendingExchange() = default;
+  // Lets the exchange progress while the caller computes; true once it is complete.
+  virtual bool test() = 0;
+  virtual void wait() = 0;
+};
 
 class Communicator {
  public:
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // In-place element-wise sum over all ranks.
+  // In-place element-wise reductions over all ranks.
   virtual void all_reduce_sum(std::span<float> values) = 0;
   virtual void all_reduce_sum(std::span<double> values) = 0;
   virtual void all_reduce_sum(std::span<std::int64_t> values) = 0;
+  virtual void all_reduce_max(std::span<double> values) = 0;
+  // Starts every send and receive at once (grouped point-to-point), without blocking. `tag` tells apart
+  // exchanges that may be in flight together; every rank must start its exchanges of one tag in the same order.
+  virtual std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
+                                                          std::span<const ReceiveBuffer> receives, int tag) = 0;
+  // Ends every rank of the job with `code`, at once: what an error on one rank must do so that no other rank
+  // waits for it forever.
+  [[noreturn]] virtual void abort(int code) noexcept = 0;
 };
 
-// One rank, no launcher: every collective is the identity.
+// One rank, no launcher: reductions are the identity and there is no one to exchange with.
 std::unique_ptr<Communicator> make_single_process_communicator();
+
+// Owns MPI's lifetime in a process: initialises MPI when the process was started by a launcher (mpirun, srun)
+// and finalises it on destruction. Without a launcher it does nothing, so that one process never pays for MPI.
+class MpiSession {
+ public:
+  MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  ~MpiSession();
+  bool active() const { return active_; }
+  // The job's communicator: MPI's world where MPI is active, else the single-process one.
+  std::unique_ptr<Communicator> communicator() const;
+  // True when the environment shows a launcher that started this process as one rank of a job.
+  static bool launched();
+
+ private:
+  bool active_ = false;
+};
 
 }  // namespace nj

@@ -33,6 +33,9 @@ struct TraceStep {
   std::vector<RowRef> writes;       // produced by the step: a slot is allocated without a load
   std::vector<RowRef> accumulates;  // read-modify-write: the first touch in the epoch gets a zeroed slot;
                                     // a later touch of a row that left the device loads it first
+  // The step's loads wait for something outside the trace (rows received from other ranks): they are never
+  // prefetched during the previous step.
+  bool fence = false;
 };
 
 struct AccessTrace {
@@ -79,8 +82,8 @@ struct StepPlan {
   std::vector<SlotAssignment> loads;
   std::vector<SlotAssignment> allocations;
   // The step's evict_writeback and loads may run while the previous step computes: none of them writes back
-  // a row the previous step touched or loads into a slot it used. Never set on a phase's first step or on a
-  // step without loads.
+  // a row the previous step touched or loads into a slot it used. Never set on a phase's first step, on a
+  // fenced step or on a step without loads.
   bool prefetch = false;
   // The slot of each entry of the step's reads, writes and accumulates, in the same order.
   std::vector<std::int32_t> read_slots, write_slots, accumulate_slots;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "nj/comm/boundary_exchange.hpp"
 #include "nj/core/matrix.hpp"
 #include "nj/kernels/backend.hpp"
 #include "nj/kernels/sparse_block.hpp"
@@ -32,6 +33,7 @@ struct ExecutionMetrics {
   double plan_seconds = 0.0;  // planning done while training (the recompute baseline cuts its closures)
   double copy_seconds = 0.0;  // time spent copying
   double wait_seconds = 0.0;  // time compute waited for copies
+  LayerExchangeStats exchange;  // boundary rows exchanged with other ranks, per layer and direction
   double recompute_ratio() const {
     return rows_needed > 0 ? static_cast<double>(rows_computed) / static_cast<double>(rows_needed) : 1.0;
   }
@@ -44,7 +46,7 @@ struct ExecutionMetrics {
 class Executor {
  public:
   virtual ~Executor() = default;
-  // Logits of all vertices without dropout (the epoch is irrelevant outside training).
+  // Logits of the owned vertices without dropout (the epoch is irrelevant outside training).
   virtual ConstRows evaluate(Model& model) = 0;
   // One training pass for `epoch` (which addresses the dropout masks): forward, the loss through `loss`, and
   // backward, adding into every parameter's gradient. Returns the summed loss.
@@ -72,12 +74,14 @@ class HostRowsAllocator final : public RowsAllocator {
 };
 
 // Runs all layers of a model over per-layer blocks whose rows all live in one memory space (the in-memory
-// executor's whole graph). The destinations of blocks[l] are the first rows of blocks[l+1]'s sources, so layer
-// l's output rows are layer l+1's input rows.
+// executor's local graph). Layer l transforms the rows of its block's destinations (the first num_dst sources);
+// the other sources are mirrors, whose transformed rows the exchange brings from their owners, and whose
+// gradients it takes back.
 class BlockStack {
  public:
-  BlockStack(Backend& backend, const Model& model, std::vector<SparseBlockView> blocks, RowsAllocator& allocator);
-  // input: the rows of blocks[0]'s sources. Returns the last layer's output (blocks.back()'s destinations).
+  BlockStack(Backend& backend, const Model& model, std::vector<SparseBlockView> blocks, RowsAllocator& allocator,
+             BoundaryExchange& exchange);
+  // input: the rows of blocks[0]'s destinations. Returns the last layer's output (blocks.back()'s destinations).
   ConstRows forward(Model& model, std::uint32_t epoch, bool training, ConstRows input);
   // Back-propagates from the gradient of the last training forward's output.
   void backward(Model& model, std::uint32_t epoch, ConstRows grad_output);
@@ -91,6 +95,7 @@ class BlockStack {
 
   Backend& backend_;
   std::vector<SparseBlockView> blocks_;
+  BoundaryExchange& exchange_;
   ConstRows input_;
   std::vector<Rows> z_;        // per layer: transformed rows (sources)
   std::vector<Rows> outputs_;  // per layer: act(Y + b) (destinations); the last holds the logits
@@ -102,16 +107,19 @@ class BlockStack {
 
 class InMemoryExecutor final : public Executor {
  public:
-  // `features` must outlive the executor; vertex v has global id first_gid + v.
-  InMemoryExecutor(Backend& backend, const Model& model, const CsrGraph& graph, ConstRows features,
-                   gid_t first_gid = 0);
+  // `features` (the owned vertices' rows) must outlive the executor; `comm` may be null when `local` has no
+  // peers.
+  InMemoryExecutor(Backend& backend, const Model& model, const LocalGraph& local, ConstRows features,
+                   Communicator* comm = nullptr);
   ConstRows evaluate(Model& model) override;
   double train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) override;
+  ExecutionMetrics take_metrics() override;
 
  private:
   SparseBlock block_;
   ConstRows features_;
   HostRowsAllocator buffers_;
+  BoundaryExchange exchange_;
   BlockStack stack_;
   Matrix grad_logits_;
 };

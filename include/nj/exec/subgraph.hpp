@@ -21,9 +21,9 @@ struct Subgraph {
 
 // The block of destinations `dsts` with all their in-edges in `graph` (weights taken per edge from
 // edge_weight when it is not empty). Sources after the destinations come in ascending vertex id. The global id
-// of vertex v is first_gid + v, or first_gid + vertex_of[v] when `graph` is cut from a larger one.
+// of vertex v is global_id[v], or global_id[vertex_of[v]] when `graph` is cut from a larger one.
 Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,
-                       gid_t first_gid, std::span<const vid_t> vertex_of = {});
+                       std::span<const gid_t> global_id, std::span<const vid_t> vertex_of = {});
 
 // Reverse Cuthill-McKee-style order: breadth-first over in-neighbours, lower degree first, one component after
 // another, starting each from its lowest-degree unvisited vertex. Neighbouring vertices get nearby positions.

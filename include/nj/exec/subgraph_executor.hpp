@@ -32,14 +32,38 @@ struct SubgraphExecutorOptions {
   CachePolicy policy = CachePolicy::kStAware;
 };
 
-// A step of a pass: `index` is a transform chunk of its layer (transform steps) or a subgraph of its layer
-// (aggregation steps).
-enum class StepKind { kTransform, kAggregate, kAggregateBackward, kTransformBackward };
+// A step of a pass: `index` is a transform chunk of its layer (transform steps), a subgraph of its layer
+// (aggregation steps) or a chunk of the layer's exchange rows (exchange steps).
+enum class StepKind {
+  kTransform,
+  kAggregate,
+  kAggregateBackward,
+  kTransformBackward,
+  kSendRows,           // boundary rows of Z leave the device for the peers that mirror them
+  kSendGradients,      // mirror rows of ∂L/∂Z leave the device for their owners
+  kReceiveGradients,   // what the mirrors sent for the boundary rows is added into their ∂L/∂Z
+};
 
 struct PlannedStep {
   StepKind kind = StepKind::kTransform;
   std::uint32_t layer = 0;
   std::uint32_t index = 0;
+};
+
+// The rows one layer of a pass exchanges with other ranks, cut into chunks that fit a step.
+struct LayerExchange {
+  std::vector<std::vector<vid_t>> send_rows;          // boundary rows, forward
+  std::vector<std::vector<vid_t>> send_gradients;     // mirror rows, backward
+  std::vector<std::vector<vid_t>> receive_gradients;  // boundary rows, backward
+  std::vector<std::int64_t> receive_first;            // position in the boundary rows of each receive chunk
+};
+
+// Where a phase's exchange runs: it starts before step `start` and must be complete before step `finish`
+// (the first step that reads what it brings; that step is fenced). Either may be the phase's end: the
+// index of the next phase's first step, or the number of steps.
+struct ExchangePoints {
+  std::size_t start = 0;
+  std::size_t finish = 0;
 };
 
 // One run of the layer-by-layer schedule over a set of rows, forward and backward. Reuse makes one pass over
@@ -53,6 +77,11 @@ struct Pass {
   std::vector<std::vector<Subgraph>> layer_parts;  // per layer: its subgraphs, in pass rows (src_gid: global ids)
   std::vector<PlannedStep> steps;                  // in execution order: the trace's steps, one to one
   std::size_t forward_steps = 0;                   // the first forward_steps steps are the forward pass
+  // Multi-rank reuse: rows [num_outputs, num_rows) are mirrors, received from their owners. Per layer, the
+  // chunks of exchanged rows; per phase (forward layers, then backward layers from the last), where the
+  // exchange runs. Subgraphs that read no mirror run while it is in flight.
+  std::vector<LayerExchange> exchange;
+  std::vector<ExchangePoints> exchange_points;
   AccessTrace trace;
   CachePlan cache;
   std::int64_t largest_step_bytes = 0;  // what the largest step uses besides the pools
@@ -93,36 +122,35 @@ struct EpochPlan {
 
 // Plans an epoch of `model` on `graph` (as stored: the model adds its self-loops). Throws nj::InputError when
 // the budget cannot hold the smallest possible step, naming the smallest budget that would.
-EpochPlan plan_epoch(const Model& model, const CsrGraph& graph, const SubgraphExecutorOptions& options,
-                     gid_t first_gid = 0);
+EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const SubgraphExecutorOptions& options);
 
 // Cuts the recompute baseline's passes, each over one subgraph's L-hop closure.
 class ClosurePlanner {
  public:
-  // `prepared` is the graph with the model's self-loops (Model::prepare_graph); `model` must outlive the planner.
-  ClosurePlanner(const Model& model, CsrGraph prepared, gid_t first_gid = 0);
+  // `model` must outlive the planner; `local` must have no peers.
+  ClosurePlanner(const Model& model, const LocalGraph& local);
   Pass plan(const EpochPlan& plan, std::span<const vid_t> destinations);
-  const CsrGraph& prepared_graph() const { return prepared_; }
+  const CsrGraph& prepared_graph() const { return prepared_.graph; }
 
  private:
   const Model& model_;
-  CsrGraph prepared_;  // with the model's self-loops
-  std::vector<float> weights_;
+  PreparedGraph prepared_;
+  std::vector<gid_t> global_id_;
   std::vector<std::int64_t> out_degree_;
   std::vector<vid_t> row_of_;  // scratch: the pass row of each vertex, -1 outside the closure
   ClosureLister lister_;
-  gid_t first_gid_;
 };
 
 // The smallest device budget with which plan_epoch succeeds for this model and graph, in either mode: both
 // run a layer's smallest step, one vertex with all its in-edges.
-std::int64_t minimum_device_budget(const Model& model, const CsrGraph& graph);
+std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local);
 
 class SubgraphExecutor final : public Executor {
  public:
-  // `model`, `features` and `graph` must outlive the executor.
-  SubgraphExecutor(Backend& backend, Device& device, const Model& model, const CsrGraph& graph, ConstRows features,
-                   const SubgraphExecutorOptions& options, gid_t first_gid = 0);
+  // `model` and `features` (the owned vertices' rows) must outlive the executor; `comm` may be null when
+  // `local` has no peers.
+  SubgraphExecutor(Backend& backend, Device& device, const Model& model, const LocalGraph& local, ConstRows features,
+                   const SubgraphExecutorOptions& options, Communicator* comm = nullptr);
   ~SubgraphExecutor() override;
   ConstRows evaluate(Model& model) override;
   double train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) override;

@@ -42,8 +42,12 @@ CsrGraph build_csr(vid_t num_vertices, std::span<const vid_t> src, std::span<con
 
 // The same graph with per-vertex self-loops arranged as a GNN layer wants them: kAddMissing adds one to each
 // vertex that has none (PyG's add_remaining_self_loops, used by GCNConv); kRemove followed by adding one
-// to every vertex is GATConv's rule, given by `exactly_one = true`.
-CsrGraph with_self_loops(const CsrGraph& graph, bool exactly_one);
+// to every vertex is GATConv's rule, given by `exactly_one = true`. Only the first `rows` vertices are
+// arranged (a rank's owned vertices; its mirrors are never aggregated and keep no edges).
+CsrGraph with_self_loops(const CsrGraph& graph, bool exactly_one, vid_t rows);
+inline CsrGraph with_self_loops(const CsrGraph& graph, bool exactly_one) {
+  return with_self_loops(graph, exactly_one, graph.num_vertices());
+}
 
 // Out-edge view of an in-edge CSR: for each source, the destinations it feeds and the position of that edge
 // in the in-edge arrays. Backward passes gather through it instead of scattering, so sums run in a fixed

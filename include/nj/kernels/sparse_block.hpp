@@ -6,6 +6,7 @@
 // (GAT reads a destination's own row for its score). Local source j lives in row src_row[j] of the input
 // buffer (row j where src_row is null), so a block can read rows that sit anywhere: a whole host matrix,
 // device cache slots, mirrors received from another rank.
+#include <span>
 #include <vector>
 
 #include "nj/core/hd.hpp"
@@ -52,12 +53,13 @@ struct SparseBlock {
   void index_by_source();
 };
 
-// The whole graph as one block whose sources and destinations are the same rows. Global ids are
-// first_gid + local id (a single-process run has first_gid = 0).
-SparseBlock whole_graph_block(const CsrGraph& graph, std::vector<float> edge_weight, gid_t first_gid = 0);
+// One block over a local graph: the first num_dst vertices are the destinations (with all their in-edges),
+// every vertex is a source, and global_id[v] is the global id of vertex v.
+SparseBlock local_graph_block(const CsrGraph& graph, std::vector<float> edge_weight, vid_t num_dst,
+                              std::span<const gid_t> global_id);
 
-// PyG gcn_norm weights for a graph that already holds its self-loops: w_ji = d_j^-1/2 d_i^-1/2 with the
-// degree counted at the target (in-degree, self-loop included).
-std::vector<float> gcn_edge_weights(const CsrGraph& graph_with_self_loops);
+// PyG gcn_norm weights for a graph that already holds its self-loops: w_ji = d_j^-1/2 d_i^-1/2, where
+// degree[v] is v's in-degree with its self-loop, counted in the whole graph.
+std::vector<float> gcn_edge_weights(const CsrGraph& graph_with_self_loops, std::span<const std::int64_t> degree);
 
 }  // namespace nj

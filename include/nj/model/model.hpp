@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "nj/graph/csr.hpp"
+#include "nj/graph/shard.hpp"
 #include "nj/model/layer.hpp"
 
 namespace nj {
@@ -27,6 +27,11 @@ struct ModelConfig {
   std::uint64_t seed = 0;
 };
 
+struct PreparedGraph {
+  CsrGraph graph;
+  std::vector<float> weights;  // per edge of `graph`; empty where the model uses none (GAT)
+};
+
 class Model {
  public:
   Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_classes);
@@ -42,10 +47,10 @@ class Model {
     return l + 1 < layers_.size() ? config_.activation : Activation::kNone;
   }
 
-  // The graph as the layers read it: GCN adds the self-loops a vertex lacks, GAT keeps exactly one each.
-  CsrGraph prepare_graph(const CsrGraph& graph) const;
-  // Per-edge weights of the prepared graph: GCN's symmetric normalisation, none for GAT.
-  std::vector<float> edge_weights(const CsrGraph& prepared) const;
+  // The graph as the layers read it: GCN adds the self-loops an owned vertex lacks, GAT keeps exactly one
+  // each; with GCN's symmetric normalisation computed from the whole graph's degrees, so that every rank
+  // weighs an edge as a single process would.
+  PreparedGraph prepare(const LocalGraph& local) const;
 
  private:
   ModelConfig config_;

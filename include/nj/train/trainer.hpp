@@ -5,10 +5,14 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <span>
+#include <array>
+#include <vector>
 
 #include "nj/comm/communicator.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/graph/dataset.hpp"
+#include "nj/graph/shard.hpp"
 #include "nj/train/adam.hpp"
 
 namespace nj {
@@ -21,6 +25,33 @@ struct TrainOptions {
   AdamConfig adam;
   WeightDecayScope decay_scope = WeightDecayScope::kAll;
   std::uint32_t eval_every = 1;  // evaluate every k epochs (and after the last); 0 = only after the last
+};
+
+// What the loss and the accuracies read, for the rows an executor's logits cover: a rank's owned vertices.
+struct VertexTargets {
+  std::span<const std::int32_t> labels;
+  std::span<const std::uint8_t> train_mask;
+  std::span<const std::uint8_t> val_mask;
+  std::span<const std::uint8_t> test_mask;
+};
+VertexTargets targets_of(const Dataset& dataset);
+VertexTargets targets_of(const Shard& shard);
+
+// One per-rank quantity over the ranks of the job.
+struct OverRanks {
+  double max = 0.0;
+  double mean = 0.0;
+};
+
+// One layer's boundary exchange in one direction, over the job: rows and bytes summed over the ranks, times
+// as their maximum and mean.
+struct ExchangeSummary {
+  std::int64_t rows_sent = 0;
+  std::int64_t rows_received = 0;
+  std::int64_t bytes_sent = 0;
+  std::int64_t bytes_received = 0;
+  OverRanks seconds;
+  OverRanks wait_seconds;
 };
 
 struct Accuracy {
@@ -38,7 +69,13 @@ struct EpochMetrics {
   double step_seconds = 0.0;  // forward, loss and backward
   double optimizer_seconds = 0.0;
   double eval_seconds = 0.0;
-  ExecutionMetrics execution;  // of the training step
+  ExecutionMetrics execution;  // of the training step, on this rank
+  // Over the ranks of the job: the step's phases, and per layer the forward and backward exchange.
+  OverRanks step_over_ranks;
+  OverRanks compute_over_ranks;
+  OverRanks copy_over_ranks;
+  OverRanks copy_wait_over_ranks;
+  std::vector<std::array<ExchangeSummary, 2>> exchange;
   // Forward, backward and the optimizer step: the epoch's training time, without evaluation.
   double train_seconds() const { return step_seconds + optimizer_seconds; }
 };
@@ -54,24 +91,25 @@ struct TrainSummary {
 
 class Trainer {
  public:
-  Trainer(Model& model, Executor& executor, Backend& backend, Communicator& comm, const Dataset& dataset,
+  Trainer(Model& model, Executor& executor, Backend& backend, Communicator& comm, const VertexTargets& targets,
           const TrainOptions& options);
 
   // One optimizer step; the epoch number addresses the dropout masks.
   EpochMetrics train_epoch(std::uint32_t epoch);
-  // Accuracies of a forward pass without dropout, summed over ranks.
+  // Accuracies of a forward pass without dropout, from counts summed over ranks.
   Accuracy evaluate();
   // Trains epochs [first_epoch, options.epochs), calling on_epoch after each.
   TrainSummary fit(std::uint32_t first_epoch, const std::function<void(const EpochMetrics&)>& on_epoch);
 
   Adam& optimizer() { return optimizer_; }
+  std::int64_t global_train_count() const { return global_train_count_; }
 
  private:
   Model& model_;
   Executor& executor_;
   Backend& backend_;
   Communicator& comm_;
-  const Dataset& dataset_;
+  VertexTargets targets_;
   TrainOptions options_;
   Adam optimizer_;
   std::int64_t global_train_count_ = 0;

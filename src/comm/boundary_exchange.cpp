@@ -1,0 +1,129 @@
+#include "nj/comm/boundary_exchange.hpp"
+
+#include <algorithm>
+
+namespace nj {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+constexpr std::int64_t kFloat = sizeof(float);
+
+// Packs rows `which` of `rows` one after another.
+void pack(ConstRows rows, const std::vector<vid_t>& which, std::vector<float>& out) {
+  out.resize(which.size() * static_cast<std::size_t>(rows.cols));
+  for (std::size_t i = 0; i < which.size(); ++i) {
+    const float* row = rows.row(which[i]);
+    std::copy(row, row + rows.cols, out.data() + i * static_cast<std::size_t>(rows.cols));
+  }
+}
+
+}  // namespace
+
+ExchangeStats& ExchangeStats::operator+=(const ExchangeStats& other) {
+  rows_sent += other.rows_sent;
+  rows_received += other.rows_received;
+  bytes_sent += other.bytes_sent;
+  bytes_received += other.bytes_received;
+  seconds += other.seconds;
+  wait_seconds += other.wait_seconds;
+  return *this;
+}
+
+BoundaryExchange::BoundaryExchange(Communicator* comm, const LocalGraph& local, std::size_t layers)
+    : comm_(comm), num_owned_(local.num_owned), boundary_rows_(local.boundary_rows()), stats_(layers) {
+  NJ_EXPECTS(comm != nullptr || local.peers.empty(), "a partitioned graph needs a communicator");
+  for (const PeerRows& p : local.peers) {
+    Peer& peer = peers_.emplace_back();
+    peer.rank = p.peer;
+    peer.send = p.send;
+    peer.receive = p.receive;
+    for (const vid_t v : p.send) {
+      peer.boundary.push_back(static_cast<std::int32_t>(
+          std::lower_bound(boundary_rows_.begin(), boundary_rows_.end(), v) - boundary_rows_.begin()));
+    }
+  }
+}
+
+BoundaryExchange::~BoundaryExchange() = default;
+
+void BoundaryExchange::start(std::uint32_t layer, ExchangeDirection direction, std::int64_t cols) {
+  NJ_EXPECTS(pending_ == nullptr, "an exchange is already in flight");
+  std::vector<SendBuffer> sends;
+  std::vector<ReceiveBuffer> receives;
+  running_ = &stats_.at(layer)[static_cast<std::size_t>(direction)];
+  for (Peer& p : peers_) {
+    const std::size_t incoming_rows = direction == ExchangeDirection::kForward ? p.receive.size() : p.send.size();
+    p.incoming.resize(incoming_rows * static_cast<std::size_t>(cols));
+    if (!p.outgoing.empty()) sends.push_back({p.rank, p.outgoing, MemorySpace::kHost});
+    if (!p.incoming.empty()) receives.push_back({p.rank, p.incoming, MemorySpace::kHost});
+    running_->rows_sent += static_cast<std::int64_t>(p.outgoing.size()) / cols;
+    running_->rows_received += static_cast<std::int64_t>(incoming_rows);
+    running_->bytes_sent += static_cast<std::int64_t>(p.outgoing.size()) * kFloat;
+    running_->bytes_received += static_cast<std::int64_t>(p.incoming.size()) * kFloat;
+  }
+  started_ = std::chrono::steady_clock::now();
+  if (comm_ != nullptr) {
+    const int tag = static_cast<int>(2 * layer + static_cast<std::uint32_t>(direction));
+    pending_ = comm_->start_exchange(sends, receives, tag);
+  }
+}
+
+void BoundaryExchange::wait() {
+  if (pending_ != nullptr) {
+    const auto start = std::chrono::steady_clock::now();
+    pending_->wait();
+    running_->wait_seconds += seconds_since(start);
+    pending_.reset();
+  }
+  if (running_ != nullptr) running_->seconds += seconds_since(started_);
+  running_ = nullptr;
+}
+
+void BoundaryExchange::poll() {
+  if (pending_ != nullptr) pending_->test();
+}
+
+void BoundaryExchange::start_rows(std::uint32_t layer, ConstRows rows) {
+  for (Peer& p : peers_) pack(rows, p.send, p.outgoing);
+  start(layer, ExchangeDirection::kForward, rows.cols);
+}
+
+void BoundaryExchange::finish_rows(Rows rows) {
+  wait();
+  for (const Peer& p : peers_) {
+    for (std::size_t i = 0; i < p.receive.size(); ++i) {
+      const float* row = p.incoming.data() + i * static_cast<std::size_t>(rows.cols);
+      std::copy(row, row + rows.cols, rows.row(p.receive[i]));
+    }
+  }
+}
+
+void BoundaryExchange::start_gradients(std::uint32_t layer, ConstRows gradients) {
+  for (Peer& p : peers_) pack(gradients, p.receive, p.outgoing);
+  start(layer, ExchangeDirection::kBackward, gradients.cols);
+}
+
+void BoundaryExchange::finish_gradients(Rows sums) {
+  wait();
+  NJ_EXPECTS(sums.rows == static_cast<std::int64_t>(boundary_rows_.size()), "{} sums for {} boundary rows", sums.rows,
+             boundary_rows_.size());
+  std::fill(sums.data, sums.data + sums.size(), 0.0F);
+  for (const Peer& p : peers_) {  // ascending peer: the same order of additions on every run
+    for (std::size_t i = 0; i < p.send.size(); ++i) {
+      const float* in = p.incoming.data() + i * static_cast<std::size_t>(sums.cols);
+      float* sum = sums.row(p.boundary[i]);
+      for (std::int64_t c = 0; c < sums.cols; ++c) sum[c] += in[c];
+    }
+  }
+}
+
+LayerExchangeStats BoundaryExchange::take_stats() {
+  LayerExchangeStats taken(stats_.size());
+  std::swap(taken, stats_);
+  return taken;
+}
+
+}  // namespace nj

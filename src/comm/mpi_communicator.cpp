@@ -1,0 +1,136 @@
+// The MPI implementation of the Communicator: MPI_COMM_WORLD, host buffers, non-blocking point-to-point for
+// boundary rows. Only the calling thread uses MPI (MPI_THREAD_FUNNELED).
+#include <mpi.h>
+
+#include <climits>
+#include <cstdlib>
+
+#include "nj/comm/communicator.hpp"
+#include "nj/core/error.hpp"
+
+namespace nj {
+namespace {
+
+void check(int status, const char* call) {
+  if (status == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(status, text, &length);
+  throw Error(fmt::format("{} failed: {}", call, std::string(text, static_cast<std::size_t>(length))));
+}
+
+int message_count(std::size_t floats) {
+  NJ_EXPECTS(floats <= static_cast<std::size_t>(INT_MAX), "a message of {} floats exceeds MPI's int count", floats);
+  return static_cast<int>(floats);
+}
+
+class MpiPendingExchange final : public PendingExchange {
+ public:
+  explicit MpiPendingExchange(std::vector<MPI_Request> requests) : requests_(std::move(requests)) {}
+  MpiPendingExchange(const MpiPendingExchange&) = delete;
+  MpiPendingExchange& operator=(const MpiPendingExchange&) = delete;
+  ~MpiPendingExchange() override {
+    if (!requests_.empty()) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+  }
+  bool test() override {
+    int done = 1;
+    if (!requests_.empty()) {
+      check(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+    }
+    if (done != 0) requests_.clear();
+    return done != 0;
+  }
+  void wait() override {
+    if (requests_.empty()) return;
+    const int status = MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    requests_.clear();
+    check(status, "MPI_Waitall");
+  }
+
+ private:
+  std::vector<MPI_Request> requests_;
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator() {
+    check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+    check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void all_reduce_sum(std::span<float> values) override { reduce(values.data(), values.size(), MPI_FLOAT, MPI_SUM); }
+  void all_reduce_sum(std::span<double> values) override {
+    reduce(values.data(), values.size(), MPI_DOUBLE, MPI_SUM);
+  }
+  void all_reduce_sum(std::span<std::int64_t> values) override {
+    reduce(values.data(), values.size(), MPI_INT64_T, MPI_SUM);
+  }
+  void all_reduce_max(std::span<double> values) override {
+    reduce(values.data(), values.size(), MPI_DOUBLE, MPI_MAX);
+  }
+
+  std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
+                                                  std::span<const ReceiveBuffer> receives, int tag) override {
+    std::vector<MPI_Request> requests;
+    requests.reserve(sends.size() + receives.size());
+    // Receives first, so that a send that arrives finds its buffer posted.
+    for (const ReceiveBuffer& r : receives) {
+      NJ_EXPECTS(r.space == MemorySpace::kHost, "the MPI communicator receives into host memory only");
+      check(MPI_Irecv(r.floats.data(), message_count(r.floats.size()), MPI_FLOAT, r.peer, tag, MPI_COMM_WORLD,
+                      &requests.emplace_back()),
+            "MPI_Irecv");
+    }
+    for (const SendBuffer& s : sends) {
+      NJ_EXPECTS(s.space == MemorySpace::kHost, "the MPI communicator sends from host memory only");
+      check(MPI_Isend(s.floats.data(), message_count(s.floats.size()), MPI_FLOAT, s.peer, tag, MPI_COMM_WORLD,
+                      &requests.emplace_back()),
+            "MPI_Isend");
+    }
+    return std::make_unique<MpiPendingExchange>(std::move(requests));
+  }
+
+  [[noreturn]] void abort(int code) noexcept override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+
+ private:
+  void reduce(void* values, std::size_t count, MPI_Datatype type, MPI_Op op) {
+    if (count == 0) return;
+    check(MPI_Allreduce(MPI_IN_PLACE, values, message_count(count), type, op, MPI_COMM_WORLD), "MPI_Allreduce");
+  }
+
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace
+
+bool MpiSession::launched() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"}) {
+    if (std::getenv(variable) != nullptr) return true;
+  }
+  return false;
+}
+
+MpiSession::MpiSession() {
+  if (!launched()) return;
+  int provided = 0;
+  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  // Errors come back as codes and become exceptions, which the CLI turns into one line and an abort.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  active_ = true;
+}
+
+MpiSession::~MpiSession() {
+  if (active_) MPI_Finalize();
+}
+
+std::unique_ptr<Communicator> MpiSession::communicator() const {
+  if (!active_) return make_single_process_communicator();
+  return std::make_unique<MpiCommunicator>();
+}
+
+}  // namespace nj
