@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 #include <type_traits>
 
 #include "nj/core/error.hpp"
@@ -19,6 +20,9 @@ static_assert(std::is_same_v<idx_t, vid_t>, "METIS's idx_t must be vid_t (Debian
 // Keeps the random assignment's stream apart from those that use the same seed elsewhere (features, splits).
 constexpr std::uint32_t kPartitionPurpose = 3;
 
+// How errors name the dataset.
+std::string name_of(const Dataset& dataset) { return dataset.name.empty() ? "the dataset" : dataset.name; }
+
 const char* metis_status(int status) {
   switch (status) {
     case METIS_ERROR_INPUT: return "METIS_ERROR_INPUT (the input graph is invalid)";
@@ -31,7 +35,7 @@ const char* metis_status(int status) {
 // training vertices as well as all vertices, so that every rank has a similar share of the loss's work.
 std::vector<std::int32_t> metis_parts(const Dataset& dataset, CsrGraph& simple, int parts, std::uint64_t seed) {
   const vid_t n = dataset.num_vertices();
-  require_fits_metis(dataset.name.empty() ? "the dataset" : dataset.name, n, simple.num_edges());
+  require_fits_metis(name_of(dataset), n, simple.num_edges());
   std::vector<idx_t> offsets(simple.offsets.begin(), simple.offsets.end());
   const bool has_training_vertex = count(dataset.train_mask) > 0;
   idx_t vertices = n;
@@ -56,7 +60,7 @@ std::vector<std::int32_t> metis_parts(const Dataset& dataset, CsrGraph& simple, 
                                          simple.sources.empty() ? &no_edges : simple.sources.data(),
                                          weights.empty() ? nullptr : weights.data(), nullptr, nullptr, &part_count,
                                          nullptr, nullptr, options, &cut, part.data());
-  NJ_REQUIRE(status == METIS_OK, "METIS_PartGraphKway failed on {} ({} parts): {}", dataset.name, parts,
+  NJ_REQUIRE(status == METIS_OK, "METIS_PartGraphKway failed on {} ({} parts): {}", name_of(dataset), parts,
              metis_status(status));
   return part;
 }
@@ -115,7 +119,7 @@ std::vector<std::int32_t> assign_parts(const Dataset& dataset, const PartitionOp
   const vid_t n = dataset.num_vertices();
   NJ_REQUIRE(options.parts >= 1 && options.parts <= n,
              "{}: cannot split {} vertices into {} parts (parts must be between 1 and the number of vertices)",
-             dataset.name, n, options.parts);
+             name_of(dataset), n, options.parts);
   // The seconds cover what the method needs, METIS's undirected input graph included.
   const bool uses_metis = options.method == PartitionMethod::kMetis && options.parts > 1;
   const auto start = std::chrono::steady_clock::now();
