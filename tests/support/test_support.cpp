@@ -1,12 +1,14 @@
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <sstream>
 
 namespace nj::test {
 
@@ -30,8 +32,9 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
-CommandResult run_nj(const std::string& arguments) {
-  const std::string command = std::string("\"") + NJ_BINARY + "\" " + arguments + " 2>&1";
+namespace {
+
+CommandResult run_command(const std::string& command) {
   CommandResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return {-1, "popen failed"};
@@ -40,6 +43,29 @@ CommandResult run_nj(const std::string& arguments) {
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+}  // namespace
+
+CommandResult run_nj(const std::string& arguments) {
+  return run_command(std::string("\"") + NJ_BINARY + "\" " + arguments + " 2>&1");
+}
+
+bool have_mpirun() {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  std::istringstream folders(path);
+  for (std::string folder; std::getline(folders, folder, ':');) {
+    if (access((std::filesystem::path(folder) / "mpirun").c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+CommandResult run_nj_ranks(int ranks, const std::string& arguments, std::chrono::seconds limit) {
+  return run_command(
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 timeout " +
+      std::to_string(limit.count()) + " mpirun -np " + std::to_string(ranks) + " --oversubscribe \"" + NJ_BINARY +
+      "\" " + arguments + " 2>&1");
 }
 
 std::string expect_one_line_error(const CommandResult& result) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -35,6 +36,19 @@ struct CommandResult {
 };
 // Runs the built `nj` binary with the given arguments (a shell string).
 CommandResult run_nj(const std::string& arguments);
+
+// Whether `mpirun` is on PATH; the multi-rank tests skip without it.
+bool have_mpirun();
+#define NJ_SKIP_WITHOUT_MPIRUN()                                             \
+  do {                                                                       \
+    if (!::nj::test::have_mpirun()) GTEST_SKIP() << "mpirun is not on PATH"; \
+  } while (false)
+// Runs the built `nj` binary as `ranks` Open MPI ranks on this machine (`mpirun -np ranks --oversubscribe`).
+// Ranks beyond the cores yield while they wait, and root may launch them (test machines often run as root).
+// A job still running after `limit` is killed (exit code 124), so a rank that never ends fails its test instead
+// of holding up the suite.
+CommandResult run_nj_ranks(int ranks, const std::string& arguments,
+                           std::chrono::seconds limit = std::chrono::seconds(300));
 // Checks that a command failed with exactly one line, `nj: error: ...`, and returns that line.
 std::string expect_one_line_error(const CommandResult& result);
 // Single-quotes a path for the shell.

@@ -1,0 +1,167 @@
+// nj train under mpirun as a user runs it: one rank's failure ends the job, each of four ranks holds a fraction
+// of what one process holds, errors are one line, and several ranks print the losses one process prints.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+using test::shell_quote;
+
+nlohmann::json summary_of(const std::string& metrics_path) {
+  std::ifstream in(metrics_path);
+  std::string last;
+  for (std::string line; std::getline(in, line);) last = line;
+  const auto record = nlohmann::json::parse(last);
+  EXPECT_EQ(record["type"], "summary") << metrics_path;
+  return record;
+}
+
+// The loss of every epoch line as printed (4 decimals).
+std::vector<std::string> printed_losses(const std::string& output) {
+  static const std::regex epoch_loss(R"(epoch +\d+ \| loss (\S+))");
+  std::vector<std::string> losses;
+  for (std::sregex_iterator it(output.begin(), output.end(), epoch_loss), end; it != end; ++it) {
+    losses.push_back((*it)[1]);
+  }
+  return losses;
+}
+
+// Under mpirun the output holds nj's error line and mpirun's own report of the abort. The line must appear
+// exactly once and whole: several ranks printing the same error repeat it, or interleave it mid-line.
+std::string the_error_line(const test::CommandResult& result) {
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  const std::string marker = "nj: error: ";
+  std::ptrdiff_t count = 0;
+  for (auto at = result.output.find(marker); at != std::string::npos; at = result.output.find(marker, at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 1) << result.output;
+  std::istringstream lines(result.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(marker)) return line;
+  }
+  ADD_FAILURE() << "no line starts with '" << marker << "' in\n" << result.output;
+  return "";
+}
+
+class MultiRankCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    NJ_SKIP_WITHOUT_MPIRUN();
+    const auto generated = test::run_nj(
+        "generate --vertices 2000 --edges 20000 --features 16 --classes 4 --seed 3 -o " + shell_quote(dataset_));
+    ASSERT_EQ(generated.exit_code, 0) << generated.output;
+  }
+
+  void partition(int parts) {
+    const auto result = test::run_nj("partition " + shell_quote(dataset_) + " --parts " + std::to_string(parts) +
+                                     " --method metis -o " + shell_quote(parts_));
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+  }
+
+  test::TempDir dir_;
+  std::string dataset_ = dir_.file("small.h5");
+  std::string parts_ = dir_.file("parts");
+};
+
+TEST_F(MultiRankCli, InjectedFailureEndsEveryRankWithinSeconds) {
+  const auto start = std::chrono::steady_clock::now();
+  // Enough epochs that ranks left waiting on rank 1 would still be running when the limit kills the job.
+  const auto result = test::run_nj_ranks(
+      3, "train " + shell_quote(dataset_) + " --epochs 500 --threads 1 --inject-failure 1:2", std::chrono::seconds(60));
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(elapsed.count(), 30.0) << result.output;
+  EXPECT_NE(result.exit_code, 124) << "the job was still running after 60 s:\n" << result.output;
+  EXPECT_EQ(the_error_line(result), "nj: error: rank 1: injected failure in epoch 2");
+  // Rank 1 fails before the epoch's all-reduce, so no rank gets past epoch 1.
+  EXPECT_EQ(printed_losses(result.output).size(), 1U) << result.output;
+}
+
+TEST_F(MultiRankCli, PartCountOtherThanRanksIsOneLineNamingBoth) {
+  partition(2);
+  const auto result = test::run_nj_ranks(3, "train --partitions " + shell_quote(parts_) + " --threads 1");
+  const auto line = the_error_line(result);
+  EXPECT_NE(line.find("2 parts"), std::string::npos) << line;
+  EXPECT_NE(line.find("3 ranks"), std::string::npos) << line;
+}
+
+TEST_F(MultiRankCli, RecomputeOnSeveralRanksIsOneLine) {
+  const auto result = test::run_nj_ranks(2, "train " + shell_quote(dataset_) + " --execution recompute --threads 1");
+  EXPECT_NE(the_error_line(result).find("recompute"), std::string::npos) << result.output;
+}
+
+TEST_F(MultiRankCli, DatasetAndPartitionsTogetherOrNeitherIsAnError) {
+  partition(2);
+  const auto both = test::run_nj("train " + shell_quote(dataset_) + " --partitions " + shell_quote(parts_));
+  EXPECT_NE(test::expect_one_line_error(both).find("--partitions"), std::string::npos);
+  const auto neither = test::run_nj("train --epochs 1");
+  EXPECT_NE(test::expect_one_line_error(neither).find("--partitions"), std::string::npos);
+}
+
+TEST_F(MultiRankCli, TwoRanksPrintTheLossesOfOneProcessAndRecordThePartition) {
+  partition(2);
+  const std::string common = " --epochs 5 --threads 1 --metrics-out ";
+  const auto single = test::run_nj("train " + shell_quote(dataset_) + common + shell_quote(dir_.file("single.jsonl")));
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const auto expected = printed_losses(single.output);
+  ASSERT_EQ(expected.size(), 5U) << single.output;
+
+  const auto from_shards = dir_.file("shards.jsonl");
+  const auto from_in_memory = dir_.file("in-memory.jsonl");
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"--partitions " + shell_quote(parts_), from_shards},
+      {shell_quote(dataset_) + " --partition-method metis", from_in_memory}};
+  for (const auto& [input, metrics] : runs) {
+    SCOPED_TRACE(input);
+    const auto result = test::run_nj_ranks(2, "train " + input + common + shell_quote(metrics));
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_EQ(printed_losses(result.output), expected) << result.output;
+    const auto partition = summary_of(metrics)["partition"];
+    EXPECT_EQ(partition["method"], "metis") << partition;
+    EXPECT_EQ(partition["parts"], 2) << partition;
+    EXPECT_EQ(partition["ranks"], 2) << partition;
+    EXPECT_GT(partition["edge_cut"].get<std::int64_t>(), 0) << partition;
+  }
+}
+
+// Each of four ranks loads only its shard: its owned quarter of the vertices, their in-edges and the rows of its
+// mirrors. Features dominate (128 floats a vertex), and METIS keeps the mirrors near the owned count on this
+// graph, so a rank's peak above its starting resident memory stays well under half of one process's.
+TEST(MultiRankMemory, FourRanksPeakAtMostFortyPercentOfOneProcess) {
+  NJ_SKIP_WITHOUT_MPIRUN();
+  test::TempDir dir;
+  const auto dataset = dir.file("big.h5");
+  const auto parts = dir.file("parts");
+  const auto generated = test::run_nj(
+      "generate --vertices 200000 --edges 2000000 --features 128 --classes 16 --seed 1 -o " + shell_quote(dataset));
+  ASSERT_EQ(generated.exit_code, 0) << generated.output;
+  const auto partitioned =
+      test::run_nj("partition " + shell_quote(dataset) + " --parts 4 --method metis -o " + shell_quote(parts));
+  ASSERT_EQ(partitioned.exit_code, 0) << partitioned.output;
+
+  const auto single_metrics = dir.file("single.jsonl");
+  const auto single = test::run_nj("train " + shell_quote(dataset) + " --epochs 1 --threads 1 --metrics-out " +
+                                   shell_quote(single_metrics));
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const auto multi_metrics = dir.file("multi.jsonl");
+  const auto multi = test::run_nj_ranks(4, "train --partitions " + shell_quote(parts) +
+                                               " --epochs 1 --threads 1 --metrics-out " + shell_quote(multi_metrics));
+  ASSERT_EQ(multi.exit_code, 0) << multi.output;
+
+  const double one_process = summary_of(single_metrics)["host_peak_above_baseline_bytes"]["max"].get<double>();
+  const double four_ranks = summary_of(multi_metrics)["host_peak_above_baseline_bytes"]["max"].get<double>();
+  ASSERT_GT(one_process, 0.0);
+  EXPECT_LE(four_ranks, 0.4 * one_process)
+      << "largest rank peak " << four_ranks / 1e6 << " MB, one process " << one_process / 1e6 << " MB";
+}
+
+}  // namespace
+}  // namespace nj
