@@ -9,6 +9,9 @@
 namespace nj {
 
 nlohmann::json to_json(const EpochMetrics& metrics);
+// The epoch's figures over the ranks of the job: phase times (max and mean), and per layer the forward and
+// backward boundary exchange (rows and bytes summed over ranks, times as max and mean).
+nlohmann::json over_ranks_json(const EpochMetrics& metrics);
 nlohmann::json to_json(const ExecutionMetrics& metrics);
 nlohmann::json to_json(const Accuracy& accuracy);
 nlohmann::json to_json(const TrainSummary& summary);

@@ -1,0 +1,258 @@
+// Training on P ranks computes the same function as one process: per epoch the loss, and after the last epoch
+// every weight gradient, equal a single-process in-memory run within 1e-5 relative (the gradient's in the max
+// norm); for GCN and GAT, METIS and
+// random partitions, in-memory and subgraph execution, unlimited and 25 % budgets. The exchange moves exactly
+// mirror rows × row width × 4 bytes per layer and direction, and the subgraph executor's gradients agree with
+// finite differences of the loss. ctest runs this binary alone (one rank) and under mpirun with 2, 3 and 4.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "mpi/job.hpp"
+#include "nj/exec/subgraph_executor.hpp"
+#include "nj/partition/partition.hpp"
+#include "nj/train/trainer.hpp"
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+struct TrainingRun {
+  std::vector<double> losses;
+  std::vector<Matrix> gradients;  // after the last epoch, summed over ranks (what Adam stepped with)
+  std::vector<EpochMetrics> epochs;
+};
+
+enum class Execution { kInMemory, kReuse };
+
+struct ExecutorSetup {
+  Execution execution = Execution::kInMemory;
+  std::int64_t budget = kUnlimited;
+  CachePolicy policy = CachePolicy::kStAware;
+};
+
+ModelConfig model_config(ModelKind kind) {
+  ModelConfig c;
+  c.kind = kind;
+  c.layers = 2;
+  c.hidden = 6;
+  c.heads = 2;
+  c.dropout = 0.4F;
+  c.attention_dropout = 0.3F;
+  c.activation = kind == ModelKind::kGat ? Activation::kElu : Activation::kRelu;
+  c.seed = 11;
+  return c;
+}
+
+std::unique_ptr<Executor> make_executor(Backend& backend, Device& device, const Model& model, const Shard& shard,
+                                        const ExecutorSetup& setup, Communicator& comm) {
+  if (setup.execution == Execution::kInMemory) {
+    return std::make_unique<InMemoryExecutor>(backend, model, shard.local, shard.features.view(), &comm);
+  }
+  return std::make_unique<SubgraphExecutor>(backend, device, model, shard.local, shard.features.view(),
+                                            SubgraphExecutorOptions{setup.budget, ExecutionMode::kReuse, setup.policy},
+                                            &comm);
+}
+
+TrainingRun train(const Shard& shard, const ModelConfig& config, const ExecutorSetup& setup, Communicator& comm,
+          std::uint32_t epochs = 3) {
+  auto backend = make_cpu_backend(1);
+  auto device = make_cpu_device(setup.budget);
+  Model model(config, shard.features.cols(), shard.num_classes);
+  auto executor = make_executor(*backend, *device, model, shard, setup, comm);
+  TrainOptions options;
+  options.epochs = epochs;
+  options.eval_every = 0;
+  Trainer trainer(model, *executor, *backend, comm, targets_of(shard), options);
+  TrainingRun run;
+  trainer.fit(0, [&](const EpochMetrics& m) {
+    run.losses.push_back(m.loss);
+    run.epochs.push_back(m);
+  });
+  for (const Parameter* p : model.parameters()) run.gradients.push_back(p->grad);
+  return run;
+}
+
+// Each rank's part of `data` under a partition into as many parts as the job has ranks.
+Shard rank_shard(const Dataset& data, PartitionMethod method, Communicator& comm) {
+  PartitionOptions options;
+  options.method = method;
+  options.parts = comm.size();
+  options.seed = 4;
+  PartitionInfo info;
+  const auto part_of = assign_parts(data, options, info);
+  return make_shard(data, part_of, comm.rank(), info);
+}
+
+void expect_same_function(const TrainingRun& reference, const TrainingRun& run) {
+  ASSERT_EQ(reference.losses.size(), run.losses.size());
+  for (std::size_t e = 0; e < run.losses.size(); ++e) {
+    EXPECT_NEAR(run.losses[e], reference.losses[e], 1e-5 * std::abs(reference.losses[e])) << "epoch " << e + 1;
+  }
+  ASSERT_EQ(reference.gradients.size(), run.gradients.size());
+  for (std::size_t p = 0; p < run.gradients.size(); ++p) {
+    const std::span<const float> expected = reference.gradients[p].span();
+    const std::span<const float> actual = run.gradients[p].span();
+    float largest = 0.0F;
+    for (const float g : expected) largest = std::max(largest, std::abs(g));
+    ASSERT_GT(largest, 0.0F) << "parameter " << p << " has no gradient";
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      // Relative in the max norm of the parameter's gradient: sums in another order differ by rounding relative
+      // to their terms, not to an element's (possibly cancelled) total.
+      EXPECT_NEAR(actual[k], expected[k], 1e-5 * largest)
+          << "parameter " << p << " element " << k;
+    }
+  }
+}
+
+class MultiRank : public ::testing::TestWithParam<ModelKind> {
+ protected:
+  static Dataset dataset() { return test::random_dataset(400, 2400, 12, 4, 9); }
+};
+
+TEST_P(MultiRank, TrainingEqualsOneProcessForEveryPartitionAndExecutor) {
+  Communicator& comm = test::job();
+  const Dataset data = dataset();
+  const ModelConfig config = model_config(GetParam());
+  auto single = make_single_process_communicator();
+  const TrainingRun reference = train(whole_graph_shard(data), config, {}, *single);
+
+  for (const PartitionMethod method : {PartitionMethod::kMetis, PartitionMethod::kRandom}) {
+    const Shard shard = rank_shard(data, method, comm);
+    const TrainingRun unlimited = train(shard, config, {Execution::kReuse}, comm);
+    // A quarter of this rank's unlimited peak, or the least the rank's graph runs in where that is more.
+    const std::int64_t peak = unlimited.epochs.front().execution.peak_device_bytes;
+    const Model model(config, shard.features.cols(), shard.num_classes);
+    const std::int64_t quarter = std::max(peak / 4, minimum_device_budget(model, shard.local));
+    const ExecutorSetup setups[] = {{Execution::kInMemory},
+                            {Execution::kReuse, quarter, CachePolicy::kStAware},
+                            {Execution::kReuse, quarter, CachePolicy::kLru},
+                            {Execution::kReuse, quarter, CachePolicy::kSizeOrder},
+                            {Execution::kReuse, quarter, CachePolicy::kBelady}};
+    {
+      SCOPED_TRACE(fmt::format("{} partition, reuse, unlimited budget", to_string(method)));
+      expect_same_function(reference, unlimited);
+    }
+    for (const ExecutorSetup& setup : setups) {
+      SCOPED_TRACE(fmt::format("{} partition, {} at {} bytes ({})", to_string(method),
+                               setup.execution == Execution::kInMemory ? "in-memory" : "reuse", setup.budget,
+                               to_string(setup.policy)));
+      const TrainingRun run = train(shard, config, setup, comm);
+      expect_same_function(reference, run);
+      for (const EpochMetrics& m : run.epochs) EXPECT_LE(m.execution.peak_device_bytes, setup.budget);
+    }
+  }
+}
+
+TEST_P(MultiRank, ExchangeMovesMirrorRowsTimesRowWidth) {
+  Communicator& comm = test::job();
+  const Dataset data = dataset();
+  const ModelConfig config = model_config(GetParam());
+  const Shard shard = rank_shard(data, PartitionMethod::kMetis, comm);
+  const Model model(config, shard.features.cols(), shard.num_classes);
+  std::int64_t sent_rows = 0;
+  for (const PeerRows& p : shard.local.peers) sent_rows += static_cast<std::int64_t>(p.send.size());
+  std::vector<std::int64_t> mirrors = {shard.local.num_mirrors()};
+  comm.all_reduce_sum(mirrors);
+  if (comm.size() > 1) {
+    EXPECT_GT(mirrors[0], 0);
+  }
+
+  for (const ExecutorSetup& setup : {ExecutorSetup{Execution::kInMemory}, ExecutorSetup{Execution::kReuse}}) {
+    const TrainingRun run = train(shard, config, setup, comm, 2);
+    for (const EpochMetrics& m : run.epochs) {
+      ASSERT_EQ(m.execution.exchange.size(), model.num_layers());
+      ASSERT_EQ(m.exchange.size(), model.num_layers());
+      for (std::size_t l = 0; l < model.num_layers(); ++l) {
+        const std::int64_t row_bytes = model.layer(l).row_width() * static_cast<std::int64_t>(sizeof(float));
+        const auto& forward = m.execution.exchange[l][0];
+        const auto& backward = m.execution.exchange[l][1];
+        // This rank: forward it sends its boundary rows to each peer that mirrors them and receives its mirrors;
+        // backward the reverse.
+        EXPECT_EQ(forward.bytes_sent, sent_rows * row_bytes) << "layer " << l + 1;
+        EXPECT_EQ(forward.bytes_received, shard.local.num_mirrors() * row_bytes) << "layer " << l + 1;
+        EXPECT_EQ(backward.bytes_sent, shard.local.num_mirrors() * row_bytes) << "layer " << l + 1;
+        EXPECT_EQ(backward.bytes_received, sent_rows * row_bytes) << "layer " << l + 1;
+        // The job: every mirror row crosses once per layer and direction, and the metrics say so.
+        for (const ExchangeSummary& direction : m.exchange[l]) {
+          EXPECT_EQ(direction.bytes_sent, mirrors[0] * row_bytes) << "layer " << l + 1;
+          EXPECT_EQ(direction.bytes_received, mirrors[0] * row_bytes) << "layer " << l + 1;
+          EXPECT_EQ(direction.rows_sent, mirrors[0]) << "layer " << l + 1;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, MultiRank, ::testing::Values(ModelKind::kGcn, ModelKind::kGat),
+                         [](const auto& test_info) { return std::string(to_string(test_info.param)); });
+
+// The subgraph executor's backward, within a budget that splits every layer into several steps, against
+// central finite differences of the job's loss, on however many ranks the job has.
+struct GradientCase {
+  const char* name;
+  ModelKind kind;
+  std::uint64_t seed;
+};
+
+class SubgraphExecutorGradients : public ::testing::TestWithParam<GradientCase> {};
+
+TEST_P(SubgraphExecutorGradients, MatchFiniteDifferences) {
+  Communicator& comm = test::job();
+  const Dataset data = test::random_dataset(40, 120, 5, 3, 21);
+  ModelConfig config = model_config(GetParam().kind);
+  config.hidden = 3;
+  config.activation = Activation::kElu;  // smooth, so that finite differences see no kinks
+  config.seed = GetParam().seed;
+  const Shard shard = rank_shard(data, PartitionMethod::kMetis, comm);
+  auto backend = make_cpu_backend(1);
+  Model model(config, shard.features.cols(), shard.num_classes);
+  const std::int64_t budget = 2 * minimum_device_budget(model, shard.local);
+  auto device = make_cpu_device(budget);
+  SubgraphExecutor executor(*backend, *device, model, shard.local, shard.features.view(),
+                            {budget, ExecutionMode::kReuse, CachePolicy::kStAware}, &comm);
+  const auto train_count = static_cast<float>(shard.global_train);
+  const std::uint32_t epoch = 2;
+  const LossFunction loss_function = [&](ConstRows logits, const vid_t* vertices, Rows grad) {
+    EXPECT_EQ(vertices, nullptr);
+    return backend->softmax_cross_entropy(logits, shard.labels.data(), shard.train_mask.data(), 1.0F / train_count,
+                                          grad);
+  };
+  auto loss = [&] {
+    std::vector<double> total = {executor.train_step(model, epoch, loss_function)};
+    comm.all_reduce_sum(total);
+    return total[0] / train_count;
+  };
+  for (Parameter* p : model.parameters()) p->grad.fill(0.0F);
+  loss();
+  std::vector<Matrix> analytic;
+  for (Parameter* p : model.parameters()) {
+    comm.all_reduce_sum(p->grad.span());
+    analytic.push_back(p->grad);
+  }
+
+  const float eps = 1e-3F;
+  const auto parameters = model.parameters();
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    Parameter* p = parameters[i];
+    for (std::int64_t k = 0; k < p->value.size(); ++k) {
+      const float saved = p->value.data()[k];
+      p->value.data()[k] = saved + eps;
+      const double up = loss();
+      p->value.data()[k] = saved - eps;
+      const double down = loss();
+      p->value.data()[k] = saved;
+      const double numeric = (up - down) / (2.0 * eps);
+      EXPECT_NEAR(analytic[i].data()[k], numeric, 5e-4 + 3e-2 * std::abs(numeric)) << p->name << "[" << k << "]";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SubgraphExecutorGradients,
+                         ::testing::Values(GradientCase{"gcn", ModelKind::kGcn, 3},
+                                           GradientCase{"gat", ModelKind::kGat, 6}),
+                         [](const auto& test_info) { return std::string(test_info.param.name); });
+
+}  // namespace
+}  // namespace nj
