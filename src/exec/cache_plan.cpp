@@ -573,6 +573,7 @@ class Planner {
         const SlotAssignment assignment{ref(touch.row, touch.tensor), slot};
         if (!load) {
           plan.allocations.push_back(assignment);
+          if (touch.bits & kAccumulate) plan.zeroed.push_back(assignment);
           continue;
         }
         plan.loads.push_back(assignment);

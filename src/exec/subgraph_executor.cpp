@@ -181,11 +181,7 @@ struct SubgraphExecutor::State {
 
   // Accumulators start from zero; rows that a step writes need no initial value.
   void zero_accumulators(const StepPlan& step) {
-    std::vector<SlotAssignment> accumulators;
-    for (const auto& a : step.allocations) {
-      if (a.row.tensor % 2 == 1) accumulators.push_back(a);
-    }
-    for_each_tensor(accumulators, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
+    for_each_tensor(step.zeroed, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
       const std::vector<vid_t> slots = slots_of(group);
       backend.zero_rows(pools[tensor].view(), slots.data(), static_cast<std::int64_t>(slots.size()));
     });

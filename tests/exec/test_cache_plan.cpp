@@ -136,6 +136,13 @@ void check_plan(const AccessTrace& trace, const CachePlan& plan, CachePolicy pol
           where[row] = -1;
         }
       }
+      std::vector<std::pair<std::uint32_t, std::int32_t>> expected_zeroed;
+      std::vector<std::pair<std::uint32_t, std::int32_t>> zeroed;
+      for (const SlotAssignment& a : sp.allocations) {
+        if (kinds.at(dense(a.row)) & kAccumulate) expected_zeroed.emplace_back(a.row.tensor, a.slot);
+      }
+      for (const SlotAssignment& a : sp.zeroed) zeroed.emplace_back(a.row.tensor, a.slot);
+      ASSERT_EQ(zeroed, expected_zeroed) << "the zeroed slots are exactly the first-touch accumulates";
       for (const bool load : {true, false}) {
         for (const SlotAssignment& a : load ? sp.loads : sp.allocations) {
           Slot* slot = slot_of(a);

@@ -81,6 +81,8 @@ struct StepPlan {
   std::vector<SlotAssignment> drops;
   std::vector<SlotAssignment> loads;
   std::vector<SlotAssignment> allocations;
+  // The allocations of first-touch accumulates, whose slots start from zero (the others are written whole).
+  std::vector<SlotAssignment> zeroed;
   // The step's evict_writeback and loads may run while the previous step computes: none of them writes back
   // a row the previous step touched or loads into a slot it used. Never set on a phase's first step, on a
   // fenced step or on a step without loads.
