@@ -18,17 +18,6 @@ using nlohmann::json;
 constexpr hsize_t kFeatureRowsPerChunk = 4096;
 constexpr hsize_t kEdgesPerChunk = 1U << 20U;
 
-template <typename T>
-std::vector<T> read_vector(const hdf5::File& file, const std::string& name, std::int64_t expected_length) {
-  auto array = file.read<T>(name);
-  NJ_REQUIRE(array.shape.size() == 1, "{}: {}: expected 1 dimension, found {}", file.path(), name, array.shape.size());
-  if (expected_length >= 0) {
-    NJ_REQUIRE(static_cast<std::int64_t>(array.shape[0]) == expected_length, "{}: {}: expected {} entries, found {}",
-               file.path(), name, expected_length, array.shape[0]);
-  }
-  return std::move(array.values);
-}
-
 // Peer lists are stored flattened: list i is values[offsets[i] : offsets[i + 1]].
 void write_lists(hdf5::File& file, const std::string& name, const std::vector<PeerRows>& peers,
                  const std::vector<vid_t> PeerRows::*list) {
@@ -44,8 +33,8 @@ void write_lists(hdf5::File& file, const std::string& name, const std::vector<Pe
 
 void read_lists(const hdf5::File& file, const std::string& name, std::vector<PeerRows>& peers,
                 std::vector<vid_t> PeerRows::*list) {
-  const auto offsets = read_vector<eid_t>(file, name + "_offsets", static_cast<std::int64_t>(peers.size()) + 1);
-  const auto values = read_vector<vid_t>(file, name, -1);
+  const auto offsets = hdf5::read_vector<eid_t>(file, name + "_offsets", static_cast<std::int64_t>(peers.size()) + 1);
+  const auto values = hdf5::read_vector<vid_t>(file, name, -1);
   NJ_REQUIRE(offsets.front() == 0 && offsets.back() == static_cast<eid_t>(values.size()),
              "{}: {}_offsets: must run from 0 to the length of {} ({})", file.path(), name, name, values.size());
   for (std::size_t i = 0; i < peers.size(); ++i) {
@@ -174,28 +163,28 @@ Shard read_shard(const std::string& path) {
   info.seconds = file.float_attribute("partition_seconds");
   info.undirected_edges = file.int_attribute("partition_undirected_edges");
   info.edge_cut = file.int_attribute("partition_edge_cut");
-  info.owned = read_vector<std::int64_t>(file, "/partition/owned", parts);
-  info.mirrors = read_vector<std::int64_t>(file, "/partition/mirrors", parts);
-  info.train = read_vector<std::int64_t>(file, "/partition/train", parts);
-  info.in_edges = read_vector<std::int64_t>(file, "/partition/in_edges", parts);
+  info.owned = hdf5::read_vector<std::int64_t>(file, "/partition/owned", parts);
+  info.mirrors = hdf5::read_vector<std::int64_t>(file, "/partition/mirrors", parts);
+  info.train = hdf5::read_vector<std::int64_t>(file, "/partition/train", parts);
+  info.in_edges = hdf5::read_vector<std::int64_t>(file, "/partition/in_edges", parts);
 
   LocalGraph& local = shard.local;
-  local.graph.offsets = read_vector<eid_t>(file, "/graph/indptr", -1);
+  local.graph.offsets = hdf5::read_vector<eid_t>(file, "/graph/indptr", -1);
   NJ_REQUIRE(!local.graph.offsets.empty(), "{}: /graph/indptr: must have num_local + 1 entries, found 0", path);
   const auto n = static_cast<std::int64_t>(local.graph.offsets.size()) - 1;
-  local.graph.sources = read_vector<vid_t>(file, "/graph/indices", -1);
+  local.graph.sources = hdf5::read_vector<vid_t>(file, "/graph/indices", -1);
   const auto num_owned = file.int_attribute("num_owned");
   NJ_REQUIRE(num_owned >= 0 && num_owned <= n, "{}: attribute num_owned = {} but /graph has {} vertices", path,
              num_owned, n);
   local.num_owned = static_cast<vid_t>(num_owned);
-  local.global_id = read_vector<gid_t>(file, "/vertices/global_id", n);
+  local.global_id = hdf5::read_vector<gid_t>(file, "/vertices/global_id", n);
   for (const gid_t g : local.global_id) {
     NJ_REQUIRE(g >= 0 && g < shard.global_vertices, "{}: /vertices/global_id: {} is outside [0, {})", path, g,
                shard.global_vertices);
   }
-  local.global_in_degree = read_vector<std::int64_t>(file, "/vertices/global_in_degree", n);
-  local.global_self_loop = read_vector<std::uint8_t>(file, "/vertices/global_self_loop", n);
-  const auto peer_parts = read_vector<std::int32_t>(file, "/peers/part", -1);
+  local.global_in_degree = hdf5::read_vector<std::int64_t>(file, "/vertices/global_in_degree", n);
+  local.global_self_loop = hdf5::read_vector<std::uint8_t>(file, "/vertices/global_self_loop", n);
+  const auto peer_parts = hdf5::read_vector<std::int32_t>(file, "/peers/part", -1);
   for (const auto p : peer_parts) {
     NJ_REQUIRE(p >= 0 && p < info.parts && p != shard.part, "{}: /peers/part: {} is not another part of {}", path, p,
                info.parts);
@@ -209,10 +198,10 @@ Shard read_shard(const std::string& path) {
   NJ_REQUIRE(static_cast<std::int64_t>(features.shape[0]) == num_owned,
              "{}: /features: {} rows but the shard owns {} vertices", path, features.shape[0], num_owned);
   shard.features = Matrix(num_owned, static_cast<std::int64_t>(features.shape[1]), std::move(features.values));
-  shard.labels = read_vector<std::int32_t>(file, "/labels", num_owned);
+  shard.labels = hdf5::read_vector<std::int32_t>(file, "/labels", num_owned);
   for (auto [name, mask] : {std::pair{"/masks/train", &shard.train_mask}, std::pair{"/masks/val", &shard.val_mask},
                             std::pair{"/masks/test", &shard.test_mask}}) {
-    *mask = read_vector<std::uint8_t>(file, name, num_owned);
+    *mask = hdf5::read_vector<std::uint8_t>(file, name, num_owned);
   }
   shard.validate(path);
   return shard;

@@ -8,17 +8,6 @@ namespace {
 
 constexpr hsize_t kFeatureRowsPerChunk = 4096;
 
-template <typename T>
-std::vector<T> read_vector(const hdf5::File& file, const std::string& name, std::int64_t expected_length) {
-  auto array = file.read<T>(name);
-  NJ_REQUIRE(array.shape.size() == 1, "{}: {}: expected 1 dimension, found {}", file.path(), name, array.shape.size());
-  if (expected_length >= 0) {
-    NJ_REQUIRE(static_cast<std::int64_t>(array.shape[0]) == expected_length, "{}: {}: expected {} entries, found {}",
-               file.path(), name, expected_length, array.shape[0]);
-  }
-  return std::move(array.values);
-}
-
 }  // namespace
 
 void write_dataset(const std::string& path, const Dataset& dataset) {
@@ -61,10 +50,10 @@ Dataset read_dataset(const std::string& path) {
     throw InputError(fmt::format("{}: attribute self_loops: {}", path, e.what()));
   }
 
-  d.graph.offsets = read_vector<eid_t>(file, "/graph/indptr", -1);
+  d.graph.offsets = hdf5::read_vector<eid_t>(file, "/graph/indptr", -1);
   NJ_REQUIRE(!d.graph.offsets.empty(), "{}: /graph/indptr: must have num_vertices + 1 entries, found 0", path);
   const auto n = static_cast<std::int64_t>(d.graph.offsets.size()) - 1;
-  d.graph.sources = read_vector<vid_t>(file, "/graph/indices", -1);
+  d.graph.sources = hdf5::read_vector<vid_t>(file, "/graph/indices", -1);
   d.graph.validate(path + ": /graph");
   for (const auto& [key, actual] : {std::pair<const char*, std::int64_t>{"num_vertices", n},
                                     std::pair<const char*, std::int64_t>{"num_edges", d.graph.num_edges()}}) {
@@ -80,11 +69,11 @@ Dataset read_dataset(const std::string& path) {
              path, features.shape[0], n);
   d.features = Matrix(n, static_cast<std::int64_t>(features.shape[1]), std::move(features.values));
 
-  d.labels = read_vector<std::int32_t>(file, "/labels", n);
+  d.labels = hdf5::read_vector<std::int32_t>(file, "/labels", n);
   for (auto [name, mask] : {std::pair{"/masks/train", &d.train_mask}, std::pair{"/masks/val", &d.val_mask},
                             std::pair{"/masks/test", &d.test_mask}}) {
     NJ_REQUIRE(file.exists(name), "{}: {}: missing (every dataset needs train, val and test masks)", path, name);
-    *mask = read_vector<std::uint8_t>(file, name, n);
+    *mask = hdf5::read_vector<std::uint8_t>(file, name, n);
     for (auto& m : *mask) {
       NJ_REQUIRE(m <= 1, "{}: {}: mask entries must be 0 or 1, found {}", path, name, m);
     }

@@ -232,21 +232,7 @@ TEST_P(SubgraphExecutorGradients, MatchFiniteDifferences) {
     analytic.push_back(p->grad);
   }
 
-  const float eps = 1e-3F;
-  const auto parameters = model.parameters();
-  for (std::size_t i = 0; i < parameters.size(); ++i) {
-    Parameter* p = parameters[i];
-    for (std::int64_t k = 0; k < p->value.size(); ++k) {
-      const float saved = p->value.data()[k];
-      p->value.data()[k] = saved + eps;
-      const double up = loss();
-      p->value.data()[k] = saved - eps;
-      const double down = loss();
-      p->value.data()[k] = saved;
-      const double numeric = (up - down) / (2.0 * eps);
-      EXPECT_NEAR(analytic[i].data()[k], numeric, 5e-4 + 3e-2 * std::abs(numeric)) << p->name << "[" << k << "]";
-    }
-  }
+  test::expect_gradients_match_finite_differences(model, analytic, loss);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SubgraphExecutorGradients,

@@ -242,16 +242,7 @@ void expect_same_shard(const Shard& a, const Shard& b) {
     EXPECT_EQ(a.local.peers[i].send, b.local.peers[i].send);
     EXPECT_EQ(a.local.peers[i].receive, b.local.peers[i].receive);
   }
-  EXPECT_EQ(a.features.rows(), b.features.rows());
-  EXPECT_EQ(a.features.cols(), b.features.cols());
-  EXPECT_TRUE(std::ranges::equal(a.features.span(), b.features.span()));
-  EXPECT_EQ(a.labels, b.labels);
-  EXPECT_EQ(a.num_classes, b.num_classes);
-  EXPECT_EQ(a.train_mask, b.train_mask);
-  EXPECT_EQ(a.val_mask, b.val_mask);
-  EXPECT_EQ(a.test_mask, b.test_mask);
-  EXPECT_EQ(a.symmetrized, b.symmetrized);
-  EXPECT_EQ(a.self_loops, b.self_loops);
+  test::expect_same_vertex_data(a, b);
 }
 
 TEST(ShardFile, RoundTripKeepsEveryField) {

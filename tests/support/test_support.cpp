@@ -65,7 +65,7 @@ CommandResult run_nj_ranks(int ranks, const std::string& arguments, std::chrono:
   return run_command(
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 timeout " +
       std::to_string(limit.count()) + " mpirun -np " + std::to_string(ranks) + " --oversubscribe \"" + NJ_BINARY +
-      "\" " + arguments + " 2>&1");
+      "\" " + arguments + " </dev/null 2>&1");
 }
 
 std::string expect_one_line_error(const CommandResult& result) {
@@ -80,16 +80,7 @@ std::string shell_quote(const std::string& path) { return "'" + path + "'"; }
 void expect_same_dataset(const Dataset& a, const Dataset& b) {
   EXPECT_EQ(a.graph.offsets, b.graph.offsets);
   EXPECT_EQ(a.graph.sources, b.graph.sources);
-  EXPECT_EQ(a.features.rows(), b.features.rows());
-  EXPECT_EQ(a.features.cols(), b.features.cols());
-  EXPECT_TRUE(std::ranges::equal(a.features.span(), b.features.span()));
-  EXPECT_EQ(a.labels, b.labels);
-  EXPECT_EQ(a.num_classes, b.num_classes);
-  EXPECT_EQ(a.train_mask, b.train_mask);
-  EXPECT_EQ(a.val_mask, b.val_mask);
-  EXPECT_EQ(a.test_mask, b.test_mask);
-  EXPECT_EQ(a.symmetrized, b.symmetrized);
-  EXPECT_EQ(a.self_loops, b.self_loops);
+  expect_same_vertex_data(a, b);
 }
 
 Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature_width, std::int32_t num_classes,
@@ -123,6 +114,26 @@ Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature
     (v % 3 == 0 ? d.train_mask : v % 3 == 1 ? d.val_mask : d.test_mask)[i] = 1;
   }
   return d;
+}
+
+void expect_gradients_match_finite_differences(Model& model, const std::vector<Matrix>& analytic,
+                                               const std::function<double()>& loss) {
+  const float eps = 1e-3F;
+  const auto parameters = model.parameters();
+  ASSERT_EQ(parameters.size(), analytic.size());
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    Parameter* p = parameters[i];
+    for (std::int64_t k = 0; k < p->value.size(); ++k) {
+      const float saved = p->value.data()[k];
+      p->value.data()[k] = saved + eps;
+      const double up = loss();
+      p->value.data()[k] = saved - eps;
+      const double down = loss();
+      p->value.data()[k] = saved;
+      const double numeric = (up - down) / (2.0 * eps);
+      EXPECT_NEAR(analytic[i].data()[k], numeric, 5e-4 + 3e-2 * std::abs(numeric)) << p->name << "[" << k << "]";
+    }
+  }
 }
 
 }  // namespace nj::test

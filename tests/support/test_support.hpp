@@ -4,7 +4,14 @@
 #include <filesystem>
 #include <string>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
 #include "nj/graph/dataset.hpp"
+#include "nj/model/model.hpp"
 
 namespace nj::test {
 
@@ -46,7 +53,8 @@ bool have_mpirun();
 // Runs the built `nj` binary as `ranks` Open MPI ranks on this machine (`mpirun -np ranks --oversubscribe`).
 // Ranks beyond the cores yield while they wait, and root may launch them (test machines often run as root).
 // A job still running after `limit` is killed (exit code 124), so a rank that never ends fails its test instead
-// of holding up the suite.
+// of holding up the suite. Stdin is empty: `timeout` runs mpirun outside the terminal's foreground, where
+// reading the terminal would stop it.
 CommandResult run_nj_ranks(int ranks, const std::string& arguments,
                            std::chrono::seconds limit = std::chrono::seconds(300));
 // Checks that a command failed with exactly one line, `nj: error: ...`, and returns that line.
@@ -54,11 +62,32 @@ std::string expect_one_line_error(const CommandResult& result);
 // Single-quotes a path for the shell.
 std::string shell_quote(const std::string& path);
 
+// Expects the per-vertex data of two datasets or two shards (features bit for bit, labels, classes, splits, and
+// what is known of the graph's symmetry and self-loops) to be equal.
+template <typename VertexData>
+void expect_same_vertex_data(const VertexData& a, const VertexData& b) {
+  EXPECT_EQ(a.features.rows(), b.features.rows());
+  EXPECT_EQ(a.features.cols(), b.features.cols());
+  EXPECT_TRUE(std::ranges::equal(a.features.span(), b.features.span()));
+  EXPECT_EQ(a.labels, b.labels);
+  EXPECT_EQ(a.num_classes, b.num_classes);
+  EXPECT_EQ(a.train_mask, b.train_mask);
+  EXPECT_EQ(a.val_mask, b.val_mask);
+  EXPECT_EQ(a.test_mask, b.test_mask);
+  EXPECT_EQ(a.symmetrized, b.symmetrized);
+  EXPECT_EQ(a.self_loops, b.self_loops);
+}
+
 // Expects every part of two datasets (name excepted) to be equal, feature values bit for bit.
 void expect_same_dataset(const Dataset& a, const Dataset& b);
 
 // A small random dataset with features, labels and all three splits; deterministic by seed.
 Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature_width, std::int32_t num_classes,
                        std::uint64_t seed);
+
+// Expects analytic[i], the gradient of the model's i-th parameter, to match central finite differences of
+// loss() element by element.
+void expect_gradients_match_finite_differences(Model& model, const std::vector<Matrix>& analytic,
+                                               const std::function<double()>& loss);
 
 }  // namespace nj::test

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "nj/core/error.hpp"
+
 namespace nj::hdf5 {
 
 // Owns one HDF5 identifier and closes it with the matching H5*close.
@@ -68,5 +70,19 @@ class File {
   std::string path_;
   Handle handle_;
 };
+
+// Reads a one-dimensional dataset of `expected_length` entries (any length when negative); errors name the file
+// and the object.
+template <typename T>
+std::vector<T> read_vector(const File& file, const std::string& dataset, std::int64_t expected_length) {
+  auto array = file.read<T>(dataset);
+  NJ_REQUIRE(array.shape.size() == 1, "{}: {}: expected 1 dimension, found {}", file.path(), dataset,
+             array.shape.size());
+  if (expected_length >= 0) {
+    NJ_REQUIRE(static_cast<std::int64_t>(array.shape[0]) == expected_length, "{}: {}: expected {} entries, found {}",
+               file.path(), dataset, expected_length, array.shape[0]);
+  }
+  return std::move(array.values);
+}
 
 }  // namespace nj::hdf5
