@@ -63,9 +63,9 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
   ExecutorChoice choice;
   choice.options.device_budget = parse_byte_size(args.device_memory);
   choice.automatic = args.execution == "auto";
-  choice.in_memory =
-      args.execution == "in-memory" || (choice.automatic && choice.options.device_budget == kUnlimited);
-  if (!choice.in_memory) choice.options.mode = choice.automatic ? ExecutionMode::kReuse : parse_execution_mode(args.execution);
+  choice.in_memory = args.execution == "in-memory" || (choice.automatic && choice.options.device_budget == kUnlimited);
+  if (!choice.in_memory)
+    choice.options.mode = choice.automatic ? ExecutionMode::kReuse : parse_execution_mode(args.execution);
   choice.options.policy = parse_cache_policy(args.cache_policy);
   NJ_REQUIRE(!choice.in_memory || choice.options.device_budget == kUnlimited,
              "--device-memory needs --execution reuse or recompute (in-memory training uses no device)");

@@ -110,10 +110,14 @@ nlohmann::json partition_json(const Shard& shard, int ranks) {
   const PartitionInfo& p = shard.partition;
   nlohmann::json mirror_fraction = nlohmann::json::array();
   for (int part = 0; part < p.parts; ++part) mirror_fraction.push_back(p.mirror_fraction(part));
-  return {{"method", p.method},         {"parts", p.parts},
-          {"ranks", ranks},             {"edge_cut", p.edge_cut},
-          {"cut_fraction", p.cut_fraction()}, {"mirror_fraction", mirror_fraction},
-          {"vertex_imbalance", p.vertex_imbalance()}, {"train_imbalance", p.train_imbalance()}};
+  return {{"method", p.method},
+          {"parts", p.parts},
+          {"ranks", ranks},
+          {"edge_cut", p.edge_cut},
+          {"cut_fraction", p.cut_fraction()},
+          {"mirror_fraction", mirror_fraction},
+          {"vertex_imbalance", p.vertex_imbalance()},
+          {"train_imbalance", p.train_imbalance()}};
 }
 
 // Shows elapsed time on stderr while an epoch runs longer than a couple of seconds, when stderr is a terminal.
@@ -187,8 +191,8 @@ void run_train(TrainArguments& args, Communicator& comm) {
   NJ_REQUIRE(choice.in_memory || choice.options.mode == ExecutionMode::kReuse || comm.size() == 1,
              "--execution recompute runs on one rank only (its closures cross ranks); this job has {} ranks",
              comm.size());
-  const auto failure = args.inject_failure.empty() ? std::pair<int, std::uint32_t>{-1, 0}
-                                                   : parse_failure_point(args.inject_failure);
+  const auto failure =
+      args.inject_failure.empty() ? std::pair<int, std::uint32_t>{-1, 0} : parse_failure_point(args.inject_failure);
   const bool leader = comm.rank() == 0;
   // Only rank 0 reports; the others say only what goes wrong.
   if (!leader) spdlog::set_level(std::max(spdlog::get_level(), spdlog::level::warn));
@@ -213,8 +217,9 @@ void run_train(TrainArguments& args, Communicator& comm) {
   std::unique_ptr<Executor> executor;
   if (choice.in_memory) {
     if (choice.automatic) {
-      spdlog::info("execution: in-memory (no GPU device is present and no --device-memory was given; "
-                   "--execution reuse runs the subgraph executor on the emulated device)");
+      spdlog::info(
+          "execution: in-memory (no GPU device is present and no --device-memory was given; "
+          "--execution reuse runs the subgraph executor on the emulated device)");
     }
     executor = std::make_unique<InMemoryExecutor>(*backend, model, shard.local, shard.features.view(), &comm);
   } else {
@@ -297,8 +302,7 @@ void add_train_command(CLI::App& app, Communicator& comm) {
                   "How several ranks partition a dataset given without --partitions (in memory, on every rank)")
       ->check(CLI::IsMember({"metis", "random", "contiguous"}))
       ->capture_default_str();
-  cmd->add_option("--inject-failure", args->inject_failure, "Raise an error on rank R in epoch E (tests)")
-      ->group("");
+  cmd->add_option("--inject-failure", args->inject_failure, "Raise an error on rank R in epoch E (tests)")->group("");
   add_model_options(*cmd, args->model);
   cmd->add_option("--epochs", args->options.epochs, "Epochs (one optimizer step each)")->capture_default_str();
   cmd->add_option("--lr", args->options.adam.lr, "Adam learning rate")->capture_default_str();

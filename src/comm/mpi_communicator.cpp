@@ -61,15 +61,11 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   void all_reduce_sum(std::span<float> values) override { reduce(values.data(), values.size(), MPI_FLOAT, MPI_SUM); }
-  void all_reduce_sum(std::span<double> values) override {
-    reduce(values.data(), values.size(), MPI_DOUBLE, MPI_SUM);
-  }
+  void all_reduce_sum(std::span<double> values) override { reduce(values.data(), values.size(), MPI_DOUBLE, MPI_SUM); }
   void all_reduce_sum(std::span<std::int64_t> values) override {
     reduce(values.data(), values.size(), MPI_INT64_T, MPI_SUM);
   }
-  void all_reduce_max(std::span<double> values) override {
-    reduce(values.data(), values.size(), MPI_DOUBLE, MPI_MAX);
-  }
+  void all_reduce_max(std::span<double> values) override { reduce(values.data(), values.size(), MPI_DOUBLE, MPI_MAX); }
 
   std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
                                                   std::span<const ReceiveBuffer> receives, int tag) override {

@@ -1,7 +1,6 @@
-#include "nj/comm/communicator.hpp"
-
 #include <cstdlib>
 
+#include "nj/comm/communicator.hpp"
 #include "nj/core/error.hpp"
 
 namespace nj {

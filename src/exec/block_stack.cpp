@@ -16,9 +16,7 @@ Rows HostRowsAllocator::allocate(std::int64_t rows, std::int64_t cols, const cha
 
 BlockStack::BlockStack(Backend& backend, const Model& model, std::vector<SparseBlockView> blocks,
                        RowsAllocator& allocator, BoundaryExchange& exchange)
-    : backend_(backend),
-      blocks_(std::move(blocks)),
-      exchange_(exchange) {
+    : backend_(backend), blocks_(std::move(blocks)), exchange_(exchange) {
   NJ_EXPECTS(blocks_.size() == model.num_layers(), "{} blocks for {} layers", blocks_.size(), model.num_layers());
   for (std::size_t l = 0; l < blocks_.size(); ++l) {
     const Layer& layer = model.layer(l);
@@ -30,9 +28,8 @@ BlockStack::BlockStack(Backend& backend, const Model& model, std::vector<SparseB
     outputs_.push_back(allocator.allocate(destinations, layer.out_dim(), "layer outputs"));
     grad_outputs_.push_back(allocator.allocate(destinations, layer.out_dim(), "output gradients"));
     grad_z_.push_back(allocator.allocate(sources, layer.row_width(), "transformed-row gradients"));
-    dropped_.push_back(model.config().dropout > 0.0F
-                           ? allocator.allocate(destinations, layer.in_dim(), "dropped inputs")
-                                                     : Rows{});
+    dropped_.push_back(
+        model.config().dropout > 0.0F ? allocator.allocate(destinations, layer.in_dim(), "dropped inputs") : Rows{});
   }
   kept_.resize(blocks_.size());
 }
@@ -53,8 +50,7 @@ ConstRows BlockStack::dropped_input(const Model& model, std::size_t l, std::uint
 }
 
 ConstRows BlockStack::forward(Model& model, std::uint32_t epoch, bool training, ConstRows input) {
-  NJ_EXPECTS(input.rows == blocks_[0].num_dst, "input has {} rows for {} destinations", input.rows,
-             blocks_[0].num_dst);
+  NJ_EXPECTS(input.rows == blocks_[0].num_dst, "input has {} rows for {} destinations", input.rows, blocks_[0].num_dst);
   input_ = input;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     Layer& layer = model.layer(l);

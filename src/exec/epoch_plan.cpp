@@ -158,9 +158,8 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
                              {static_cast<std::int64_t>(part.block.src_index.size())}};
       pass.largest_step_bytes = std::max(pass.largest_step_bytes, step_bytes(dims[l], size));
       pass.transform_chunks[l].push_back(part_dsts);
-      reads_mirror[l].push_back(rows.exchange && std::any_of(part.sources.begin(), part.sources.end(), [&](vid_t v) {
-                                  return v >= rows.in_rows[l];
-                                }));
+      reads_mirror[l].push_back(rows.exchange && std::any_of(part.sources.begin(), part.sources.end(),
+                                                             [&](vid_t v) { return v >= rows.in_rows[l]; }));
     }
     // Inputs that this layer does not aggregate (closure rows further out) are transformed in chunks of their
     // own. A one-row chunk never costs more than the smallest subgraph, which fits.
@@ -380,7 +379,8 @@ Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
     local_degree.push_back(out_degree_[v]);
     if (static_cast<std::int64_t>(r) < aggregated) {
       for (eid_t e = prepared_.graph.offsets[v]; e < prepared_.graph.offsets[v + 1]; ++e) {
-        local.sources.push_back(row_of_[static_cast<std::size_t>(prepared_.graph.sources[static_cast<std::size_t>(e)])]);
+        local.sources.push_back(
+            row_of_[static_cast<std::size_t>(prepared_.graph.sources[static_cast<std::size_t>(e)])]);
         if (!prepared_.weights.empty()) local_weights.push_back(prepared_.weights[static_cast<std::size_t>(e)]);
       }
     }
@@ -408,9 +408,8 @@ const char* to_string(ExecutionMode mode) { return mode == ExecutionMode::kReuse
 
 std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local) {
   const PreparedGraph prepared = model.prepare(local);
-  return kStepsPerBudget * smallest_step(layer_dims(model), prepared.graph, owned_locality_order(prepared.graph,
-                                                                                                 local.num_owned))
-                               .bytes;
+  return kStepsPerBudget *
+         smallest_step(layer_dims(model), prepared.graph, owned_locality_order(prepared.graph, local.num_owned)).bytes;
 }
 
 EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const SubgraphExecutorOptions& options) {

@@ -48,8 +48,9 @@ Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight
   }
   b.index_by_source();
   b.src_gid.resize(sub.sources.size());
-  std::transform(sub.sources.begin(), sub.sources.end(), b.src_gid.begin(),
-                 [&](vid_t v) { return global_id[static_cast<std::size_t>(vertex_of.empty() ? v : vertex_of[static_cast<std::size_t>(v)])]; });
+  std::transform(sub.sources.begin(), sub.sources.end(), b.src_gid.begin(), [&](vid_t v) {
+    return global_id[static_cast<std::size_t>(vertex_of.empty() ? v : vertex_of[static_cast<std::size_t>(v)])];
+  });
   return sub;
 }
 

@@ -437,13 +437,13 @@ struct SubgraphExecutor::State {
   const Pass* pass = nullptr;                     // the running pass
   Matrix logits;                                  // per vertex: the last layer's outputs
   // Per layer, in the running pass's rows:
-  std::vector<Matrix> outputs;       // H^{l+1}; the last holds the logits
-  std::vector<Matrix> grad_outputs;  // ∂L/∂Y^l, the gradient before layer l's activation
-  std::vector<Matrix> z;             // host home of transformed rows that leave the device
-  std::vector<Matrix> grad_z;        // host home of their gradients
+  std::vector<Matrix> outputs;             // H^{l+1}; the last holds the logits
+  std::vector<Matrix> grad_outputs;        // ∂L/∂Y^l, the gradient before layer l's activation
+  std::vector<Matrix> z;                   // host home of transformed rows that leave the device
+  std::vector<Matrix> grad_z;              // host home of their gradients
   std::vector<Matrix> received_gradients;  // per layer: what the mirrors sent for each boundary row
-  std::vector<DeviceRows> pools;     // per trace tensor, during its phase
-  std::vector<float> staging;        // host side of packed transfers
+  std::vector<DeviceRows> pools;           // per trace tensor, during its phase
+  std::vector<float> staging;              // host side of packed transfers
   ExecutionMetrics metrics;
 };
 

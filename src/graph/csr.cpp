@@ -17,8 +17,7 @@ void CsrGraph::validate(const std::string& where) const {
              num_edges());
   const vid_t n = num_vertices();
   for (std::size_t e = 0; e < sources.size(); ++e) {
-    NJ_REQUIRE(sources[e] >= 0 && sources[e] < n, "{}: edge {} has source {} outside [0, {})", where, e, sources[e],
-               n);
+    NJ_REQUIRE(sources[e] >= 0 && sources[e] < n, "{}: edge {} has source {} outside [0, {})", where, e, sources[e], n);
   }
 }
 
@@ -121,7 +120,8 @@ CsrTranspose transpose(std::span<const eid_t> offsets, std::span<const vid_t> so
   const auto num_dst = static_cast<vid_t>(offsets.size() - 1);
   for (vid_t d = 0; d < num_dst; ++d) {  // destinations ascending, so each source's list comes out sorted
     for (eid_t e = offsets[static_cast<std::size_t>(d)]; e < offsets[static_cast<std::size_t>(d) + 1]; ++e) {
-      const auto slot = static_cast<std::size_t>(cursor[static_cast<std::size_t>(sources[static_cast<std::size_t>(e)])]++);
+      const auto slot =
+          static_cast<std::size_t>(cursor[static_cast<std::size_t>(sources[static_cast<std::size_t>(e)])]++);
       t.destinations[slot] = d;
       t.edge_position[slot] = e;
     }

@@ -187,20 +187,6 @@ class CpuBackend final : public Backend {
   void add_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows, std::int64_t count) override {
     move_rows(src, src_rows, dst, dst_rows, count, true);
   }
-  void move_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows, std::int64_t count,
-                 bool accumulate) {
-    NJ_EXPECTS(src.cols == dst.cols, "row widths {} and {}", src.cols, dst.cols);
-#pragma omp parallel for schedule(static) if (worth_threads(count * src.cols))
-    for (std::int64_t i = 0; i < count; ++i) {
-      const float* from = src.row(src_rows != nullptr ? src_rows[i] : i);
-      float* to = dst.row(dst_rows != nullptr ? dst_rows[i] : i);
-      if (accumulate) {
-        for (std::int64_t c = 0; c < src.cols; ++c) to[c] += from[c];
-      } else {
-        std::copy(from, from + src.cols, to);
-      }
-    }
-  }
   void zero_rows(Rows dst, const vid_t* rows, std::int64_t count) override {
 #pragma omp parallel for schedule(static) if (worth_threads(count * dst.cols))
     for (std::int64_t i = 0; i < count; ++i) {
@@ -229,6 +215,23 @@ class CpuBackend final : public Backend {
     double total = 0.0;
     for (const double p : partial) total += p;
     return total;
+  }
+
+ private:
+  // dst rows = src rows, or dst rows += src rows: copy_rows and add_rows.
+  static void move_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows, std::int64_t count,
+                        bool accumulate) {
+    NJ_EXPECTS(src.cols == dst.cols, "row widths {} and {}", src.cols, dst.cols);
+#pragma omp parallel for schedule(static) if (worth_threads(count * src.cols))
+    for (std::int64_t i = 0; i < count; ++i) {
+      const float* from = src.row(src_rows != nullptr ? src_rows[i] : i);
+      float* to = dst.row(dst_rows != nullptr ? dst_rows[i] : i);
+      if (accumulate) {
+        for (std::int64_t c = 0; c < src.cols; ++c) to[c] += from[c];
+      } else {
+        std::copy(from, from + src.cols, to);
+      }
+    }
   }
 };
 

@@ -13,9 +13,9 @@ nlohmann::json number_or_null(double value) {
 nlohmann::json to_json(const OverRanks& value) { return {{"max", value.max}, {"mean", value.mean}}; }
 
 nlohmann::json to_json(const ExchangeSummary& e) {
-  return {{"rows_sent", e.rows_sent},         {"rows_received", e.rows_received},
-          {"bytes_sent", e.bytes_sent},       {"bytes_received", e.bytes_received},
-          {"seconds", to_json(e.seconds)},    {"wait_seconds", to_json(e.wait_seconds)}};
+  return {{"rows_sent", e.rows_sent},      {"rows_received", e.rows_received},
+          {"bytes_sent", e.bytes_sent},    {"bytes_received", e.bytes_received},
+          {"seconds", to_json(e.seconds)}, {"wait_seconds", to_json(e.wait_seconds)}};
 }
 
 }  // namespace
@@ -44,9 +44,8 @@ nlohmann::json to_json(const EpochMetrics& m) {
 nlohmann::json over_ranks_json(const EpochMetrics& m) {
   nlohmann::json exchange = nlohmann::json::array();
   for (std::size_t l = 0; l < m.exchange.size(); ++l) {
-    exchange.push_back({{"layer", l + 1},
-                        {"forward", to_json(m.exchange[l][0])},
-                        {"backward", to_json(m.exchange[l][1])}});
+    exchange.push_back(
+        {{"layer", l + 1}, {"forward", to_json(m.exchange[l][0])}, {"backward", to_json(m.exchange[l][1])}});
   }
   return {{"step_seconds", to_json(m.step_over_ranks)},
           {"compute_seconds", to_json(m.compute_over_ranks)},

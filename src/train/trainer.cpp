@@ -74,8 +74,8 @@ WeightDecayScope parse_weight_decay_scope(const std::string& text) {
   throw InputError(fmt::format("unknown weight-decay scope '{}' (expected all or first)", text));
 }
 
-Trainer::Trainer(Model& model, Executor& executor, Backend& backend, Communicator& comm,
-                 const VertexTargets& targets, const TrainOptions& options)
+Trainer::Trainer(Model& model, Executor& executor, Backend& backend, Communicator& comm, const VertexTargets& targets,
+                 const TrainOptions& options)
     : model_(model),
       executor_(executor),
       backend_(backend),
@@ -83,8 +83,8 @@ Trainer::Trainer(Model& model, Executor& executor, Backend& backend, Communicato
       targets_(targets),
       options_(options),
       optimizer_(with_decay_scope(model, options.decay_scope), options.adam) {
-  std::array<std::int64_t, 1> count{std::count_if(targets.train_mask.begin(), targets.train_mask.end(),
-                                                  [](std::uint8_t m) { return m != 0; })};
+  std::array<std::int64_t, 1> count{
+      std::count_if(targets.train_mask.begin(), targets.train_mask.end(), [](std::uint8_t m) { return m != 0; })};
   comm_.all_reduce_sum(count);
   global_train_count_ = count[0];
   NJ_REQUIRE(global_train_count_ > 0, "no training vertices");

@@ -62,7 +62,8 @@ Trace train_in_memory(const Dataset& data, const ModelConfig& config, std::uint3
 Trace train_budgeted(const Dataset& data, const ModelConfig& config, std::uint32_t epochs,
                      const SubgraphExecutorOptions& options, Device& device) {
   return train(data, config, epochs, [&](Backend& backend, const Model& model) {
-    return std::make_unique<SubgraphExecutor>(backend, device, model, whole_local_graph(data.graph), data.features.view(), options);
+    return std::make_unique<SubgraphExecutor>(backend, device, model, whole_local_graph(data.graph),
+                                              data.features.view(), options);
   });
 }
 
@@ -196,7 +197,8 @@ TEST(SubgraphExecutor, GatOnHubsStaysWithinTheSmallestBudget) {
       ASSERT_NE(at, std::string::npos) << message;
       const std::string suggested = message.substr(at + 20, message.find(' ', at + 20) - (at + 20));
       EXPECT_GE(parse_byte_size(suggested), minimum);
-      EXPECT_NO_THROW(plan_epoch(model, whole_local_graph(data.graph), {parse_byte_size(suggested), mode, CachePolicy::kStAware}));
+      EXPECT_NO_THROW(
+          plan_epoch(model, whole_local_graph(data.graph), {parse_byte_size(suggested), mode, CachePolicy::kStAware}));
     }
   }
 }
@@ -227,7 +229,8 @@ TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
   const Dataset data = grid_dataset(20, 20, 9);
   const Model model(model_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
   const std::int64_t budget = 4 * minimum_device_budget(model, whole_local_graph(data.graph));
-  const EpochPlan reuse = plan_epoch(model, whole_local_graph(data.graph), {budget, ExecutionMode::kReuse, CachePolicy::kStAware});
+  const EpochPlan reuse =
+      plan_epoch(model, whole_local_graph(data.graph), {budget, ExecutionMode::kReuse, CachePolicy::kStAware});
   const EpochPlan recompute =
       plan_epoch(model, whole_local_graph(data.graph), {budget, ExecutionMode::kRecompute, CachePolicy::kSizeOrder});
   EXPECT_EQ(reuse.rows_computed, reuse.rows_needed);

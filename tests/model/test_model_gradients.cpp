@@ -24,8 +24,7 @@ TEST_P(ModelGradientTest, BackwardMatchesFiniteDifferences) {
   const std::uint32_t epoch = 5;
   const LossFunction loss_function = [&](ConstRows logits, const vid_t* vertices, Rows grad) {
     EXPECT_EQ(vertices, nullptr);
-    return backend->softmax_cross_entropy(logits, data.labels.data(), data.train_mask.data(), 1.0F / train_count,
-                                          grad);
+    return backend->softmax_cross_entropy(logits, data.labels.data(), data.train_mask.data(), 1.0F / train_count, grad);
   };
   auto loss = [&] { return executor.train_step(model, epoch, loss_function) / train_count; };
   for (Parameter* p : model.parameters()) p->grad.fill(0.0F);

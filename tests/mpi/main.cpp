@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   // A rank whose test failed reports it; make the whole job's exit code say so.
   std::vector<std::int64_t> failures = {failed != 0 ? 1 : 0};
   comm->all_reduce_sum(failures);
-  if (comm->rank() == 0 && failures[0] > 0) std::fprintf(stderr, "%lld rank(s) failed\n", static_cast<long long>(failures[0]));
+  if (comm->rank() == 0 && failures[0] > 0)
+    std::fprintf(stderr, "%lld rank(s) failed\n", static_cast<long long>(failures[0]));
   return failures[0] > 0 ? 1 : 0;
 }

@@ -58,7 +58,7 @@ std::unique_ptr<Executor> make_executor(Backend& backend, Device& device, const 
 }
 
 TrainingRun train(const Shard& shard, const ModelConfig& config, const ExecutorSetup& setup, Communicator& comm,
-          std::uint32_t epochs = 3) {
+                  std::uint32_t epochs = 3) {
   auto backend = make_cpu_backend(1);
   auto device = make_cpu_device(setup.budget);
   Model model(config, shard.features.cols(), shard.num_classes);
@@ -134,10 +134,10 @@ TEST_P(MultiRank, TrainingEqualsOneProcessForEveryPartitionAndExecutor) {
     const Model model(config, shard.features.cols(), shard.num_classes);
     const std::int64_t quarter = std::max(peak / 4, minimum_device_budget(model, shard.local));
     const ExecutorSetup setups[] = {{Execution::kInMemory},
-                            {Execution::kReuse, quarter, CachePolicy::kStAware},
-                            {Execution::kReuse, quarter, CachePolicy::kLru},
-                            {Execution::kReuse, quarter, CachePolicy::kSizeOrder},
-                            {Execution::kReuse, quarter, CachePolicy::kBelady}};
+                                    {Execution::kReuse, quarter, CachePolicy::kStAware},
+                                    {Execution::kReuse, quarter, CachePolicy::kLru},
+                                    {Execution::kReuse, quarter, CachePolicy::kSizeOrder},
+                                    {Execution::kReuse, quarter, CachePolicy::kBelady}};
     {
       SCOPED_TRACE(fmt::format("{} partition, reuse, unlimited budget", to_string(method)));
       expect_same_function(reference, unlimited);

@@ -1,13 +1,12 @@
 #pragma once
-#include <chrono>
-#include <cstdint>
-#include <filesystem>
-#include <string>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "nj/graph/dataset.hpp"

@@ -30,9 +30,9 @@ struct ExecutionMetrics {
   std::int64_t rows_needed = 0;    // vertices × layers
   std::int64_t peak_device_bytes = 0;
   double compute_seconds = 0.0;
-  double plan_seconds = 0.0;  // planning done while training (the recompute baseline cuts its closures)
-  double copy_seconds = 0.0;  // time spent copying
-  double wait_seconds = 0.0;  // time compute waited for copies
+  double plan_seconds = 0.0;    // planning done while training (the recompute baseline cuts its closures)
+  double copy_seconds = 0.0;    // time spent copying
+  double wait_seconds = 0.0;    // time compute waited for copies
   LayerExchangeStats exchange;  // boundary rows exchanged with other ranks, per layer and direction
   double recompute_ratio() const {
     return rows_needed > 0 ? static_cast<double>(rows_computed) / static_cast<double>(rows_needed) : 1.0;

@@ -39,9 +39,9 @@ enum class StepKind {
   kAggregate,
   kAggregateBackward,
   kTransformBackward,
-  kSendRows,           // boundary rows of Z leave the device for the peers that mirror them
-  kSendGradients,      // mirror rows of ∂L/∂Z leave the device for their owners
-  kReceiveGradients,   // what the mirrors sent for the boundary rows is added into their ∂L/∂Z
+  kSendRows,          // boundary rows of Z leave the device for the peers that mirror them
+  kSendGradients,     // mirror rows of ∂L/∂Z leave the device for their owners
+  kReceiveGradients,  // what the mirrors sent for the boundary rows is added into their ∂L/∂Z
 };
 
 struct PlannedStep {

@@ -53,9 +53,9 @@ inline CsrGraph with_self_loops(const CsrGraph& graph, bool exactly_one) {
 // in the in-edge arrays. Backward passes gather through it instead of scattering, so sums run in a fixed
 // order without atomics.
 struct CsrTranspose {
-  std::vector<eid_t> offsets{0};    // num_sources + 1
-  std::vector<vid_t> destinations;  // destination of each out-edge
-  std::vector<eid_t> edge_position; // index of that edge in the in-edge CSR
+  std::vector<eid_t> offsets{0};     // num_sources + 1
+  std::vector<vid_t> destinations;   // destination of each out-edge
+  std::vector<eid_t> edge_position;  // index of that edge in the in-edge CSR
 };
 CsrTranspose transpose(std::span<const eid_t> offsets, std::span<const vid_t> sources, vid_t num_sources);
 

@@ -53,11 +53,9 @@ class Backend {
   virtual void column_sums(ConstRows in, float* out, bool accumulate) = 0;
   // dst row (dst_rows ? dst_rows[i] : i) = src row (src_rows ? src_rows[i] : i) for i < count: gathers rows
   // into and scatters them out of cache slots within the backend's memory.
-  virtual void copy_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows,
-                         std::int64_t count) = 0;
+  virtual void copy_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows, std::int64_t count) = 0;
   // The same, adding into the dst rows instead of overwriting them.
-  virtual void add_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows,
-                        std::int64_t count) = 0;
+  virtual void add_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows, std::int64_t count) = 0;
   // Zeroes rows (rows ? rows[i] : i) for i < count.
   virtual void zero_rows(Rows dst, const vid_t* rows, std::int64_t count) = 0;
   // Softmax cross-entropy over the rows whose mask is set: writes scale·(softmax − onehot) into grad for those

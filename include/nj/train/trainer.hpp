@@ -1,12 +1,12 @@
 #pragma once
 // The full-batch training loop: one optimizer step per epoch over the loss of every training vertex of the
 // whole graph, (1/|V_train|) Σ ℓ_v, with |V_train| counted over all ranks.
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <span>
-#include <array>
 #include <vector>
 
 #include "nj/comm/communicator.hpp"
@@ -65,7 +65,7 @@ struct Accuracy {
 struct EpochMetrics {
   std::uint32_t epoch = 0;
   double loss = 0.0;
-  Accuracy accuracy;  // NaN where the epoch was not evaluated
+  Accuracy accuracy;          // NaN where the epoch was not evaluated
   double step_seconds = 0.0;  // forward, loss and backward
   double optimizer_seconds = 0.0;
   double eval_seconds = 0.0;
