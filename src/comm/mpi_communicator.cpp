@@ -29,8 +29,14 @@ class MpiPendingExchange final : public PendingExchange {
   explicit MpiPendingExchange(std::vector<MPI_Request> requests) : requests_(std::move(requests)) {}
   MpiPendingExchange(const MpiPendingExchange&) = delete;
   MpiPendingExchange& operator=(const MpiPendingExchange&) = delete;
+  // Reached with requests still open only when an error unwinds past an exchange. Waiting could hang (the peer
+  // may be the rank that failed), so the requests are cancelled and released; the error then aborts the job.
   ~MpiPendingExchange() override {
-    if (!requests_.empty()) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+    for (MPI_Request& request : requests_) {
+      if (request == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&request);
+      MPI_Request_free(&request);
+    }
   }
   bool test() override {
     int done = 1;
