@@ -39,6 +39,13 @@ int main(int argc, char** argv) {
     // Every rank parses the same command line and fails alike: one of them says so.
     if (comm->rank() == 0) return app.exit(e);
     return e.get_exit_code();
+  } catch (const nj::JobError& e) {
+    // Every rank knows of it: one says what it is, and all end without an abort.
+    if (e.report()) {
+      std::cerr << "nj: error: " << (comm->size() > 1 ? fmt::format("rank {}: ", e.failed_rank()) : "") << e.what()
+                << std::endl;
+    }
+    return 1;
   } catch (const std::exception& e) {
     if (comm->size() == 1) {
       std::cerr << "nj: error: " << e.what() << '\n';

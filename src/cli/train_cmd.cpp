@@ -179,28 +179,38 @@ class EpochProgress {
 
 std::string format_accuracy(double value) { return std::isnan(value) ? "  -   " : fmt::format("{:.4f}", value); }
 
-void run_train(TrainArguments& args, Communicator& comm) {
+// What a rank holds once it is set up to train.
+struct RankTraining {
+  ModelConfig config;
+  ExecutorChoice choice;
+  std::pair<int, std::uint32_t> failure{-1, 0};  // --inject-failure: rank and epoch
+  Shard shard;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Device> device;
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<Executor> failing;  // wraps executor on the rank that --inject-failure names
+};
+
+// Checks the arguments, loads this rank's shard and plans its executor.
+void set_up(TrainArguments& args, Communicator& comm, RankTraining& rank) {
   NJ_REQUIRE(args.dataset.empty() != args.partitions.empty(),
              "give either a dataset or --partitions (a folder written by nj partition), not {}",
              args.dataset.empty() ? "neither" : "both");
-  const ModelConfig config = args.model.resolve();
-  const ExecutorChoice choice = parse_executor_choice(args.executor);
+  rank.config = args.model.resolve();
+  rank.choice = parse_executor_choice(args.executor);
   args.options.decay_scope = parse_weight_decay_scope(args.decay_scope);
   NJ_REQUIRE(args.options.epochs >= 1, "--epochs must be at least 1");
   NJ_REQUIRE(args.options.adam.lr > 0.0F, "--lr must be positive");
-  NJ_REQUIRE(choice.in_memory || choice.options.mode == ExecutionMode::kReuse || comm.size() == 1,
+  NJ_REQUIRE(rank.choice.in_memory || rank.choice.options.mode == ExecutionMode::kReuse || comm.size() == 1,
              "--execution recompute runs on one rank only (its closures cross ranks); this job has {} ranks",
              comm.size());
-  const auto failure =
-      args.inject_failure.empty() ? std::pair<int, std::uint32_t>{-1, 0} : parse_failure_point(args.inject_failure);
-  const bool leader = comm.rank() == 0;
-  // Only rank 0 reports; the others say only what goes wrong.
-  if (!leader) spdlog::set_level(std::max(spdlog::get_level(), spdlog::level::warn));
+  if (!args.inject_failure.empty()) rank.failure = parse_failure_point(args.inject_failure);
 
-  const std::int64_t baseline_rss = resident_memory().current;
   const auto load_start = std::chrono::steady_clock::now();
-  Shard shard = load_rank_shard(args, comm);
-  if (args.feature_norm == "row") row_normalize(shard.features);
+  rank.shard = load_rank_shard(args, comm);
+  const Shard& shard = rank.shard;
+  if (args.feature_norm == "row") row_normalize(rank.shard.features);
   spdlog::info("dataset {}: {} vertices, {} edges, {} features, {} classes, {} training vertices (loaded in {:.2f} s)",
                shard.name.empty() ? args.dataset : shard.name, shard.global_vertices, shard.global_edges,
                shard.features.cols(), shard.num_classes, shard.global_train,
@@ -211,29 +221,44 @@ void run_train(TrainArguments& args, Communicator& comm) {
                  shard.local.num_mirrors());
   }
 
-  auto backend = make_cpu_backend(args.threads);
-  Model model(config, shard.features.cols(), shard.num_classes);
-  std::unique_ptr<Device> device;
-  std::unique_ptr<Executor> executor;
-  if (choice.in_memory) {
-    if (choice.automatic) {
+  rank.backend = make_cpu_backend(args.threads);
+  rank.model = std::make_unique<Model>(rank.config, shard.features.cols(), shard.num_classes);
+  if (rank.choice.in_memory) {
+    if (rank.choice.automatic) {
       spdlog::info(
           "execution: in-memory (no GPU device is present and no --device-memory was given; "
           "--execution reuse runs the subgraph executor on the emulated device)");
     }
-    executor = std::make_unique<InMemoryExecutor>(*backend, model, shard.local, shard.features.view(), &comm);
+    rank.executor =
+        std::make_unique<InMemoryExecutor>(*rank.backend, *rank.model, shard.local, shard.features.view(), &comm);
   } else {
-    device = make_cpu_device(choice.options.device_budget);
-    auto subgraph_executor = std::make_unique<SubgraphExecutor>(*backend, *device, model, shard.local,
-                                                                shard.features.view(), choice.options, &comm);
+    rank.device = make_cpu_device(rank.choice.options.device_budget);
+    auto subgraph_executor = std::make_unique<SubgraphExecutor>(
+        *rank.backend, *rank.device, *rank.model, shard.local, shard.features.view(), rank.choice.options, &comm);
     log_plan(subgraph_executor->plan());
-    executor = std::move(subgraph_executor);
+    rank.executor = std::move(subgraph_executor);
   }
-  std::unique_ptr<Executor> failing;
-  if (failure.first == comm.rank()) failing = std::make_unique<FailingExecutor>(*executor, failure.second);
-  Trainer trainer(model, failing ? *failing : *executor, *backend, comm, targets_of(shard), args.options);
+  if (rank.failure.first == comm.rank()) {
+    rank.failing = std::make_unique<FailingExecutor>(*rank.executor, rank.failure.second);
+  }
+}
+
+void run_train(TrainArguments& args, Communicator& comm) {
+  const bool leader = comm.rank() == 0;
+  // Only rank 0 reports; the others say only what goes wrong.
+  if (!leader) spdlog::set_level(std::max(spdlog::get_level(), spdlog::level::warn));
+  const std::int64_t baseline_rss = resident_memory().current;
+  RankTraining rank;
+  // A bad argument, a missing shard or a budget too small for one rank's graph ends every rank, reported once.
+  agree_on_failure(comm, [&] { set_up(args, comm, rank); });
+  const ModelConfig& config = rank.config;
+  const ExecutorChoice& choice = rank.choice;
+  const Shard& shard = rank.shard;
+  Model& model = *rank.model;
+  Trainer trainer(model, rank.failing ? *rank.failing : *rank.executor, *rank.backend, comm, targets_of(shard),
+                  args.options);
   spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}", to_string(config.kind), config.layers,
-               config.hidden, model.num_parameters(), backend->name());
+               config.hidden, model.num_parameters(), rank.backend->name());
 
   std::uint32_t first_epoch = 0;
   if (!args.load_checkpoint.empty()) {

@@ -51,6 +51,7 @@ BoundaryExchange::~BoundaryExchange() = default;
 
 void BoundaryExchange::start(std::uint32_t layer, ExchangeDirection direction, std::int64_t cols) {
   NJ_EXPECTS(pending_ == nullptr, "an exchange is already in flight");
+  if (peers_.empty()) return;  // one rank: nothing travels, and nothing is counted
   std::vector<SendBuffer> sends;
   std::vector<ReceiveBuffer> receives;
   running_ = &stats_.at(layer)[static_cast<std::size_t>(direction)];

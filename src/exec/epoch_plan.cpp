@@ -142,6 +142,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
   pass.vertices = std::move(vertices);
   pass.num_rows = rows.graph.num_vertices();
   pass.num_outputs = rows.out_rows.back();
+  pass.aggregated_rows = *std::max_element(rows.out_rows.begin(), rows.out_rows.end());
   pass.layer_parts.resize(layers);
   pass.transform_chunks.resize(layers);
   // A subgraph that reads a mirror must wait for the exchange; the others run while it is in flight.
@@ -333,6 +334,7 @@ void add_to_totals(EpochPlan& plan, const Pass& pass) {
   plan.rows_computed += pass.rows_computed;
   plan.largest_step_bytes = std::max(plan.largest_step_bytes, pass.largest_step_bytes);
   plan.largest_pass_rows = std::max(plan.largest_pass_rows, pass.num_rows);
+  plan.largest_aggregated_rows = std::max(plan.largest_aggregated_rows, pass.aggregated_rows);
   plan.num_steps += static_cast<std::int64_t>(pass.steps.size());
   for (const auto& phase : pass.trace.capacity_rows) {
     std::int64_t pools = 0;

@@ -48,12 +48,14 @@ struct SubgraphExecutor::State {
         exchange(comm, local, model.num_layers()),
         logits(local.num_owned, model.layer(model.num_layers() - 1).out_dim()) {
     if (!plan.closures.empty()) closure_planner.emplace(model, local);
+    // Transformed rows and their gradients have homes for mirrors too; layer outputs only for aggregated rows.
     const std::int64_t rows = plan.largest_pass_rows;
+    const std::int64_t aggregated = plan.largest_aggregated_rows;
     const auto boundary = static_cast<std::int64_t>(exchange.boundary_rows().size());
     for (std::size_t l = 0; l < model.num_layers(); ++l) {
       const Layer& layer = model.layer(l);
-      outputs.emplace_back(rows, layer.out_dim());
-      grad_outputs.emplace_back(rows, layer.out_dim());
+      outputs.emplace_back(aggregated, layer.out_dim());
+      grad_outputs.emplace_back(aggregated, layer.out_dim());
       z.emplace_back(rows, layer.row_width());
       grad_z.emplace_back(rows, layer.row_width());
       received_gradients.emplace_back(boundary, layer.row_width());

@@ -2,9 +2,13 @@
 // Communication between ranks. Training calls only this interface: one process (every operation the
 // identity), MPI now, NCCL with the CUDA backend. Sums are deterministic for a fixed number of ranks.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
+
+#include "nj/core/error.hpp"
 
 namespace nj {
 
@@ -51,6 +55,26 @@ class Communicator {
   // waits for it forever.
   [[noreturn]] virtual void abort(int code) noexcept = 0;
 };
+
+// An error the ranks of a job have agreed on (agree_on_failure): exactly one of them reports it, and every
+// rank ends normally, since none is left waiting for another.
+class JobError : public Error {
+ public:
+  JobError(const std::string& message, int failed_rank, bool report)
+      : Error(message), failed_rank_(failed_rank), report_(report) {}
+  int failed_rank() const { return failed_rank_; }
+  bool report() const { return report_; }  // true on the one rank that reports it
+
+ private:
+  int failed_rank_;
+  bool report_;
+};
+
+// Runs `work` on every rank, then agrees on whether it failed on any (one collective). If it did, every rank
+// throws JobError: the lowest failing rank's, carrying its message, is the one to report. Used for what every
+// rank does before training (checks, loading, planning), where an error on one rank must neither hang the
+// others nor be printed once per rank.
+void agree_on_failure(Communicator& comm, const std::function<void()>& work);
 
 // One rank, no launcher: reductions are the identity and there is no one to exchange with.
 std::unique_ptr<Communicator> make_single_process_communicator();

@@ -73,6 +73,7 @@ struct Pass {
   std::vector<vid_t> vertices;   // the graph vertex of each pass row; empty: row r is vertex r
   std::int64_t num_rows = 0;     // rows of the first layer's input
   std::int64_t num_outputs = 0;  // the last layer's outputs: the first num_outputs rows, whose loss the pass takes
+  std::int64_t aggregated_rows = 0;  // the most rows a layer aggregates (mirrors never are)
   std::vector<std::vector<std::vector<vid_t>>> transform_chunks;  // per layer: the rows each transform step takes
   std::vector<std::vector<Subgraph>> layer_parts;  // per layer: its subgraphs, in pass rows (src_gid: global ids)
   std::vector<PlannedStep> steps;                  // in execution order: the trace's steps, one to one
@@ -106,6 +107,7 @@ struct EpochPlan {
   // Over all passes:
   std::int64_t largest_step_bytes = 0;  // what the largest step uses besides the pools
   std::int64_t largest_pass_rows = 0;
+  std::int64_t largest_aggregated_rows = 0;
   std::int64_t num_steps = 0;
   // The device peak cannot exceed this: pools, plus two steps (the running one and the prefetched one).
   std::int64_t peak_bytes_bound = 0;
