@@ -322,9 +322,16 @@ SmallestStep smallest_step(const std::vector<LayerDims>& dims, const CsrGraph& p
   return largest;
 }
 
-// The locality order of the owned vertices, then the mirrors (which no layer aggregates).
+// The locality order in three runs: the owned vertices that read no mirror, those that read one, then the
+// mirrors (which no layer aggregates). Subgraphs are cut in this order, so most of them fall wholly in the
+// first run and can aggregate while the mirrors' rows are still in flight. One rank has only the first run.
 std::vector<vid_t> owned_locality_order(const CsrGraph& prepared, vid_t num_owned) {
   std::vector<vid_t> order = locality_order(prepared);
+  auto reads_mirror = [&](vid_t v) {
+    const auto sources = prepared.in_neighbors(v);
+    return std::any_of(sources.begin(), sources.end(), [&](vid_t s) { return s >= num_owned; });
+  };
+  std::stable_partition(order.begin(), order.end(), [&](vid_t v) { return v < num_owned && !reads_mirror(v); });
   std::stable_partition(order.begin(), order.end(), [&](vid_t v) { return v < num_owned; });
   return order;
 }
