@@ -81,25 +81,6 @@ void expect_close(const Trace& a, const Trace& b, double tolerance) {
   }
 }
 
-// A 2-D grid (rows x cols, 4-neighbours) with a few long-range edges: local, so that small subgraphs have
-// small closures, yet every subgraph shares rows with its neighbours.
-Dataset grid_dataset(vid_t rows, vid_t cols, std::uint64_t seed) {
-  Dataset d = test::random_dataset(rows * cols, 0, 12, 4, seed);
-  std::vector<vid_t> src;
-  std::vector<vid_t> dst;
-  for (vid_t r = 0; r < rows; ++r) {
-    for (vid_t c = 0; c < cols; ++c) {
-      const vid_t v = r * cols + c;
-      if (c + 1 < cols) src.push_back(v), dst.push_back(v + 1);
-      if (r + 1 < rows) src.push_back(v), dst.push_back(v + cols);
-      if (v % 97 == 0) src.push_back(v), dst.push_back((v * 7919 + 13) % (rows * cols));
-    }
-  }
-  d.graph = build_csr(d.num_vertices(), src, dst,
-                      {.symmetrize = true, .self_loops = SelfLoops::kRemove, .duplicates = Duplicates::kRemove});
-  return d;
-}
-
 // A random graph plus a few very high-degree vertices, as in power-law graphs.
 Dataset graph_with_hubs() {
   Dataset d = test::random_dataset(600, 1800, 10, 4, 7);
@@ -128,7 +109,7 @@ constexpr CachePolicy kAllPolicies[] = {CachePolicy::kStAware, CachePolicy::kLru
                                         CachePolicy::kNone};
 
 TEST_P(Exactness, BudgetedTrainingMatchesFullGraphTraining) {
-  const Dataset data = grid_dataset(30, 30, 5);
+  const Dataset data = test::grid_dataset(30, 30, 5);
   const ModelConfig config = model_config(GetParam().kind, GetParam().layers);
   const std::uint32_t epochs = 3;
   const Trace reference = train_in_memory(data, config, epochs);
@@ -226,7 +207,7 @@ TEST(SubgraphExecutor, MeasuredTrafficAndPeakAreWhatThePlanSays) {
 }
 
 TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
-  const Dataset data = grid_dataset(20, 20, 9);
+  const Dataset data = test::grid_dataset(20, 20, 9);
   const Model model(model_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
   const std::int64_t budget = 4 * minimum_device_budget(model, whole_local_graph(data.graph));
   const EpochPlan reuse =

@@ -116,6 +116,23 @@ Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature
   return d;
 }
 
+Dataset grid_dataset(vid_t rows, vid_t cols, std::uint64_t seed) {
+  Dataset d = random_dataset(rows * cols, 0, 12, 4, seed);
+  std::vector<vid_t> src;
+  std::vector<vid_t> dst;
+  for (vid_t r = 0; r < rows; ++r) {
+    for (vid_t c = 0; c < cols; ++c) {
+      const vid_t v = r * cols + c;
+      if (c + 1 < cols) src.push_back(v), dst.push_back(v + 1);
+      if (r + 1 < rows) src.push_back(v), dst.push_back(v + cols);
+      if (v % 97 == 0) src.push_back(v), dst.push_back((v * 7919 + 13) % (rows * cols));
+    }
+  }
+  d.graph = build_csr(d.num_vertices(), src, dst,
+                      {.symmetrize = true, .self_loops = SelfLoops::kRemove, .duplicates = Duplicates::kRemove});
+  return d;
+}
+
 void expect_gradients_match_finite_differences(Model& model, const std::vector<Matrix>& analytic,
                                                const std::function<double()>& loss) {
   const float eps = 1e-3F;

@@ -61,6 +61,11 @@ std::string expect_one_line_error(const CommandResult& result);
 // Single-quotes a path for the shell.
 std::string shell_quote(const std::string& path);
 
+// A 2-D grid (rows x cols, 4-neighbours) with a few long-range edges, and random features, labels and splits:
+// local, so that small subgraphs have small closures and a partition has interior vertices, yet every
+// subgraph shares rows with its neighbours.
+Dataset grid_dataset(vid_t rows, vid_t cols, std::uint64_t seed);
+
 // Expects the per-vertex data of two datasets or two shards (features bit for bit, labels, classes, splits, and
 // what is known of the graph's symmetry and self-loops) to be equal.
 template <typename VertexData>
