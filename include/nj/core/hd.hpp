@@ -6,3 +6,11 @@
 #else
 #define NJ_HD
 #endif
+
+// NJ_SIMD asks the host compiler to vectorise the loop that follows, where OpenMP is on; device code and
+// builds without OpenMP (a CUDA translation unit's host pass) see nothing.
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+#define NJ_SIMD _Pragma("omp simd")
+#else
+#define NJ_SIMD
+#endif

@@ -48,7 +48,12 @@ NJ_HD inline float uniform_from_half(std::uint32_t word, std::uint32_t half) {
 }
 
 // What the random numbers are for; part of the key so that streams never overlap.
-enum class RandomPurpose : std::uint32_t { kFeatureDropout = 1, kAttentionDropout = 2, kWeightInit = 3, kGenerator = 4 };
+enum class RandomPurpose : std::uint32_t {
+  kFeatureDropout = 1,
+  kAttentionDropout = 2,
+  kWeightInit = 3,
+  kGenerator = 4
+};
 
 // A keyed stream: (seed, purpose, layer, epoch). A draw is addressed by three 32-bit words and one of the eight
 // 16-bit halves of the block they select.
@@ -114,7 +119,7 @@ inline void philox_blocks(const RandomStream& stream, std::uint32_t a, std::uint
     out[3][lane] = stream.epoch;
   }
   for (int round = 0; round < 10; ++round) {
-#pragma omp simd
+    NJ_SIMD
     for (int lane = 0; lane < kLanes; ++lane) {
       const std::uint64_t p0 = static_cast<std::uint64_t>(Philox4x32::kMul0) * out[0][lane];
       const std::uint64_t p1 = static_cast<std::uint64_t>(Philox4x32::kMul1) * out[2][lane];

@@ -6,7 +6,7 @@
 
 #include "nj/core/hd.hpp"
 #include "nj/core/philox.hpp"
-#include "nj/kernels/sparse_block.hpp"
+#include "nj/kernels/sparse_block_view.hpp"
 
 namespace nj::rowmath {
 
@@ -39,7 +39,7 @@ NJ_HD inline float leaky_relu(float x, float slope) { return x > 0.0F ? x : slop
 // out[i] = Σ_e w_e in[src_e] for one destination row (w_e = 1 without weights).
 // out += w · x over a row; the rows never overlap, which lets the compiler vectorise.
 NJ_HD inline void axpy_row(float w, const float* __restrict__ x, float* __restrict__ out, std::int64_t cols) {
-#pragma omp simd
+  NJ_SIMD
   for (std::int64_t c = 0; c < cols; ++c) out[c] += w * x[c];
 }
 
