@@ -226,11 +226,13 @@ struct SubgraphExecutor::State {
   // ---- the exchange with other ranks ----
 
   // Starts and completes the running pass's phase exchanges whose points lie at or before step k, in phase
-  // order. A phase's exchange carries its layer's transformed rows forward, or their gradients backward.
+  // order, up to the last phase of the half that runs (a forward-only evaluation starts no backward exchange).
+  // A phase's exchange carries its layer's transformed rows forward, or their gradients backward.
   void advance_exchange(std::size_t k) {
     const auto& points = pass->exchange_points;
     const std::size_t layers = pass->layer_parts.size();
-    while (exchange_phase < points.size()) {
+    const std::size_t phases_running = std::min(points.size(), in_backward ? 2 * layers : layers);
+    while (exchange_phase < phases_running) {
       const std::size_t phase = exchange_phase;
       const bool forward = phase < layers;
       const auto layer = static_cast<std::uint32_t>(forward ? phase : 2 * layers - 1 - phase);
@@ -358,6 +360,7 @@ struct SubgraphExecutor::State {
   void run_forward(Model& model, std::uint32_t epoch, bool training) {
     exchange_phase = 0;
     exchange_started = false;
+    in_backward = false;
     run_steps(0, pass->forward_steps, [&](std::size_t k) {
       const PlannedStep& s = pass->steps[k];
       const StepPlan& step = pass->cache.steps[k];
@@ -383,6 +386,7 @@ struct SubgraphExecutor::State {
   }
 
   void run_backward(Model& model, std::uint32_t epoch) {
+    in_backward = true;
     run_steps(pass->forward_steps, pass->steps.size(), [&](std::size_t k) {
       const PlannedStep& s = pass->steps[k];
       const StepPlan& step = pass->cache.steps[k];
@@ -435,6 +439,7 @@ struct SubgraphExecutor::State {
   BoundaryExchange exchange;
   std::size_t exchange_phase = 0;  // the running pass's next phase exchange
   bool exchange_started = false;
+  bool in_backward = false;  // the running pass runs its backward half
   std::optional<ClosurePlanner> closure_planner;  // recompute
   const Pass* pass = nullptr;                     // the running pass
   Matrix logits;                                  // per vertex: the last layer's outputs

@@ -57,15 +57,16 @@ std::unique_ptr<Executor> make_executor(Backend& backend, Device& device, const 
                                             &comm);
 }
 
+// Trains `epochs` epochs, evaluating every eval_every (0: never).
 TrainingRun train(const Shard& shard, const ModelConfig& config, const ExecutorSetup& setup, Communicator& comm,
-                  std::uint32_t epochs = 3) {
+                  std::uint32_t epochs = 3, std::uint32_t eval_every = 0) {
   auto backend = make_cpu_backend(1);
   auto device = make_cpu_device(setup.budget);
   Model model(config, shard.features.cols(), shard.num_classes);
   auto executor = make_executor(*backend, *device, model, shard, setup, comm);
   TrainOptions options;
   options.epochs = epochs;
-  options.eval_every = 0;
+  options.eval_every = eval_every;
   Trainer trainer(model, *executor, *backend, comm, targets_of(shard), options);
   TrainingRun run;
   trainer.fit(0, [&](const EpochMetrics& m) {
@@ -274,6 +275,41 @@ INSTANTIATE_TEST_SUITE_P(Models, SubgraphExecutorGradients,
                          ::testing::Values(GradientCase{"gcn", ModelKind::kGcn, 3},
                                            GradientCase{"gat", ModelKind::kGat, 6}),
                          [](const auto& test_info) { return std::string(test_info.param.name); });
+
+// A directed graph cut into blocks of consecutive ids: every in-edge comes from a lower id, so the first rank
+// has no mirror (it only sends) and the last sends nothing (it only receives). Evaluating after every epoch
+// runs forward-only passes between the training steps.
+TEST(MultiRankDirected, SendOnlyAndReceiveOnlyRanksEqualOneProcess) {
+  Communicator& comm = test::job();
+  Dataset data = test::random_dataset(200, 0, 6, 3, 5);
+  std::vector<vid_t> src;
+  std::vector<vid_t> dst;
+  for (vid_t v = 0; v < data.num_vertices(); ++v) {
+    for (const vid_t step : {1, 7}) {
+      if (v + step < data.num_vertices()) src.push_back(v), dst.push_back(v + step);
+    }
+  }
+  data.graph = build_csr(data.num_vertices(), src, dst);
+  const ModelConfig config = model_config(ModelKind::kGcn);
+  auto single = make_single_process_communicator();
+  const TrainingRun reference = train(whole_graph_shard(data), config, {}, *single, 3, 1);
+  const Shard shard = rank_shard(data, PartitionMethod::kContiguous, comm);
+  if (comm.size() > 1) {
+    EXPECT_EQ(shard.local.num_mirrors() == 0, comm.rank() == 0);
+  }
+  const Model model(config, shard.features.cols(), shard.num_classes);
+  const std::int64_t budget = 3 * minimum_device_budget(model, shard.local);
+  for (const ExecutorSetup& setup : {ExecutorSetup{Execution::kInMemory}, ExecutorSetup{Execution::kReuse},
+                                     ExecutorSetup{Execution::kReuse, budget, CachePolicy::kStAware}}) {
+    SCOPED_TRACE(fmt::format("{} at {} bytes", setup.execution == Execution::kInMemory ? "in-memory" : "reuse",
+                             setup.budget));
+    const TrainingRun run = train(shard, config, setup, comm, 3, 1);
+    expect_same_function(reference, run);
+    for (std::size_t e = 0; e < run.epochs.size(); ++e) {
+      EXPECT_EQ(run.epochs[e].accuracy.val, reference.epochs[e].accuracy.val) << "epoch " << e + 1;
+    }
+  }
+}
 
 // A real graph: GCN on Cora over METIS shards, in memory and within a quarter of each rank's unlimited peak.
 TEST(MultiRankCora, GcnEqualsOneProcess) {
