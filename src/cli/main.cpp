@@ -32,6 +32,16 @@ int main(int argc, char** argv) {
   nj::cli::add_train_command(app, *comm);
   nj::cli::add_plan_command(app);
   nj::cli::add_partition_command(app);
+  // Only training runs as many ranks; under a launcher every other command would run once per rank, writing
+  // the same files.
+  for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (command->get_name() == "train") continue;
+    command->parse_complete_callback([command, &comm] {
+      if (comm->size() == 1) return;
+      throw nj::JobError(fmt::format("nj {} runs as one process: start it without mpirun or srun", command->get_name()),
+                         0, comm->rank() == 0);
+    });
+  }
 
   try {
     app.parse(argc, argv);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -190,10 +191,22 @@ struct RankTraining {
   std::unique_ptr<Device> device;
   std::unique_ptr<Executor> executor;
   std::unique_ptr<Executor> failing;  // wraps executor on the rank that --inject-failure names
+  std::unique_ptr<Trainer> trainer;
+  std::uint32_t first_epoch = 0;
+  MetricsLog log;  // rank 0's
 };
 
-// Checks the arguments, loads this rank's shard and plans its executor.
-void set_up(TrainArguments& args, Communicator& comm, RankTraining& rank) {
+void require_file(const std::string& path, const char* what) {
+  NJ_REQUIRE(std::filesystem::is_regular_file(path), "{} {}: no such file", what, path);
+}
+
+// Reads the configuration file, checks the arguments, loads this rank's shard, plans its executor, resumes from
+// a checkpoint and opens the metrics log: everything before the first collective of training.
+void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTraining& rank) {
+  if (!args.config_file.empty()) {
+    require_file(args.config_file, "--config");
+    apply_config_file(command, args.config_file);
+  }
   NJ_REQUIRE(args.dataset.empty() != args.partitions.empty(),
              "give either a dataset or --partitions (a folder written by nj partition), not {}",
              args.dataset.empty() ? "neither" : "both");
@@ -207,6 +220,9 @@ void set_up(TrainArguments& args, Communicator& comm, RankTraining& rank) {
              comm.size());
   if (!args.inject_failure.empty()) rank.failure = parse_failure_point(args.inject_failure);
 
+  if (!args.dataset.empty()) require_file(args.dataset, "dataset");
+  NJ_REQUIRE(args.partitions.empty() || std::filesystem::is_directory(args.partitions),
+             "--partitions {}: no such folder", args.partitions);
   const auto load_start = std::chrono::steady_clock::now();
   rank.shard = load_rank_shard(args, comm);
   const Shard& shard = rank.shard;
@@ -233,40 +249,42 @@ void set_up(TrainArguments& args, Communicator& comm, RankTraining& rank) {
         std::make_unique<InMemoryExecutor>(*rank.backend, *rank.model, shard.local, shard.features.view(), &comm);
   } else {
     rank.device = make_cpu_device(rank.choice.options.device_budget);
-    auto subgraph_executor = std::make_unique<SubgraphExecutor>(
-        *rank.backend, *rank.device, *rank.model, shard.local, shard.features.view(), rank.choice.options, &comm);
+    auto subgraph_executor = std::make_unique<SubgraphExecutor>(*rank.backend, *rank.device, *rank.model, shard.local,
+                                                                shard.features.view(), rank.choice.options, &comm);
     log_plan(subgraph_executor->plan());
     rank.executor = std::move(subgraph_executor);
   }
   if (rank.failure.first == comm.rank()) {
     rank.failing = std::make_unique<FailingExecutor>(*rank.executor, rank.failure.second);
   }
+  rank.trainer = std::make_unique<Trainer>(*rank.model, rank.failing ? *rank.failing : *rank.executor, *rank.backend,
+                                           comm, targets_of(shard), args.options);
+  if (!args.load_checkpoint.empty()) {
+    require_file(args.load_checkpoint, "--load-checkpoint");
+    rank.first_epoch = load_checkpoint(args.load_checkpoint, *rank.model, rank.trainer->optimizer());
+    spdlog::info("resumed from {} at epoch {}", args.load_checkpoint, rank.first_epoch);
+  }
+  if (!args.metrics_out.empty() && comm.rank() == 0) rank.log = MetricsLog(args.metrics_out);
 }
 
-void run_train(TrainArguments& args, Communicator& comm) {
+void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
   const bool leader = comm.rank() == 0;
   // Only rank 0 reports; the others say only what goes wrong.
   if (!leader) spdlog::set_level(std::max(spdlog::get_level(), spdlog::level::warn));
   const std::int64_t baseline_rss = resident_memory().current;
   RankTraining rank;
   // A bad argument, a missing shard or a budget too small for one rank's graph ends every rank, reported once.
-  agree_on_failure(comm, [&] { set_up(args, comm, rank); });
+  agree_on_failure(comm, [&] { set_up(args, command, comm, rank); });
   const ModelConfig& config = rank.config;
   const ExecutorChoice& choice = rank.choice;
   const Shard& shard = rank.shard;
   Model& model = *rank.model;
-  Trainer trainer(model, rank.failing ? *rank.failing : *rank.executor, *rank.backend, comm, targets_of(shard),
-                  args.options);
+  Trainer& trainer = *rank.trainer;
   spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}", to_string(config.kind), config.layers,
                config.hidden, model.num_parameters(), rank.backend->name());
 
-  std::uint32_t first_epoch = 0;
-  if (!args.load_checkpoint.empty()) {
-    first_epoch = load_checkpoint(args.load_checkpoint, model, trainer.optimizer());
-    spdlog::info("resumed from {} at epoch {}", args.load_checkpoint, first_epoch);
-  }
-
-  MetricsLog log = args.metrics_out.empty() || !leader ? MetricsLog() : MetricsLog(args.metrics_out);
+  const std::uint32_t first_epoch = rank.first_epoch;
+  MetricsLog& log = rank.log;
   EpochProgress progress(leader);
   progress.start(first_epoch, args.options.epochs);
   const TrainSummary summary = trainer.fit(first_epoch, [&](const EpochMetrics& m) {
@@ -314,15 +332,14 @@ void run_train(TrainArguments& args, Communicator& comm) {
 void add_train_command(CLI::App& app, Communicator& comm) {
   auto args = std::make_shared<TrainArguments>();
   CLI::App* cmd = app.add_subcommand("train", "Full-graph training of a GCN or GAT on a dataset file");
+  // Paths are checked when each rank sets up, not while parsing: ranks on different nodes may see different
+  // file systems, and a check that fails on some ranks only must still end every rank (agree_on_failure).
   cmd->add_option("--config", args->config_file,
-                  "Read options from a TOML file (keys are the long option names; flags given here win)")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("dataset,--dataset", args->dataset, "Dataset file (HDF5, see docs/dataset-format.md)")
-      ->check(CLI::ExistingFile);
+                  "Read options from a TOML file (keys are the long option names; flags given here win)");
+  cmd->add_option("dataset,--dataset", args->dataset, "Dataset file (HDF5, see docs/dataset-format.md)");
   cmd->add_option("--partitions", args->partitions,
                   "Partition folder written by nj partition: each rank reads only its own shard (its part count "
-                  "must equal the number of ranks)")
-      ->check(CLI::ExistingDirectory);
+                  "must equal the number of ranks)");
   cmd->add_option("--partition-method", args->partition_method,
                   "How several ranks partition a dataset given without --partitions (in memory, on every rank)")
       ->check(CLI::IsMember({"metis", "random", "contiguous"}))
@@ -349,11 +366,8 @@ void add_train_command(CLI::App& app, Communicator& comm) {
   add_executor_options(*cmd, args->executor, true);
   cmd->add_option("--metrics-out", args->metrics_out, "Write one JSON object per epoch and a summary to this file");
   cmd->add_option("--save-checkpoint", args->save_checkpoint, "Write weights and optimizer state here at the end");
-  cmd->add_option("--load-checkpoint", args->load_checkpoint, "Resume from this checkpoint")->check(CLI::ExistingFile);
-  cmd->callback([args, cmd, &comm] {
-    if (!args->config_file.empty()) apply_config_file(*cmd, args->config_file);
-    run_train(*args, comm);
-  });
+  cmd->add_option("--load-checkpoint", args->load_checkpoint, "Resume from this checkpoint");
+  cmd->callback([args, cmd, &comm] { run_train(*args, *cmd, comm); });
 }
 
 }  // namespace nj::cli

@@ -22,7 +22,7 @@ SelfLoopPolicy parse_self_loop_policy(const std::string& text) {
   throw InputError(fmt::format("unknown self-loop policy '{}' (expected kept, removed or added)", text));
 }
 
-std::int64_t count(const std::vector<std::uint8_t>& mask) {
+std::int64_t count(std::span<const std::uint8_t> mask) {
   std::int64_t n = 0;
   for (const auto m : mask) n += m != 0 ? 1 : 0;
   return n;

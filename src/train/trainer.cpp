@@ -61,11 +61,11 @@ void summarise_over_ranks(Communicator& comm, EpochMetrics& m) {
 }  // namespace
 
 VertexTargets targets_of(const Dataset& dataset) {
-  return {dataset.labels, dataset.train_mask, dataset.val_mask, dataset.test_mask};
+  return {dataset.labels, dataset.train_mask, dataset.val_mask, dataset.test_mask, count(dataset.train_mask)};
 }
 
 VertexTargets targets_of(const Shard& shard) {
-  return {shard.labels, shard.train_mask, shard.val_mask, shard.test_mask};
+  return {shard.labels, shard.train_mask, shard.val_mask, shard.test_mask, shard.global_train};
 }
 
 WeightDecayScope parse_weight_decay_scope(const std::string& text) {
@@ -83,10 +83,7 @@ Trainer::Trainer(Model& model, Executor& executor, Backend& backend, Communicato
       targets_(targets),
       options_(options),
       optimizer_(with_decay_scope(model, options.decay_scope), options.adam) {
-  std::array<std::int64_t, 1> count{
-      std::count_if(targets.train_mask.begin(), targets.train_mask.end(), [](std::uint8_t m) { return m != 0; })};
-  comm_.all_reduce_sum(count);
-  global_train_count_ = count[0];
+  global_train_count_ = targets.global_train_count;
   NJ_REQUIRE(global_train_count_ > 0, "no training vertices");
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -83,6 +84,33 @@ TEST_F(MultiRankCli, InjectedFailureEndsEveryRankWithinSeconds) {
   EXPECT_EQ(the_error_line(result), "nj: error: rank 1: injected failure in epoch 2");
   // Rank 1 fails before the epoch's all-reduce, so no rank gets past epoch 1.
   EXPECT_EQ(printed_losses(result.output).size(), 1U) << result.output;
+}
+
+TEST_F(MultiRankCli, FailureWhileTheSubgraphExecutorExchangesEndsEveryRank) {
+  // Within a device budget the ranks exchange inside the pass: rank 2 fails with the backward exchange ahead.
+  const auto result = test::run_nj_ranks(
+      3, "train " + shell_quote(dataset_) + " --epochs 500 --threads 1 --device-memory 2M --inject-failure 2:3",
+      std::chrono::seconds(60));
+  EXPECT_NE(result.exit_code, 124) << "the job was still running after 60 s:\n" << result.output;
+  EXPECT_EQ(the_error_line(result), "nj: error: rank 2: injected failure in epoch 3");
+}
+
+TEST_F(MultiRankCli, ASetUpFailureOnOneRankIsReportedOnceByThatRank) {
+  partition(3);
+  std::filesystem::remove(std::filesystem::path(parts_) / "part-2.h5");
+  const auto result =
+      test::run_nj_ranks(3, "train --partitions " + shell_quote(parts_) + " --threads 1", std::chrono::seconds(60));
+  EXPECT_NE(result.exit_code, 124) << "the job hung:\n" << result.output;
+  const auto line = the_error_line(result);
+  EXPECT_TRUE(line.starts_with("nj: error: rank 2: ")) << line;
+  EXPECT_NE(line.find("part-2.h5"), std::string::npos) << line;
+}
+
+TEST_F(MultiRankCli, OnlyTrainingRunsAsSeveralRanks) {
+  const auto result =
+      test::run_nj_ranks(2, "partition " + shell_quote(dataset_) + " --parts 2 -o " + shell_quote(parts_));
+  EXPECT_NE(the_error_line(result).find("nj partition runs as one process"), std::string::npos) << result.output;
+  EXPECT_FALSE(std::filesystem::exists(parts_)) << "a rank wrote shards";
 }
 
 TEST_F(MultiRankCli, PartCountOtherThanRanksIsOneLineNamingBoth) {

@@ -1,6 +1,7 @@
 #pragma once
 // A node-classification dataset in memory: the graph, features, labels, splits and what is known of them.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,7 @@ struct Dataset {
 };
 
 // Count of set entries in a mask.
-std::int64_t count(const std::vector<std::uint8_t>& mask);
+std::int64_t count(std::span<const std::uint8_t> mask);
 
 // Divides every feature row by its sum of absolute values (PyG's NormalizeFeatures); zero rows stay zero.
 void row_normalize(Matrix& features);

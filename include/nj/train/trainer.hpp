@@ -33,6 +33,7 @@ struct VertexTargets {
   std::span<const std::uint8_t> train_mask;
   std::span<const std::uint8_t> val_mask;
   std::span<const std::uint8_t> test_mask;
+  std::int64_t global_train_count = 0;  // training vertices of the whole graph: the loss's normaliser
 };
 VertexTargets targets_of(const Dataset& dataset);
 VertexTargets targets_of(const Shard& shard);
@@ -102,7 +103,6 @@ class Trainer {
   TrainSummary fit(std::uint32_t first_epoch, const std::function<void(const EpochMetrics&)>& on_epoch);
 
   Adam& optimizer() { return optimizer_; }
-  std::int64_t global_train_count() const { return global_train_count_; }
 
  private:
   Model& model_;
