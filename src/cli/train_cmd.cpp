@@ -94,7 +94,8 @@ std::pair<int, std::uint32_t> parse_failure_point(const std::string& text) {
   }
 }
 
-// " | exchange 1.2M (wait 0.003 s)": bytes all ranks sent this epoch, and the longest wait of a rank.
+// " | exchange 1.2M (wait 0.003 s)": bytes all ranks sent this epoch, and the waits for the exchanges, each
+// the slowest rank's, added up.
 std::string format_exchange(const EpochMetrics& m) {
   std::int64_t bytes = 0;
   double wait = 0.0;
@@ -267,6 +268,27 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
   if (!args.metrics_out.empty() && comm.rank() == 0) rank.log = MetricsLog(args.metrics_out);
 }
 
+// Every rank must hold a shard of the same partition of the same dataset; mixed folders would exchange rows
+// that do not match, silently. Compares what every shard records about the whole.
+void check_same_partition(Communicator& comm, const Shard& shard) {
+  const PartitionInfo& p = shard.partition;
+  std::vector<double> lowest = {static_cast<double>(shard.global_vertices),
+                                static_cast<double>(shard.global_edges),
+                                static_cast<double>(shard.global_train),
+                                static_cast<double>(p.parts),
+                                static_cast<double>(p.seed),
+                                static_cast<double>(p.edge_cut)};
+  std::vector<double> highest = lowest;
+  for (double& value : lowest) value = -value;
+  comm.all_reduce_max(lowest);
+  comm.all_reduce_max(highest);
+  for (std::size_t i = 0; i < highest.size(); ++i) {
+    NJ_REQUIRE(-lowest[i] == highest[i],
+               "the ranks hold shards of different partitions or datasets (their vertex, edge or training counts, "
+               "part counts, seeds or edge cuts differ)");
+  }
+}
+
 void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
   const bool leader = comm.rank() == 0;
   // Only rank 0 reports; the others say only what goes wrong.
@@ -275,6 +297,7 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
   RankTraining rank;
   // A bad argument, a missing shard or a budget too small for one rank's graph ends every rank, reported once.
   agree_on_failure(comm, [&] { set_up(args, command, comm, rank); });
+  if (comm.size() > 1) agree_on_failure(comm, [&] { check_same_partition(comm, rank.shard); });
   const ModelConfig& config = rank.config;
   const ExecutorChoice& choice = rank.choice;
   const Shard& shard = rank.shard;

@@ -121,9 +121,11 @@ MpiSession::MpiSession() {
   if (!launched()) return;
   int provided = 0;
   check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
-  // Errors come back as codes and become exceptions, which the CLI turns into one line and an abort.
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   active_ = true;
+  // Only the main thread calls MPI, but other threads run (OpenMP, the copy engine): MPI must know.
+  NJ_REQUIRE(provided >= MPI_THREAD_FUNNELED, "this MPI library does not support threads (MPI_THREAD_FUNNELED)");
+  // Errors come back as codes and become exceptions, which the CLI turns into one line and an abort.
+  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
 }
 
 MpiSession::~MpiSession() {

@@ -106,6 +106,20 @@ TEST_F(MultiRankCli, ASetUpFailureOnOneRankIsReportedOnceByThatRank) {
   EXPECT_NE(line.find("part-2.h5"), std::string::npos) << line;
 }
 
+TEST_F(MultiRankCli, ShardsOfDifferentPartitionsAreAnError) {
+  const auto other = dir_.file("other");
+  for (const auto& [folder, seed] : {std::pair{parts_, 1}, std::pair{other, 2}}) {
+    const auto result = test::run_nj("partition " + shell_quote(dataset_) + " --parts 2 --method random --seed " +
+                                     std::to_string(seed) + " -o " + shell_quote(folder));
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+  }
+  std::filesystem::copy_file(std::filesystem::path(other) / "part-1.h5", std::filesystem::path(parts_) / "part-1.h5",
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto result =
+      test::run_nj_ranks(2, "train --partitions " + shell_quote(parts_) + " --threads 1", std::chrono::seconds(60));
+  EXPECT_NE(the_error_line(result).find("different partitions"), std::string::npos) << result.output;
+}
+
 TEST_F(MultiRankCli, OnlyTrainingRunsAsSeveralRanks) {
   const auto result =
       test::run_nj_ranks(2, "partition " + shell_quote(dataset_) + " --parts 2 -o " + shell_quote(parts_));

@@ -27,8 +27,9 @@ struct ReceiveBuffer {
   MemorySpace space = MemorySpace::kHost;
 };
 
-// An exchange in flight. Its buffers must stay untouched until wait() returns (or the handle is destroyed,
-// which waits).
+// An exchange in flight. Its buffers must stay untouched until wait() returns. Destroying it before then
+// (an error unwinding) abandons it without waiting, since the peer may be the rank that failed: the job is
+// about to end, and the buffers must not be reused.
 class PendingExchange {
  public:
   virtual ~PendingExchange() = default;
