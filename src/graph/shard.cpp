@@ -106,6 +106,15 @@ void Shard::validate(const std::string& where) const {
                local.global_id[v], labels[v], num_classes);
   }
   NJ_REQUIRE(part >= 0 && part < partition.parts, "{}: part {} of {}", where, part, partition.parts);
+  if (!partition.owned.empty()) {  // the counts recorded for the partition must be this shard's own
+    const auto p = static_cast<std::size_t>(part);
+    NJ_REQUIRE(partition.owned.size() == static_cast<std::size_t>(partition.parts) &&
+                   partition.mirrors.size() == partition.owned.size(),
+               "{}: the partition records counts for {} parts of {}", where, partition.owned.size(), partition.parts);
+    NJ_REQUIRE(partition.owned[p] == num_owned() && partition.mirrors[p] == local.num_mirrors(),
+               "{}: the partition records {} owned vertices and {} mirrors for part {}, the shard holds {} and {}",
+               where, partition.owned[p], partition.mirrors[p], part, num_owned(), local.num_mirrors());
+  }
   NJ_REQUIRE(global_train > 0, "{}: the whole graph has no training vertex", where);
 }
 

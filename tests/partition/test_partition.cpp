@@ -264,6 +264,21 @@ TEST(ShardFile, RoundTripKeepsEveryField) {
   expect_same_shard(read_shard(dir.file("whole.h5")), whole);
 }
 
+TEST(ShardFile, AShardMustHoldWhatItsPartitionRecords) {
+  Dataset d = small_dataset();
+  PartitionInfo info;
+  const auto part_of = assign_parts(d, {PartitionMethod::kMetis, kParts, 0}, info);
+  Shard shard = make_shard(d, part_of, 1, info);
+  EXPECT_NO_THROW(shard.validate("part 1"));
+  ++shard.partition.mirrors[1];
+  try {
+    shard.validate("part 1");
+    FAIL() << "a shard whose mirrors differ from its partition's record passed";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("mirrors for part 1"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ShardFile, ADatasetFileIsNotAShard) {
   const test::TempDir dir;
   const auto path = dir.file("d.h5");
