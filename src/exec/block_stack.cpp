@@ -14,54 +14,82 @@ Rows HostRowsAllocator::allocate(std::int64_t rows, std::int64_t cols, const cha
   return buffers_.emplace_back(rows, cols).view();
 }
 
-BlockStack::BlockStack(Backend& backend, const Model& model, std::vector<SparseBlockView> blocks,
-                       RowsAllocator& allocator, BoundaryExchange& exchange)
-    : backend_(backend), blocks_(std::move(blocks)), exchange_(exchange) {
-  NJ_EXPECTS(blocks_.size() == model.num_layers(), "{} blocks for {} layers", blocks_.size(), model.num_layers());
-  for (std::size_t l = 0; l < blocks_.size(); ++l) {
-    const Layer& layer = model.layer(l);
-    const std::int64_t sources = blocks_[l].num_src;
-    const std::int64_t destinations = blocks_[l].num_dst;
-    NJ_EXPECTS(destinations == exchange.num_owned() && (sources == destinations || exchange.has_peers()),
-               "layer {} aggregates {} of {} rows, with {} owned", l + 1, destinations, sources, exchange.num_owned());
-    z_.push_back(allocator.allocate(sources, layer.row_width(), "transformed rows"));
-    outputs_.push_back(allocator.allocate(destinations, layer.out_dim(), "layer outputs"));
-    grad_outputs_.push_back(allocator.allocate(destinations, layer.out_dim(), "output gradients"));
-    grad_z_.push_back(allocator.allocate(sources, layer.row_width(), "transformed-row gradients"));
-    dropped_.push_back(
-        model.config().dropout > 0.0F ? allocator.allocate(destinations, layer.in_dim(), "dropped inputs") : Rows{});
+BlockStack::BlockStack(Backend& backend, const Model& model, std::vector<BlockPart> parts,
+                       std::span<const gid_t> owned_gid, vid_t num_local, RowsAllocator& allocator,
+                       BoundaryExchange& exchange)
+    : backend_(backend), parts_(std::move(parts)), owned_gid_(owned_gid), exchange_(exchange) {
+  const auto owned = static_cast<std::int64_t>(owned_gid.size());
+  NJ_EXPECTS(owned == exchange.num_owned() && (num_local == owned || exchange.has_peers()),
+             "{} owned of {} local rows, {} owned by the exchange", owned, num_local, exchange.num_owned());
+  std::int64_t aggregated = 0;
+  std::int64_t largest_scattered = 0;
+  for (const BlockPart& part : parts_) {
+    aggregated += part.block.num_dst;
+    if (!part.destinations.empty()) largest_scattered = std::max<std::int64_t>(largest_scattered, part.block.num_dst);
   }
-  kept_.resize(blocks_.size());
-}
-
-std::int64_t BlockStack::rows_aggregated() const {
-  std::int64_t rows = 0;
-  for (const auto& block : blocks_) rows += block.num_dst;
-  return rows;
+  NJ_EXPECTS(aggregated == owned, "the parts aggregate {} rows of {} owned", aggregated, owned);
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    const Layer& layer = model.layer(l);
+    z_.push_back(allocator.allocate(num_local, layer.row_width(), "transformed rows"));
+    outputs_.push_back(allocator.allocate(owned, layer.out_dim(), "layer outputs"));
+    grad_outputs_.push_back(allocator.allocate(owned, layer.out_dim(), "output gradients"));
+    grad_z_.push_back(allocator.allocate(num_local, layer.row_width(), "transformed-row gradients"));
+    dropped_.push_back(model.config().dropout > 0.0F ? allocator.allocate(owned, layer.in_dim(), "dropped inputs")
+                                                     : Rows{});
+    part_rows_.push_back(largest_scattered > 0 ? allocator.allocate(largest_scattered, layer.out_dim(), "part rows")
+                                               : Rows{});
+  }
+  kept_.resize(model.num_layers());
 }
 
 ConstRows BlockStack::dropped_input(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
   const ConstRows input = layer_input(l);
   const float p = model.config().dropout;
   if (!training || p <= 0.0F) return input;
-  backend_.dropout(input, blocks_[l].src_gid,
+  backend_.dropout(input, owned_gid_.data(),
                    feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p, dropped_[l]);
   return dropped_[l];
 }
 
+void BlockStack::aggregate(const Model& model, std::size_t l, const BlockPart& part, std::uint32_t epoch,
+                           bool training) {
+  const bool in_place = part.destinations.empty();
+  const Rows out = in_place ? outputs_[l] : part_rows_[l].slice(0, part.block.num_dst);
+  model.layer(l).aggregate(backend_, part.block,
+                           attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training,
+                           z_[l], out);
+  if (!in_place) backend_.copy_rows(out, nullptr, outputs_[l], part.destinations.data(), out.rows);
+}
+
+void BlockStack::aggregate_backward(const Model& model, std::size_t l, const BlockPart& part, std::uint32_t epoch) {
+  ConstRows grad_y = grad_outputs_[l];
+  if (!part.destinations.empty()) {
+    const Rows gathered = part_rows_[l].slice(0, part.block.num_dst);
+    backend_.copy_rows(grad_y, part.destinations.data(), gathered, nullptr, gathered.rows);
+    grad_y = gathered;
+  }
+  // One part writes every row's gradient; several add theirs into rows zeroed first.
+  model.layer(l).aggregate_backward(backend_, part.block,
+                                    attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
+                                    true, z_[l], grad_y, grad_z_[l], parts_.size() > 1);
+}
+
 ConstRows BlockStack::forward(Model& model, std::uint32_t epoch, bool training, ConstRows input) {
-  NJ_EXPECTS(input.rows == blocks_[0].num_dst, "input has {} rows for {} destinations", input.rows, blocks_[0].num_dst);
+  NJ_EXPECTS(input.rows == outputs_[0].rows, "input has {} rows for {} owned", input.rows, outputs_[0].rows);
   input_ = input;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     Layer& layer = model.layer(l);
     layer.prepare();
     kept_[l] = dropped_input(model, l, epoch, training);
     layer.transform(backend_, kept_[l], z_[l].slice(0, kept_[l].rows));
+    // The parts that read no mirror aggregate while the mirrors' rows travel.
     exchange_.start_rows(static_cast<std::uint32_t>(l), z_[l]);
-    exchange_.finish_rows(z_[l]);
-    layer.aggregate(backend_, blocks_[l],
-                    attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training, z_[l],
-                    outputs_[l]);
+    for (const bool after_exchange : {false, true}) {
+      if (after_exchange) exchange_.finish_rows(z_[l]);
+      for (const BlockPart& part : parts_) {
+        if (part.reads_mirrors == after_exchange) aggregate(model, l, part, epoch, training);
+      }
+    }
     backend_.bias_activation(outputs_[l], layer.bias().value.data(), model.activation_after(l), outputs_[l]);
   }
   return outputs_.back();
@@ -77,10 +105,14 @@ void BlockStack::backward(Model& model, std::uint32_t epoch, ConstRows grad_outp
     const Rows grad_y = grad_outputs_[l];
     backend_.activation_backward(model.activation_after(l), outputs_[l], grad_y, grad_y);
     backend_.column_sums(grad_y, layer.bias().grad.data(), true);
-    layer.aggregate_backward(backend_, blocks_[l],
-                             attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), true,
-                             z_[l], grad_y, grad_z_[l], false);
-    exchange_.start_gradients(static_cast<std::uint32_t>(l), grad_z_[l]);
+    if (parts_.size() > 1) backend_.zero_rows(grad_z_[l], nullptr, grad_z_[l].rows);
+    // The parts that read mirrors first: the mirrors' gradients then travel home while the others run.
+    for (const bool reading_mirrors : {true, false}) {
+      for (const BlockPart& part : parts_) {
+        if (part.reads_mirrors == reading_mirrors) aggregate_backward(model, l, part, epoch);
+      }
+      if (reading_mirrors) exchange_.start_gradients(static_cast<std::uint32_t>(l), grad_z_[l]);
+    }
     const auto& boundary = exchange_.boundary_rows();
     Matrix sums(static_cast<std::int64_t>(boundary.size()), grad_z_[l].cols);
     exchange_.finish_gradients(sums.view());
@@ -89,7 +121,7 @@ void BlockStack::backward(Model& model, std::uint32_t epoch, ConstRows grad_outp
     layer.transform_backward(backend_, kept_[l], grad_z_[l].slice(0, kept_[l].rows), grad_x);
     if (l > 0 && model.config().dropout > 0.0F) {
       // Dropout's backward applies the same mask and scale to the gradient.
-      backend_.dropout(grad_x, blocks_[l].src_gid,
+      backend_.dropout(grad_x, owned_gid_.data(),
                        feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
                        model.config().dropout, grad_x);
     }

@@ -1,21 +1,60 @@
+#include <algorithm>
+
 #include "nj/exec/executor.hpp"
+#include "nj/exec/subgraph.hpp"
 
 namespace nj {
 namespace {
 
-SparseBlock prepared_block(const Model& model, const LocalGraph& local) {
+// The owned rows with all their in-edges, as one part that writes the outputs in place; or, where there are
+// peers, as a part of the owned rows that read no mirror and a part of those that do, so that the first runs
+// while the mirrors' rows travel.
+std::vector<Subgraph> owned_parts(const Model& model, const LocalGraph& local) {
   PreparedGraph prepared = model.prepare(local);
-  return local_graph_block(prepared.graph, std::move(prepared.weights), local.num_owned, local.global_id);
+  std::vector<Subgraph> parts;
+  if (local.peers.empty()) {
+    parts.push_back(
+        {{}, local_graph_block(prepared.graph, std::move(prepared.weights), local.num_owned, local.global_id)});
+    return parts;
+  }
+  std::vector<vid_t> interior;
+  std::vector<vid_t> boundary;
+  for (vid_t v = 0; v < local.num_owned; ++v) {
+    const auto sources = prepared.graph.in_neighbors(v);
+    const bool reads_mirror =
+        std::any_of(sources.begin(), sources.end(), [&](vid_t s) { return s >= local.num_owned; });
+    (reads_mirror ? boundary : interior).push_back(v);
+  }
+  for (const auto* destinations : {&interior, &boundary}) {
+    if (!destinations->empty()) {
+      parts.push_back(make_subgraph(prepared.graph, prepared.weights, *destinations, local.global_id));
+    }
+  }
+  return parts;
+}
+
+std::vector<BlockPart> views_of(const std::vector<Subgraph>& parts, vid_t num_owned) {
+  std::vector<BlockPart> views;
+  for (const Subgraph& part : parts) {
+    BlockPart& view = views.emplace_back();
+    view.block = part.block.view();
+    if (part.sources.empty()) continue;  // the whole owned graph, in place
+    view.block.src_row = part.sources.data();
+    view.destinations = part.destinations();
+    view.reads_mirrors = std::any_of(part.sources.begin(), part.sources.end(), [&](vid_t v) { return v >= num_owned; });
+  }
+  return views;
 }
 
 }  // namespace
 
 InMemoryExecutor::InMemoryExecutor(Backend& backend, const Model& model, const LocalGraph& local, ConstRows features,
                                    Communicator* comm)
-    : block_(prepared_block(model, local)),
+    : parts_(owned_parts(model, local)),
+      owned_gid_(local.global_id.begin(), local.global_id.begin() + local.num_owned),
       features_(features),
       exchange_(comm, local, model.num_layers()),
-      stack_(backend, model, std::vector<SparseBlockView>(model.num_layers(), block_.view()), buffers_, exchange_),
+      stack_(backend, model, views_of(parts_, local.num_owned), owned_gid_, local.num_local(), buffers_, exchange_),
       grad_logits_(local.num_owned, model.layer(model.num_layers() - 1).out_dim()) {
   NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
              local.num_owned);

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "nj/comm/boundary_exchange.hpp"
 #include "nj/core/matrix.hpp"
+#include "nj/exec/subgraph.hpp"
 #include "nj/kernels/backend.hpp"
 #include "nj/kernels/sparse_block.hpp"
 #include "nj/model/model.hpp"
@@ -73,36 +75,48 @@ class HostRowsAllocator final : public RowsAllocator {
   std::vector<Matrix> buffers_;
 };
 
-// Runs all layers of a model over per-layer blocks whose rows all live in one memory space (the in-memory
-// executor's local graph). Layer l transforms the rows of its block's destinations (the first num_dst sources);
-// the other sources are mirrors, whose transformed rows the exchange brings from their owners, and whose
-// gradients it takes back.
+// A part of a layer's destination rows with all of their in-edges. Its block reads source rows through src_row
+// (local ids; nullptr: identity), and its destinations are rows `destinations` of the layer's output (empty:
+// the part covers every owned row, in order, and writes the output in place).
+struct BlockPart {
+  SparseBlockView block;
+  std::span<const vid_t> destinations;
+  bool reads_mirrors = false;  // some source is a mirror, whose row the exchange brings
+};
+
+// Runs all layers of a model over the rows of a local graph that all live in one memory space (the in-memory
+// executor). Each layer transforms the owned rows; the mirrors' transformed rows come from the exchange, which
+// runs while the parts that read no mirror aggregate; backward, the parts that read mirrors run first, so that
+// the mirrors' gradients travel home while the others run.
 class BlockStack {
  public:
-  BlockStack(Backend& backend, const Model& model, std::vector<SparseBlockView> blocks, RowsAllocator& allocator,
-             BoundaryExchange& exchange);
-  // input: the rows of blocks[0]'s destinations. Returns the last layer's output (blocks.back()'s destinations).
+  // `owned_gid`: the global id of each owned row (what dropout masks are addressed by).
+  BlockStack(Backend& backend, const Model& model, std::vector<BlockPart> parts, std::span<const gid_t> owned_gid,
+             vid_t num_local, RowsAllocator& allocator, BoundaryExchange& exchange);
+  // input: the owned rows. Returns the last layer's output (the owned rows' logits).
   ConstRows forward(Model& model, std::uint32_t epoch, bool training, ConstRows input);
   // Back-propagates from the gradient of the last training forward's output.
   void backward(Model& model, std::uint32_t epoch, ConstRows grad_output);
-  // Rows aggregated by one forward pass.
-  std::int64_t rows_aggregated() const;
 
  private:
   ConstRows layer_input(std::size_t l) const { return l == 0 ? input_ : ConstRows(outputs_[l - 1]); }
   // The layer's input after dropout, kept for the backward pass; the input itself without dropout.
   ConstRows dropped_input(const Model& model, std::size_t l, std::uint32_t epoch, bool training);
+  void aggregate(const Model& model, std::size_t l, const BlockPart& part, std::uint32_t epoch, bool training);
+  void aggregate_backward(const Model& model, std::size_t l, const BlockPart& part, std::uint32_t epoch);
 
   Backend& backend_;
-  std::vector<SparseBlockView> blocks_;
+  std::vector<BlockPart> parts_;
+  std::span<const gid_t> owned_gid_;
   BoundaryExchange& exchange_;
   ConstRows input_;
-  std::vector<Rows> z_;        // per layer: transformed rows (sources)
-  std::vector<Rows> outputs_;  // per layer: act(Y + b) (destinations); the last holds the logits
+  std::vector<Rows> z_;        // per layer: transformed rows (owned and mirrors)
+  std::vector<Rows> outputs_;  // per layer: act(Y + b) (owned); the last holds the logits
   std::vector<Rows> grad_outputs_;
   std::vector<Rows> grad_z_;
   std::vector<Rows> dropped_;    // per layer, when dropout is on
   std::vector<ConstRows> kept_;  // per layer: what transform_backward multiplies by
+  std::vector<Rows> part_rows_;  // per layer: a part's output rows, or their gradients, before they are scattered
 };
 
 class InMemoryExecutor final : public Executor {
@@ -116,7 +130,8 @@ class InMemoryExecutor final : public Executor {
   ExecutionMetrics take_metrics() override;
 
  private:
-  SparseBlock block_;
+  std::vector<Subgraph> parts_;  // the owned rows with their in-edges (BlockStack's parts)
+  std::vector<gid_t> owned_gid_;
   ConstRows features_;
   HostRowsAllocator buffers_;
   BoundaryExchange exchange_;
