@@ -1,6 +1,7 @@
-# Resolves NJ_ENABLE_CUDA. The CUDA backend sources arrive with the CUDA issue (see docs/roadmap in the
-# README); this file already settles the toolchain rules the project needs: C++17 for .cu files (CMake 3.25
-# has no C++20 dialect for CUDA), the shared runtime, and fixed architectures instead of `native`.
+# Resolves NJ_ENABLE_CUDA. The CUDA backend sources arrive with the CUDA issue (see the README's feature
+# table); this file already settles the toolchain rules the project needs: C++17 for .cu files (CMake 3.25
+# has no C++20 dialect for CUDA), the shared runtime, and fixed architectures instead of `native`. Until then
+# one translation unit is compiled, to keep the shared headers CUDA-clean: tests/cuda/row_math_compiles.cu.
 set(NJ_HAVE_CUDA OFF)
 if(NJ_ENABLE_CUDA STREQUAL "AUTO")
   include(CheckLanguage)
