@@ -326,10 +326,7 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
     spdlog::info("checkpoint written to {}", args.save_checkpoint);
   }
   // Host memory each rank took for its data and training, above what it held before loading.
-  std::vector<double> host_bytes = {static_cast<double>(resident_memory().peak - baseline_rss)};
-  std::vector<double> host_max = host_bytes;
-  comm.all_reduce_max(host_max);
-  comm.all_reduce_sum(host_bytes);
+  const OverRanks host_bytes = over_ranks(comm, {static_cast<double>(resident_memory().peak - baseline_rss)}).front();
   auto record = to_json(summary);
   record["dataset"] = {{"name", shard.name},
                        {"vertices", shard.global_vertices},
@@ -342,7 +339,7 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
                      {"parameters", model.num_parameters()}};
   record["execution"] = choice.in_memory ? "in-memory" : to_string(choice.options.mode);
   record["partition"] = partition_json(shard, comm.size());
-  record["host_peak_above_baseline_bytes"] = {{"max", host_max[0]}, {"mean", host_bytes[0] / comm.size()}};
+  record["host_peak_above_baseline_bytes"] = to_json(host_bytes);
   log.write(record);
   spdlog::info("done: final test {} | best val {} at epoch {} (test {}) | median epoch {:.4f} s",
                format_accuracy(summary.final_accuracy.test), format_accuracy(summary.best_val_accuracy.val),

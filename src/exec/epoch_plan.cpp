@@ -146,7 +146,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
   pass.layer_parts.resize(layers);
   pass.transform_chunks.resize(layers);
   // A subgraph that reads a mirror must wait for the exchange; the others run while it is in flight.
-  std::vector<std::vector<char>> reads_mirror(layers);
+  std::vector<std::vector<char>> part_reads_mirror(layers);
   for (std::size_t l = 0; l < layers; ++l) {
     const auto dsts = rows.order.first(static_cast<std::size_t>(rows.out_rows[l]));
     const auto parts = partition_in_order(
@@ -159,8 +159,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
                              {static_cast<std::int64_t>(part.block.src_index.size())}};
       pass.largest_step_bytes = std::max(pass.largest_step_bytes, step_bytes(dims[l], size));
       pass.transform_chunks[l].push_back(part_dsts);
-      reads_mirror[l].push_back(rows.exchange && std::any_of(part.sources.begin(), part.sources.end(),
-                                                             [&](vid_t v) { return v >= rows.in_rows[l]; }));
+      part_reads_mirror[l].push_back(rows.exchange && reads_mirror(part, static_cast<vid_t>(rows.in_rows[l])));
     }
     // Inputs that this layer does not aggregate (closure rows further out) are transformed in chunks of their
     // own. A one-row chunk never costs more than the smallest subgraph, which fits.
@@ -229,19 +228,15 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     // Aggregations run in the reverse order, so that the rows transformed last, still resident, are read first;
     // those that read mirrors after the others, once the exchange is complete.
     const auto& parts = pass.layer_parts[l];
-    points.finish = std::numeric_limits<std::size_t>::max();
     for (const bool after_exchange : {false, true}) {
+      if (after_exchange) points.finish = pass.steps.size();
       for (std::size_t k = parts.size(); k-- > 0;) {
-        if ((reads_mirror[l][k] != 0) != after_exchange) continue;
-        if (after_exchange && points.finish == std::numeric_limits<std::size_t>::max()) {
-          points.finish = pass.steps.size();
-        }
+        if ((part_reads_mirror[l][k] != 0) != after_exchange) continue;
         add_step(StepKind::kAggregate, l, k, phase, rows_of(z_tensor(l), parts[k].sources), {}, {});
-        trace.steps.back().fence = points.finish == pass.steps.size() - 1;
         pass.stream_d2h_bytes += parts[k].num_dst() * dims[l].out * kFloat;
       }
     }
-    if (points.finish == std::numeric_limits<std::size_t>::max()) points.finish = pass.steps.size();
+    if (points.finish < pass.steps.size()) trace.steps[points.finish].fence = true;
     pass.exchange_points.push_back(points);
     pass.rows_computed += rows.out_rows[l];
   }
@@ -258,7 +253,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     ExchangePoints points;
     for (const bool reading_mirrors : {true, false}) {
       for (std::size_t k = 0; k < parts.size(); ++k) {
-        if ((reads_mirror[l][k] != 0) != reading_mirrors) continue;
+        if ((part_reads_mirror[l][k] != 0) != reading_mirrors) continue;
         add_step(StepKind::kAggregateBackward, l, k, phase,
                  dims[l].attention() ? rows_of(z_tensor(l), parts[k].sources) : std::vector<RowRef>{}, {},
                  rows_of(grad_tensor(l), parts[k].sources));
@@ -325,14 +320,11 @@ SmallestStep smallest_step(const std::vector<LayerDims>& dims, const CsrGraph& p
 // The locality order in three runs: the owned vertices that read no mirror, those that read one, then the
 // mirrors (which no layer aggregates). Subgraphs are cut in this order, so most of them fall wholly in the
 // first run and can aggregate while the mirrors' rows are still in flight. One rank has only the first run.
-std::vector<vid_t> owned_locality_order(const CsrGraph& prepared, vid_t num_owned) {
+std::vector<vid_t> owned_locality_order(const CsrGraph& prepared, const LocalGraph& local) {
   std::vector<vid_t> order = locality_order(prepared);
-  auto reads_mirror = [&](vid_t v) {
-    const auto sources = prepared.in_neighbors(v);
-    return std::any_of(sources.begin(), sources.end(), [&](vid_t s) { return s >= num_owned; });
-  };
-  std::stable_partition(order.begin(), order.end(), [&](vid_t v) { return v < num_owned && !reads_mirror(v); });
-  std::stable_partition(order.begin(), order.end(), [&](vid_t v) { return v < num_owned; });
+  const vid_t owned = local.num_owned;
+  std::stable_partition(order.begin(), order.end(), [&](vid_t v) { return v < owned && !local.reads_mirror(v); });
+  std::stable_partition(order.begin(), order.end(), [&](vid_t v) { return v < owned; });
   return order;
 }
 
@@ -418,7 +410,7 @@ const char* to_string(ExecutionMode mode) { return mode == ExecutionMode::kReuse
 std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local) {
   const PreparedGraph prepared = model.prepare(local);
   return kStepsPerBudget *
-         smallest_step(layer_dims(model), prepared.graph, owned_locality_order(prepared.graph, local.num_owned)).bytes;
+         smallest_step(layer_dims(model), prepared.graph, owned_locality_order(prepared.graph, local)).bytes;
 }
 
 EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const SubgraphExecutorOptions& options) {
@@ -435,7 +427,7 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   plan.step_limit_bytes = budget / kStepsPerBudget;
 
   const PreparedGraph prepared = model.prepare(local);
-  const std::vector<vid_t> order = owned_locality_order(prepared.graph, local.num_owned);
+  const std::vector<vid_t> order = owned_locality_order(prepared.graph, local);
   const auto dims = layer_dims(model);
   const std::size_t layers = dims.size();
   const std::int64_t owned = local.num_owned;

@@ -19,12 +19,7 @@ std::vector<Subgraph> owned_parts(const Model& model, const LocalGraph& local) {
   }
   std::vector<vid_t> interior;
   std::vector<vid_t> boundary;
-  for (vid_t v = 0; v < local.num_owned; ++v) {
-    const auto sources = prepared.graph.in_neighbors(v);
-    const bool reads_mirror =
-        std::any_of(sources.begin(), sources.end(), [&](vid_t s) { return s >= local.num_owned; });
-    (reads_mirror ? boundary : interior).push_back(v);
-  }
+  for (vid_t v = 0; v < local.num_owned; ++v) (local.reads_mirror(v) ? boundary : interior).push_back(v);
   for (const auto* destinations : {&interior, &boundary}) {
     if (!destinations->empty()) {
       parts.push_back(make_subgraph(prepared.graph, prepared.weights, *destinations, local.global_id));
@@ -41,7 +36,7 @@ std::vector<BlockPart> views_of(const std::vector<Subgraph>& parts, vid_t num_ow
     if (part.sources.empty()) continue;  // the whole owned graph, in place
     view.block.src_row = part.sources.data();
     view.destinations = part.destinations();
-    view.reads_mirrors = std::any_of(part.sources.begin(), part.sources.end(), [&](vid_t v) { return v >= num_owned; });
+    view.reads_mirrors = reads_mirror(part, num_owned);
   }
   return views;
 }

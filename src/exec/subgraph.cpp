@@ -7,6 +7,10 @@
 
 namespace nj {
 
+bool reads_mirror(const Subgraph& part, vid_t first_mirror) {
+  return std::any_of(part.sources.begin(), part.sources.end(), [&](vid_t v) { return v >= first_mirror; });
+}
+
 Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,
                        std::span<const gid_t> global_id, std::span<const vid_t> vertex_of) {
   Subgraph sub;

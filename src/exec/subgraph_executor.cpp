@@ -439,7 +439,7 @@ struct SubgraphExecutor::State {
   BoundaryExchange exchange;
   std::size_t exchange_phase = 0;  // the running pass's next phase exchange
   bool exchange_started = false;
-  bool in_backward = false;  // the running pass runs its backward half
+  bool in_backward = false;                       // the running pass runs its backward half
   std::optional<ClosurePlanner> closure_planner;  // recompute
   const Pass* pass = nullptr;                     // the running pass
   Matrix logits;                                  // per vertex: the last layer's outputs

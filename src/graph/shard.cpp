@@ -38,6 +38,11 @@ std::vector<vid_t> LocalGraph::boundary_rows() const {
   return rows;
 }
 
+bool LocalGraph::reads_mirror(vid_t v) const {
+  const auto sources = graph.in_neighbors(v);
+  return std::any_of(sources.begin(), sources.end(), [&](vid_t s) { return s >= num_owned; });
+}
+
 void LocalGraph::validate(const std::string& where) const {
   graph.validate(where + ": graph");
   const auto n = static_cast<std::size_t>(num_local());

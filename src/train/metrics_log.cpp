@@ -10,8 +10,6 @@ nlohmann::json number_or_null(double value) {
   return std::isnan(value) ? nlohmann::json(nullptr) : nlohmann::json(value);
 }
 
-nlohmann::json to_json(const OverRanks& value) { return {{"max", value.max}, {"mean", value.mean}}; }
-
 nlohmann::json to_json(const ExchangeSummary& e) {
   return {{"rows_sent", e.rows_sent},      {"rows_received", e.rows_received},
           {"bytes_sent", e.bytes_sent},    {"bytes_received", e.bytes_received},
@@ -19,6 +17,8 @@ nlohmann::json to_json(const ExchangeSummary& e) {
 }
 
 }  // namespace
+
+nlohmann::json to_json(const OverRanks& value) { return {{"max", value.max}, {"mean", value.mean}}; }
 
 nlohmann::json to_json(const Accuracy& accuracy) {
   return {{"train", number_or_null(accuracy.train)},

@@ -18,16 +18,6 @@ std::vector<Parameter*> with_decay_scope(Model& model, WeightDecayScope scope) {
   return model.parameters();
 }
 
-// Max and mean over the ranks of per-rank values: one reduction of each kind for all of them.
-std::vector<OverRanks> over_ranks(Communicator& comm, std::vector<double> values) {
-  std::vector<double> maxima = values;
-  comm.all_reduce_max(maxima);
-  comm.all_reduce_sum(values);
-  std::vector<OverRanks> out;
-  for (std::size_t i = 0; i < values.size(); ++i) out.push_back({maxima[i], values[i] / comm.size()});
-  return out;
-}
-
 // Fills the metrics' views over the ranks from each rank's own.
 void summarise_over_ranks(Communicator& comm, EpochMetrics& m) {
   const ExecutionMetrics& e = m.execution;
@@ -59,6 +49,15 @@ void summarise_over_ranks(Communicator& comm, EpochMetrics& m) {
 }
 
 }  // namespace
+
+std::vector<OverRanks> over_ranks(Communicator& comm, std::vector<double> values) {
+  std::vector<double> maxima = values;
+  comm.all_reduce_max(maxima);
+  comm.all_reduce_sum(values);
+  std::vector<OverRanks> out;
+  for (std::size_t i = 0; i < values.size(); ++i) out.push_back({maxima[i], values[i] / comm.size()});
+  return out;
+}
 
 VertexTargets targets_of(const Dataset& dataset) {
   return {dataset.labels, dataset.train_mask, dataset.val_mask, dataset.test_mask, count(dataset.train_mask)};

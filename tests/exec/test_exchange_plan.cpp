@@ -11,10 +11,6 @@
 namespace nj {
 namespace {
 
-bool reads_mirror(const Subgraph& part, vid_t num_owned) {
-  return std::any_of(part.sources.begin(), part.sources.end(), [&](vid_t v) { return v >= num_owned; });
-}
-
 TEST(ExchangePlan, InteriorSubgraphsRunWhileBoundaryRowsTravel) {
   const Dataset data = test::grid_dataset(30, 30, 12);
   PartitionOptions options;

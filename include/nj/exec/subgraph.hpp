@@ -19,6 +19,10 @@ struct Subgraph {
   std::span<const vid_t> destinations() const { return {sources.data(), static_cast<std::size_t>(num_dst())}; }
 };
 
+// Whether some source of the subgraph is row `first_mirror` or later: on a rank, a mirror, whose row the exchange
+// brings.
+bool reads_mirror(const Subgraph& part, vid_t first_mirror);
+
 // The block of destinations `dsts` with all their in-edges in `graph` (weights taken per edge from
 // edge_weight when it is not empty). Sources after the destinations come in ascending vertex id. The global id
 // of vertex v is global_id[v], or global_id[vertex_of[v]] when `graph` is cut from a larger one.

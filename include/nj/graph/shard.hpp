@@ -38,6 +38,8 @@ struct LocalGraph {
 
   vid_t num_local() const { return graph.num_vertices(); }
   vid_t num_mirrors() const { return num_local() - num_owned; }
+  // Whether some in-edge of local vertex v comes from a mirror (its aggregation waits for the exchange).
+  bool reads_mirror(vid_t v) const;
   // Owned vertices some peer mirrors, ascending and without repeats: the rows a rank sends forward and whose
   // gradients come back from the mirrors.
   std::vector<vid_t> boundary_rows() const;

@@ -14,6 +14,7 @@ nlohmann::json to_json(const EpochMetrics& metrics);
 nlohmann::json over_ranks_json(const EpochMetrics& metrics);
 nlohmann::json to_json(const ExecutionMetrics& metrics);
 nlohmann::json to_json(const Accuracy& accuracy);
+nlohmann::json to_json(const OverRanks& value);  // {"max": ..., "mean": ...}
 nlohmann::json to_json(const TrainSummary& summary);
 
 class MetricsLog {

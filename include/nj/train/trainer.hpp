@@ -44,6 +44,9 @@ struct OverRanks {
   double mean = 0.0;
 };
 
+// Max and mean over the ranks of the job of each per-rank value: one reduction of each kind for all of them.
+std::vector<OverRanks> over_ranks(Communicator& comm, std::vector<double> values);
+
 // One layer's boundary exchange in one direction, over the job: rows and bytes summed over the ranks, times
 // as their maximum and mean.
 struct ExchangeSummary {
