@@ -29,10 +29,10 @@ import argparse
 import csv
 import json
 import os
-import re
 import statistics
-import subprocess
 import sys
+
+from nj_bench import minimum_budget, run
 
 CONFIGS = [
     ("baseline", "recompute", "size-order"),
@@ -46,11 +46,6 @@ MODELS = {
     "gcn": ["--model", "gcn", "--layers", "2", "--hidden", "128"],
     "gat": ["--model", "gat", "--layers", "2", "--hidden", "8", "--heads", "8"],
 }
-
-
-def run(cmd):
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    return result.returncode, result.stdout + result.stderr
 
 
 def prepare_datasets(nj, data, work, names):
@@ -94,11 +89,6 @@ def train(nj, dataset, model, execution, policy, budget, epochs, metrics, thread
         "wait": statistics.median(r["execution"]["wait_seconds"] for r in epochs_),
         "plan": statistics.median(r["execution"]["plan_seconds"] for r in epochs_),
     }, None
-
-
-def minimum_budget(message):
-    match = re.search(r"use --device-memory (\S+) or more", message or "")
-    return match.group(1) if match else None
 
 
 def mib(b):

@@ -31,17 +31,13 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
+
+from nj_bench import minimum_budget, run
 
 MODEL = ["--model", "gcn", "--layers", "2", "--hidden", "128"]
 # The SIMD extensions that decide which kernels the compiler's -march=native build can use.
 SIMD_FLAG = re.compile(r"^(sse4_2|avx|avx2|fma|avx512\w*|amx\w*)$")
-
-
-def run(cmd, env=None):
-    result = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    return result.returncode, result.stdout + result.stderr
 
 
 def machine():
@@ -134,11 +130,6 @@ def figures(result):
         "host_peak_bytes": summary["host_peak_above_baseline_bytes"]["max"],
         "device_peak_bytes": epochs[-1]["execution"]["peak_device_bytes"],
     }
-
-
-def minimum_budget(message):
-    match = re.search(r"use --device-memory (\S+) or more", message or "")
-    return match.group(1) if match else None
 
 
 def mib(b):
