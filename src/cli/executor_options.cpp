@@ -87,8 +87,9 @@ void log_plan(const EpochPlan& plan) {
                to_string(plan.options.mode), to_string(plan.options.policy), format_bytes(plan.options.device_budget),
                format_bytes(unlimited ? kUnlimited : plan.pool_bytes),
                format_bytes(unlimited ? kUnlimited : plan.step_limit_bytes), parts, plan.num_steps);
-  spdlog::info("plan: device peak at most {} (largest step {})", format_bytes(plan.peak_bytes_bound),
-               format_bytes(plan.largest_step_bytes));
+  spdlog::info("plan: device peak {} ({}; parameters {}, largest step {})",
+               format_bytes(plan.memory.peak_footprint_bytes), describe_forecast(plan.memory),
+               format_bytes(plan.resident_bytes), format_bytes(plan.largest_step_bytes));
   spdlog::info("plan: predicted per epoch: h2d {} (cache {}), d2h {} (cache {}), recompute ratio {:.3f}",
                format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.d2h_bytes),
                format_bytes(plan.cache_d2h_bytes),
@@ -96,9 +97,10 @@ void log_plan(const EpochPlan& plan) {
 }
 
 std::string format_execution(const ExecutionMetrics& m) {
-  return fmt::format(" | h2d {} d2h {} | hit {:.1f}% | recompute {:.2f} | peak {} | wait {:.3f} s",
-                     format_bytes(m.h2d_bytes), format_bytes(m.d2h_bytes), 100.0 * m.hit_rate(), m.recompute_ratio(),
-                     format_bytes(m.peak_device_bytes), m.wait_seconds);
+  return fmt::format(" | h2d {} (+{}) d2h {} (+{}) | hit {:.1f}% | recompute {:.2f} | peak {} | wait {:.3f} s",
+                     format_bytes(m.h2d_bytes), format_bytes(m.h2d_other_bytes), format_bytes(m.d2h_bytes),
+                     format_bytes(m.d2h_other_bytes), 100.0 * m.hit_rate(), m.recompute_ratio(),
+                     format_bytes(m.peak_device_footprint_bytes), m.wait_seconds);
 }
 
 }  // namespace nj::cli

@@ -20,14 +20,25 @@ struct PlanArguments {
 
 void run_plan(PlanArguments& args) {
   Dataset dataset = read_dataset(args.dataset);
-  const Model model(args.model.resolve(), dataset.features.cols(), dataset.num_classes);
+  Model model(args.model.resolve(), dataset.features.cols(), dataset.num_classes);
   const LocalGraph local = whole_local_graph(std::move(dataset.graph));
   const ExecutorChoice choice = parse_executor_choice(args.executor);
 
   const auto start = std::chrono::steady_clock::now();
-  const EpochPlan plan = plan_epoch(model, local, choice.options);
+  EpochPlan plan = plan_epoch(model, local, choice.options);
+  plan.memory = forecast_device_memory(*make_cpu_backend(), model, local, dataset.features.view(), plan);
   spdlog::info("planned in {:.2f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   log_plan(plan);
+  std::cout << fmt::format("device memory at the peak: {}\n", format_bytes(plan.memory.peak_footprint_bytes));
+  for (const auto& [category, bytes] : plan.memory.at_peak) {
+    std::cout << fmt::format("  {:<26} {:>12}\n", category, format_bytes(bytes));
+  }
+  std::cout << fmt::format("  {:<26} {:>12}\n", "alignment, fragmentation",
+                           format_bytes(plan.memory.padding_at_peak()));
+  if (const std::int64_t short_by = device_memory_shortfall(plan); short_by > 0) {
+    std::cout << fmt::format("the budget {} is {} short\n", format_bytes(plan.options.device_budget),
+                             format_bytes(short_by));
+  }
   if (args.list_subgraphs) {
     for (const Pass& pass : plan.passes) {
       for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {

@@ -187,9 +187,8 @@ struct RankTraining {
   ExecutorChoice choice;
   std::pair<int, std::uint32_t> failure{-1, 0};  // --inject-failure: rank and epoch
   Shard shard;
-  std::unique_ptr<Backend> backend;
+  Resources resources;
   std::unique_ptr<Model> model;
-  std::unique_ptr<Device> device;
   std::unique_ptr<Executor> executor;
   std::unique_ptr<Executor> failing;  // wraps executor on the rank that --inject-failure names
   std::unique_ptr<Trainer> trainer;
@@ -238,7 +237,9 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
                  shard.local.num_mirrors());
   }
 
-  rank.backend = make_cpu_backend(args.threads);
+  // In-memory execution has the device to itself, without a budget.
+  rank.resources =
+      make_cpu_resources(rank.choice.in_memory ? kUnlimited : rank.choice.options.device_budget, args.threads);
   rank.model = std::make_unique<Model>(rank.config, shard.features.cols(), shard.num_classes);
   if (rank.choice.in_memory) {
     if (rank.choice.automatic) {
@@ -247,10 +248,9 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
           "--execution reuse runs the subgraph executor on the emulated device)");
     }
     rank.executor =
-        std::make_unique<InMemoryExecutor>(*rank.backend, *rank.model, shard.local, shard.features.view(), &comm);
+        std::make_unique<InMemoryExecutor>(rank.resources, *rank.model, shard.local, shard.features.view(), &comm);
   } else {
-    rank.device = make_cpu_device(rank.choice.options.device_budget);
-    auto subgraph_executor = std::make_unique<SubgraphExecutor>(*rank.backend, *rank.device, *rank.model, shard.local,
+    auto subgraph_executor = std::make_unique<SubgraphExecutor>(rank.resources, *rank.model, shard.local,
                                                                 shard.features.view(), rank.choice.options, &comm);
     log_plan(subgraph_executor->plan());
     rank.executor = std::move(subgraph_executor);
@@ -258,8 +258,8 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
   if (rank.failure.first == comm.rank()) {
     rank.failing = std::make_unique<FailingExecutor>(*rank.executor, rank.failure.second);
   }
-  rank.trainer = std::make_unique<Trainer>(*rank.model, rank.failing ? *rank.failing : *rank.executor, *rank.backend,
-                                           comm, targets_of(shard), args.options);
+  rank.trainer = std::make_unique<Trainer>(*rank.model, rank.failing ? *rank.failing : *rank.executor, comm,
+                                           targets_of(shard), args.options);
   if (!args.load_checkpoint.empty()) {
     require_file(args.load_checkpoint, "--load-checkpoint");
     rank.first_epoch = load_checkpoint(args.load_checkpoint, *rank.model, rank.trainer->optimizer());
@@ -304,7 +304,7 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
   Model& model = *rank.model;
   Trainer& trainer = *rank.trainer;
   spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}", to_string(config.kind), config.layers,
-               config.hidden, model.num_parameters(), rank.backend->name());
+               config.hidden, model.num_parameters(), rank.resources.backend->name());
 
   const std::uint32_t first_epoch = rank.first_epoch;
   MetricsLog& log = rank.log;

@@ -11,11 +11,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 constexpr std::int64_t kFloat = sizeof(float);
 
-// Packs rows `which` of `rows` one after another.
-void pack(ConstRows rows, const std::vector<vid_t>& which, std::vector<float>& out) {
+// Packs rows `which` of `rows`, each shifted by `first`, one after another.
+template <typename Index>
+void pack(ConstRows rows, const std::vector<Index>& which, vid_t first, std::vector<float>& out) {
   out.resize(which.size() * static_cast<std::size_t>(rows.cols));
   for (std::size_t i = 0; i < which.size(); ++i) {
-    const float* row = rows.row(which[i]);
+    const float* row = rows.row(which[i] - first);
     std::copy(row, row + rows.cols, out.data() + i * static_cast<std::size_t>(rows.cols));
   }
 }
@@ -87,24 +88,26 @@ void BoundaryExchange::poll() {
   if (pending_ != nullptr) pending_->test();
 }
 
-void BoundaryExchange::start_rows(std::uint32_t layer, ConstRows rows) {
-  for (Peer& p : peers_) pack(rows, p.send, p.outgoing);
-  start(layer, ExchangeDirection::kForward, rows.cols);
+void BoundaryExchange::start_rows(std::uint32_t layer, ConstRows boundary) {
+  NJ_EXPECTS(boundary.rows == static_cast<std::int64_t>(boundary_rows_.size()), "{} rows for {} boundary rows",
+             boundary.rows, boundary_rows_.size());
+  for (Peer& p : peers_) pack(boundary, p.boundary, 0, p.outgoing);
+  start(layer, ExchangeDirection::kForward, boundary.cols);
 }
 
-void BoundaryExchange::finish_rows(Rows rows) {
+void BoundaryExchange::finish_rows(Rows mirrors) {
   wait();
   for (const Peer& p : peers_) {
     for (std::size_t i = 0; i < p.receive.size(); ++i) {
-      const float* row = p.incoming.data() + i * static_cast<std::size_t>(rows.cols);
-      std::copy(row, row + rows.cols, rows.row(p.receive[i]));
+      const float* row = p.incoming.data() + i * static_cast<std::size_t>(mirrors.cols);
+      std::copy(row, row + mirrors.cols, mirrors.row(p.receive[i] - num_owned_));
     }
   }
 }
 
-void BoundaryExchange::start_gradients(std::uint32_t layer, ConstRows gradients) {
-  for (Peer& p : peers_) pack(gradients, p.receive, p.outgoing);
-  start(layer, ExchangeDirection::kBackward, gradients.cols);
+void BoundaryExchange::start_gradients(std::uint32_t layer, ConstRows mirrors) {
+  for (Peer& p : peers_) pack(mirrors, p.receive, num_owned_, p.outgoing);
+  start(layer, ExchangeDirection::kBackward, mirrors.cols);
 }
 
 void BoundaryExchange::finish_gradients(Rows sums) {

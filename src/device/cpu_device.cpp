@@ -1,10 +1,15 @@
-// The CPU device: "device memory" is 64-byte aligned host memory whose live total is held to the budget, and
-// the copy engine is one thread draining a FIFO of memcpy's, so copies overlap the caller's compute the way a
-// CUDA copy stream does. A caller that waits for a copy the engine has not started runs the queue's copies
-// itself, in order, instead of handing each one to the engine and sleeping until it is done: a synchronous
-// copy then costs no thread handoff, while copies issued ahead (prefetches) still overlap compute. The checks on every
-// copy (device range inside one live allocation, host range outside device memory) catch on the CPU the mistakes that
-// would be illegal-address faults on a GPU.
+// The CPU device: a GPU emulated in host memory, strict where a GPU would be wrong but lucky.
+//   - Memory: a size-limited arena (arena.hpp) places every allocation, so the budget and fragmentation are the
+//     ones a CUDA device with the same arena would see; each allocation's bytes are a host block of their own.
+//   - Streams: the compute stream is the calling thread (kernels run when the backend is called); each copy
+//     direction is an engine thread draining a FIFO of copies and event waits, woken by copies large enough to
+//     be worth a thread. A host thread that waits for a copy its engine has not started runs the queue itself,
+//     in order: a small copy issued and waited for at once then costs no thread handoff, while large copies
+//     issued ahead (prefetches) still overlap compute.
+//   - Ordering checks: every stream keeps a vector clock of what it is ordered after (record/wait merge them),
+//     and every allocation the position of its last write and read on each stream. A kernel that touches a
+//     buffer before it waited for the copy filling it, or a copy that reads a buffer before it waited for the
+//     kernel writing it, throws, even when the copy happened to finish in time: on a GPU it would not always.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -20,24 +25,56 @@
 #include <thread>
 #include <utility>
 
+#include "nj/device/arena.hpp"
 #include "nj/device/device.hpp"
 
 namespace nj {
+
+const char* to_string(Stream stream) {
+  switch (stream) {
+    case Stream::kCompute: return "compute";
+    case Stream::kHostToDevice: return "host-to-device";
+    case Stream::kDeviceToHost: return "device-to-host";
+  }
+  return "?";
+}
+
 namespace {
 
-// A cache line, and what vectorized kernels want; cudaMalloc gives at least this too.
-constexpr std::align_val_t kAlignment{64};
+constexpr std::align_val_t kAlignment{kArenaAlignment};
+constexpr auto kCompute = static_cast<std::size_t>(Stream::kCompute);
+// A copy at least this large is handed to its engine thread at once. Smaller ones wait in the queue for the
+// engine's next run or for the host thread that needs them: waking a thread costs more than copying them.
+constexpr std::int64_t kHandOffBytes = std::int64_t{256} << 10U;
 
 using Clock = std::chrono::steady_clock;
+using Positions = std::array<std::uint64_t, kStreams>;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::uintptr_t address(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr); }
 
+std::size_t index(Stream s) { return static_cast<std::size_t>(s); }
+
+// Byte ranges by start address (allocations, or pinned blocks).
+template <typename Value>
+using RangeMap = std::map<std::uintptr_t, Value>;
+
+// The entry whose range holds `ptr`, or end().
+template <typename Map>
+auto find_containing(Map& ranges, const void* ptr) {
+  auto it = ranges.upper_bound(address(ptr));
+  if (it == ranges.begin()) return ranges.end();
+  --it;
+  return address(ptr) < it->first + static_cast<std::uintptr_t>(it->second.bytes) ? it : ranges.end();
+}
+
 class CpuDevice final : public Device {
  public:
   explicit CpuDevice(std::int64_t budget_bytes)
-      : budget_(budget_bytes <= 0 ? kUnlimited : budget_bytes), engine_([this] { run_engine(); }) {}
+      : arena_(budget_bytes),
+        engines_{Engine{Stream::kHostToDevice}, Engine{Stream::kDeviceToHost}},
+        threads_{std::thread([this] { run_engine(engines_[0]); }), std::thread([this] { run_engine(engines_[1]); })} {}
 
   CpuDevice(const CpuDevice&) = delete;
   CpuDevice& operator=(const CpuDevice&) = delete;
@@ -47,8 +84,8 @@ class CpuDevice final : public Device {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
-    work_.notify_one();
-    engine_.join();
+    for (Engine& e : engines_) e.work.notify_one();
+    for (auto& t : threads_) t.join();
     if (failure_) {
       try {
         std::rethrow_exception(failure_);
@@ -58,30 +95,33 @@ class CpuDevice final : public Device {
     }
     if (!allocations_.empty()) {
       spdlog::warn("device '{}' destroyed with {} live allocations ({} bytes); freeing them", name(),
-                   allocations_.size(), in_use_);
+                   allocations_.size(), arena_.requested_in_use());
       for (const auto& [start, allocation] : allocations_) {
         ::operator delete(reinterpret_cast<void*>(start), kAlignment);
       }
     }
+    for (const auto& [start, block] : pinned_) ::operator delete(reinterpret_cast<void*>(start), kAlignment);
   }
 
   std::string_view name() const override { return "cpu"; }
-  std::int64_t budget_bytes() const override { return budget_; }
+  std::int64_t budget_bytes() const override { return arena_.budget(); }
 
   void* allocate(std::int64_t bytes, std::string_view what) override {
     NJ_EXPECTS(bytes >= 0, "negative device allocation of {} bytes for {}", bytes, what);
     if (bytes == 0) return nullptr;
-    std::lock_guard lock(mutex_);
-    if (bytes > budget_ - in_use_) {
-      throw OutOfBudget(
-          fmt::format("device memory budget exceeded: {} needs {} bytes, but {} of the {} budgeted "
-                      "bytes are in use ({} free)",
-                      what, bytes, in_use_, budget_, budget_ - in_use_));
+    std::unique_lock lock(mutex_);
+    const auto block = arena_.allocate(bytes, what);
+    lock.unlock();
+    void* ptr = nullptr;
+    try {
+      ptr = ::operator new(static_cast<std::size_t>(bytes), kAlignment);
+    } catch (...) {
+      lock.lock();
+      arena_.deallocate(block.offset);  // the host is out of memory: the budget must not keep the bytes
+      throw;
     }
-    void* ptr = ::operator new(static_cast<std::size_t>(bytes), kAlignment);
-    allocations_.emplace(address(ptr), Allocation{bytes, 0});
-    in_use_ += bytes;
-    peak_ = std::max(peak_, in_use_);
+    lock.lock();
+    allocations_.emplace(address(ptr), Allocation{bytes, block.offset, std::string(what), {}, {}});
     return ptr;
   }
 
@@ -93,185 +133,384 @@ class CpuDevice final : public Device {
     auto it = allocations_.find(address(ptr));
     NJ_EXPECTS(it != allocations_.end(), "deallocate of {}, which is not a live allocation of this device",
                fmt::ptr(ptr));
-    if (it->second.last_use > completed_) {
-      block_until(lock, it->second.last_use);
-      it = allocations_.find(address(ptr));
-      NJ_EXPECTS(it != allocations_.end(), "{} deallocated twice at once", fmt::ptr(ptr));
+    // Stream-ordered free: the last copy on each engine that touched it must be done.
+    const Allocation& a = it->second;
+    for (Engine& e : engines_) {
+      const std::size_t s = index(e.stream);
+      block_until(lock, e, std::max(a.last_write[s], a.last_read[s]));
     }
-    in_use_ -= it->second.bytes;
+    it = allocations_.find(address(ptr));
+    NJ_EXPECTS(it != allocations_.end(), "{} deallocated twice at once", fmt::ptr(ptr));
+    arena_.deallocate(it->second.offset);
     allocations_.erase(it);
     lock.unlock();
     ::operator delete(ptr, kAlignment);
   }
 
-  CopyTicket copy_to_device(void* device_dst, const void* host_src, std::int64_t bytes) override {
-    return issue(true, device_dst, host_src, bytes);
-  }
-  CopyTicket copy_to_host(void* host_dst, const void* device_src, std::int64_t bytes) override {
-    return issue(false, host_dst, device_src, bytes);
-  }
-
-  bool is_complete(CopyTicket ticket) const override {
+  void* allocate_pinned(std::int64_t bytes) override {
+    NJ_EXPECTS(bytes >= 0, "negative pinned allocation of {} bytes", bytes);
+    if (bytes == 0) return nullptr;
+    void* ptr = ::operator new(static_cast<std::size_t>(bytes), kAlignment);
     std::lock_guard lock(mutex_);
-    NJ_EXPECTS(ticket <= issued_, "copy ticket {} was never issued (last: {})", ticket, issued_);
-    return completed_ >= ticket;
+    pinned_.emplace(address(ptr), PinnedBlock{bytes});
+    pinned_bytes_ += bytes;
+    return ptr;
   }
 
-  void wait(CopyTicket ticket) override {
+  void deallocate_pinned(void* ptr) noexcept override {
+    if (ptr == nullptr) return;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = pinned_.find(address(ptr));
+      NJ_EXPECTS(it != pinned_.end(), "deallocate_pinned of {}, which is not pinned memory of this device",
+                 fmt::ptr(ptr));
+      pinned_bytes_ -= it->second.bytes;
+      pinned_.erase(it);
+    }
+    ::operator delete(ptr, kAlignment);
+  }
+
+  Event copy_to_device(void* device_dst, const void* host_src, std::int64_t bytes) override {
+    return issue(engines_[0], device_dst, host_src, bytes);
+  }
+  Event copy_to_host(void* host_dst, const void* device_src, std::int64_t bytes) override {
+    return issue(engines_[1], host_dst, device_src, bytes);
+  }
+
+  Event record(Stream stream) override {
+    std::lock_guard lock(mutex_);
+    return {stream, clock_[index(stream)]};
+  }
+
+  void wait(Stream waiter, const Event& event) override {
     std::unique_lock lock(mutex_);
-    NJ_EXPECTS(ticket <= issued_, "wait for copy ticket {}, which was never issued (last: {})", ticket, issued_);
-    block_until(lock, ticket);
+    check_issued(event);
+    Positions& clock = clock_[index(waiter)];
+    for (std::size_t s = 0; s < kStreams; ++s) {
+      if (s != index(waiter)) clock[s] = std::max(clock[s], event.position[s]);
+    }
+    if (waiter == Stream::kCompute) {
+      // The compute stream is this thread: it runs on only once the event is done.
+      block_until_event(lock, event);
+      return;
+    }
+    Engine& engine = engine_of(waiter);
+    if (completed(event)) return;
+    engine.queue.push_back(Operation{++clock[index(waiter)], event, nullptr, nullptr, 0});
+  }
+
+  bool is_complete(const Event& event) override {
+    std::unique_lock lock(mutex_);
+    check_issued(event);
+    if (completed(event)) return true;
+    // Someone is polling for it: the engine runs its queue now, small copies included, as a GPU would.
+    Engine& engine = engine_of(event.stream);
+    engine.woken = true;
+    lock.unlock();
+    engine.work.notify_one();
+    return false;
+  }
+
+  void synchronize(const Event& event) override {
+    std::unique_lock lock(mutex_);
+    check_issued(event);
+    block_until_event(lock, event);
+    host_passed(event.position);
     rethrow_failure();
   }
 
   void synchronize() override {
     std::unique_lock lock(mutex_);
-    block_until(lock, issued_);
+    Positions all{};
+    for (std::size_t s = 0; s < kStreams; ++s) all[s] = clock_[s][s];
+    for (Engine& e : engines_) block_until(lock, e, all[index(e.stream)]);
+    host_passed(all);
     rethrow_failure();
+  }
+
+  void use(const void* ptr, std::int64_t bytes, Access access, std::string_view what) override {
+    NJ_EXPECTS(bytes >= 0, "{} touches a negative number of bytes ({})", what, bytes);
+    if (bytes == 0) return;
+    std::lock_guard lock(mutex_);
+    Allocation& a = live_allocation(ptr, bytes, what);
+    const Positions& knows = clock_[kCompute];
+    const auto h2d = index(Stream::kHostToDevice);
+    const auto d2h = index(Stream::kDeviceToHost);
+    if (a.last_write[h2d] > knows[h2d]) {
+      throw Error(fmt::format(
+          "device buffer '{}' used by {} before the compute stream waited for the copy that fills it", a.what, what));
+    }
+    if (access == Access::kWrite && a.last_read[d2h] > knows[d2h]) {
+      throw Error(
+          fmt::format("device buffer '{}' overwritten by {} before the compute stream waited for the copy "
+                      "that reads it",
+                      a.what, what));
+    }
+    // Kernels run as they are issued: the compute stream has completed everything issued to it.
+    const std::uint64_t position = ++clock_[kCompute][kCompute];
+    a.last_read[kCompute] = position;
+    if (access == Access::kWrite) a.last_write[kCompute] = position;
+  }
+
+  void check_host_access(const void* ptr, std::int64_t bytes, std::string_view what) const override {
+    NJ_EXPECTS(bytes >= 0, "{} reaches a negative number of bytes ({})", what, bytes);
+    if (bytes == 0) return;
+    std::lock_guard lock(mutex_);
+    check_host_range(ptr, bytes, what);
   }
 
   DeviceStats stats() const override {
     std::lock_guard lock(mutex_);
     DeviceStats s = transfers_;
-    s.in_use_bytes = in_use_;
-    s.peak_bytes = peak_;
+    s.in_use_bytes = arena_.requested_in_use();
+    s.peak_bytes = arena_.requested_peak();
+    s.peak_footprint_bytes = arena_.arena().stats().peak_footprint_bytes;
+    s.pinned_bytes = pinned_bytes_;
     return s;
   }
 
   void reset_transfer_stats() override {
     std::lock_guard lock(mutex_);
     transfers_ = DeviceStats{};
-    peak_ = in_use_;
+    arena_.reset_peaks();
   }
 
  private:
   struct Allocation {
     std::int64_t bytes = 0;
-    CopyTicket last_use = 0;  // the latest copy touching it, which deallocate waits for
+    std::int64_t offset = 0;  // in the arena
+    std::string what;
+    // Per stream, the position of the last operation there that wrote, and that read (or wrote), this memory.
+    Positions last_write{};
+    Positions last_read{};
   };
-  struct PendingCopy {
-    CopyTicket ticket = 0;
+  struct PinnedBlock {
+    std::int64_t bytes = 0;
+  };
+  // A copy, or (dst == nullptr) a wait for an event of another stream.
+  struct Operation {
+    std::uint64_t position = 0;
+    Event after;
     void* dst = nullptr;
     const void* src = nullptr;
     std::int64_t bytes = 0;
   };
+  struct Engine {
+    explicit Engine(Stream s) : stream(s) {}
+    Stream stream;
+    std::deque<Operation> queue;
+    std::uint64_t completed = 0;
+    std::condition_variable work;  // its thread waits here for a copy worth handing off, or shutdown
+    bool woken = false;            // such a copy was queued since the thread last emptied the queue
+    bool busy = false;             // an operation is running (on the engine thread or a waiting host thread)
+  };
 
-  CopyTicket issue(bool to_device, void* dst, const void* src, std::int64_t bytes) {
-    const char* direction = to_device ? "to device" : "to host";
-    NJ_EXPECTS(bytes >= 0, "copy {} of a negative size ({} bytes)", direction, bytes);
-    const void* device_ptr = to_device ? static_cast<const void*>(dst) : src;
-    const void* host_ptr = to_device ? src : static_cast<const void*>(dst);
-    std::unique_lock lock(mutex_);
-    if (bytes == 0) return issued_;
-    Allocation* allocation = containing_allocation(device_ptr, bytes);
-    NJ_EXPECTS(allocation != nullptr, "copy {}: the device range of {} bytes at {} is not inside one live allocation",
-               direction, bytes, fmt::ptr(device_ptr));
-    NJ_EXPECTS(host_ptr != nullptr && !overlaps_device_memory(host_ptr, bytes),
-               "copy {}: the host range of {} bytes at {} is null or in device memory", direction, bytes,
-               fmt::ptr(host_ptr));
-    const CopyTicket ticket = ++issued_;
-    allocation->last_use = ticket;
-    queue_.push_back({ticket, dst, src, bytes});
-    if (to_device) {
-      transfers_.h2d_bytes += bytes;
-      ++transfers_.h2d_copies;
-    } else {
-      transfers_.d2h_bytes += bytes;
-      ++transfers_.d2h_copies;
-    }
-    lock.unlock();
-    work_.notify_one();
-    return ticket;
+  Engine& engine_of(Stream s) { return s == Stream::kHostToDevice ? engines_[0] : engines_[1]; }
+
+  std::uint64_t completed_of(Stream s) const {
+    if (s == Stream::kCompute) return clock_[kCompute][kCompute];
+    return (s == Stream::kHostToDevice ? engines_[0] : engines_[1]).completed;
+  }
+  bool completed(const Event& event) const { return completed_of(event.stream) >= event.position[index(event.stream)]; }
+
+  void check_issued(const Event& event) const {
+    const std::size_t s = index(event.stream);
+    NJ_EXPECTS(event.position[s] <= clock_[s][s], "an event of the {} stream at {} was never issued",
+               to_string(event.stream), event.position[s]);
   }
 
-  // The allocation holding all of [ptr, ptr + bytes), or nullptr.
-  Allocation* containing_allocation(const void* ptr, std::int64_t bytes) {
-    auto it = allocations_.upper_bound(address(ptr));
-    if (it == allocations_.begin()) return nullptr;
-    --it;
-    const bool inside =
-        address(ptr) + static_cast<std::uintptr_t>(bytes) <= it->first + static_cast<std::uintptr_t>(it->second.bytes);
-    return inside ? &it->second : nullptr;
+  // The host saw `positions` complete: whatever it issues next, on any stream, is ordered after them.
+  void host_passed(const Positions& positions) {
+    for (std::size_t w = 0; w < kStreams; ++w) {
+      for (std::size_t s = 0; s < kStreams; ++s) {
+        if (s != w) clock_[w][s] = std::max(clock_[w][s], positions[s]);
+      }
+    }
+  }
+
+  // The live allocation holding all of [ptr, ptr + bytes): throws naming what the range is otherwise.
+  Allocation& live_allocation(const void* ptr, std::int64_t bytes, std::string_view what) {
+    auto it = find_containing(allocations_, ptr);
+    if (it == allocations_.end()) {
+      throw Error(
+          fmt::format("{} touches {} bytes at {}, which is not live device memory (freed, or never "
+                      "allocated)",
+                      what, bytes, fmt::ptr(ptr)));
+    }
+    const std::uintptr_t end = it->first + static_cast<std::uintptr_t>(it->second.bytes);
+    if (address(ptr) + static_cast<std::uintptr_t>(bytes) > end) {
+      throw Error(fmt::format("{} overruns device buffer '{}' ({} bytes) by {} bytes", what, it->second.what,
+                              it->second.bytes, address(ptr) + static_cast<std::uintptr_t>(bytes) - end));
+    }
+    return it->second;
   }
 
   // Allocations are disjoint, so only the last one starting before the range's end can reach into it.
-  bool overlaps_device_memory(const void* ptr, std::int64_t bytes) const {
+  void check_host_range(const void* ptr, std::int64_t bytes, std::string_view what) const {
+    NJ_EXPECTS(ptr != nullptr, "{}: a null host range of {} bytes", what, bytes);
     auto it = allocations_.lower_bound(address(ptr) + static_cast<std::uintptr_t>(bytes));
-    if (it == allocations_.begin()) return false;
+    if (it == allocations_.begin()) return;
     --it;
-    return it->first + static_cast<std::uintptr_t>(it->second.bytes) > address(ptr);
+    if (it->first + static_cast<std::uintptr_t>(it->second.bytes) > address(ptr)) {
+      throw Error(fmt::format("host access to device memory: {} reaches {} bytes at {}, inside device buffer '{}'",
+                              what, bytes, fmt::ptr(ptr), it->second.what));
+    }
   }
 
-  void block_until(std::unique_lock<std::mutex>& lock, CopyTicket ticket) {
-    if (completed_ >= ticket) return;
+  bool pinned(const void* ptr, std::int64_t bytes) const {
+    auto it = find_containing(pinned_, ptr);
+    return it != pinned_.end() && address(ptr) + static_cast<std::uintptr_t>(bytes) <=
+                                      it->first + static_cast<std::uintptr_t>(it->second.bytes);
+  }
+
+  Event issue(Engine& engine, void* dst, const void* src, std::int64_t bytes) {
+    const bool to_device = engine.stream == Stream::kHostToDevice;
+    const char* direction = to_device ? "copy to device" : "copy to host";
+    NJ_EXPECTS(bytes >= 0, "{} of a negative size ({} bytes)", direction, bytes);
+    const void* device_ptr = to_device ? static_cast<const void*>(dst) : src;
+    const void* host_ptr = to_device ? src : static_cast<const void*>(dst);
+    std::unique_lock lock(mutex_);
+    const std::size_t s = index(engine.stream);
+    if (bytes == 0) return {engine.stream, clock_[s]};
+    Allocation& a = live_allocation(device_ptr, bytes, direction);
+    check_host_range(host_ptr, bytes, direction);
+    const Positions& knows = clock_[s];
+    const auto other_copy = index(to_device ? Stream::kDeviceToHost : Stream::kHostToDevice);
+    // A copy to the host reads what kernels and loads wrote; a copy to the device overwrites what kernels
+    // and write-backs read.
+    const bool ordered =
+        to_device ? a.last_read[kCompute] <= knows[kCompute] && a.last_read[other_copy] <= knows[other_copy]
+                  : a.last_write[kCompute] <= knows[kCompute] && a.last_write[other_copy] <= knows[other_copy];
+    if (!ordered) {
+      throw Error(fmt::format("{} of device buffer '{}' issued before its stream waited for the {} that {} it",
+                              direction, a.what, to_device ? "work" : "kernel or copy", to_device ? "uses" : "writes"));
+    }
+    const std::uint64_t position = ++clock_[s][s];
+    a.last_read[s] = position;
+    if (to_device) a.last_write[s] = position;
+    engine.queue.push_back(Operation{position, Event{}, dst, src, bytes});
+    if (!pinned(host_ptr, bytes)) ++transfers_.pageable_copies;
+    (to_device ? transfers_.h2d_bytes : transfers_.d2h_bytes) += bytes;
+    ++(to_device ? transfers_.h2d_copies : transfers_.d2h_copies);
+    const Event done{engine.stream, clock_[s]};
+    if (bytes >= kHandOffBytes) {
+      engine.woken = true;
+      lock.unlock();
+      engine.work.notify_one();
+    }
+    return done;
+  }
+
+  void block_until_event(std::unique_lock<std::mutex>& lock, const Event& event) {
+    if (event.stream == Stream::kCompute) return;  // kernels are done when they return
+    block_until(lock, engine_of(event.stream), event.position[index(event.stream)]);
+  }
+
+  // Blocks the host until `engine` has completed `position` operations, running its queue meanwhile, and the
+  // other engine's where the next operation waits for it.
+  void block_until(std::unique_lock<std::mutex>& lock, Engine& engine, std::uint64_t position) {
+    if (engine.completed >= position) return;
     const auto start = Clock::now();
-    while (completed_ < ticket) {
-      if (!copying_ && !queue_.empty()) {
-        run_oldest(lock);
+    while (engine.completed < position) {
+      Engine& other = &engine == &engines_[0] ? engines_[1] : engines_[0];
+      if (can_run(engine)) {
+        run_oldest(lock, engine);
+      } else if (!engine.busy && can_run(other)) {
+        run_oldest(lock, other);
       } else {
-        done_.wait(lock);
+        sleep_until_done(lock);
       }
     }
     transfers_.wait_seconds += seconds_since(start);
-    if (!copying_ && !queue_.empty()) work_.notify_one();  // the engine may have slept while this caller copied
   }
+
+  bool can_run(const Engine& engine) const {
+    return !engine.busy && !engine.queue.empty() && runnable(engine.queue.front());
+  }
+
+  void sleep_until_done(std::unique_lock<std::mutex>& lock) {
+    ++sleepers_;
+    done_.wait(lock);
+    --sleepers_;
+  }
+
+  bool runnable(const Operation& op) const { return op.dst != nullptr || completed(op.after); }
 
   void rethrow_failure() {
     if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
   }
 
-  // Runs the oldest queued copy on the calling thread (the engine or a waiting caller), outside the lock so
-  // that callers can allocate, issue and query meanwhile; one copy runs at a time, in ticket order. A failed
-  // copy still completes its ticket (later tickets must not hang); its error waits in failure_.
-  void run_oldest(std::unique_lock<std::mutex>& lock) {
-    const PendingCopy copy = queue_.front();
-    queue_.pop_front();
-    copying_ = true;
+  // Runs the engine's oldest operation on the calling thread, outside the lock so that others can allocate,
+  // issue and query meanwhile; one runs at a time per engine, in order. A failed copy still completes (later
+  // waits must not hang); its error waits in failure_.
+  void run_oldest(std::unique_lock<std::mutex>& lock, Engine& engine) {
+    const Operation op = engine.queue.front();
+    engine.queue.pop_front();
+    engine.busy = true;
     lock.unlock();
     const auto start = Clock::now();
     std::exception_ptr error;
-    try {
-      std::memcpy(copy.dst, copy.src, static_cast<std::size_t>(copy.bytes));
-    } catch (...) {
-      error = std::current_exception();
+    if (op.dst != nullptr) {
+      try {
+        std::memcpy(op.dst, op.src, static_cast<std::size_t>(op.bytes));
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
-    const double seconds = seconds_since(start);
+    const double seconds = op.dst != nullptr ? seconds_since(start) : 0.0;
     lock.lock();
-    copying_ = false;
+    engine.busy = false;
     transfers_.copy_seconds += seconds;
     if (error && !failure_) failure_ = error;
-    completed_ = copy.ticket;
-    done_.notify_all();
+    engine.completed = op.position;
+    if (sleepers_ > 0) done_.notify_all();
   }
 
-  void run_engine() {
+  // An engine thread sleeps until a copy worth handing off is queued (or the device shuts down), then drains
+  // its queue, small copies included. On shutdown it drains the queue first: the destructor completes all
+  // issued work.
+  void run_engine(Engine& engine) {
     std::unique_lock lock(mutex_);
     for (;;) {
-      work_.wait(lock, [this] { return !copying_ && (stopping_ || !queue_.empty()); });
-      if (queue_.empty()) return;
-      run_oldest(lock);
+      engine.work.wait(lock, [&] { return stopping_ || engine.woken; });
+      while (!engine.queue.empty()) {
+        if (can_run(engine)) {
+          run_oldest(lock, engine);
+        } else {
+          sleep_until_done(lock);
+        }
+      }
+      engine.woken = false;
+      if (stopping_) return;
     }
   }
 
-  const std::int64_t budget_;
+  SizeLimitedArena arena_;
   mutable std::mutex mutex_;
-  std::condition_variable work_;                      // the engine waits here for copies or shutdown
-  std::condition_variable done_;                      // callers wait here for completions
-  std::map<std::uintptr_t, Allocation> allocations_;  // by start address, for range lookups
-  std::int64_t in_use_ = 0;
-  std::int64_t peak_ = 0;
-  DeviceStats transfers_;  // its allocation fields are unused: in_use_ and peak_ hold them
-  std::deque<PendingCopy> queue_;
-  CopyTicket issued_ = 0;
-  CopyTicket completed_ = 0;
+  std::condition_variable done_;  // threads wait here for completions
+  int sleepers_ = 0;              // threads waiting on done_
+  RangeMap<Allocation> allocations_;
+  RangeMap<PinnedBlock> pinned_;
+  std::int64_t pinned_bytes_ = 0;
+  // Per stream: what it is ordered after; clock_[s][s] counts the operations issued to s.
+  std::array<Positions, kStreams> clock_{};
+  std::array<Engine, 2> engines_;  // host-to-device, device-to-host
+  DeviceStats transfers_;          // its memory fields are unused: the arena holds them
   std::exception_ptr failure_;
-  bool copying_ = false;  // a copy is running (on the engine or a waiting caller)
   bool stopping_ = false;
-  std::thread engine_;  // last: it starts running in the constructor and needs everything above
+  std::array<std::thread, 2> threads_;  // last: they start running in the constructor and need everything above
 };
 
 }  // namespace
 
 std::unique_ptr<Device> make_cpu_device(std::int64_t budget_bytes) { return std::make_unique<CpuDevice>(budget_bytes); }
+
+DeviceMatrix::DeviceMatrix(Device& device, std::int64_t rows, std::int64_t cols, std::string_view what)
+    : rows_(rows), cols_(cols) {
+  NJ_EXPECTS(rows >= 0 && cols >= 0, "negative device rows shape {}x{} for {}", rows, cols, what);
+  NJ_EXPECTS(cols == 0 || rows <= kUnlimited / static_cast<std::int64_t>(sizeof(float)) / cols,
+             "device rows {}x{} for {} overflow", rows, cols, what);
+  values_ = DeviceArray<float>(device, rows * cols, what);
+}
 
 }  // namespace nj

@@ -7,7 +7,9 @@
 #include <utility>
 
 #include "nj/core/bytes.hpp"
+#include "nj/device/arena.hpp"
 #include "nj/exec/subgraph_executor.hpp"
+#include "nj/kernels/device_block.hpp"
 
 namespace nj {
 namespace {
@@ -42,26 +44,53 @@ std::int64_t attention_workspace(const LayerDims& d, std::int64_t destinations, 
   return d.attention() ? (2 * edges + destinations) * d.heads * kFloat : 0;
 }
 
-// Device bytes one step of a layer needs besides the pools, for a subgraph of this size: the staging buffers
-// of its cache traffic plus the largest of its four step kinds' buffers.
+constexpr std::int64_t kSlot = sizeof(vid_t);
+constexpr std::int64_t kId = sizeof(gid_t);
+// Every device allocation is placed in whole arena units; a step makes at most this many, and each may waste
+// up to one unit.
+constexpr std::int64_t kAllocationsPerStep = 12;
+constexpr std::int64_t kStepPadding = kAllocationsPerStep * kArenaAlignment;
+
+// Device bytes one step of a layer needs besides the pools, for a subgraph of this size: the staging of its
+// cache traffic (packed rows and their slots) plus the largest of its four step kinds' buffers, each with its
+// block, slot and id arrays, and the padding of its allocations.
 std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t dst = size.vertices[0];
   const std::int64_t src = size.vertices[1];
+  const std::int64_t edges = size.edges[0];
   const std::int64_t cached_tensors = d.attention() ? 2 : 1;
-  const std::int64_t staging = 2 * src * d.width * kFloat * cached_tensors;
-  const std::int64_t transform = dst * (d.in + d.width) * kFloat;
-  const std::int64_t aggregate = dst * d.out * kFloat;
-  const std::int64_t aggregate_backward = dst * d.out * kFloat + (d.attention() ? 2 * src * d.width * kFloat : 0) +
-                                          attention_workspace(d, dst, size.edges[0]);
-  // Inputs, their dropped copy and their gradient, and the transformed-row gradients.
-  const std::int64_t transform_backward = dst * (3 * d.in + d.width) * kFloat;
-  return staging + std::max({transform, aggregate, aggregate_backward, transform_backward});
+  const std::int64_t staging = 2 * src * (d.width * kFloat + kSlot) * cached_tensors;
+  const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, !d.attention());
+  const std::int64_t transform = dst * ((d.in + d.width) * kFloat + kId + kSlot);
+  const std::int64_t aggregate = block + src * kSlot + dst * d.out * kFloat;
+  const std::int64_t aggregate_backward = block + 2 * src * kSlot + dst * d.out * kFloat +
+                                          (d.attention() ? 2 * src * d.width * kFloat : 0) +
+                                          attention_workspace(d, dst, edges);
+  // Inputs, their dropped copy and their gradient, the transformed-row gradients, and their ids and slots.
+  const std::int64_t transform_backward = dst * ((3 * d.in + d.width) * kFloat + kId + kSlot);
+  return staging + std::max({transform, aggregate, aggregate_backward, transform_backward}) + kStepPadding;
 }
 
 // Bytes of a transform-only step over `rows` rows (rows a pass transforms but does not aggregate): a step
 // whose subgraph has no edges, so never more than a step with the same rows as destinations.
 std::int64_t transform_step_bytes(const LayerDims& d, std::int64_t rows) {
   return step_bytes(d, ClosureSize{{rows, rows}, {0}});
+}
+
+// An exchange step's staging per row (the packed row and its slot), and the padding of its allocations.
+std::int64_t exchange_row_bytes(const LayerDims& d) { return d.width * kFloat + kSlot; }
+
+// The parameters on the device for the whole run, each allocation in whole arena units.
+std::int64_t resident_bytes(const Model& model) {
+  const auto placed = [](std::int64_t bytes) {
+    return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  };
+  std::int64_t bytes = 0;
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    const Layer& layer = model.layer(l);
+    bytes += 2 * (placed(layer.in_dim() * layer.row_width() * kFloat) + placed(layer.out_dim() * kFloat));
+  }
+  return bytes;
 }
 
 // How the recompute baseline sizes its subgraphs, as a split full-graph model is sized: as many destinations
@@ -102,11 +131,20 @@ std::int64_t slots_for(std::int64_t bytes, std::int64_t row_bytes, std::int64_t 
   return std::min(rows, bytes / row_bytes);
 }
 
-std::string describe_minimum_budget(std::int64_t budget, std::size_t layer, std::int64_t minimum) {
+// The smallest budget: the parameters, plus a quarter of the rest for the smallest step.
+std::int64_t minimum_budget(std::int64_t smallest_step, std::int64_t resident) {
+  return kStepsPerBudget * smallest_step + resident;
+}
+
+std::string describe_minimum_budget(std::int64_t budget, std::size_t layer, std::int64_t smallest_step,
+                                    std::int64_t resident) {
+  const std::int64_t minimum = minimum_budget(smallest_step, resident);
   return fmt::format(
-      "device memory budget {} cannot hold the smallest subgraph of layer {} ({} bytes for one vertex with all its "
-      "in-edges); use --device-memory {} or more",
-      format_bytes(budget), layer + 1, minimum, suggested_budget(kStepsPerBudget * minimum));
+      "device memory budget {} is {} short: it must hold the parameters ({} bytes) and 4 steps of the smallest "
+      "subgraph of layer {} ({} bytes for one vertex with all its in-edges, their rows, block, slots and ids); "
+      "use --device-memory {} or more",
+      format_bytes(budget), format_bytes(minimum - budget), resident, layer + 1, smallest_step,
+      suggested_budget(minimum));
 }
 
 // The rows of a pass: `graph` in pass rows, listed in `order`. Layer l aggregates the first out_rows[l] rows of
@@ -151,7 +189,9 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     const auto dsts = rows.order.first(static_cast<std::size_t>(rows.out_rows[l]));
     const auto parts = partition_in_order(
         rows.graph, dsts, 1, [&](const ClosureSize& size) { return step_bytes(dims[l], size); }, plan.step_limit_bytes,
-        [&](std::int64_t minimum) { return describe_minimum_budget(plan.options.device_budget, l, minimum); });
+        [&](std::int64_t minimum) {
+          return describe_minimum_budget(plan.options.device_budget, l, minimum, plan.resident_bytes);
+        });
     for (const auto& part_dsts : parts) {
       const Subgraph& part = pass.layer_parts[l].emplace_back(
           make_subgraph(rows.graph, rows.weights, part_dsts, rows.global_id, pass.vertices));
@@ -164,7 +204,8 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     // Inputs that this layer does not aggregate (closure rows further out) are transformed in chunks of their
     // own. A one-row chunk never costs more than the smallest subgraph, which fits.
     const auto extra = rows.order.subspan(dsts.size(), static_cast<std::size_t>(rows.in_rows[l] - rows.out_rows[l]));
-    const std::int64_t chunk_rows = plan.step_limit_bytes / transform_step_bytes(dims[l], 1);
+    const std::int64_t per_row = transform_step_bytes(dims[l], 1) - transform_step_bytes(dims[l], 0);
+    const std::int64_t chunk_rows = (plan.step_limit_bytes - transform_step_bytes(dims[l], 0)) / per_row;
     NJ_EXPECTS(extra.empty() || chunk_rows > 0, "layer {} cannot transform one row within {} bytes", l + 1,
                plan.step_limit_bytes);
     for (auto& chunk : chunks_of(extra, chunk_rows)) {
@@ -194,7 +235,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
   }
   pass.exchange.resize(rows.exchange ? layers : 0);
   auto exchange_chunk_rows = [&](std::size_t l, std::uint32_t phase, std::uint32_t tensor) {
-    const std::int64_t by_step = plan.step_limit_bytes / (dims[l].width * kFloat);
+    const std::int64_t by_step = (plan.step_limit_bytes - kStepPadding) / exchange_row_bytes(dims[l]);
     const std::int64_t rows_per_chunk = std::min(by_step, trace.capacity_rows[phase][tensor]);
     NJ_EXPECTS(rows_per_chunk > 0, "layer {} cannot exchange one row within {} bytes", l + 1, plan.step_limit_bytes);
     return rows_per_chunk;
@@ -202,7 +243,8 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
   auto exchange_step_bytes = [&](std::size_t l, const std::vector<std::vector<vid_t>>& chunks) {
     for (const auto& chunk : chunks) {
       pass.largest_step_bytes =
-          std::max(pass.largest_step_bytes, static_cast<std::int64_t>(chunk.size()) * dims[l].width * kFloat);
+          std::max(pass.largest_step_bytes,
+                   static_cast<std::int64_t>(chunk.size()) * exchange_row_bytes(dims[l]) + kStepPadding);
     }
   };
 
@@ -409,8 +451,9 @@ const char* to_string(ExecutionMode mode) { return mode == ExecutionMode::kReuse
 
 std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local) {
   const PreparedGraph prepared = model.prepare(local);
-  return kStepsPerBudget *
-         smallest_step(layer_dims(model), prepared.graph, owned_locality_order(prepared.graph, local)).bytes;
+  return minimum_budget(
+      smallest_step(layer_dims(model), prepared.graph, owned_locality_order(prepared.graph, local)).bytes,
+      resident_bytes(model));
 }
 
 EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const SubgraphExecutorOptions& options) {
@@ -421,10 +464,14 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   plan.options = options;
   const bool no_budget = unlimited(options.device_budget);
   if (no_budget) plan.options.device_budget = kUnlimited;
-  // Quarters of the largest int64 still add up without overflow.
-  const std::int64_t budget = no_budget ? std::numeric_limits<std::int64_t>::max() / 4 : options.device_budget;
+  // The parameters stay on the device; the rest is split. Quarters of the largest int64 still add up without
+  // overflow.
+  plan.resident_bytes = resident_bytes(model);
+  const std::int64_t budget = no_budget ? std::numeric_limits<std::int64_t>::max() / 4
+                                        : std::max<std::int64_t>(0, options.device_budget - plan.resident_bytes);
   plan.pool_bytes = budget / 2;
   plan.step_limit_bytes = budget / kStepsPerBudget;
+  plan.staging_limit_bytes = std::max<std::int64_t>(0, plan.step_limit_bytes - kStepPadding);
 
   const PreparedGraph prepared = model.prepare(local);
   const std::vector<vid_t> order = owned_locality_order(prepared.graph, local);
@@ -434,7 +481,8 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges.
   const SmallestStep smallest = smallest_step(dims, prepared.graph, order);
   if (smallest.bytes > plan.step_limit_bytes) {
-    throw InputError(describe_minimum_budget(plan.options.device_budget, smallest.layer, smallest.bytes));
+    throw InputError(
+        describe_minimum_budget(plan.options.device_budget, smallest.layer, smallest.bytes, plan.resident_bytes));
   }
   if (options.mode == ExecutionMode::kReuse) {
     const std::vector<vid_t> boundary = local.boundary_rows();
@@ -454,7 +502,7 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
     ClosurePlanner planner(model, local);
     for (const auto& dsts : plan.closures) add_to_totals(plan, planner.plan(plan, dsts));
   }
-  plan.peak_bytes_bound += 2 * plan.largest_step_bytes;
+  plan.peak_bytes_bound += 2 * plan.largest_step_bytes + plan.resident_bytes;
   plan.rows_needed = static_cast<std::int64_t>(layers) * owned;
   return plan;
 }

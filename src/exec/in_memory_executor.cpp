@@ -1,9 +1,23 @@
+// The in-memory executor: every layer on the whole local graph, with the features, the activations, their
+// gradients, the graph and the parameters on the device for the whole run.
 #include <algorithm>
 
 #include "nj/exec/executor.hpp"
 #include "nj/exec/subgraph.hpp"
+#include "nj/exec/transfers.hpp"
+#include "nj/kernels/device_block.hpp"
+#include "nj/model/device_parameters.hpp"
 
 namespace nj {
+
+RandomStream feature_dropout_stream(const ModelConfig& config, std::uint32_t layer, std::uint32_t epoch) {
+  return {config.seed, RandomPurpose::kFeatureDropout, layer, epoch};
+}
+
+RandomStream attention_dropout_stream(const ModelConfig& config, std::uint32_t layer, std::uint32_t epoch) {
+  return {config.seed, RandomPurpose::kAttentionDropout, layer, epoch};
+}
+
 namespace {
 
 // The owned rows with all their in-edges, as one part that writes the outputs in place; or, where there are
@@ -28,45 +42,241 @@ std::vector<Subgraph> owned_parts(const Model& model, const LocalGraph& local) {
   return parts;
 }
 
-std::vector<BlockPart> views_of(const std::vector<Subgraph>& parts, vid_t num_owned) {
-  std::vector<BlockPart> views;
-  for (const Subgraph& part : parts) {
-    BlockPart& view = views.emplace_back();
-    view.block = part.block.view();
-    if (part.sources.empty()) continue;  // the whole owned graph, in place
-    view.block.src_row = part.sources.data();
-    view.destinations = part.destinations();
-    view.reads_mirrors = reads_mirror(part, num_owned);
-  }
-  return views;
-}
+// A part on the device. Its block reads source rows through `sources` (empty: row j is source j) and writes
+// output rows `destinations` (empty: every owned row, in order, in place).
+struct DevicePart {
+  DeviceBlock block;
+  DeviceArray<vid_t> sources;
+  DeviceArray<vid_t> destinations;
+  vid_t num_dst = 0;
+  eid_t num_edges = 0;
+  bool reads_mirrors = false;
+  bool in_place() const { return destinations.size() == 0; }
+  SparseBlockView view() const { return block.view(sources.view()); }
+};
 
 }  // namespace
 
-InMemoryExecutor::InMemoryExecutor(Backend& backend, const Model& model, const LocalGraph& local, ConstRows features,
-                                   Communicator* comm)
-    : parts_(owned_parts(model, local)),
-      owned_gid_(local.global_id.begin(), local.global_id.begin() + local.num_owned),
-      features_(features),
-      exchange_(comm, local, model.num_layers()),
-      stack_(backend, model, views_of(parts_, local.num_owned), owned_gid_, local.num_local(), buffers_, exchange_),
-      grad_logits_(local.num_owned, model.layer(model.num_layers() - 1).out_dim()) {
-  NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
-             local.num_owned);
+struct InMemoryExecutor::State {
+  State(Resources& resources, const Model& model, const LocalGraph& local, ConstRows features, Communicator* comm)
+      : backend(*resources.backend),
+        device(*resources.device),
+        transfers(device),
+        parameters(device, model),
+        exchange(comm, local, model.num_layers()),
+        num_owned(local.num_owned),
+        num_mirrors(local.num_mirrors()),
+        owned_gid(to_device<gid_t>(transfers, {local.global_id.data(), static_cast<std::size_t>(local.num_owned)},
+                                   "index: global ids")),
+        boundary(to_device<vid_t>(transfers, exchange.boundary_rows(), "rows: boundary rows")),
+        input(device, features.rows, features.cols, "rows: features"),
+        logits(local.num_owned, model.layer(model.num_layers() - 1).out_dim()),
+        grad_logits(logits.rows(), logits.cols()),
+        host_boundary(device),
+        host_mirrors(device) {
+    NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
+               local.num_owned);
+    transfers.upload(features, {}, input.view());
+    std::int64_t largest_scattered = 0;
+    for (const Subgraph& part : owned_parts(model, local)) {
+      DevicePart& p = parts.emplace_back();
+      p.block = DeviceBlock(device, part.block, "graph: blocks");
+      p.num_dst = part.num_dst();
+      p.num_edges = static_cast<eid_t>(part.block.src_index.size());
+      if (part.sources.empty()) continue;  // the whole owned graph, in place
+      p.sources = to_device<vid_t>(transfers, part.sources, "index: block sources");
+      p.destinations = to_device<vid_t>(transfers, part.destinations(), "index: block destinations");
+      p.reads_mirrors = reads_mirror(part, local.num_owned);
+      largest_scattered = std::max<std::int64_t>(largest_scattered, p.num_dst);
+    }
+    const vid_t num_local = local.num_local();
+    for (std::size_t l = 0; l < model.num_layers(); ++l) {
+      const Layer& layer = model.layer(l);
+      z.emplace_back(device, num_local, layer.row_width(), "rows: transformed rows");
+      outputs.emplace_back(device, num_owned, layer.out_dim(), "rows: layer outputs");
+      grad_outputs.emplace_back(device, num_owned, layer.out_dim(), "rows: output gradients");
+      grad_z.emplace_back(device, num_local, layer.row_width(), "rows: transformed-row gradients");
+      dropped.push_back(model.config().dropout > 0.0F
+                            ? DeviceMatrix(device, num_owned, layer.in_dim(), "rows: dropped inputs")
+                            : DeviceMatrix());
+      part_rows.push_back(largest_scattered > 0
+                              ? DeviceMatrix(device, largest_scattered, layer.out_dim(), "rows: part rows")
+                              : DeviceMatrix());
+      if (exchange.has_peers()) {
+        boundary_rows.emplace_back(device, static_cast<std::int64_t>(exchange.boundary_rows().size()),
+                                   layer.row_width(), "rows: boundary rows");
+      }
+    }
+    kept.resize(model.num_layers());
+  }
+
+  ConstDeviceRows layer_input(std::size_t l) const { return l == 0 ? input.view() : outputs[l - 1].view(); }
+
+  // The layer's input after dropout, kept for the backward pass; the input itself without dropout.
+  ConstDeviceRows dropped_input(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
+    const float p = model.config().dropout;
+    if (!training || p <= 0.0F) return layer_input(l);
+    backend.dropout(layer_input(l), owned_gid.view(),
+                    feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p, dropped[l].view());
+    return dropped[l].view();
+  }
+
+  void aggregate(const Model& model, std::size_t l, const DevicePart& part, std::uint32_t epoch, bool training) {
+    const DeviceRows out = part.in_place() ? outputs[l].view() : part_rows[l].view().slice(0, part.num_dst);
+    model.layer(l).aggregate(backend, part.view(),
+                             attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training,
+                             z[l].view(), out);
+    if (!part.in_place()) backend.copy_rows(out, {}, outputs[l].view(), part.destinations.view(), out.rows);
+  }
+
+  void aggregate_backward(const Model& model, std::size_t l, const DevicePart& part, std::uint32_t epoch) {
+    ConstDeviceRows grad_y = grad_outputs[l].view();
+    if (!part.in_place()) {
+      const DeviceRows gathered = part_rows[l].view().slice(0, part.num_dst);
+      backend.copy_rows(grad_y, part.destinations.view(), gathered, {}, gathered.rows);
+      grad_y = gathered;
+    }
+    const Layer& layer = model.layer(l);
+    const SparseBlockView block = part.view();
+    DeviceArray<float> workspace(device, layer.aggregate_backward_workspace(backend, part.num_dst, part.num_edges),
+                                 "workspace: attention");
+    // One part writes every row's gradient; several add theirs into rows zeroed first.
+    layer.aggregate_backward(backend, block,
+                             attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), true,
+                             z[l].view(), grad_y, grad_z[l].view(), parts.size() > 1, workspace.view());
+  }
+
+  // The mirrors' rows of layer l's transformed rows arrive from their owners while the parts that read no
+  // mirror aggregate.
+  void exchange_rows(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
+    if (exchange.has_peers()) {
+      const DeviceRows rows = boundary_rows[l].view();
+      backend.copy_rows(z[l].view(), boundary.view(), rows, {}, rows.rows);
+      transfers.download(rows, host_rows(host_boundary, rows.rows, rows.cols));
+      exchange.start_rows(static_cast<std::uint32_t>(l), host_rows(host_boundary, rows.rows, rows.cols));
+    }
+    for (const bool after_exchange : {false, true}) {
+      if (after_exchange && exchange.has_peers()) {
+        const Rows mirrors = host_rows(host_mirrors, num_mirrors, z[l].cols());
+        exchange.finish_rows(mirrors);
+        transfers.upload(mirrors, {}, z[l].view().slice(num_owned, num_mirrors));
+      }
+      for (const DevicePart& part : parts) {
+        if (part.reads_mirrors == after_exchange) aggregate(model, l, part, epoch, training);
+      }
+    }
+  }
+
+  ConstDeviceRows forward(Model& model, std::uint32_t epoch, bool training) {
+    for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
+    parameters.upload(backend, model);
+    for (std::size_t l = 0; l < model.num_layers(); ++l) {
+      const LayerParameters& p = parameters.layer(l);
+      kept[l] = dropped_input(model, l, epoch, training);
+      Layer::transform(backend, p.weight.view(), kept[l], z[l].view().slice(0, num_owned));
+      exchange_rows(model, l, epoch, training);
+      backend.bias_activation(outputs[l].view(), p.bias.view().span(), model.activation_after(l), outputs[l].view());
+    }
+    transfers.download(outputs.back().view(), logits.view());
+    return outputs.back().view();
+  }
+
+  void backward(Model& model, std::uint32_t epoch) {
+    const std::size_t last = model.num_layers() - 1;
+    transfers.upload(grad_logits.view(), {}, grad_outputs[last].view());
+    for (std::size_t l = last + 1; l-- > 0;) {
+      LayerParameters& p = parameters.layer(l);
+      const DeviceRows grad_y = grad_outputs[l].view();
+      backend.activation_backward(model.activation_after(l), outputs[l].view(), grad_y, grad_y);
+      backend.column_sums(grad_y, p.bias_grad.view().span(), true);
+      if (parts.size() > 1) backend.zero_rows(grad_z[l].view(), {}, grad_z[l].rows());
+      // The parts that read mirrors first: the mirrors' gradients then travel home while the others run.
+      for (const bool reading_mirrors : {true, false}) {
+        for (const DevicePart& part : parts) {
+          if (part.reads_mirrors == reading_mirrors) aggregate_backward(model, l, part, epoch);
+        }
+        if (reading_mirrors && exchange.has_peers()) {
+          const Rows mirrors = host_rows(host_mirrors, num_mirrors, grad_z[l].cols());
+          transfers.download(grad_z[l].view().slice(num_owned, num_mirrors), mirrors);
+          exchange.start_gradients(static_cast<std::uint32_t>(l), mirrors);
+        }
+      }
+      if (exchange.has_peers()) add_received_gradients(l);
+      const DeviceRows grad_x = l > 0 ? grad_outputs[l - 1].view() : DeviceRows{};
+      Layer::transform_backward(backend, p.weight.view(), p.weight_grad.view(), kept[l],
+                                grad_z[l].view().slice(0, num_owned), grad_x);
+      if (l > 0 && model.config().dropout > 0.0F) {
+        // Dropout's backward applies the same mask and scale to the gradient.
+        backend.dropout(grad_x, owned_gid.view(),
+                        feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
+                        model.config().dropout, grad_x);
+      }
+      parameters.finish_backward(backend, model, l);
+    }
+  }
+
+  // What the mirrors on other ranks sent for the boundary rows, added into their gradients.
+  void add_received_gradients(std::size_t l) {
+    const DeviceRows sums = boundary_rows[l].view();
+    const Rows host_sums = host_rows(host_boundary, sums.rows, sums.cols);
+    exchange.finish_gradients(host_sums);
+    transfers.upload(host_sums, {}, sums);
+    backend.add_rows(sums, {}, grad_z[l].view(), boundary.view(), sums.rows);
+  }
+
+  static Rows host_rows(PinnedArray<float>& staging, std::int64_t rows, std::int64_t cols) {
+    return {staging.reserve(rows * cols), rows, cols};
+  }
+
+  Backend& backend;
+  Device& device;
+  Transfers transfers;
+  DeviceParameters parameters;
+  BoundaryExchange exchange;
+  std::int64_t num_owned = 0;
+  std::int64_t num_mirrors = 0;
+  DeviceArray<gid_t> owned_gid;  // what dropout masks are addressed by
+  DeviceArray<vid_t> boundary;   // the exchange's boundary rows
+  DeviceMatrix input;            // the owned rows' features
+  std::vector<DevicePart> parts;
+  // Per layer:
+  std::vector<DeviceMatrix> z;        // transformed rows (owned and mirrors)
+  std::vector<DeviceMatrix> outputs;  // act(Y + b) (owned); the last holds the logits
+  std::vector<DeviceMatrix> grad_outputs;
+  std::vector<DeviceMatrix> grad_z;
+  std::vector<DeviceMatrix> dropped;        // when dropout is on
+  std::vector<DeviceMatrix> part_rows;      // a part's output rows, or their gradients, before they are scattered
+  std::vector<DeviceMatrix> boundary_rows;  // the boundary rows leaving, or their received gradient sums
+  std::vector<ConstDeviceRows> kept;        // what transform_backward multiplies by
+  Matrix logits;
+  Matrix grad_logits;
+  // The host side of the exchange, in page-locked memory.
+  PinnedArray<float> host_boundary;
+  PinnedArray<float> host_mirrors;
+};
+
+InMemoryExecutor::InMemoryExecutor(Resources& resources, const Model& model, const LocalGraph& local,
+                                   ConstRows features, Communicator* comm)
+    : state_(std::make_unique<State>(resources, model, local, features, comm)) {}
+
+InMemoryExecutor::~InMemoryExecutor() = default;
+
+ConstRows InMemoryExecutor::evaluate(Model& model) {
+  state_->forward(model, 0, false);
+  return state_->logits.view();
 }
 
-ConstRows InMemoryExecutor::evaluate(Model& model) { return stack_.forward(model, 0, false, features_); }
-
 double InMemoryExecutor::train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) {
-  const ConstRows logits = stack_.forward(model, epoch, true, features_);
-  const double total = loss(logits, nullptr, grad_logits_.view());
-  stack_.backward(model, epoch, grad_logits_.view());
+  State& s = *state_;
+  s.forward(model, epoch, true);
+  const double total = loss(s.logits.view(), nullptr, s.grad_logits.view());
+  s.backward(model, epoch);
   return total;
 }
 
 ExecutionMetrics InMemoryExecutor::take_metrics() {
   ExecutionMetrics metrics;
-  metrics.exchange = exchange_.take_stats();
+  metrics.exchange = state_->exchange.take_stats();
   return metrics;
 }
 

@@ -5,6 +5,13 @@
 
 #include <chrono>
 #include <optional>
+#include <tuple>
+
+#include "nj/device/arena.hpp"
+#include "nj/device/planning_device.hpp"
+#include "nj/exec/transfers.hpp"
+#include "nj/kernels/device_block.hpp"
+#include "nj/model/device_parameters.hpp"
 
 namespace nj {
 namespace {
@@ -27,25 +34,20 @@ std::vector<vid_t> rows_of(std::span<const SlotAssignment> assignments) {
   return rows;
 }
 
-// Packs host rows `rows` one after another into `packed`, the host side of one transfer.
-void gather_rows(ConstRows host, std::span<const vid_t> rows, float* packed) {
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const float* row = host.row(rows[i]);
-    std::copy(row, row + host.cols, packed + i * static_cast<std::size_t>(host.cols));
-  }
-}
-
 }  // namespace
 
 struct SubgraphExecutor::State {
-  State(Backend& b, Device& d, const Model& model, const LocalGraph& local, ConstRows f,
-        const SubgraphExecutorOptions& o, Communicator* comm)
+  State(Backend& b, Device& d, const Model& model, const LocalGraph& local, ConstRows f, const EpochPlan& p,
+        Communicator* comm)
       : backend(b),
         device(d),
+        transfers(device),
         features(f),
+        num_owned(local.num_owned),
         global_id(local.global_id),
-        plan(plan_epoch(model, local, o)),
+        plan(p),
         exchange(comm, local, model.num_layers()),
+        parameters(device, model),
         logits(local.num_owned, model.layer(model.num_layers() - 1).out_dim()) {
     if (!plan.closures.empty()) closure_planner.emplace(model, local);
     // Transformed rows and their gradients have homes for mirrors too; layer outputs only for aggregated rows.
@@ -59,6 +61,7 @@ struct SubgraphExecutor::State {
       z.emplace_back(rows, layer.row_width());
       grad_z.emplace_back(rows, layer.row_width());
       received_gradients.emplace_back(boundary, layer.row_width());
+      boundary_rows.emplace_back(boundary, layer.row_width());
     }
     pools.resize(2 * model.num_layers());
   }
@@ -75,36 +78,35 @@ struct SubgraphExecutor::State {
     for (const vid_t r : rows) vertices.push_back(pass->vertex(r));
     return vertices;
   }
-  std::vector<gid_t> gids_of(std::span<const vid_t> rows) const {
+  // The global ids of pass rows, on the device (what dropout masks are addressed by).
+  DeviceArray<gid_t> gids_of(std::span<const vid_t> rows) {
     std::vector<gid_t> gids;
     gids.reserve(rows.size());
     for (const vid_t r : rows) gids.push_back(global_id[static_cast<std::size_t>(pass->vertex(r))]);
-    return gids;
+    return to_device<gid_t>(transfers, gids, "index: global ids");
+  }
+
+  DeviceArray<vid_t> slots_on_device(std::span<const vid_t> slots) {
+    return to_device<vid_t>(transfers, slots, "index: cache slots");
   }
 
   // Copies host rows `vertices` of `host` into a new device buffer, packed into one transfer.
-  DeviceRows upload(ConstRows host, std::span<const vid_t> vertices, const char* what) {
-    staging.resize(vertices.size() * static_cast<std::size_t>(host.cols));
-    gather_rows(host, vertices, staging.data());
-    DeviceRows rows(device, static_cast<std::int64_t>(vertices.size()), host.cols, what);
-    wait(rows.upload({staging.data(), rows.rows(), rows.cols()}));
+  DeviceMatrix upload(ConstRows host, std::span<const vid_t> vertices, const char* what) {
+    DeviceMatrix rows(device, static_cast<std::int64_t>(vertices.size()), host.cols, what);
+    timed([&] { transfers.upload(host, vertices, rows.view()); });
     return rows;
   }
 
   // Copies device rows back into host rows `vertices`.
-  void download(ConstRows device_rows, Rows host, std::span<const vid_t> vertices) {
-    staging.resize(static_cast<std::size_t>(device_rows.size()));
-    wait(device.copy_to_host(staging.data(), device_rows.data,
-                             device_rows.size() * static_cast<std::int64_t>(sizeof(float))));
-    for (std::size_t i = 0; i < vertices.size(); ++i) {
-      const float* row = staging.data() + i * static_cast<std::size_t>(host.cols);
-      std::copy(row, row + host.cols, host.row(vertices[i]));
-    }
+  void download(ConstDeviceRows device_rows, Rows host, std::span<const vid_t> vertices) {
+    timed([&] { transfers.download(device_rows, host, vertices); });
   }
 
-  void wait(CopyTicket ticket) {
+  // Runs fn, counting its time as time compute waited for copies.
+  template <typename Fn>
+  void timed(Fn&& fn) {
     const auto start = std::chrono::steady_clock::now();
-    device.wait(ticket);
+    fn();
     metrics.wait_seconds += seconds_since(start);
   }
 
@@ -113,59 +115,65 @@ struct SubgraphExecutor::State {
     for (std::size_t t = 0; t < pools.size(); ++t) {
       const std::int64_t slots = trace.capacity_rows[phase][t];
       if (slots > 0) {
-        pools[t] = DeviceRows(device, slots, trace.tensors[t].row_bytes / static_cast<std::int64_t>(sizeof(float)),
-                              trace.tensors[t].name);
+        pools[t] = DeviceMatrix(device, slots, trace.tensors[t].row_bytes / static_cast<std::int64_t>(sizeof(float)),
+                                "rows: " + trace.tensors[t].name + " cache");
       }
     }
   }
 
   void end_phase(std::uint32_t phase) {
     write_back(pass->cache.phase_ends[phase].writeback);
-    for (auto& pool : pools) pool = DeviceRows();
+    for (auto& pool : pools) pool = DeviceMatrix();
   }
 
   // Dirty rows leave their slots for the host: gathered on the device, one copy per tensor, scattered on the host.
+  // A phase's end writes back up to a whole pool: in pieces that fit a step's staging.
   void write_back(std::span<const SlotAssignment> rows) {
     for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
-      const std::vector<vid_t> slots = slots_of(group);
-      DeviceRows packed(device, static_cast<std::int64_t>(group.size()), pools[tensor].cols(), "write-back staging");
-      backend.copy_rows(pools[tensor].view(), slots.data(), packed.view(), nullptr, packed.rows());
-      download(packed.view(), host_tensor(tensor).view(), rows_of(group));
+      const std::int64_t row_bytes = pools[tensor].cols() * static_cast<std::int64_t>(sizeof(float));
+      const auto piece = static_cast<std::size_t>(
+          std::max<std::int64_t>(1, plan.staging_limit_bytes / (row_bytes + static_cast<std::int64_t>(sizeof(vid_t)))));
+      for (std::size_t first = 0; first < group.size(); first += piece) {
+        const auto rows_now = group.subspan(first, std::min(piece, group.size() - first));
+        const DeviceArray<vid_t> slots = slots_on_device(slots_of(rows_now));
+        DeviceMatrix packed(device, static_cast<std::int64_t>(rows_now.size()), pools[tensor].cols(),
+                            "rows: write-back staging");
+        backend.copy_rows(pools[tensor].view(), slots.view(), packed.view(), {}, packed.rows());
+        download(packed.view(), host_tensor(tensor).view(), rows_of(rows_now));
+      }
     });
   }
 
-  // Loads in flight: host rows gathered into host staging and copied into device staging, one copy per tensor;
-  // finishing them scatters the rows into their slots.
+  // Loads in flight: host rows gathered into page-locked staging and copied into device staging, one copy per
+  // tensor; finishing them scatters the rows into their slots.
   struct PendingLoads {
     struct Group {
       std::uint32_t tensor = 0;
       std::vector<vid_t> slots;
-      std::vector<float> host;
-      DeviceRows packed;
+      DeviceMatrix packed;
+      PinnedArray<float> host;
     };
     std::vector<Group> groups;
-    CopyTicket ticket = 0;
+    Event copied;
   };
 
   PendingLoads issue_loads(std::span<const SlotAssignment> rows) {
     PendingLoads pending;
     for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
-      auto& g = pending.groups.emplace_back();
-      g.tensor = tensor;
-      g.slots = slots_of(group);
+      auto& g = pending.groups.emplace_back(
+          PendingLoads::Group{tensor, slots_of(group), DeviceMatrix(), PinnedArray<float>(device)});
       const ConstRows host = host_tensor(tensor).view();
-      g.host.resize(group.size() * static_cast<std::size_t>(host.cols));
-      gather_rows(host, rows_of(group), g.host.data());
-      g.packed = DeviceRows(device, static_cast<std::int64_t>(group.size()), host.cols, "load staging");
-      pending.ticket = g.packed.upload({g.host.data(), g.packed.rows(), g.packed.cols()});
+      g.packed = DeviceMatrix(device, static_cast<std::int64_t>(group.size()), host.cols, "rows: load staging");
+      pending.copied = transfers.start_upload(host, rows_of(group), g.packed.view(), g.host);
     });
     return pending;
   }
 
   void finish_loads(PendingLoads& pending) {
-    wait(pending.ticket);
+    timed([&] { device.wait(Stream::kCompute, pending.copied); });
     for (auto& g : pending.groups) {
-      backend.copy_rows(g.packed.view(), nullptr, pools[g.tensor].view(), g.slots.data(), g.packed.rows());
+      const DeviceArray<vid_t> slots = slots_on_device(g.slots);
+      backend.copy_rows(g.packed.view(), {}, pools[g.tensor].view(), slots.view(), g.packed.rows());
     }
     pending = {};
   }
@@ -184,8 +192,8 @@ struct SubgraphExecutor::State {
   // Accumulators start from zero; rows that a step writes need no initial value.
   void zero_accumulators(const StepPlan& step) {
     for_each_tensor(step.zeroed, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
-      const std::vector<vid_t> slots = slots_of(group);
-      backend.zero_rows(pools[tensor].view(), slots.data(), static_cast<std::int64_t>(slots.size()));
+      const DeviceArray<vid_t> slots = slots_on_device(slots_of(group));
+      backend.zero_rows(pools[tensor].view(), slots.view(), slots.size());
     });
   }
 
@@ -239,15 +247,15 @@ struct SubgraphExecutor::State {
       if (!exchange_started) {
         if (points[phase].start > k) return;
         if (forward) {
-          exchange.start_rows(layer, z[layer].view());
+          start_rows(layer);
         } else {
-          exchange.start_gradients(layer, grad_z[layer].view());
+          exchange.start_gradients(layer, mirror_rows(grad_z[layer]));
         }
         exchange_started = true;
       }
       if (points[phase].finish > k) return;
       if (forward) {
-        exchange.finish_rows(z[layer].view());
+        exchange.finish_rows(mirror_rows(z[layer]));
       } else {
         exchange.finish_gradients(received_gradients[layer].view());
       }
@@ -256,35 +264,51 @@ struct SubgraphExecutor::State {
     }
   }
 
+  // The boundary rows of layer l's transformed rows leave for the peers that mirror them.
+  void start_rows(std::uint32_t layer) {
+    const std::vector<vid_t>& rows = exchange.boundary_rows();
+    Matrix& packed = boundary_rows[layer];
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const float* row = z[layer].row(rows[i]);
+      std::copy(row, row + packed.cols(), packed.row(static_cast<std::int64_t>(i)));
+    }
+    exchange.start_rows(layer, packed.view());
+  }
+
+  // The mirrors' rows of a host home (reuse runs one pass whose rows are the local vertices).
+  Rows mirror_rows(Matrix& home) const { return home.view().slice(num_owned, home.rows() - num_owned); }
+
   // ---- steps ----
 
   void dropout_rows(Model& model, std::size_t l, std::uint32_t epoch, bool training, std::span<const vid_t> rows,
-                    Rows values) {
+                    DeviceRows values) {
     const float p = model.config().dropout;
     if (!training || p <= 0.0F) return;
-    const std::vector<gid_t> gids = gids_of(rows);
-    backend.dropout(values, gids.data(), feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
+    const DeviceArray<gid_t> gids = gids_of(rows);
+    backend.dropout(values, gids.view(), feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
                     p, values);
   }
 
   void transform(Model& model, std::size_t l, std::span<const vid_t> rows, const StepPlan& step, std::uint32_t epoch,
                  bool training) {
-    DeviceRows x = upload(layer_input(l), layer_input_rows(l, rows), "transform inputs");
+    DeviceMatrix x = upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
     dropout_rows(model, l, epoch, training, rows, x.view());
-    DeviceRows out(device, x.rows(), model.layer(l).row_width(), "transformed rows");
-    model.layer(l).transform(backend, x.view(), out.view());
-    backend.copy_rows(out.view(), nullptr, pools[z_index(l)].view(), step.write_slots.data(), out.rows());
+    DeviceMatrix out(device, x.rows(), model.layer(l).row_width(), "rows: transformed rows");
+    Layer::transform(backend, parameters.layer(l).weight.view(), x.view(), out.view());
+    const DeviceArray<vid_t> slots = slots_on_device(step.write_slots);
+    backend.copy_rows(out.view(), {}, pools[z_index(l)].view(), slots.view(), out.rows());
   }
 
   void aggregate(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step, std::uint32_t epoch,
                  bool training) {
-    SparseBlockView block = part.block.view();
-    block.src_row = step.read_slots.data();
+    const DeviceBlock block(device, part.block, "graph: subgraph");
+    const DeviceArray<vid_t> slots = slots_on_device(step.read_slots);
     Layer& layer = model.layer(l);
-    DeviceRows out(device, part.num_dst(), layer.out_dim(), "aggregated rows");
-    layer.aggregate(backend, block, attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
-                    training, pools[z_index(l)].view(), out.view());
-    backend.bias_activation(out.view(), layer.bias().value.data(), model.activation_after(l), out.view());
+    DeviceMatrix out(device, part.num_dst(), layer.out_dim(), "rows: aggregated rows");
+    layer.aggregate(backend, block.view(slots.view()),
+                    attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training,
+                    pools[z_index(l)].view(), out.view());
+    backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
     download(out.view(), outputs[l].view(), part.destinations());
   }
 
@@ -292,39 +316,48 @@ struct SubgraphExecutor::State {
                           std::uint32_t epoch) {
     Layer& layer = model.layer(l);
     // grad_outputs[l] already holds ∂L/∂Y: the activation's backward ran where ∂L/∂H was computed.
-    const DeviceRows grad_y = upload(grad_outputs[l].view(), part.destinations(), "output gradients");
-    backend.column_sums(grad_y.view(), layer.bias().grad.data(), true);
+    const DeviceMatrix grad_y = upload(grad_outputs[l].view(), part.destinations(), "rows: output gradients");
+    backend.column_sums(grad_y.view(), parameters.layer(l).bias_grad.view().span(), true);
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
-    Rows grad_pool = pools[grad_index(l)].view();
+    const DeviceBlock block(device, part.block, "graph: subgraph");
+    const DeviceArray<vid_t> accumulate_slots = slots_on_device(step.accumulate_slots);
+    DeviceArray<float> workspace(
+        device,
+        layer.aggregate_backward_workspace(backend, part.num_dst(), static_cast<eid_t>(part.block.src_index.size())),
+        "workspace: attention");
+    const DeviceRows grad_pool = pools[grad_index(l)].view();
     if (step.read_slots.empty()) {  // the gradient reads no rows: accumulate straight into the slots
-      SparseBlockView block = part.block.view();
-      block.src_row = step.accumulate_slots.data();
-      layer.aggregate_backward(backend, block, attention, true, ConstRows{}, grad_y.view(), grad_pool, true);
+      layer.aggregate_backward(backend, block.view(accumulate_slots.view()), attention, true, ConstDeviceRows{},
+                               grad_y.view(), grad_pool, true, workspace.view());
       return;
     }
     // Rows and gradients sit in different pools: work on packed copies and scatter the sums back.
     const auto sources = static_cast<std::int64_t>(part.sources.size());
-    DeviceRows z_rows(device, sources, layer.row_width(), "attention rows");
-    DeviceRows grad_rows(device, sources, layer.row_width(), "attention gradients");
-    backend.copy_rows(pools[z_index(l)].view(), step.read_slots.data(), z_rows.view(), nullptr, sources);
-    backend.copy_rows(grad_pool, step.accumulate_slots.data(), grad_rows.view(), nullptr, sources);
-    layer.aggregate_backward(backend, part.block.view(), attention, true, z_rows.view(), grad_y.view(),
-                             grad_rows.view(), true);
-    backend.copy_rows(grad_rows.view(), nullptr, grad_pool, step.accumulate_slots.data(), sources);
+    const DeviceArray<vid_t> read_slots = slots_on_device(step.read_slots);
+    DeviceMatrix z_rows(device, sources, layer.row_width(), "rows: attention rows");
+    DeviceMatrix grad_rows(device, sources, layer.row_width(), "rows: attention gradients");
+    backend.copy_rows(pools[z_index(l)].view(), read_slots.view(), z_rows.view(), {}, sources);
+    backend.copy_rows(grad_pool, accumulate_slots.view(), grad_rows.view(), {}, sources);
+    layer.aggregate_backward(backend, block.view(), attention, true, z_rows.view(), grad_y.view(), grad_rows.view(),
+                             true, workspace.view());
+    backend.copy_rows(grad_rows.view(), {}, grad_pool, accumulate_slots.view(), sources);
   }
 
   void transform_backward(Model& model, std::size_t l, std::span<const vid_t> rows, const StepPlan& step,
                           std::uint32_t epoch) {
     Layer& layer = model.layer(l);
-    const DeviceRows input = upload(layer_input(l), layer_input_rows(l, rows), "transform inputs");
-    DeviceRows dropped(device, input.rows(), input.cols(), "dropped inputs");
-    backend.copy_rows(input.view(), nullptr, dropped.view(), nullptr, input.rows());
+    const DeviceMatrix input = upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
+    DeviceMatrix dropped(device, input.rows(), input.cols(), "rows: dropped inputs");
+    backend.copy_rows(input.view(), {}, dropped.view(), {}, input.rows());
     dropout_rows(model, l, epoch, true, rows, dropped.view());
-    DeviceRows grad_z_rows(device, input.rows(), layer.row_width(), "transformed-row gradients");
-    backend.copy_rows(pools[grad_index(l)].view(), step.read_slots.data(), grad_z_rows.view(), nullptr,
-                      grad_z_rows.rows());
-    DeviceRows grad_x = l > 0 ? DeviceRows(device, input.rows(), layer.in_dim(), "input gradients") : DeviceRows();
-    layer.transform_backward(backend, dropped.view(), grad_z_rows.view(), grad_x.view());
+    DeviceMatrix grad_z_rows(device, input.rows(), layer.row_width(), "rows: transformed-row gradients");
+    const DeviceArray<vid_t> slots = slots_on_device(step.read_slots);
+    backend.copy_rows(pools[grad_index(l)].view(), slots.view(), grad_z_rows.view(), {}, grad_z_rows.rows());
+    DeviceMatrix grad_x =
+        l > 0 ? DeviceMatrix(device, input.rows(), layer.in_dim(), "rows: input gradients") : DeviceMatrix();
+    LayerParameters& p = parameters.layer(l);
+    Layer::transform_backward(backend, p.weight.view(), p.weight_grad.view(), dropped.view(), grad_z_rows.view(),
+                              grad_x.view());
     if (l > 0) {
       // The input is the previous layer's output: finish that layer's activation backward here, where its
       // output rows are already on the device, so that its aggregation backward reads only ∂L/∂Y.
@@ -336,8 +369,9 @@ struct SubgraphExecutor::State {
 
   // Rows of a pool leave the device for their host home, from where the exchange sends them.
   void send_rows(std::uint32_t tensor, std::span<const vid_t> rows, const StepPlan& step) {
-    DeviceRows packed(device, static_cast<std::int64_t>(rows.size()), pools[tensor].cols(), "exchange staging");
-    backend.copy_rows(pools[tensor].view(), step.read_slots.data(), packed.view(), nullptr, packed.rows());
+    DeviceMatrix packed(device, static_cast<std::int64_t>(rows.size()), pools[tensor].cols(), "rows: exchange staging");
+    const DeviceArray<vid_t> slots = slots_on_device(step.read_slots);
+    backend.copy_rows(pools[tensor].view(), slots.view(), packed.view(), {}, packed.rows());
     download(packed.view(), host_tensor(tensor).view(), rows);
   }
 
@@ -346,9 +380,10 @@ struct SubgraphExecutor::State {
     const LayerExchange& e = pass->exchange[l];
     const auto rows = static_cast<std::int64_t>(e.receive_gradients[chunk].size());
     const ConstRows sums = ConstRows(received_gradients[l].view()).slice(e.receive_first[chunk], rows);
-    DeviceRows packed(device, rows, sums.cols, "exchange staging");
-    wait(packed.upload(sums));
-    backend.add_rows(packed.view(), nullptr, pools[grad_index(l)].view(), step.accumulate_slots.data(), rows);
+    DeviceMatrix packed(device, rows, sums.cols, "rows: exchange staging");
+    timed([&] { transfers.upload(sums, {}, packed.view()); });
+    const DeviceArray<vid_t> slots = slots_on_device(step.accumulate_slots);
+    backend.add_rows(packed.view(), {}, pools[grad_index(l)].view(), slots.view(), rows);
   }
 
   std::uint32_t z_index(std::size_t l) const { return static_cast<std::uint32_t>(2 * l); }
@@ -401,8 +436,22 @@ struct SubgraphExecutor::State {
         default: transform_backward(model, s.layer, pass->transform_chunks[s.layer][s.index], step, epoch);
       }
       const bool layer_done = k + 1 == pass->steps.size() || pass->steps[k + 1].layer != s.layer;
-      if (layer_done) model.layer(s.layer).finish_backward();
+      if (layer_done) parameters.finish_backward(backend, model, s.layer);
     });
+  }
+
+  // One training step: every pass forward, its loss, and backward.
+  double train(Model& model, std::uint32_t epoch, const LossFunction& loss) {
+    for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
+    parameters.upload(backend, model);
+    double total = 0.0;
+    for_each_pass([&] {
+      run_forward(model, epoch, true);
+      total += take_loss(loss);
+      run_backward(model, epoch);
+    });
+    count_rows();
+    return total;
   }
 
   // ---- bookkeeping ----
@@ -433,10 +482,13 @@ struct SubgraphExecutor::State {
 
   Backend& backend;
   Device& device;
+  Transfers transfers;
   ConstRows features;
+  std::int64_t num_owned = 0;
   std::vector<gid_t> global_id;  // per local vertex
-  EpochPlan plan;
+  const EpochPlan& plan;
   BoundaryExchange exchange;
+  DeviceParameters parameters;
   std::size_t exchange_phase = 0;  // the running pass's next phase exchange
   bool exchange_started = false;
   bool in_backward = false;                       // the running pass runs its backward half
@@ -449,50 +501,97 @@ struct SubgraphExecutor::State {
   std::vector<Matrix> z;                   // host home of transformed rows that leave the device
   std::vector<Matrix> grad_z;              // host home of their gradients
   std::vector<Matrix> received_gradients;  // per layer: what the mirrors sent for each boundary row
-  std::vector<DeviceRows> pools;           // per trace tensor, during its phase
-  std::vector<float> staging;              // host side of packed transfers
+  std::vector<Matrix> boundary_rows;       // per layer: the boundary rows leaving, packed
+  std::vector<DeviceMatrix> pools;         // per trace tensor, during its phase
   ExecutionMetrics metrics;
 };
 
-SubgraphExecutor::SubgraphExecutor(Backend& backend, Device& device, const Model& model, const LocalGraph& local,
-                                   ConstRows features, const SubgraphExecutorOptions& options, Communicator* comm)
-    : state_(std::make_unique<State>(backend, device, model, local, features, options, comm)) {
+namespace {
+
+// What a step of training feeds the loss on a planning device: nothing (its logits are zeros anyway).
+double no_loss(ConstRows /*logits*/, const vid_t* /*vertices*/, Rows grad) {
+  std::fill(grad.data, grad.data + grad.size(), 0.0F);
+  return 0.0;
+}
+
+// The smallest budget that holds a footprint, written so that it parses back to no less: whole KiB.
+std::string budget_for(std::int64_t footprint) { return fmt::format("{}K", (footprint + 1023) / 1024); }
+
+}  // namespace
+
+MemoryForecast forecast_device_memory(const Backend& backend, Model& model, const LocalGraph& local, ConstRows features,
+                                      const EpochPlan& plan) {
+  PlanningDevice device;
+  const std::unique_ptr<Backend> kernels = make_planning_backend(backend);
+  const std::unique_ptr<Communicator> detached = make_detached_communicator();
+  {
+    SubgraphExecutor::State replay(*kernels, device, model, local, features, plan, detached.get());
+    replay.train(model, 0, no_loss);
+  }
+  return device.forecast();
+}
+
+std::int64_t device_memory_shortfall(const EpochPlan& plan) {
+  if (plan.options.device_budget == kUnlimited) return 0;
+  // The arena places whole alignment units of the budget.
+  const std::int64_t usable = plan.options.device_budget / kArenaAlignment * kArenaAlignment;
+  return std::max<std::int64_t>(0, plan.memory.peak_footprint_bytes - usable);
+}
+
+std::string describe_forecast(const MemoryForecast& forecast) {
+  std::string parts;
+  for (const auto& [category, bytes] : forecast.at_peak) {
+    if (bytes > 0) parts += fmt::format("{} {}, ", category, format_bytes(bytes));
+  }
+  return fmt::format("{}alignment and fragmentation {}", parts, format_bytes(forecast.padding_at_peak()));
+}
+
+SubgraphExecutor::SubgraphExecutor(Resources& resources, Model& model, const LocalGraph& local, ConstRows features,
+                                   const SubgraphExecutorOptions& options, Communicator* comm)
+    : plan_(plan_epoch(model, local, options)) {
   NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
              local.num_owned);
+  NJ_EXPECTS(resources.device->budget_bytes() == plan_.options.device_budget,
+             "a device budget of {} bytes for a plan of {}", resources.device->budget_bytes(),
+             plan_.options.device_budget);
+  plan_.memory = forecast_device_memory(*resources.backend, model, local, features, plan_);
+  if (const std::int64_t short_by = device_memory_shortfall(plan_); short_by > 0) {
+    throw InputError(fmt::format(
+        "device memory budget {} is {} short of what this plan needs at its peak ({}: {}); use --device-memory {} "
+        "or more",
+        format_bytes(plan_.options.device_budget), format_bytes(short_by),
+        format_bytes(plan_.memory.peak_footprint_bytes), describe_forecast(plan_.memory),
+        budget_for(plan_.memory.peak_footprint_bytes)));
+  }
+  state_ = std::make_unique<State>(*resources.backend, *resources.device, model, local, features, plan_, comm);
 }
 
 SubgraphExecutor::~SubgraphExecutor() = default;
 
-const EpochPlan& SubgraphExecutor::plan() const { return state_->plan; }
+const EpochPlan& SubgraphExecutor::plan() const { return plan_; }
 
 ConstRows SubgraphExecutor::evaluate(Model& model) {
   State& s = *state_;
   for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
+  s.parameters.upload(s.backend, model);
   s.for_each_pass([&] { s.run_forward(model, 0, false); });
   return s.logits.view();
 }
 
 double SubgraphExecutor::train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) {
-  State& s = *state_;
-  for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
-  double total = 0.0;
-  s.for_each_pass([&] {
-    s.run_forward(model, epoch, true);
-    total += s.take_loss(loss);
-    s.run_backward(model, epoch);
-  });
-  s.count_rows();
-  return total;
+  return state_->train(model, epoch, loss);
 }
-
 ExecutionMetrics SubgraphExecutor::take_metrics() {
   State& s = *state_;
   s.device.synchronize();
   const DeviceStats stats = s.device.stats();
   ExecutionMetrics m = s.metrics;
-  m.h2d_bytes = stats.h2d_bytes;
-  m.d2h_bytes = stats.d2h_bytes;
+  std::tie(m.h2d_bytes, m.d2h_bytes) = s.transfers.take_row_bytes();
+  m.h2d_other_bytes = stats.h2d_bytes - m.h2d_bytes;
+  m.d2h_other_bytes = stats.d2h_bytes - m.d2h_bytes;
+  m.pageable_copies = stats.pageable_copies;
   m.peak_device_bytes = stats.peak_bytes;
+  m.peak_device_footprint_bytes = stats.peak_footprint_bytes;
   m.copy_seconds = stats.copy_seconds;
   m.exchange = s.exchange.take_stats();
   s.device.reset_transfer_stats();

@@ -26,7 +26,7 @@ bool worth_threads(std::int64_t floats) { return floats >= kParallelWork; }
 constexpr std::int64_t kReductionBlockRows = 1024;
 
 // The input buffer holds every row the block's sources map to.
-bool reaches_sources(const SparseBlockView& block, ConstRows rows) {
+bool reaches_sources(const SparseBlockView& block, ConstDeviceRows rows) {
   return block.src_row != nullptr || rows.rows >= block.num_src;
 }
 
@@ -41,16 +41,22 @@ class CpuBackend final : public Backend {
 
   std::string_view name() const override { return "cpu"; }
 
-  void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-            std::int64_t ldc) override {
+  void gemm(bool transpose_a, bool transpose_b, float alpha, ConstDeviceRows a, ConstDeviceRows b, float beta,
+            DeviceRows c) override {
+    const std::int64_t m = transpose_a ? a.cols : a.rows;
+    const std::int64_t k = transpose_a ? a.rows : a.cols;
+    const std::int64_t n = transpose_b ? b.rows : b.cols;
+    NJ_EXPECTS((transpose_b ? b.cols : b.rows) == k && c.rows == m && c.cols == n,
+               "gemm shapes: op(A) {}x{}, op(B) {}x{}, C {}x{}", m, k, transpose_b ? b.cols : b.rows, n, c.rows,
+               c.cols);
     if (m == 0 || n == 0) return;
     cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
-                static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+                static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a.data,
+                static_cast<blasint>(a.cols), b.data, static_cast<blasint>(b.cols), beta, c.data,
+                static_cast<blasint>(c.cols));
   }
 
-  void spmm(const SparseBlockView& block, ConstRows in, Rows out) override {
+  void spmm(const SparseBlockView& block, ConstDeviceRows in, DeviceRows out) override {
     NJ_EXPECTS(in.cols == out.cols && out.rows == block.num_dst && reaches_sources(block, in),
                "spmm shapes: in {}x{}, out {}x{}, block {}->{}", in.rows, in.cols, out.rows, out.cols, block.num_src,
                block.num_dst);
@@ -58,7 +64,8 @@ class CpuBackend final : public Backend {
     for (vid_t i = 0; i < block.num_dst; ++i) rowmath::spmm_row(block, i, in.data, in.cols, out.row(i));
   }
 
-  void spmm_transpose(const SparseBlockView& block, ConstRows grad_out, Rows grad_in, bool accumulate) override {
+  void spmm_transpose(const SparseBlockView& block, ConstDeviceRows grad_out, DeviceRows grad_in,
+                      bool accumulate) override {
     NJ_EXPECTS(grad_in.cols == grad_out.cols && grad_out.rows == block.num_dst && reaches_sources(block, grad_in),
                "spmm_transpose shapes");
 #pragma omp parallel for schedule(dynamic, 64) if (worth_threads((block.num_edges() + block.num_src) * grad_out.cols))
@@ -67,8 +74,8 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention, ConstRows z,
-                   Rows out) override {
+  void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
+                   ConstDeviceRows z, DeviceRows out) override {
     NJ_EXPECTS(z.cols == shape.row_width() && out.cols == shape.output_width() && out.rows == block.num_dst &&
                    reaches_sources(block, z),
                "gat_forward shapes");
@@ -76,23 +83,30 @@ class CpuBackend final : public Backend {
     for (vid_t i = 0; i < block.num_dst; ++i) rowmath::gat_forward_row(block, shape, attention, i, z.data, out.row(i));
   }
 
-  void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention, ConstRows z,
-                    ConstRows grad_out, Rows grad_z, bool accumulate) override {
+  std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const override {
+    return (2 * num_edges + num_dst) * heads;
+  }
+
+  void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
+                    ConstDeviceRows z, ConstDeviceRows grad_out, DeviceRows grad_z, bool accumulate,
+                    DeviceSpan<float> workspace) override {
     NJ_EXPECTS(grad_out.cols == shape.output_width() && grad_out.rows == block.num_dst &&
-                   grad_z.cols == shape.row_width() && reaches_sources(block, grad_z),
+                   grad_z.cols == shape.row_width() && reaches_sources(block, grad_z) &&
+                   workspace.size >= gat_backward_workspace(block.num_dst, block.num_edges(), shape.heads),
                "gat_backward shapes");
-    const auto edges = static_cast<std::size_t>(block.num_edges()) * static_cast<std::size_t>(shape.heads);
-    std::vector<float> coefficient(edges);
-    std::vector<float> score_grad(edges);
-    std::vector<float> dst_score_grad(static_cast<std::size_t>(block.num_dst) * static_cast<std::size_t>(shape.heads));
+    // Per edge and head: the coefficient and the score gradient; per destination and head: its score gradient.
+    const std::int64_t edges = block.num_edges() * shape.heads;
+    const DeviceSpan<float> coefficient = workspace.subspan(0, edges);
+    const DeviceSpan<float> score_grad = workspace.subspan(edges, edges);
+    const DeviceSpan<float> dst_score_grad = workspace.subspan(2 * edges, std::int64_t{block.num_dst} * shape.heads);
 #pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * z.cols))
     for (vid_t i = 0; i < block.num_dst; ++i) {
-      rowmath::gat_backward_row(block, shape, attention, i, z.data, grad_out.row(i), coefficient.data(),
-                                score_grad.data(), dst_score_grad.data() + static_cast<std::int64_t>(i) * shape.heads);
+      rowmath::gat_backward_row(block, shape, attention, i, z.data, grad_out.row(i), coefficient.data, score_grad.data,
+                                dst_score_grad.data + static_cast<std::int64_t>(i) * shape.heads);
     }
 #pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * z.cols))
     for (vid_t j = 0; j < block.num_src; ++j) {
-      rowmath::gat_backward_source_row(block, shape, j, coefficient.data(), score_grad.data(), grad_out.data,
+      rowmath::gat_backward_source_row(block, shape, j, coefficient.data, score_grad.data, grad_out.data,
                                        grad_z.row(block.row_of(j)), accumulate);
     }
     // After the source pass, which may have reset these rows; destination i is local source i.
@@ -100,13 +114,14 @@ class CpuBackend final : public Backend {
     for (vid_t i = 0; i < block.num_dst; ++i) {
       float* row = grad_z.row(block.row_of(i));
       for (int h = 0; h < shape.heads; ++h) {
-        row[shape.dst_score(h)] += dst_score_grad[static_cast<std::size_t>(i) * shape.heads + h];
+        row[shape.dst_score(h)] += dst_score_grad.data[static_cast<std::int64_t>(i) * shape.heads + h];
       }
     }
   }
 
-  void dropout(ConstRows in, const gid_t* row_gid, const RandomStream& stream, float p, Rows out) override {
-    NJ_EXPECTS(in.rows == out.rows && in.cols == out.cols, "dropout shapes");
+  void dropout(ConstDeviceRows in, DeviceSpan<const gid_t> row_gid, const RandomStream& stream, float p,
+               DeviceRows out) override {
+    NJ_EXPECTS(in.rows == out.rows && in.cols == out.cols && row_gid.size >= in.rows, "dropout shapes");
     // A group of 128 columns draws 16 Philox blocks together (the rounds vectorise across them), and column
     // 128g + 16k + lane takes half k of block lane (RandomStream::vertex_uniform's layout).
     constexpr int kLanes = 16;
@@ -116,7 +131,7 @@ class CpuBackend final : public Backend {
     for (std::int64_t r = 0; r < in.rows; ++r) {
       const float* x = in.row(r);
       float* y = out.row(r);
-      const auto gid = static_cast<std::uint64_t>(row_gid[r]);
+      const auto gid = static_cast<std::uint64_t>(row_gid.data[r]);
       for (std::int64_t first = 0; first < in.cols; first += kGroup) {
         const std::int64_t end = std::min(in.cols, first + kGroup);
         // Sparse inputs (bag-of-words features) are mostly zero, and zero stays zero whatever the mask.
@@ -145,7 +160,10 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void bias_activation(ConstRows y, const float* bias, Activation act, Rows h) override {
+  void bias_activation(ConstDeviceRows y, DeviceSpan<const float> bias_values, Activation act, DeviceRows h) override {
+    NJ_EXPECTS(bias_values.empty() || bias_values.size == y.cols, "a bias of {} values for rows of {}",
+               bias_values.size, y.cols);
+    const float* bias = bias_values.data;
 #pragma omp parallel for schedule(static) if (worth_threads(y.size()))
     for (std::int64_t r = 0; r < y.rows; ++r) {
       const float* in = y.row(r);
@@ -154,7 +172,7 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void activation_backward(Activation act, ConstRows h, ConstRows grad_h, Rows grad_y) override {
+  void activation_backward(Activation act, ConstDeviceRows h, ConstDeviceRows grad_h, DeviceRows grad_y) override {
 #pragma omp parallel for schedule(static) if (worth_threads(h.size()))
     for (std::int64_t r = 0; r < h.rows; ++r) {
       for (std::int64_t c = 0; c < h.cols; ++c) {
@@ -163,7 +181,9 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void column_sums(ConstRows in, float* out, bool accumulate) override {
+  void column_sums(ConstDeviceRows in, DeviceSpan<float> sums_out, bool accumulate) override {
+    NJ_EXPECTS(sums_out.size == in.cols, "{} column sums of rows of {}", sums_out.size, in.cols);
+    float* out = sums_out.data;
     const std::int64_t blocks = (in.rows + kReductionBlockRows - 1) / kReductionBlockRows;
     std::vector<float> partial(static_cast<std::size_t>(blocks * in.cols), 0.0F);
 #pragma omp parallel for schedule(static) if (worth_threads(in.size()))
@@ -181,13 +201,16 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void copy_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows, std::int64_t count) override {
-    move_rows(src, src_rows, dst, dst_rows, count, false);
+  void copy_rows(ConstDeviceRows src, DeviceSpan<const vid_t> src_rows, DeviceRows dst,
+                 DeviceSpan<const vid_t> dst_rows, std::int64_t count) override {
+    move_rows(src, src_rows.data, dst, dst_rows.data, count, false);
   }
-  void add_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows, std::int64_t count) override {
-    move_rows(src, src_rows, dst, dst_rows, count, true);
+  void add_rows(ConstDeviceRows src, DeviceSpan<const vid_t> src_rows, DeviceRows dst, DeviceSpan<const vid_t> dst_rows,
+                std::int64_t count) override {
+    move_rows(src, src_rows.data, dst, dst_rows.data, count, true);
   }
-  void zero_rows(Rows dst, const vid_t* rows, std::int64_t count) override {
+  void zero_rows(DeviceRows dst, DeviceSpan<const vid_t> row_list, std::int64_t count) override {
+    const vid_t* rows = row_list.data;
 #pragma omp parallel for schedule(static) if (worth_threads(count * dst.cols))
     for (std::int64_t i = 0; i < count; ++i) {
       float* row = dst.row(rows != nullptr ? rows[i] : i);
@@ -195,32 +218,10 @@ class CpuBackend final : public Backend {
     }
   }
 
-  double softmax_cross_entropy(ConstRows logits, const std::int32_t* labels, const std::uint8_t* mask, float scale,
-                               Rows grad) override {
-    const std::int64_t blocks = (logits.rows + kReductionBlockRows - 1) / kReductionBlockRows;
-    std::vector<double> partial(static_cast<std::size_t>(blocks), 0.0);
-#pragma omp parallel for schedule(static) if (worth_threads(logits.size()))
-    for (std::int64_t blk = 0; blk < blocks; ++blk) {
-      const std::int64_t end = std::min(logits.rows, (blk + 1) * kReductionBlockRows);
-      for (std::int64_t r = blk * kReductionBlockRows; r < end; ++r) {
-        float* g = grad.row(r);
-        if (mask[r] == 0) {
-          for (std::int64_t c = 0; c < logits.cols; ++c) g[c] = 0.0F;
-          continue;
-        }
-        partial[static_cast<std::size_t>(blk)] +=
-            rowmath::softmax_cross_entropy_row(logits.row(r), logits.cols, labels[r], scale, g);
-      }
-    }
-    double total = 0.0;
-    for (const double p : partial) total += p;
-    return total;
-  }
-
  private:
   // dst rows = src rows, or dst rows += src rows: copy_rows and add_rows.
-  static void move_rows(ConstRows src, const vid_t* src_rows, Rows dst, const vid_t* dst_rows, std::int64_t count,
-                        bool accumulate) {
+  static void move_rows(ConstDeviceRows src, const vid_t* src_rows, DeviceRows dst, const vid_t* dst_rows,
+                        std::int64_t count, bool accumulate) {
     NJ_EXPECTS(src.cols == dst.cols, "row widths {} and {}", src.cols, dst.cols);
 #pragma omp parallel for schedule(static) if (worth_threads(count * src.cols))
     for (std::int64_t i = 0; i < count; ++i) {

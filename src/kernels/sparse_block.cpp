@@ -5,21 +5,6 @@
 
 namespace nj {
 
-SparseBlockView SparseBlock::view() const {
-  SparseBlockView v;
-  v.num_dst = num_dst();
-  v.num_src = num_src;
-  v.dst_offsets = dst_offsets.data();
-  v.src_index = src_index.data();
-  v.edge_weight = edge_weight.empty() ? nullptr : edge_weight.data();
-  v.src_offsets = by_source.offsets.data();
-  v.out_dst = by_source.destinations.data();
-  v.out_edge = by_source.edge_position.data();
-  v.out_weight = out_weight.empty() ? nullptr : out_weight.data();
-  v.src_gid = src_gid.data();
-  return v;
-}
-
 void SparseBlock::index_by_source() {
   by_source = transpose(dst_offsets, src_index, num_src);
   out_weight.clear();

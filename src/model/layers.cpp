@@ -30,13 +30,18 @@ GcnLayer::GcnLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed
 }
 
 void GcnLayer::aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& /*attention*/,
-                         bool /*training*/, ConstRows z, Rows y) const {
+                         bool /*training*/, ConstDeviceRows z, DeviceRows y) const {
   backend.spmm(block, z, y);
 }
 
+std::int64_t GcnLayer::aggregate_backward_workspace(const Backend& /*backend*/, vid_t /*num_dst*/,
+                                                    eid_t /*num_edges*/) const {
+  return 0;
+}
+
 void GcnLayer::aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& /*attention*/,
-                                  bool /*training*/, ConstRows /*z*/, ConstRows grad_y, Rows grad_z,
-                                  bool accumulate) const {
+                                  bool /*training*/, ConstDeviceRows /*z*/, ConstDeviceRows grad_y, DeviceRows grad_z,
+                                  bool accumulate, DeviceSpan<float> /*workspace*/) const {
   backend.spmm_transpose(block, grad_y, grad_z, accumulate);
 }
 
@@ -82,13 +87,18 @@ GatShape GatLayer::effective_shape(bool training) const {
 }
 
 void GatLayer::aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
-                         ConstRows z, Rows y) const {
+                         ConstDeviceRows z, DeviceRows y) const {
   backend.gat_forward(block, effective_shape(training), attention, z, y);
 }
 
+std::int64_t GatLayer::aggregate_backward_workspace(const Backend& backend, vid_t num_dst, eid_t num_edges) const {
+  return backend.gat_backward_workspace(num_dst, num_edges, shape_.heads);
+}
+
 void GatLayer::aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention,
-                                  bool training, ConstRows z, ConstRows grad_y, Rows grad_z, bool accumulate) const {
-  backend.gat_backward(block, effective_shape(training), attention, z, grad_y, grad_z, accumulate);
+                                  bool training, ConstDeviceRows z, ConstDeviceRows grad_y, DeviceRows grad_z,
+                                  bool accumulate, DeviceSpan<float> workspace) const {
+  backend.gat_backward(block, effective_shape(training), attention, z, grad_y, grad_z, accumulate, workspace);
 }
 
 void GatLayer::finish_backward() {

@@ -4,6 +4,8 @@
 #include <array>
 #include <chrono>
 
+#include "nj/train/loss.hpp"
+
 namespace nj {
 namespace {
 
@@ -73,11 +75,10 @@ WeightDecayScope parse_weight_decay_scope(const std::string& text) {
   throw InputError(fmt::format("unknown weight-decay scope '{}' (expected all or first)", text));
 }
 
-Trainer::Trainer(Model& model, Executor& executor, Backend& backend, Communicator& comm, const VertexTargets& targets,
+Trainer::Trainer(Model& model, Executor& executor, Communicator& comm, const VertexTargets& targets,
                  const TrainOptions& options)
     : model_(model),
       executor_(executor),
-      backend_(backend),
       comm_(comm),
       targets_(targets),
       options_(options),
@@ -92,7 +93,7 @@ EpochMetrics Trainer::train_epoch(std::uint32_t epoch) {
   const float scale = 1.0F / static_cast<float>(global_train_count_);
   const LossFunction loss_function = [&](ConstRows logits, const vid_t* vertices, Rows grad) {
     if (vertices == nullptr) {
-      return backend_.softmax_cross_entropy(logits, targets_.labels.data(), targets_.train_mask.data(), scale, grad);
+      return masked_softmax_cross_entropy(logits, targets_.labels.data(), targets_.train_mask.data(), scale, grad);
     }
     row_labels_.resize(static_cast<std::size_t>(logits.rows));
     row_mask_.resize(static_cast<std::size_t>(logits.rows));
@@ -101,7 +102,7 @@ EpochMetrics Trainer::train_epoch(std::uint32_t epoch) {
       row_labels_[static_cast<std::size_t>(r)] = targets_.labels[v];
       row_mask_[static_cast<std::size_t>(r)] = targets_.train_mask[v];
     }
-    return backend_.softmax_cross_entropy(logits, row_labels_.data(), row_mask_.data(), scale, grad);
+    return masked_softmax_cross_entropy(logits, row_labels_.data(), row_mask_.data(), scale, grad);
   };
 
   auto start = std::chrono::steady_clock::now();

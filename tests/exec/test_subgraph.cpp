@@ -75,7 +75,7 @@ TEST(ClosurePlanner, APassHoldsEachLayersRowsAndAllTheirInEdges) {
   // Global ids that differ from the local ones, to see that passes carry the right ones.
   LocalGraph shifted = whole_local_graph(data.graph);
   for (gid_t& id : shifted.global_id) id += 1000;
-  const SubgraphExecutorOptions options{8 * minimum_device_budget(model, shifted), ExecutionMode::kRecompute,
+  const SubgraphExecutorOptions options{2 * minimum_device_budget(model, shifted), ExecutionMode::kRecompute,
                                         CachePolicy::kSizeOrder};
   const EpochPlan plan = plan_epoch(model, shifted, options);
   ASSERT_GT(plan.closures.size(), 1U);

@@ -33,17 +33,18 @@ ModelConfig model_config(ModelKind kind, int layers) {
 
 // Trains `epochs` epochs with the given executor factory and records losses, final weights and metrics.
 template <typename MakeExecutor>
-Trace train(const Dataset& data, const ModelConfig& config, std::uint32_t epochs, MakeExecutor&& make_executor) {
-  auto backend = make_cpu_backend(2);
+Trace train(const Dataset& data, const ModelConfig& config, std::uint32_t epochs, std::int64_t device_budget,
+            MakeExecutor&& make_executor) {
+  Resources resources = make_cpu_resources(device_budget, 2);
   auto comm = make_single_process_communicator();
   Model model(config, data.features.cols(), data.num_classes);
-  auto executor = make_executor(*backend, model);
+  auto executor = make_executor(resources, model);
   TrainOptions options;
   options.epochs = epochs;
   options.eval_every = 0;
   options.adam.weight_decay = 5e-4F;
   Trace trace;
-  Trainer trainer(model, *executor, *backend, *comm, targets_of(data), options);
+  Trainer trainer(model, *executor, *comm, targets_of(data), options);
   trainer.fit(0, [&](const EpochMetrics& m) {
     trace.losses.push_back(m.loss);
     trace.execution.push_back(m.execution);
@@ -54,16 +55,17 @@ Trace train(const Dataset& data, const ModelConfig& config, std::uint32_t epochs
 }
 
 Trace train_in_memory(const Dataset& data, const ModelConfig& config, std::uint32_t epochs) {
-  return train(data, config, epochs, [&](Backend& backend, const Model& model) {
-    return std::make_unique<InMemoryExecutor>(backend, model, whole_local_graph(data.graph), data.features.view());
+  return train(data, config, epochs, kUnlimited, [&](Resources& resources, Model& model) {
+    return std::make_unique<InMemoryExecutor>(resources, model, whole_local_graph(data.graph), data.features.view());
   });
 }
 
+// On a device with the options' budget.
 Trace train_budgeted(const Dataset& data, const ModelConfig& config, std::uint32_t epochs,
-                     const SubgraphExecutorOptions& options, Device& device) {
-  return train(data, config, epochs, [&](Backend& backend, const Model& model) {
-    return std::make_unique<SubgraphExecutor>(backend, device, model, whole_local_graph(data.graph),
-                                              data.features.view(), options);
+                     const SubgraphExecutorOptions& options) {
+  return train(data, config, epochs, options.device_budget, [&](Resources& resources, Model& model) {
+    return std::make_unique<SubgraphExecutor>(resources, model, whole_local_graph(data.graph), data.features.view(),
+                                              options);
   });
 }
 
@@ -115,9 +117,7 @@ TEST_P(Exactness, BudgetedTrainingMatchesFullGraphTraining) {
   const Trace reference = train_in_memory(data, config, epochs);
 
   for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
-    auto unlimited_device = make_cpu_device(kUnlimited);
-    const Trace unlimited =
-        train_budgeted(data, config, epochs, {kUnlimited, mode, CachePolicy::kStAware}, *unlimited_device);
+    const Trace unlimited = train_budgeted(data, config, epochs, {kUnlimited, mode, CachePolicy::kStAware});
     expect_close(reference, unlimited, 1e-5);
     const std::int64_t unlimited_peak = unlimited.execution.front().peak_device_bytes;
     ASSERT_GT(unlimited_peak, 0);
@@ -126,8 +126,7 @@ TEST_P(Exactness, BudgetedTrainingMatchesFullGraphTraining) {
       for (const CachePolicy policy : kAllPolicies) {
         SCOPED_TRACE(fmt::format("budget {:.0f}% ({} bytes), {}, {}", 100 * fraction, budget, to_string(mode),
                                  to_string(policy)));
-        auto device = make_cpu_device(budget);
-        const Trace budgeted = train_budgeted(data, config, epochs, {budget, mode, policy}, *device);
+        const Trace budgeted = train_budgeted(data, config, epochs, {budget, mode, policy});
         expect_close(reference, budgeted, 1e-5);
         for (const auto& m : budgeted.execution) {
           EXPECT_LE(m.peak_device_bytes, budget);
@@ -160,16 +159,14 @@ TEST(SubgraphExecutor, GatOnHubsStaysWithinTheSmallestBudget) {
     for (const std::int64_t budget : {minimum, minimum + minimum / 3}) {
       for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kSizeOrder, CachePolicy::kBelady}) {
         SCOPED_TRACE(fmt::format("{} bytes, {}, {}", budget, to_string(mode), to_string(policy)));
-        auto device = make_cpu_device(budget);
-        const Trace budgeted = train_budgeted(data, config, 2, {budget, mode, policy}, *device);
+        const Trace budgeted = train_budgeted(data, config, 2, {budget, mode, policy});
         expect_close(reference, budgeted, 1e-5);
         for (const auto& m : budgeted.execution) EXPECT_LE(m.peak_device_bytes, budget);
       }
     }
     // One byte less than the minimum is refused up front, with the minimum in the message.
     try {
-      auto device = make_cpu_device(minimum - 1);
-      train_budgeted(data, config, 1, {minimum - 1, mode, CachePolicy::kStAware}, *device);
+      train_budgeted(data, config, 1, {minimum - 1, mode, CachePolicy::kStAware});
       ADD_FAILURE() << "a budget below the minimum was accepted";
     } catch (const InputError& e) {
       // The suggested budget is enough.
@@ -196,8 +193,7 @@ TEST(SubgraphExecutor, MeasuredTrafficAndPeakAreWhatThePlanSays) {
         const SubgraphExecutorOptions options{budget, mode, policy};
         const EpochPlan plan = plan_epoch(model, whole_local_graph(data.graph), options);
         EXPECT_LE(plan.peak_bytes_bound, budget);
-        auto device = make_cpu_device(budget);
-        const Trace trace = train_budgeted(data, config, 1, options, *device);
+        const Trace trace = train_budgeted(data, config, 1, options);
         EXPECT_LE(trace.execution.front().peak_device_bytes, plan.peak_bytes_bound);
         EXPECT_EQ(trace.execution.front().h2d_bytes, plan.h2d_bytes);
         EXPECT_EQ(trace.execution.front().d2h_bytes, plan.d2h_bytes);

@@ -1,5 +1,7 @@
 // Each kernel's backward is checked against central finite differences of its forward, on small random
-// graphs (the GAT with two heads, both concatenated and averaged, with attention dropout on).
+// graphs (the GAT with two heads, both concatenated and averaged, with attention dropout on). Kernels run on
+// the checked CPU device emulation (support/on_device.hpp), so every test also checks that they touch only
+// live device memory the copies were ordered for.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,10 +10,13 @@
 
 #include "nj/graph/shard.hpp"
 #include "nj/kernels/backend.hpp"
+#include "support/on_device.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
 namespace {
+
+using test::OnDevice;
 
 Matrix random_matrix(std::int64_t rows, std::int64_t cols, std::uint64_t seed, float scale = 1.0F) {
   std::mt19937_64 rng(seed);
@@ -27,7 +32,8 @@ double dot(const Matrix& a, const Matrix& b) {
   return s;
 }
 
-// Checks analytic ∂f/∂x against central differences for every element of x.
+// Checks analytic ∂f/∂x against central differences for every element of x; f reads x from the host, so it
+// must upload x again before running any kernel on it.
 void expect_gradient_matches(Matrix& x, const Matrix& analytic, const std::function<double()>& f, float eps = 1e-2F,
                              double tolerance = 2e-2) {
   ASSERT_EQ(x.size(), analytic.size());
@@ -54,27 +60,41 @@ SparseBlock random_block(vid_t n, eid_t edges, bool self_loops, std::uint64_t se
   return local_graph_block(g, weights, g.num_vertices(), local.global_id);
 }
 
+// gat_backward's workspace for a block, on the device.
+DeviceArray<float> gat_workspace(OnDevice& on, const SparseBlock& block, const GatShape& shape) {
+  const auto edges = static_cast<eid_t>(block.src_index.size());
+  return DeviceArray<float>(on.device(), on.backend().gat_backward_workspace(block.num_dst(), edges, shape.heads),
+                            "gat_backward workspace");
+}
+
 class KernelTest : public ::testing::Test {
  protected:
-  std::unique_ptr<Backend> backend = make_cpu_backend(2);
+  OnDevice on{2};
+  Backend& backend = on.backend();
 };
 
 TEST_F(KernelTest, SpmmTransposeIsTheAdjointOfSpmm) {
   const SparseBlock block = random_block(40, 150, false, 1);
   const Matrix x = random_matrix(40, 5, 2);
   const Matrix y = random_matrix(40, 5, 3);
-  Matrix ax(40, 5);
-  Matrix aty(40, 5);
-  backend->spmm(block.view(), x.view(), ax.view());
-  backend->spmm_transpose(block.view(), y.view(), aty.view(), false);
-  EXPECT_NEAR(dot(y, ax), dot(aty, x), 1e-3);
+  const DeviceBlock b = on.block(block);
+  const DeviceMatrix dx = on.put(x);
+  const DeviceMatrix dy = on.put(y);
+  DeviceMatrix dax = on.zeros(40, 5);
+  DeviceMatrix daty = on.zeros(40, 5);
+  backend.spmm(b.view(), dx.view(), dax.view());
+  backend.spmm_transpose(b.view(), dy.view(), daty.view(), false);
+  EXPECT_NEAR(dot(y, on.get(dax.view())), dot(on.get(daty.view()), x), 1e-3);
 }
 
 TEST_F(KernelTest, SpmmMatchesADenseReference) {
   const SparseBlock block = random_block(12, 30, true, 4);
   const Matrix x = random_matrix(12, 3, 5);
-  Matrix out(12, 3);
-  backend->spmm(block.view(), x.view(), out.view());
+  const DeviceBlock b = on.block(block);
+  const DeviceMatrix dx = on.put(x);
+  DeviceMatrix dout = on.zeros(12, 3);
+  backend.spmm(b.view(), dx.view(), dout.view());
+  const Matrix out = on.get(dout.view());
   for (vid_t i = 0; i < 12; ++i) {
     for (int c = 0; c < 3; ++c) {
       double expected = 0.0;
@@ -98,14 +118,19 @@ TEST_P(GatKernelTest, BackwardMatchesFiniteDifferences) {
   const RandomStream stream{7, RandomPurpose::kAttentionDropout, 0, 3};
   Matrix z = random_matrix(10, shape.row_width(), 8);
   const Matrix probe = random_matrix(10, shape.output_width(), 9);
-  Matrix out(10, shape.output_width());
+  const DeviceBlock b = on.block(block);
+  DeviceMatrix dz = on.put(z);
+  const DeviceMatrix dprobe = on.put(probe);
+  DeviceMatrix dout = on.zeros(10, shape.output_width());
   auto f = [&] {
-    backend->gat_forward(block.view(), shape, stream, z.view(), out.view());
-    return dot(probe, out);
+    on.set(dz, z);
+    backend.gat_forward(b.view(), shape, stream, dz.view(), dout.view());
+    return dot(probe, on.get(dout.view()));
   };
-  Matrix grad_z(10, shape.row_width());
-  backend->gat_backward(block.view(), shape, stream, z.view(), probe.view(), grad_z.view(), false);
-  expect_gradient_matches(z, grad_z, f, 1e-3F);
+  DeviceMatrix dgrad_z = on.zeros(10, shape.row_width());
+  DeviceArray<float> workspace = gat_workspace(on, block, shape);
+  backend.gat_backward(b.view(), shape, stream, dz.view(), dprobe.view(), dgrad_z.view(), false, workspace.view());
+  expect_gradient_matches(z, on.get(dgrad_z.view()), f, 1e-3F);
 }
 
 INSTANTIATE_TEST_SUITE_P(HeadsConcatenatedOrAveraged, GatKernelTest, ::testing::Bool());
@@ -117,48 +142,44 @@ TEST_F(KernelTest, GatAttentionIsASoftmaxOverInEdges) {
   const SparseBlock block = random_block(8, 20, true, 10);
   Matrix z = random_matrix(8, shape.row_width(), 11);
   for (vid_t j = 0; j < 8; ++j) z(j, 0) = z(j, 1) = 1.0F;  // every x' = 1, so out = Σ α = 1
-  Matrix out(8, shape.output_width());
-  backend->gat_forward(block.view(), shape, RandomStream{}, z.view(), out.view());
+  const DeviceBlock b = on.block(block);
+  const DeviceMatrix dz = on.put(z);
+  DeviceMatrix dout = on.zeros(8, shape.output_width());
+  backend.gat_forward(b.view(), shape, RandomStream{}, dz.view(), dout.view());
+  const Matrix out = on.get(dout.view());
   for (const float value : out.span()) EXPECT_NEAR(value, 1.0F, 1e-5);
-}
-
-TEST_F(KernelTest, SoftmaxCrossEntropyGradientMatchesFiniteDifferences) {
-  Matrix logits = random_matrix(6, 4, 12);
-  const std::vector<std::int32_t> labels = {0, 3, 1, 2, 2, 1};
-  const std::vector<std::uint8_t> mask = {1, 0, 1, 1, 0, 1};
-  Matrix grad(6, 4);
-  Matrix scratch(6, 4);
-  backend->softmax_cross_entropy(logits.view(), labels.data(), mask.data(), 0.25F, grad.view());
-  expect_gradient_matches(logits, grad, [&] {
-    return 0.25 * backend->softmax_cross_entropy(logits.view(), labels.data(), mask.data(), 1.0F, scratch.view());
-  });
-  for (std::int64_t c = 0; c < 4; ++c) EXPECT_EQ(grad(1, c), 0.0F);
 }
 
 TEST_F(KernelTest, ActivationBackwardMatchesFiniteDifferences) {
   for (const Activation act : {Activation::kRelu, Activation::kElu}) {
     Matrix y = random_matrix(5, 4, 13);
     const Matrix probe = random_matrix(5, 4, 14);
-    Matrix h(5, 4);
-    backend->bias_activation(y.view(), nullptr, act, h.view());
-    Matrix grad(5, 4);
-    backend->activation_backward(act, h.view(), probe.view(), grad.view());
-    expect_gradient_matches(y, grad, [&] {
-      backend->bias_activation(y.view(), nullptr, act, h.view());
-      return dot(probe, h);
+    DeviceMatrix dy = on.put(y);
+    const DeviceMatrix dprobe = on.put(probe);
+    DeviceMatrix dh = on.zeros(5, 4);
+    backend.bias_activation(dy.view(), {}, act, dh.view());
+    DeviceMatrix dgrad = on.zeros(5, 4);
+    backend.activation_backward(act, dh.view(), dprobe.view(), dgrad.view());
+    expect_gradient_matches(y, on.get(dgrad.view()), [&] {
+      on.set(dy, y);
+      backend.bias_activation(dy.view(), {}, act, dh.view());
+      return dot(probe, on.get(dh.view()));
     });
   }
 }
 
 TEST_F(KernelTest, DropoutDependsOnlyOnGlobalIdAndColumn) {
-  const Matrix x(6, 300, 1.0F);
+  const DeviceMatrix dx = on.put(Matrix(6, 300, 1.0F));
   const std::vector<gid_t> gids = {10, 11, 12, 13, 14, 15};
+  const DeviceArray<gid_t> dgids = on.put_array(std::span<const gid_t>(gids));
   const RandomStream stream{3, RandomPurpose::kFeatureDropout, 1, 7};
-  Matrix full(6, 300);
-  backend->dropout(x.view(), gids.data(), stream, 0.5F, full.view());
+  DeviceMatrix dfull = on.zeros(6, 300);
+  backend.dropout(dx.view(), dgids.view(), stream, 0.5F, dfull.view());
+  const Matrix full = on.get(dfull.view());
   // The same rows, processed as two separate chunks in the other order, get the same mask.
-  Matrix part(3, 300);
-  backend->dropout(ConstRows{x.row(3), 3, 300}, gids.data() + 3, stream, 0.5F, part.view());
+  DeviceMatrix dpart = on.zeros(3, 300);
+  backend.dropout(dx.view().slice(3, 3), dgids.view().subspan(3, 3), stream, 0.5F, dpart.view());
+  const Matrix part = on.get(dpart.view());
   for (std::int64_t r = 0; r < 3; ++r) {
     for (std::int64_t c = 0; c < 300; ++c) EXPECT_EQ(part(r, c), full(r + 3, c));
   }
@@ -176,19 +197,27 @@ TEST_F(KernelTest, DropoutDependsOnlyOnGlobalIdAndColumn) {
   EXPECT_GT(kept, 800);
   EXPECT_LT(kept, 1000);
   // Another epoch draws another mask.
-  Matrix next(6, 300);
-  backend->dropout(x.view(), gids.data(), RandomStream{3, RandomPurpose::kFeatureDropout, 1, 8}, 0.5F, next.view());
+  DeviceMatrix dnext = on.zeros(6, 300);
+  backend.dropout(dx.view(), dgids.view(), RandomStream{3, RandomPurpose::kFeatureDropout, 1, 8}, 0.5F, dnext.view());
+  const Matrix next = on.get(dnext.view());
   EXPECT_NE(std::vector<float>(full.span().begin(), full.span().end()),
             std::vector<float>(next.span().begin(), next.span().end()));
 }
 
 TEST_F(KernelTest, ColumnSumsDoNotDependOnThreadCount) {
   const Matrix x = random_matrix(5000, 7, 15);
-  std::vector<float> sums_two(7);
-  backend->column_sums(x.view(), sums_two.data(), false);
-  auto single = make_cpu_backend(1);
-  std::vector<float> sums_one(7);
-  single->column_sums(x.view(), sums_one.data(), false);
+  auto sums = [&](OnDevice& device) {
+    const DeviceMatrix dx = device.put(x);
+    DeviceArray<float> dsums(device.device(), 7, "column sums");
+    device.backend().column_sums(dx.view(), dsums.view(), false);
+    return device.get_array(dsums.view());
+  };
+  const std::vector<float> sums_two = sums(on);
+  std::vector<float> sums_one;
+  {
+    OnDevice single(1);
+    sums_one = sums(single);
+  }
   EXPECT_EQ(sums_two, sums_one);
   make_cpu_backend(2);  // restore the fixture's thread count for later tests
 }
@@ -209,23 +238,38 @@ TEST_F(KernelTest, LargeKernelsDoNotDependOnThreadCount) {
   for (std::size_t i = 0; i < gids.size(); ++i) gids[i] = static_cast<gid_t>(i) * 7 + 1;
   const RandomStream dropout{5, RandomPurpose::kFeatureDropout, 0, 2};
 
-  auto run = [&](Backend& b) {
+  auto run = [&](OnDevice& device) {
+    Backend& k = device.backend();
+    const DeviceBlock b = device.block(block);
+    const DeviceMatrix dx = device.put(x);
+    const DeviceMatrix dz = device.put(z);
+    const DeviceMatrix dgrad = device.put(grad);
+    const DeviceArray<gid_t> dgids = device.put_array(std::span<const gid_t>(gids));
+    DeviceArray<float> workspace = gat_workspace(device, block, shape);
     std::vector<Matrix> out;
-    out.emplace_back(3000, 16);
-    b.spmm(block.view(), x.view(), out.back().view());
-    out.emplace_back(3000, 16);
-    b.spmm_transpose(block.view(), x.view(), out.back().view(), false);
-    out.emplace_back(3000, shape.output_width());
-    b.gat_forward(block.view(), shape, stream, z.view(), out.back().view());
-    out.emplace_back(3000, shape.row_width());
-    b.gat_backward(block.view(), shape, stream, z.view(), grad.view(), out.back().view(), false);
-    out.emplace_back(3000, 16);
-    b.dropout(x.view(), gids.data(), dropout, 0.5F, out.back().view());
+    DeviceMatrix d = device.zeros(3000, 16);
+    k.spmm(b.view(), dx.view(), d.view());
+    out.push_back(device.get(d.view()));
+    d = device.zeros(3000, 16);
+    k.spmm_transpose(b.view(), dx.view(), d.view(), false);
+    out.push_back(device.get(d.view()));
+    d = device.zeros(3000, shape.output_width());
+    k.gat_forward(b.view(), shape, stream, dz.view(), d.view());
+    out.push_back(device.get(d.view()));
+    d = device.zeros(3000, shape.row_width());
+    k.gat_backward(b.view(), shape, stream, dz.view(), dgrad.view(), d.view(), false, workspace.view());
+    out.push_back(device.get(d.view()));
+    d = device.zeros(3000, 16);
+    k.dropout(dx.view(), dgids.view(), dropout, 0.5F, d.view());
+    out.push_back(device.get(d.view()));
     return out;
   };
-  const std::vector<Matrix> two = run(*backend);
-  auto single = make_cpu_backend(1);
-  const std::vector<Matrix> one = run(*single);
+  const std::vector<Matrix> two = run(on);
+  std::vector<Matrix> one;
+  {
+    OnDevice single(1);
+    one = run(single);
+  }
   make_cpu_backend(2);  // restore the fixture's thread count for later tests
   ASSERT_EQ(one.size(), two.size());
   for (std::size_t k = 0; k < one.size(); ++k) {
@@ -236,8 +280,11 @@ TEST_F(KernelTest, LargeKernelsDoNotDependOnThreadCount) {
 TEST_F(KernelTest, GemmHonoursTransposeFlags) {
   const Matrix a = random_matrix(3, 4, 16);
   const Matrix b = random_matrix(3, 5, 17);
-  Matrix c(4, 5);
-  backend->gemm(true, false, 4, 5, 3, 1.0F, a.data(), 4, b.data(), 5, 0.0F, c.data(), 5);
+  const DeviceMatrix da = on.put(a);
+  const DeviceMatrix db = on.put(b);
+  DeviceMatrix dc = on.zeros(4, 5);
+  backend.gemm(true, false, 1.0F, da.view(), db.view(), 0.0F, dc.view());
+  const Matrix c = on.get(dc.view());
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < 5; ++j) {
       double expected = 0.0;
@@ -247,30 +294,28 @@ TEST_F(KernelTest, GemmHonoursTransposeFlags) {
   }
 }
 
-}  // namespace
-}  // namespace nj
-
-namespace nj {
-namespace {
-
 // Rows placed anywhere in a larger buffer (as in device cache slots) give the same results as rows in order.
 TEST_F(KernelTest, SourceRowsCanLiveInAnyRowOfTheBuffer) {
   GatShape shape;
   shape.heads = 2;
   shape.channels = 2;
   shape.attention_dropout = 0.2F;
-  SparseBlock block = random_block(10, 30, true, 18);
+  const SparseBlock block = random_block(10, 30, true, 18);
   const Matrix z = random_matrix(10, shape.row_width(), 19);
   const Matrix grad_out = random_matrix(10, shape.output_width(), 20);
   const RandomStream stream{1, RandomPurpose::kAttentionDropout, 0, 0};
-  Matrix out(10, shape.output_width());
-  Matrix grad_z(10, shape.row_width());
-  Matrix gcn_out(10, shape.row_width());
-  Matrix gcn_grad(10, shape.row_width());
-  backend->gat_forward(block.view(), shape, stream, z.view(), out.view());
-  backend->gat_backward(block.view(), shape, stream, z.view(), grad_out.view(), grad_z.view(), false);
-  backend->spmm(block.view(), z.view(), gcn_out.view());
-  backend->spmm_transpose(block.view(), gcn_out.view(), gcn_grad.view(), false);
+  const DeviceBlock b = on.block(block);
+  DeviceArray<float> workspace = gat_workspace(on, block, shape);
+  const DeviceMatrix dz = on.put(z);
+  const DeviceMatrix dgrad_out = on.put(grad_out);
+  DeviceMatrix dout = on.zeros(10, shape.output_width());
+  DeviceMatrix dgrad_z = on.zeros(10, shape.row_width());
+  DeviceMatrix dgcn_out = on.zeros(10, shape.row_width());
+  DeviceMatrix dgcn_grad = on.zeros(10, shape.row_width());
+  backend.gat_forward(b.view(), shape, stream, dz.view(), dout.view());
+  backend.gat_backward(b.view(), shape, stream, dz.view(), dgrad_out.view(), dgrad_z.view(), false, workspace.view());
+  backend.spmm(b.view(), dz.view(), dgcn_out.view());
+  backend.spmm_transpose(b.view(), dgcn_out.view(), dgcn_grad.view(), false);
 
   // Source j goes to slot 3j+2 of a 32-row buffer.
   std::vector<vid_t> slots(10);
@@ -279,16 +324,27 @@ TEST_F(KernelTest, SourceRowsCanLiveInAnyRowOfTheBuffer) {
     slots[j] = 3 * j + 2;
     std::copy(z.row(j), z.row(j) + z.cols(), scattered.row(slots[j]));
   }
-  SparseBlockView view = block.view();
-  view.src_row = slots.data();
-  Matrix out2(10, shape.output_width());
-  Matrix grad_z2(32, shape.row_width());
-  Matrix gcn_out2(10, shape.row_width());
-  Matrix gcn_grad2(32, shape.row_width());
-  backend->gat_forward(view, shape, stream, scattered.view(), out2.view());
-  backend->gat_backward(view, shape, stream, scattered.view(), grad_out.view(), grad_z2.view(), false);
-  backend->spmm(view, scattered.view(), gcn_out2.view());
-  backend->spmm_transpose(view, gcn_out2.view(), gcn_grad2.view(), false);
+  const DeviceArray<vid_t> dslots = on.put_array(std::span<const vid_t>(slots));
+  const SparseBlockView view = b.view(dslots.view());
+  const DeviceMatrix dscattered = on.put(scattered);
+  DeviceMatrix dout2 = on.zeros(10, shape.output_width());
+  DeviceMatrix dgrad_z2 = on.zeros(32, shape.row_width());
+  DeviceMatrix dgcn_out2 = on.zeros(10, shape.row_width());
+  DeviceMatrix dgcn_grad2 = on.zeros(32, shape.row_width());
+  backend.gat_forward(view, shape, stream, dscattered.view(), dout2.view());
+  backend.gat_backward(view, shape, stream, dscattered.view(), dgrad_out.view(), dgrad_z2.view(), false,
+                       workspace.view());
+  backend.spmm(view, dscattered.view(), dgcn_out2.view());
+  backend.spmm_transpose(view, dgcn_out2.view(), dgcn_grad2.view(), false);
+
+  const Matrix out = on.get(dout.view());
+  const Matrix out2 = on.get(dout2.view());
+  const Matrix gcn_out = on.get(dgcn_out.view());
+  const Matrix gcn_out2 = on.get(dgcn_out2.view());
+  const Matrix grad_z = on.get(dgrad_z.view());
+  const Matrix grad_z2 = on.get(dgrad_z2.view());
+  const Matrix gcn_grad = on.get(dgcn_grad.view());
+  const Matrix gcn_grad2 = on.get(dgcn_grad2.view());
   for (std::int64_t k = 0; k < out.size(); ++k) EXPECT_EQ(out.data()[k], out2.data()[k]);
   for (std::int64_t k = 0; k < gcn_out.size(); ++k) EXPECT_EQ(gcn_out.data()[k], gcn_out2.data()[k]);
   for (vid_t j = 0; j < 10; ++j) {

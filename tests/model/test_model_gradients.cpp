@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "nj/exec/executor.hpp"
+#include "nj/train/loss.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
@@ -17,14 +18,14 @@ class ModelGradientTest : public ::testing::TestWithParam<GradientCase> {};
 
 TEST_P(ModelGradientTest, BackwardMatchesFiniteDifferences) {
   const Dataset data = test::random_dataset(24, 60, 5, 3, 21);
-  auto backend = make_cpu_backend(2);
+  Resources resources = make_cpu_resources(kUnlimited, 2);
   Model model(GetParam().config, data.features.cols(), data.num_classes);
-  InMemoryExecutor executor(*backend, model, whole_local_graph(data.graph), data.features.view());
+  InMemoryExecutor executor(resources, model, whole_local_graph(data.graph), data.features.view());
   const auto train_count = static_cast<float>(count(data.train_mask));
   const std::uint32_t epoch = 5;
   const LossFunction loss_function = [&](ConstRows logits, const vid_t* vertices, Rows grad) {
     EXPECT_EQ(vertices, nullptr);
-    return backend->softmax_cross_entropy(logits, data.labels.data(), data.train_mask.data(), 1.0F / train_count, grad);
+    return masked_softmax_cross_entropy(logits, data.labels.data(), data.train_mask.data(), 1.0F / train_count, grad);
   };
   auto loss = [&] { return executor.train_step(model, epoch, loss_function) / train_count; };
   for (Parameter* p : model.parameters()) p->grad.fill(0.0F);

@@ -2,6 +2,8 @@
 // collectives meet. Only rank 0 prints; any rank's failure fails the job.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "mpi/job.hpp"
 
 namespace nj::test {
@@ -18,7 +20,7 @@ int main(int argc, char** argv) {
   const std::unique_ptr<nj::Communicator> comm = mpi.communicator();
   nj::test::job_communicator = comm.get();
   ::testing::InitGoogleTest(&argc, argv);
-  if (comm->rank() != 0) {
+  if (comm->rank() != 0 && std::getenv("NJ_ALL_RANKS_PRINT") == nullptr) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
   }

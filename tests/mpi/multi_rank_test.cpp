@@ -13,6 +13,7 @@
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/plain_text.hpp"
 #include "nj/partition/partition.hpp"
+#include "nj/train/loss.hpp"
 #include "nj/train/trainer.hpp"
 #include "support/test_support.hpp"
 
@@ -47,12 +48,12 @@ ModelConfig model_config(ModelKind kind) {
   return c;
 }
 
-std::unique_ptr<Executor> make_executor(Backend& backend, Device& device, const Model& model, const Shard& shard,
+std::unique_ptr<Executor> make_executor(Resources& resources, Model& model, const Shard& shard,
                                         const ExecutorSetup& setup, Communicator& comm) {
   if (setup.execution == Execution::kInMemory) {
-    return std::make_unique<InMemoryExecutor>(backend, model, shard.local, shard.features.view(), &comm);
+    return std::make_unique<InMemoryExecutor>(resources, model, shard.local, shard.features.view(), &comm);
   }
-  return std::make_unique<SubgraphExecutor>(backend, device, model, shard.local, shard.features.view(),
+  return std::make_unique<SubgraphExecutor>(resources, model, shard.local, shard.features.view(),
                                             SubgraphExecutorOptions{setup.budget, ExecutionMode::kReuse, setup.policy},
                                             &comm);
 }
@@ -60,14 +61,13 @@ std::unique_ptr<Executor> make_executor(Backend& backend, Device& device, const 
 // Trains `epochs` epochs, evaluating every eval_every (0: never).
 TrainingRun train(const Shard& shard, const ModelConfig& config, const ExecutorSetup& setup, Communicator& comm,
                   std::uint32_t epochs = 3, std::uint32_t eval_every = 0) {
-  auto backend = make_cpu_backend(1);
-  auto device = make_cpu_device(setup.budget);
+  Resources resources = make_cpu_resources(setup.execution == Execution::kInMemory ? kUnlimited : setup.budget, 1);
   Model model(config, shard.features.cols(), shard.num_classes);
-  auto executor = make_executor(*backend, *device, model, shard, setup, comm);
+  auto executor = make_executor(resources, model, shard, setup, comm);
   TrainOptions options;
   options.epochs = epochs;
   options.eval_every = eval_every;
-  Trainer trainer(model, *executor, *backend, comm, targets_of(shard), options);
+  Trainer trainer(model, *executor, comm, targets_of(shard), options);
   TrainingRun run;
   trainer.fit(0, [&](const EpochMetrics& m) {
     run.losses.push_back(m.loss);
@@ -199,18 +199,17 @@ TEST_P(MultiRank, EveryRankMovesThePlannedBytes) {
   const Dataset data = dataset();
   const ModelConfig config = model_config(GetParam());
   const Shard shard = rank_shard(data, PartitionMethod::kMetis, comm);
-  auto backend = make_cpu_backend(1);
   Model model(config, shard.features.cols(), shard.num_classes);
   const std::int64_t minimum = minimum_device_budget(model, shard.local);
   for (const std::int64_t budget : {kUnlimited, 3 * minimum}) {
     SCOPED_TRACE(fmt::format("budget {}", budget));
-    auto device = make_cpu_device(budget);
-    SubgraphExecutor executor(*backend, *device, model, shard.local, shard.features.view(),
+    Resources resources = make_cpu_resources(budget, 1);
+    SubgraphExecutor executor(resources, model, shard.local, shard.features.view(),
                               {budget, ExecutionMode::kReuse, CachePolicy::kStAware}, &comm);
     TrainOptions options;
     options.epochs = 2;
     options.eval_every = 0;
-    Trainer trainer(model, executor, *backend, comm, targets_of(shard), options);
+    Trainer trainer(model, executor, comm, targets_of(shard), options);
     const EpochPlan& plan = executor.plan();
     trainer.fit(0, [&](const EpochMetrics& m) {
       EXPECT_EQ(m.execution.h2d_bytes, plan.h2d_bytes);
@@ -242,18 +241,16 @@ TEST_P(SubgraphExecutorGradients, MatchFiniteDifferences) {
   config.activation = Activation::kElu;  // smooth, so that finite differences see no kinks
   config.seed = GetParam().seed;
   const Shard shard = rank_shard(data, PartitionMethod::kMetis, comm);
-  auto backend = make_cpu_backend(1);
   Model model(config, shard.features.cols(), shard.num_classes);
   const std::int64_t budget = 2 * minimum_device_budget(model, shard.local);
-  auto device = make_cpu_device(budget);
-  SubgraphExecutor executor(*backend, *device, model, shard.local, shard.features.view(),
+  Resources resources = make_cpu_resources(budget, 1);
+  SubgraphExecutor executor(resources, model, shard.local, shard.features.view(),
                             {budget, ExecutionMode::kReuse, CachePolicy::kStAware}, &comm);
   const auto train_count = static_cast<float>(shard.global_train);
   const std::uint32_t epoch = 2;
   const LossFunction loss_function = [&](ConstRows logits, const vid_t* vertices, Rows grad) {
     EXPECT_EQ(vertices, nullptr);
-    return backend->softmax_cross_entropy(logits, shard.labels.data(), shard.train_mask.data(), 1.0F / train_count,
-                                          grad);
+    return masked_softmax_cross_entropy(logits, shard.labels.data(), shard.train_mask.data(), 1.0F / train_count, grad);
   };
   auto loss = [&] {
     std::vector<double> total = {executor.train_step(model, epoch, loss_function)};
@@ -301,8 +298,8 @@ TEST(MultiRankDirected, SendOnlyAndReceiveOnlyRanksEqualOneProcess) {
   const std::int64_t budget = 3 * minimum_device_budget(model, shard.local);
   for (const ExecutorSetup& setup : {ExecutorSetup{Execution::kInMemory}, ExecutorSetup{Execution::kReuse},
                                      ExecutorSetup{Execution::kReuse, budget, CachePolicy::kStAware}}) {
-    SCOPED_TRACE(fmt::format("{} at {} bytes", setup.execution == Execution::kInMemory ? "in-memory" : "reuse",
-                             setup.budget));
+    SCOPED_TRACE(
+        fmt::format("{} at {} bytes", setup.execution == Execution::kInMemory ? "in-memory" : "reuse", setup.budget));
     const TrainingRun run = train(shard, config, setup, comm, 3, 1);
     expect_same_function(reference, run);
     for (std::size_t e = 0; e < run.epochs.size(); ++e) {

@@ -18,15 +18,15 @@ Dataset load_planetoid(const std::string& name) {
 }
 
 double mean_test_accuracy(const Dataset& data, ModelConfig config, TrainOptions options) {
-  auto backend = make_cpu_backend(2);
+  Resources resources = make_cpu_resources(kUnlimited, 2);
   auto comm = make_single_process_communicator();
   double total = 0.0;
   const int seeds = 5;
   for (int seed = 0; seed < seeds; ++seed) {
     config.seed = static_cast<std::uint64_t>(seed);
     Model model(config, data.features.cols(), data.num_classes);
-    InMemoryExecutor executor(*backend, model, whole_local_graph(data.graph), data.features.view());
-    Trainer trainer(model, executor, *backend, *comm, targets_of(data), options);
+    InMemoryExecutor executor(resources, model, whole_local_graph(data.graph), data.features.view());
+    Trainer trainer(model, executor, *comm, targets_of(data), options);
     const TrainSummary summary = trainer.fit(0, [](const EpochMetrics&) {});
     spdlog::info("{} seed {}: test {:.4f} at best val epoch {} (final test {:.4f})", data.name, seed,
                  summary.best_val_accuracy.test, summary.best_val_epoch + 1, summary.final_accuracy.test);

@@ -35,7 +35,7 @@ std::vector<std::vector<float>> weights_of(Model& model) {
 // Trains epochs [0, epochs); with checkpoint_at > 0, stops there, saves, and resumes in a fresh model.
 TrainingRun train(const Dataset& data, const ModelConfig& config, std::uint32_t epochs, int threads,
                   std::uint32_t checkpoint_at = 0, const std::string& checkpoint = "") {
-  auto backend = make_cpu_backend(threads);
+  Resources resources = make_cpu_resources(kUnlimited, threads);
   auto comm = make_single_process_communicator();
   TrainOptions options;
   options.epochs = epochs;
@@ -43,22 +43,22 @@ TrainingRun train(const Dataset& data, const ModelConfig& config, std::uint32_t 
   TrainingRun run;
   auto record = [&](const EpochMetrics& m) { run.losses.push_back(m.loss); };
   Model model(config, data.features.cols(), data.num_classes);
-  InMemoryExecutor executor(*backend, model, whole_local_graph(data.graph), data.features.view());
+  InMemoryExecutor executor(resources, model, whole_local_graph(data.graph), data.features.view());
   if (checkpoint_at == 0) {
-    Trainer(model, executor, *backend, *comm, targets_of(data), options).fit(0, record);
+    Trainer(model, executor, *comm, targets_of(data), options).fit(0, record);
     run.weights = weights_of(model);
     return run;
   }
   TrainOptions first_part = options;
   first_part.epochs = checkpoint_at;
-  Trainer first(model, executor, *backend, *comm, targets_of(data), first_part);
+  Trainer first(model, executor, *comm, targets_of(data), first_part);
   first.fit(0, record);
   save_checkpoint(checkpoint, model, first.optimizer(), checkpoint_at);
 
   Model resumed(config, data.features.cols(), data.num_classes);
   for (Parameter* p : resumed.parameters()) p->value.fill(7.0F);  // the checkpoint must overwrite every weight
-  InMemoryExecutor resumed_executor(*backend, resumed, whole_local_graph(data.graph), data.features.view());
-  Trainer second(resumed, resumed_executor, *backend, *comm, targets_of(data), options);
+  InMemoryExecutor resumed_executor(resources, resumed, whole_local_graph(data.graph), data.features.view());
+  Trainer second(resumed, resumed_executor, *comm, targets_of(data), options);
   const std::uint32_t next = load_checkpoint(checkpoint, resumed, second.optimizer());
   EXPECT_EQ(next, checkpoint_at);
   second.fit(next, record);

@@ -43,12 +43,14 @@ class BoundaryExchange {
   const std::vector<vid_t>& boundary_rows() const { return boundary_rows_; }
   vid_t num_owned() const { return num_owned_; }
 
-  // Forward: sends the boundary rows of `rows` (indexed by local id) to the peers that mirror them.
-  void start_rows(std::uint32_t layer, ConstRows rows);
-  // Waits, and writes the received rows into the mirror rows of `rows`.
-  void finish_rows(Rows rows);
-  // Backward: sends the mirror rows of `gradients` (indexed by local id) to their owners.
-  void start_gradients(std::uint32_t layer, ConstRows gradients);
+  // Host rows travel packed. The mirrors are the local rows after the owned ones: mirror row m is local row
+  // num_owned() + m.
+  // Forward: sends the boundary rows (row i holds boundary_rows()[i]) to the peers that mirror them.
+  void start_rows(std::uint32_t layer, ConstRows boundary);
+  // Waits, and writes the received rows into `mirrors`.
+  void finish_rows(Rows mirrors);
+  // Backward: sends the mirrors' gradient rows to their owners.
+  void start_gradients(std::uint32_t layer, ConstRows mirrors);
   // Waits, and writes into row i of `sums` the sum, over the peers in ascending order, of what they sent for
   // boundary_rows()[i] (zero where none did).
   void finish_gradients(Rows sums);

@@ -1,21 +1,41 @@
 #pragma once
-// A compute device seen by the memory-managed executor: memory under a hard byte budget, and one in-order copy
-// engine that moves bytes between host and device while the host computes. The CPU device emulates one in
-// host memory (see docs/device.md); the CUDA device implements the same contract with a cudaMalloc'd arena,
-// page-locked host memory and cudaMemcpyAsync on a copy stream, so code written against it runs on both.
+// A compute device as the executors see a GPU: memory under a byte budget, and three streams of work that run
+// concurrently and are ordered only by events, as CUDA streams are:
+//   - compute, where the backend's kernels run;
+//   - host-to-device and device-to-host, one copy engine each, so loads and write-backs overlap each other
+//     and the kernels.
+// The CPU device (make_cpu_device) emulates this in host memory and checks the contract as a GPU would fail
+// it (docs/device.md); the CUDA device implements the same contract with one cudaMalloc'd arena, page-locked
+// host memory and cudaMemcpyAsync on two copy streams, so code written against it runs on both.
 //
-// Device memory is only guaranteed to be reachable by copies and by the backend's kernels: the host must not
-// dereference it (the CPU device would let it; the CUDA device would not).
 // Every member is thread-safe.
+#include <array>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "nj/core/bytes.hpp"
 #include "nj/core/matrix.hpp"
+#include "nj/device/device_view.hpp"
 
 namespace nj {
+
+enum class Stream : std::uint8_t { kCompute = 0, kHostToDevice = 1, kDeviceToHost = 2 };
+inline constexpr std::size_t kStreams = 3;
+const char* to_string(Stream stream);
+
+// A point in one stream's work: everything issued to `stream` before it, and everything on the other streams
+// that this work was ordered after. position[s] counts operations issued to stream s; an event has completed
+// when its stream has completed position[stream] operations.
+struct Event {
+  Stream stream = Stream::kCompute;
+  std::array<std::uint64_t, kStreams> position{};
+};
+
+// How a kernel touches device memory (what the emulation orders it against).
+enum class Access : std::uint8_t { kRead, kWrite };
 
 struct DeviceStats {
   // Counted when a copy is issued; zero-byte copies are not counted.
@@ -23,85 +43,197 @@ struct DeviceStats {
   std::int64_t d2h_bytes = 0;
   std::int64_t h2d_copies = 0;
   std::int64_t d2h_copies = 0;
-  // Sum of the live allocations' requested sizes, and its high-water mark.
+  std::int64_t pageable_copies = 0;  // copies whose host side is not page-locked (synchronous on a GPU)
+  // Requested bytes of the live allocations, and their high-water mark: what the budget caps.
   std::int64_t in_use_bytes = 0;
   std::int64_t peak_bytes = 0;
-  double copy_seconds = 0;  // time spent copying (by the copy engine, or by a caller waiting for the copy)
-  double wait_seconds = 0;  // time callers spent blocked in wait(), synchronize() or deallocate()
+  // What the arena held at its highest (peak_bytes plus alignment and fragmentation).
+  std::int64_t peak_footprint_bytes = 0;
+  std::int64_t pinned_bytes = 0;  // live page-locked host memory
+  double copy_seconds = 0;        // time the copy engines spent copying
+  double wait_seconds = 0;        // time the host spent blocked in synchronize(), a compute-stream wait or deallocate()
 };
-
-// Identifies an issued copy. Tickets increase by one per copy, starting at 1, and complete in issue order, so
-// waiting for one waits for every copy issued before it; ticket 0 (nothing issued) is always complete.
-using CopyTicket = std::uint64_t;
 
 class Device {
  public:
-  // Completes every issued copy, then frees the allocations still live.
+  // Completes all issued work, then frees the allocations still live.
   virtual ~Device() = default;
   virtual std::string_view name() const = 0;
   // kUnlimited when the device has no budget.
   virtual std::int64_t budget_bytes() const = 0;
 
-  // Device memory, charged against the budget at exactly `bytes`. A request that would take the bytes in use
-  // past the budget throws nj::OutOfBudget naming `what`, the request, the bytes in use and the budget.
-  // Zero bytes yield nullptr.
+  // ---- memory ----
+  // Device memory, charged against the budget at exactly `bytes` and placed in the device's arena. A request
+  // past the budget, or one the fragmented arena cannot place, throws nj::OutOfBudget naming `what`. Zero
+  // bytes yield nullptr.
   virtual void* allocate(std::int64_t bytes, std::string_view what) = 0;
-  // First waits for the issued copies that touch `ptr`, so buffers can be freed without waiting on them
-  // explicitly. nullptr is ignored.
+  // Stream-ordered: the memory is reused only after its last use on every stream has completed. nullptr is
+  // ignored.
   virtual void deallocate(void* ptr) noexcept = 0;
+  // Page-locked host memory, what asynchronous copies need on the host side. Not charged to the budget.
+  virtual void* allocate_pinned(std::int64_t bytes) = 0;
+  virtual void deallocate_pinned(void* ptr) noexcept = 0;
 
-  // Asynchronous copies on the device's single in-order copy engine. The range on the device side must lie
-  // inside one live allocation. The host buffer must stay valid (and, as a source, unchanged) until the ticket
-  // completes, and a destination must not be read before then. A zero-byte copy issues nothing and returns
-  // the latest ticket.
-  virtual CopyTicket copy_to_device(void* device_dst, const void* host_src, std::int64_t bytes) = 0;
-  virtual CopyTicket copy_to_host(void* host_dst, const void* device_src, std::int64_t bytes) = 0;
-  // Non-blocking: whether that copy (and so every one before it) has completed.
-  virtual bool is_complete(CopyTicket ticket) const = 0;
-  // Blocks until that copy (and every one before it) has completed. A copy that failed on the engine makes
-  // the next wait() or synchronize() throw its error, once.
-  virtual void wait(CopyTicket ticket) = 0;
-  // Blocks until every issued copy has completed; rethrows like wait().
+  // ---- work on streams ----
+  // Asynchronous copies, each on its direction's stream, after everything issued there before. The device
+  // range must lie inside one live allocation; the host range must not be device memory and must stay valid
+  // (and, as a source, unchanged) until the returned event completes. A zero-byte copy issues nothing.
+  virtual Event copy_to_device(void* device_dst, const void* host_src, std::int64_t bytes) = 0;
+  virtual Event copy_to_host(void* host_dst, const void* device_src, std::int64_t bytes) = 0;
+  // An event after everything issued to `stream` so far.
+  virtual Event record(Stream stream) = 0;
+  // Work issued to `waiter` from now on runs after `event`. Waiting on the compute stream blocks the host
+  // until the event completes where the compute stream is the host itself (the CPU device).
+  virtual void wait(Stream waiter, const Event& event) = 0;
+  virtual bool is_complete(const Event& event) = 0;
+  // Blocks the host until the event has completed. A copy that failed makes the next synchronize() throw its
+  // error, once.
+  virtual void synchronize(const Event& event) = 0;
+  // Blocks until everything issued on every stream has completed; rethrows like the other form.
   virtual void synchronize() = 0;
 
+  // ---- what the backend reports ----
+  // A kernel on the compute stream touches `bytes` at `ptr` (nullptr with 0 bytes is nothing). The CPU device
+  // checks that the range lies in one live allocation and that the kernel is ordered after every copy that
+  // writes it or reads what the kernel writes; the CUDA device does nothing.
+  virtual void use(const void* ptr, std::int64_t bytes, Access access, std::string_view what) = 0;
+  // The host is about to read or write `bytes` at `ptr` as host memory (an exchange buffer, a loss): throws
+  // when any of it is device memory.
+  virtual void check_host_access(const void* ptr, std::int64_t bytes, std::string_view what) const = 0;
+
   virtual DeviceStats stats() const = 0;
-  // Zeroes the byte, copy and time counters; in_use_bytes stays and peak_bytes restarts from it.
+  // Zeroes the byte, copy and time counters; the peaks restart from the memory in use.
   virtual void reset_transfer_stats() = 0;
 };
 
-// Float rows (rows × cols, row-major, no padding) in device memory, freed with the object.
-class DeviceRows {
+// A device emulated in host memory; budget_bytes <= 0 or kUnlimited: no budget.
+std::unique_ptr<Device> make_cpu_device(std::int64_t budget_bytes);
+
+// ---- owning buffers ----
+
+// `size` elements of T in device memory, freed (stream-ordered) with the object.
+template <typename T>
+class DeviceArray {
  public:
-  DeviceRows() = default;
-  // Throws nj::OutOfBudget, naming `what`, when the rows do not fit the device's budget.
-  DeviceRows(Device& device, std::int64_t rows, std::int64_t cols, std::string_view what);
-  DeviceRows(const DeviceRows&) = delete;
-  DeviceRows& operator=(const DeviceRows&) = delete;
-  DeviceRows(DeviceRows&& other) noexcept;
-  DeviceRows& operator=(DeviceRows&& other) noexcept;
-  ~DeviceRows();
+  DeviceArray() = default;
+  DeviceArray(Device& device, std::int64_t size, std::string_view what)
+      : device_(&device), data_(static_cast<T*>(device.allocate(checked_bytes(size, what), what))), size_(size) {}
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  DeviceArray(DeviceArray&& other) noexcept { *this = std::move(other); }
+  DeviceArray& operator=(DeviceArray&& other) noexcept {
+    if (this != &other) {
+      release();
+      device_ = std::exchange(other.device_, nullptr);
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  ~DeviceArray() { release(); }
 
-  // Views of device memory: for copies and kernels, not for the host to dereference.
-  Rows view() { return {data_, rows_, cols_}; }
-  ConstRows view() const { return {data_, rows_, cols_}; }
-  std::int64_t rows() const { return rows_; }
-  std::int64_t cols() const { return cols_; }
-  std::int64_t bytes() const { return rows_ * cols_ * static_cast<std::int64_t>(sizeof(float)); }
-
-  // Issues the copy of `host` into rows [first_row, first_row + host.rows), or of those rows into `host`.
-  CopyTicket upload(ConstRows host, std::int64_t first_row = 0);
-  CopyTicket download(Rows host, std::int64_t first_row = 0) const;
+  DeviceSpan<T> view() { return {data_, size_}; }
+  DeviceSpan<const T> view() const { return {data_, size_}; }
+  std::int64_t size() const { return size_; }
+  std::int64_t bytes() const { return size_ * static_cast<std::int64_t>(sizeof(T)); }
 
  private:
-  void check_rows(std::int64_t first_row, std::int64_t count, std::int64_t cols) const;
+  static std::int64_t checked_bytes(std::int64_t size, std::string_view what) {
+    NJ_EXPECTS(size >= 0 && size <= kUnlimited / static_cast<std::int64_t>(sizeof(T)),
+               "device array of {} elements for {}", size, what);
+    return size * static_cast<std::int64_t>(sizeof(T));
+  }
+  void release() noexcept {
+    if (device_ != nullptr) device_->deallocate(data_);
+  }
 
   Device* device_ = nullptr;
-  float* data_ = nullptr;
+  T* data_ = nullptr;
+  std::int64_t size_ = 0;
+};
+
+// Float rows (rows × cols, row-major) in device memory, freed with the object.
+class DeviceMatrix {
+ public:
+  DeviceMatrix() = default;
+  // Throws nj::OutOfBudget, naming `what`, when the rows do not fit the device's budget.
+  DeviceMatrix(Device& device, std::int64_t rows, std::int64_t cols, std::string_view what);
+  DeviceMatrix(DeviceMatrix&& other) noexcept { *this = std::move(other); }
+  DeviceMatrix& operator=(DeviceMatrix&& other) noexcept {
+    if (this != &other) {
+      values_ = std::move(other.values_);
+      rows_ = std::exchange(other.rows_, 0);
+      cols_ = std::exchange(other.cols_, 0);
+    }
+    return *this;
+  }
+  ~DeviceMatrix() = default;
+
+  DeviceRows view() { return {values_.view().data, rows_, cols_}; }
+  ConstDeviceRows view() const { return {values_.view().data, rows_, cols_}; }
+  std::int64_t rows() const { return rows_; }
+  std::int64_t cols() const { return cols_; }
+  std::int64_t bytes() const { return values_.bytes(); }
+
+ private:
+  DeviceArray<float> values_;
   std::int64_t rows_ = 0;
   std::int64_t cols_ = 0;
 };
 
-// A device emulated in host memory, with a copy-engine thread; budget_bytes <= 0 or kUnlimited: no budget.
-std::unique_ptr<Device> make_cpu_device(std::int64_t budget_bytes);
+// Page-locked host memory for `size` elements of T, freed with the object; grows on demand (staging).
+template <typename T>
+class PinnedArray {
+ public:
+  explicit PinnedArray(Device& device) : device_(&device) {}
+  PinnedArray(const PinnedArray&) = delete;
+  PinnedArray& operator=(const PinnedArray&) = delete;
+  PinnedArray(PinnedArray&& other) noexcept
+      : device_(other.device_),
+        data_(std::exchange(other.data_, nullptr)),
+        capacity_(std::exchange(other.capacity_, 0)) {}
+  PinnedArray& operator=(PinnedArray&&) = delete;
+  ~PinnedArray() { device_->deallocate_pinned(data_); }
+
+  // At least `size` elements; the contents are not kept when it grows. Any copy still using it must have
+  // completed.
+  T* reserve(std::int64_t size) {
+    if (size > capacity_) {
+      device_->deallocate_pinned(data_);
+      data_ = nullptr;
+      capacity_ = 0;
+      data_ = static_cast<T*>(device_->allocate_pinned(size * static_cast<std::int64_t>(sizeof(T))));
+      capacity_ = size;
+    }
+    return data_;
+  }
+  T* data() const { return data_; }
+
+ private:
+  Device* device_;
+  T* data_ = nullptr;
+  std::int64_t capacity_ = 0;
+};
+
+// ---- typed copies: host views on one side, device views on the other ----
+
+template <typename T>
+Event upload(Device& device, DeviceSpan<T> dst, const T* host_src) {
+  return device.copy_to_device(dst.data, host_src, dst.bytes());
+}
+template <typename T>
+Event download(Device& device, std::remove_const_t<T>* host_dst, DeviceSpan<T> src) {
+  return device.copy_to_host(host_dst, src.data, src.bytes());
+}
+inline Event upload(Device& device, DeviceRows dst, ConstRows host_src) {
+  NJ_EXPECTS(dst.rows == host_src.rows && dst.cols == host_src.cols, "upload of {}x{} host rows into {}x{} device rows",
+             host_src.rows, host_src.cols, dst.rows, dst.cols);
+  return device.copy_to_device(dst.data, host_src.data, dst.bytes());
+}
+inline Event download(Device& device, Rows host_dst, ConstDeviceRows src) {
+  NJ_EXPECTS(src.rows == host_dst.rows && src.cols == host_dst.cols,
+             "download of {}x{} device rows into {}x{} host rows", src.rows, src.cols, host_dst.rows, host_dst.cols);
+  return device.copy_to_host(host_dst.data, src.data, src.bytes());
+}
 
 }  // namespace nj

@@ -15,7 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "nj/device/device.hpp"
+#include "nj/device/planning_device.hpp"
+#include "nj/device/resources.hpp"
 #include "nj/exec/cache_plan.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/subgraph.hpp"
@@ -70,9 +71,9 @@ struct ExchangePoints {
 // the whole graph. The recompute baseline makes one pass per subgraph over its L-hop closure: layer l computes
 // the rows within L-1-l hops of the subgraph, and nothing a pass computed is kept for the next one.
 struct Pass {
-  std::vector<vid_t> vertices;   // the graph vertex of each pass row; empty: row r is vertex r
-  std::int64_t num_rows = 0;     // rows of the first layer's input
-  std::int64_t num_outputs = 0;  // the last layer's outputs: the first num_outputs rows, whose loss the pass takes
+  std::vector<vid_t> vertices;       // the graph vertex of each pass row; empty: row r is vertex r
+  std::int64_t num_rows = 0;         // rows of the first layer's input
+  std::int64_t num_outputs = 0;      // the last layer's outputs: the first num_outputs rows, whose loss the pass takes
   std::int64_t aggregated_rows = 0;  // the most rows a layer aggregates (mirrors never are)
   std::vector<std::vector<std::vector<vid_t>>> transform_chunks;  // per layer: the rows each transform step takes
   std::vector<std::vector<Subgraph>> layer_parts;  // per layer: its subgraphs, in pass rows (src_gid: global ids)
@@ -102,14 +103,17 @@ struct EpochPlan {
   // full-neighbour sampler cuts a split model's subgraphs: storing every closure's edges would take more host
   // memory than the graph.
   std::vector<std::vector<vid_t>> closures;
-  std::int64_t pool_bytes = 0;        // device memory given to the cache pools
-  std::int64_t step_limit_bytes = 0;  // what one step may use besides the pools
+  std::int64_t resident_bytes = 0;       // the parameters and their gradients, on the device for the whole run
+  std::int64_t pool_bytes = 0;           // device memory given to the cache pools
+  std::int64_t step_limit_bytes = 0;     // what one step may use besides the pools
+  std::int64_t staging_limit_bytes = 0;  // the packed rows and slots one transfer may stage (within a step)
   // Over all passes:
   std::int64_t largest_step_bytes = 0;  // what the largest step uses besides the pools
   std::int64_t largest_pass_rows = 0;
   std::int64_t largest_aggregated_rows = 0;
   std::int64_t num_steps = 0;
-  // The device peak cannot exceed this: pools, plus two steps (the running one and the prefetched one).
+  // The device peak cannot exceed this without fragmentation: the parameters, the pools, and two steps (the
+  // running one and the prefetched one). `memory` is the exact forecast.
   std::int64_t peak_bytes_bound = 0;
   std::int64_t rows_computed = 0;  // per epoch, forward aggregations
   std::int64_t rows_needed = 0;
@@ -120,7 +124,19 @@ struct EpochPlan {
   std::int64_t cache_d2h_bytes = 0;
   std::int64_t cache_hits = 0;
   std::int64_t cache_misses = 0;
+  // The device memory the run needs (forecast_device_memory; the executor fills it in).
+  MemoryForecast memory;
 };
+
+// Replays one training step of `plan` on a planning device (planning_device.hpp), with kernels that do nothing
+// and a rank detached from its peers: exactly what the run allocates on the device, and how the arena places
+// it. `model` is left as it was.
+MemoryForecast forecast_device_memory(const Backend& backend, Model& model, const LocalGraph& local, ConstRows features,
+                                      const EpochPlan& plan);
+// How many bytes the plan's budget lacks for its forecast peak footprint (0: it fits).
+std::int64_t device_memory_shortfall(const EpochPlan& plan);
+// "rows 1.2M, graph 300K, ..., alignment and fragmentation 12K": the forecast's peak by category.
+std::string describe_forecast(const MemoryForecast& forecast);
 
 // Plans an epoch of `model` on `graph` (as stored: the model adds its self-loops). Throws nj::InputError when
 // the budget cannot hold the smallest possible step, naming the smallest budget that would.
@@ -151,7 +167,10 @@ class SubgraphExecutor final : public Executor {
  public:
   // `model` and `features` (the owned vertices' rows) must outlive the executor; `comm` may be null when
   // `local` has no peers.
-  SubgraphExecutor(Backend& backend, Device& device, const Model& model, const LocalGraph& local, ConstRows features,
+  // Plans the epoch and forecasts its device memory by replaying one training step on a planning device
+  // (which leaves `model` as it was); throws nj::InputError, naming the shortfall, when the device's budget
+  // cannot hold it.
+  SubgraphExecutor(Resources& resources, Model& model, const LocalGraph& local, ConstRows features,
                    const SubgraphExecutorOptions& options, Communicator* comm = nullptr);
   ~SubgraphExecutor() override;
   ConstRows evaluate(Model& model) override;
@@ -160,7 +179,9 @@ class SubgraphExecutor final : public Executor {
   const EpochPlan& plan() const;
 
  private:
+  friend MemoryForecast forecast_device_memory(const Backend&, Model&, const LocalGraph&, ConstRows, const EpochPlan&);
   struct State;
+  EpochPlan plan_;
   std::unique_ptr<State> state_;
 };
 

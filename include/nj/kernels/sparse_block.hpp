@@ -1,5 +1,5 @@
 #pragma once
-// A sparse block's arrays, owned on the host (the view the kernels read is in sparse_block_view.hpp).
+// A sparse block's arrays, owned on the host; DeviceBlock (device_block.hpp) puts them where kernels read them.
 #include <span>
 #include <vector>
 
@@ -19,7 +19,6 @@ struct SparseBlock {
   std::vector<gid_t> src_gid;
 
   vid_t num_dst() const { return static_cast<vid_t>(dst_offsets.size() - 1); }
-  SparseBlockView view() const;
   // Derives the out-edge arrays once dst_offsets, src_index, edge_weight and num_src are set.
   void index_by_source();
 };

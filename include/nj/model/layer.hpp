@@ -37,24 +37,31 @@ class Layer {
 
   // Called after the weights changed (once per epoch): derives what transform() multiplies by.
   virtual void prepare() {}
-  void transform(Backend& backend, ConstRows x, Rows z) const;
+  // The transform and its backward read the layer's parameters on the device (device_parameters.hpp):
+  // weight is effective_weight(), accumulated into weight_grad.
+  static void transform(Backend& backend, ConstDeviceRows weight, ConstDeviceRows x, DeviceRows z);
   virtual void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
-                         ConstRows z, Rows y) const = 0;
+                         ConstDeviceRows z, DeviceRows y) const = 0;
 
+  // Floats of device workspace aggregate_backward needs for a block of this size.
+  virtual std::int64_t aggregate_backward_workspace(const Backend& backend, vid_t num_dst, eid_t num_edges) const = 0;
   // grad_z (+)= ∂L/∂Z for every source row of the block (rows indexed as in z).
   virtual void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention,
-                                  bool training, ConstRows z, ConstRows grad_y, Rows grad_z, bool accumulate) const = 0;
-  // Accumulates ∂L/∂W_eff += Xᵀ · grad_z and, where grad_x is non-empty, writes grad_x = grad_z · W_effᵀ.
-  void transform_backward(Backend& backend, ConstRows x, ConstRows grad_z, Rows grad_x);
-  // Called after a run of transform_backward calls (an epoch, or one pass of it): adds ∂L/∂W_eff into the
-  // parameters' gradients and resets it, so that the runs' contributions sum.
+                                  bool training, ConstDeviceRows z, ConstDeviceRows grad_y, DeviceRows grad_z,
+                                  bool accumulate, DeviceSpan<float> workspace) const = 0;
+  // Accumulates weight_grad += Xᵀ · grad_z and, where grad_x is non-empty, writes grad_x = grad_z · weightᵀ.
+  static void transform_backward(Backend& backend, ConstDeviceRows weight, DeviceRows weight_grad, ConstDeviceRows x,
+                                 ConstDeviceRows grad_z, DeviceRows grad_x);
+  // Called once the gradient of effective_weight() is complete for a run of transform_backward calls (an
+  // epoch, or one pass of it): turns it into the parameters' gradients and resets it, so that runs sum.
   virtual void finish_backward() {}
 
- protected:
-  virtual const Parameter& weight() const = 0;
   // The matrix transform() multiplies by (in_dim × row_width) and the gradient accumulated against it.
   virtual const Matrix& effective_weight() const = 0;
   virtual Matrix& effective_weight_grad() = 0;
+
+ protected:
+  virtual const Parameter& weight() const = 0;
 
   Parameter bias_;
 };

@@ -19,14 +19,17 @@ class GcnLayer final : public Layer {
   std::int64_t out_dim() const override { return weight_.value.cols(); }
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
   void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
-                 ConstRows z, Rows y) const override;
+                 ConstDeviceRows z, DeviceRows y) const override;
+  std::int64_t aggregate_backward_workspace(const Backend& backend, vid_t num_dst, eid_t num_edges) const override;
   void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
-                          ConstRows z, ConstRows grad_y, Rows grad_z, bool accumulate) const override;
+                          ConstDeviceRows z, ConstDeviceRows grad_y, DeviceRows grad_z, bool accumulate,
+                          DeviceSpan<float> workspace) const override;
+
+  const Matrix& effective_weight() const override { return weight_.value; }
+  Matrix& effective_weight_grad() override { return weight_.grad; }
 
  protected:
   const Parameter& weight() const override { return weight_; }
-  const Matrix& effective_weight() const override { return weight_.value; }
-  Matrix& effective_weight_grad() override { return weight_.grad; }
 
  private:
   Parameter weight_;
@@ -45,15 +48,17 @@ class GatLayer final : public Layer {
   const GatShape& shape() const { return shape_; }
   void prepare() override;
   void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
-                 ConstRows z, Rows y) const override;
+                 ConstDeviceRows z, DeviceRows y) const override;
+  std::int64_t aggregate_backward_workspace(const Backend& backend, vid_t num_dst, eid_t num_edges) const override;
   void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
-                          ConstRows z, ConstRows grad_y, Rows grad_z, bool accumulate) const override;
+                          ConstDeviceRows z, ConstDeviceRows grad_y, DeviceRows grad_z, bool accumulate,
+                          DeviceSpan<float> workspace) const override;
   void finish_backward() override;
+  const Matrix& effective_weight() const override { return augmented_; }
+  Matrix& effective_weight_grad() override { return augmented_grad_; }
 
  protected:
   const Parameter& weight() const override { return weight_; }
-  const Matrix& effective_weight() const override { return augmented_; }
-  Matrix& effective_weight_grad() override { return augmented_grad_; }
 
  private:
   // The shape with attention dropout switched off outside training.

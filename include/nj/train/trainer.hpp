@@ -95,7 +95,7 @@ struct TrainSummary {
 
 class Trainer {
  public:
-  Trainer(Model& model, Executor& executor, Backend& backend, Communicator& comm, const VertexTargets& targets,
+  Trainer(Model& model, Executor& executor, Communicator& comm, const VertexTargets& targets,
           const TrainOptions& options);
 
   // One optimizer step; the epoch number addresses the dropout masks.
@@ -110,7 +110,6 @@ class Trainer {
  private:
   Model& model_;
   Executor& executor_;
-  Backend& backend_;
   Communicator& comm_;
   VertexTargets targets_;
   TrainOptions options_;

@@ -1,0 +1,61 @@
+#pragma once
+// A device that only places allocations. Planning replays an epoch of the executor on it, with kernels that do
+// nothing (make_planning_backend), to learn exactly what a run allocates, when, and how the arena places it:
+// the same first-fit arena as the real devices, so the predicted peak footprint, fragmentation included, is
+// what the run will see. Copies to the host write zeros; nothing else touches memory.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "nj/device/device.hpp"
+#include "nj/kernels/backend.hpp"
+
+namespace nj {
+
+struct MemoryForecast {
+  std::int64_t peak_bytes = 0;            // requested bytes live at once, at most
+  std::int64_t peak_footprint_bytes = 0;  // the arena's extent at its highest: what a budget must hold
+  // Requested bytes live when the footprint peaked, by category: the part of each allocation's name before
+  // ':' ("rows: transform inputs" counts under "rows").
+  std::map<std::string, std::int64_t> at_peak;
+  // The most requested bytes each category held at once, at any time.
+  std::map<std::string, std::int64_t> category_peaks;
+  // The footprint beyond the requested bytes at its peak: alignment and fragmentation.
+  std::int64_t padding_at_peak() const;
+};
+
+class PlanningDevice final : public Device {
+ public:
+  PlanningDevice();
+  ~PlanningDevice() override;
+  std::string_view name() const override { return "planning"; }
+  std::int64_t budget_bytes() const override { return kUnlimited; }
+  void* allocate(std::int64_t bytes, std::string_view what) override;
+  void deallocate(void* ptr) noexcept override;
+  void* allocate_pinned(std::int64_t bytes) override;
+  void deallocate_pinned(void* ptr) noexcept override;
+  Event copy_to_device(void* device_dst, const void* host_src, std::int64_t bytes) override;
+  Event copy_to_host(void* host_dst, const void* device_src, std::int64_t bytes) override;
+  Event record(Stream stream) override { return {stream, {}}; }
+  void wait(Stream /*waiter*/, const Event& /*event*/) override {}
+  bool is_complete(const Event& /*event*/) override { return true; }
+  void synchronize(const Event& /*event*/) override {}
+  void synchronize() override {}
+  void use(const void* /*ptr*/, std::int64_t /*bytes*/, Access /*access*/, std::string_view /*what*/) override {}
+  void check_host_access(const void* /*ptr*/, std::int64_t /*bytes*/, std::string_view /*what*/) const override {}
+  DeviceStats stats() const override;
+  void reset_transfer_stats() override {}
+
+  MemoryForecast forecast() const { return forecast_; }
+
+ private:
+  struct Live;
+  std::unique_ptr<Live> live_;
+  MemoryForecast forecast_;
+};
+
+// Kernels that do nothing, with `sizes`' workspace sizes: what planning replays an epoch with.
+std::unique_ptr<Backend> make_planning_backend(const Backend& sizes);
+
+}  // namespace nj

@@ -1,0 +1,30 @@
+#pragma once
+// A sparse block's arrays in device memory: what the kernels' SparseBlockView points at. One allocation holds
+// every array, filled by one copy from page-locked staging.
+#include <cstdint>
+#include <string_view>
+
+#include "nj/device/device.hpp"
+#include "nj/kernels/sparse_block.hpp"
+
+namespace nj {
+
+class DeviceBlock {
+ public:
+  DeviceBlock() = default;
+  // Copies `block`'s arrays to the device; returns when they are there.
+  DeviceBlock(Device& device, const SparseBlock& block, std::string_view what);
+
+  // Device bytes of a block of this size (what the constructor allocates).
+  static std::int64_t bytes_for(std::int64_t num_dst, std::int64_t num_src, std::int64_t num_edges, bool weighted);
+
+  // The kernels' view; its sources are read through `src_row` (empty: row j holds source j).
+  SparseBlockView view(DeviceSpan<const vid_t> src_row = {}) const;
+  std::int64_t bytes() const { return arrays_.size(); }
+
+ private:
+  DeviceArray<std::byte> arrays_;
+  SparseBlockView view_;
+};
+
+}  // namespace nj

@@ -1,0 +1,47 @@
+// Kernels that do nothing: planning replays an epoch's allocations and copies without its arithmetic.
+#include "nj/device/planning_device.hpp"
+
+namespace nj {
+namespace {
+
+class PlanningBackend final : public Backend {
+ public:
+  explicit PlanningBackend(const Backend& sizes) : sizes_(sizes) {}
+  std::string_view name() const override { return "planning"; }
+  void gemm(bool /*transpose_a*/, bool /*transpose_b*/, float /*alpha*/, ConstDeviceRows /*a*/, ConstDeviceRows /*b*/,
+            float /*beta*/, DeviceRows /*c*/) override {}
+  void spmm(const SparseBlockView& /*block*/, ConstDeviceRows /*in*/, DeviceRows /*out*/) override {}
+  void spmm_transpose(const SparseBlockView& /*block*/, ConstDeviceRows /*grad_out*/, DeviceRows /*grad_in*/,
+                      bool /*accumulate*/) override {}
+  void gat_forward(const SparseBlockView& /*block*/, const GatShape& /*shape*/, const RandomStream& /*attention*/,
+                   ConstDeviceRows /*z*/, DeviceRows /*out*/) override {}
+  std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const override {
+    return sizes_.gat_backward_workspace(num_dst, num_edges, heads);
+  }
+  void gat_backward(const SparseBlockView& /*block*/, const GatShape& /*shape*/, const RandomStream& /*attention*/,
+                    ConstDeviceRows /*z*/, ConstDeviceRows /*grad_out*/, DeviceRows /*grad_z*/, bool /*accumulate*/,
+                    DeviceSpan<float> /*workspace*/) override {}
+  void dropout(ConstDeviceRows /*in*/, DeviceSpan<const gid_t> /*row_gid*/, const RandomStream& /*stream*/, float /*p*/,
+               DeviceRows /*out*/) override {}
+  void bias_activation(ConstDeviceRows /*y*/, DeviceSpan<const float> /*bias*/, Activation /*act*/,
+                       DeviceRows /*h*/) override {}
+  void activation_backward(Activation /*act*/, ConstDeviceRows /*h*/, ConstDeviceRows /*grad_h*/,
+                           DeviceRows /*grad_y*/) override {}
+  void column_sums(ConstDeviceRows /*in*/, DeviceSpan<float> /*out*/, bool /*accumulate*/) override {}
+  void copy_rows(ConstDeviceRows /*src*/, DeviceSpan<const vid_t> /*src_rows*/, DeviceRows /*dst*/,
+                 DeviceSpan<const vid_t> /*dst_rows*/, std::int64_t /*count*/) override {}
+  void add_rows(ConstDeviceRows /*src*/, DeviceSpan<const vid_t> /*src_rows*/, DeviceRows /*dst*/,
+                DeviceSpan<const vid_t> /*dst_rows*/, std::int64_t /*count*/) override {}
+  void zero_rows(DeviceRows /*dst*/, DeviceSpan<const vid_t> /*rows*/, std::int64_t /*count*/) override {}
+
+ private:
+  const Backend& sizes_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_planning_backend(const Backend& sizes) {
+  return std::make_unique<PlanningBackend>(sizes);
+}
+
+}  // namespace nj
