@@ -87,9 +87,9 @@ void log_plan(const EpochPlan& plan) {
                to_string(plan.options.mode), to_string(plan.options.policy), format_bytes(plan.options.device_budget),
                format_bytes(unlimited ? kUnlimited : plan.pool_bytes),
                format_bytes(unlimited ? kUnlimited : plan.step_limit_bytes), parts, plan.num_steps);
-  spdlog::info("plan: device peak {} ({}; parameters {}, largest step {})",
-               format_bytes(plan.memory.peak_footprint_bytes), describe_forecast(plan.memory),
-               format_bytes(plan.resident_bytes), format_bytes(plan.largest_step_bytes));
+  spdlog::info("plan: device peak {} of {} ({}), largest step {}", format_bytes(plan.memory.peak_footprint_bytes),
+               format_bytes(plan.options.device_budget), describe_forecast(plan.memory),
+               format_bytes(plan.largest_step_bytes));
   spdlog::info("plan: predicted per epoch: h2d {} (cache {}), d2h {} (cache {}), recompute ratio {:.3f}",
                format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.d2h_bytes),
                format_bytes(plan.cache_d2h_bytes),

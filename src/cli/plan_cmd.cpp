@@ -29,9 +29,14 @@ void run_plan(PlanArguments& args) {
   plan.memory = forecast_device_memory(*make_cpu_backend(), model, local, dataset.features.view(), plan);
   spdlog::info("planned in {:.2f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   log_plan(plan);
-  std::cout << fmt::format("device memory at the peak: {}\n", format_bytes(plan.memory.peak_footprint_bytes));
-  for (const auto& [category, bytes] : plan.memory.at_peak) {
-    std::cout << fmt::format("  {:<26} {:>12}\n", category, format_bytes(bytes));
+  // Each category at the moment the footprint peaked, and at its own highest.
+  std::cout << fmt::format("device memory: peak {} of budget {}\n", format_bytes(plan.memory.peak_footprint_bytes),
+                           format_bytes(plan.options.device_budget));
+  std::cout << fmt::format("  {:<26} {:>12} {:>14}\n", "category", "at the peak", "most at once");
+  for (const auto& [category, most] : plan.memory.category_peaks) {
+    const auto at = plan.memory.at_peak.find(category);
+    std::cout << fmt::format("  {:<26} {:>12} {:>14}\n", category,
+                             format_bytes(at == plan.memory.at_peak.end() ? 0 : at->second), format_bytes(most));
   }
   std::cout << fmt::format("  {:<26} {:>12}\n", "alignment, fragmentation",
                            format_bytes(plan.memory.padding_at_peak()));

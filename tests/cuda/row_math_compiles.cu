@@ -1,13 +1,15 @@
 // Compile-only check (no GPU is needed, nothing runs it): the row math that CPU loops and CUDA kernels share,
-// and the block view and random streams it reads, compile as CUDA C++17 device code without warnings. CI
-// compiles this wherever nvcc is found, so a header that stops compiling for the device fails the build.
+// the block view and random streams it reads, and the device views kernels take, compile as CUDA C++17 device
+// code without warnings. CI compiles this wherever nvcc is found, so a header that stops compiling for the
+// device fails the build.
+#include "nj/device/device_view.hpp"
 #include "nj/kernels/row_math.hpp"
 
 namespace nj {
 
-__global__ void spmm_rows(SparseBlockView block, const float* in, std::int64_t cols, float* out) {
+__global__ void spmm_rows(SparseBlockView block, ConstDeviceRows in, DeviceRows out) {
   const auto i = static_cast<vid_t>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i < block.num_dst) rowmath::spmm_row(block, i, in, cols, out + i * cols);
+  if (i < block.num_dst) rowmath::spmm_row(block, i, in.data, in.cols, out.row(i));
 }
 
 __global__ void gat_rows(SparseBlockView block, rowmath::GatShape shape, RandomStream attention, const float* z,
