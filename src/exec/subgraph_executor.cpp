@@ -1,12 +1,13 @@
-// Replays an EpochPlan on a device: per phase, cache pools of fixed slots; per step, the cache plan's
-// transfers (packed through staging buffers: gather, one copy, scatter), the streamed rows, and the layer's
-// kernels on device buffers.
+// Replays an EpochPlan on a device: per phase, cache pools of fixed slots (cache_pools.hpp) and the cache
+// plan's transfers; per step, the streamed rows (transfers.hpp), the step's block, slots and ids, and the
+// layer's kernels on device buffers.
 #include "nj/exec/subgraph_executor.hpp"
 
 #include <chrono>
 #include <optional>
 #include <tuple>
 
+#include "cache_pools.hpp"
 #include "nj/device/arena.hpp"
 #include "nj/device/planning_device.hpp"
 #include "nj/exec/transfers.hpp"
@@ -18,20 +19,6 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::vector<vid_t> slots_of(std::span<const SlotAssignment> assignments) {
-  std::vector<vid_t> slots;
-  slots.reserve(assignments.size());
-  for (const auto& a : assignments) slots.push_back(a.slot);
-  return slots;
-}
-
-std::vector<vid_t> rows_of(std::span<const SlotAssignment> assignments) {
-  std::vector<vid_t> rows;
-  rows.reserve(assignments.size());
-  for (const auto& a : assignments) rows.push_back(a.row.row);
-  return rows;
 }
 
 }  // namespace
@@ -48,7 +35,10 @@ struct SubgraphExecutor::State {
         plan(p),
         exchange(comm, local, model.num_layers()),
         parameters(device, model),
-        logits(local.num_owned, model.layer(model.num_layers() - 1).out_dim()) {
+        logits(local.num_owned, model.layer(model.num_layers() - 1).out_dim()),
+        pools(
+            backend, transfers, 2 * model.num_layers(), plan.staging_limit_bytes,
+            [this](std::uint32_t tensor) -> Matrix& { return host_tensor(tensor); }, metrics.wait_seconds) {
     if (!plan.closures.empty()) closure_planner.emplace(model, local);
     // Transformed rows and their gradients have homes for mirrors too; layer outputs only for aggregated rows.
     const std::int64_t rows = plan.largest_pass_rows;
@@ -63,7 +53,6 @@ struct SubgraphExecutor::State {
       received_gradients.emplace_back(boundary, layer.row_width());
       boundary_rows.emplace_back(boundary, layer.row_width());
     }
-    pools.resize(2 * model.num_layers());
   }
 
   // The host home of a trace tensor's rows: tensor 2l is layer l's transformed rows, 2l+1 their gradients.
@@ -110,123 +99,36 @@ struct SubgraphExecutor::State {
     metrics.wait_seconds += seconds_since(start);
   }
 
-  void begin_phase(std::uint32_t phase) {
-    const AccessTrace& trace = pass->trace;
-    for (std::size_t t = 0; t < pools.size(); ++t) {
-      const std::int64_t slots = trace.capacity_rows[phase][t];
-      if (slots > 0) {
-        pools[t] = DeviceMatrix(device, slots, trace.tensors[t].row_bytes / static_cast<std::int64_t>(sizeof(float)),
-                                "rows: " + trace.tensors[t].name + " cache");
-      }
-    }
-  }
-
-  void end_phase(std::uint32_t phase) {
-    write_back(pass->cache.phase_ends[phase].writeback);
-    for (auto& pool : pools) pool = DeviceMatrix();
-  }
-
-  // Dirty rows leave their slots for the host: gathered on the device, one copy per tensor, scattered on the host.
-  // A phase's end writes back up to a whole pool: in pieces that fit a step's staging.
-  void write_back(std::span<const SlotAssignment> rows) {
-    for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
-      const std::int64_t row_bytes = pools[tensor].cols() * static_cast<std::int64_t>(sizeof(float));
-      const auto piece = static_cast<std::size_t>(
-          std::max<std::int64_t>(1, plan.staging_limit_bytes / (row_bytes + static_cast<std::int64_t>(sizeof(vid_t)))));
-      for (std::size_t first = 0; first < group.size(); first += piece) {
-        const auto rows_now = group.subspan(first, std::min(piece, group.size() - first));
-        const DeviceArray<vid_t> slots = slots_on_device(slots_of(rows_now));
-        DeviceMatrix packed(device, static_cast<std::int64_t>(rows_now.size()), pools[tensor].cols(),
-                            "rows: write-back staging");
-        backend.copy_rows(pools[tensor].view(), slots.view(), packed.view(), {}, packed.rows());
-        download(packed.view(), host_tensor(tensor).view(), rows_of(rows_now));
-      }
-    });
-  }
-
-  // Loads in flight: host rows gathered into page-locked staging and copied into device staging, one copy per
-  // tensor; finishing them scatters the rows into their slots.
-  struct PendingLoads {
-    struct Group {
-      std::uint32_t tensor = 0;
-      std::vector<vid_t> slots;
-      DeviceMatrix packed;
-      PinnedArray<float> host;
-    };
-    std::vector<Group> groups;
-    Event copied;
-  };
-
-  PendingLoads issue_loads(std::span<const SlotAssignment> rows) {
-    PendingLoads pending;
-    for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
-      auto& g = pending.groups.emplace_back(
-          PendingLoads::Group{tensor, slots_of(group), DeviceMatrix(), PinnedArray<float>(device)});
-      const ConstRows host = host_tensor(tensor).view();
-      g.packed = DeviceMatrix(device, static_cast<std::int64_t>(group.size()), host.cols, "rows: load staging");
-      pending.copied = transfers.start_upload(host, rows_of(group), g.packed.view(), g.host);
-    });
-    return pending;
-  }
-
-  void finish_loads(PendingLoads& pending) {
-    timed([&] { device.wait(Stream::kCompute, pending.copied); });
-    for (auto& g : pending.groups) {
-      const DeviceArray<vid_t> slots = slots_on_device(g.slots);
-      backend.copy_rows(g.packed.view(), {}, pools[g.tensor].view(), slots.view(), g.packed.rows());
-    }
-    pending = {};
-  }
-
-  template <typename Fn>
-  static void for_each_tensor(std::span<const SlotAssignment> rows, Fn&& fn) {
-    std::size_t first = 0;
-    while (first < rows.size()) {
-      std::size_t last = first;
-      while (last < rows.size() && rows[last].row.tensor == rows[first].row.tensor) ++last;
-      fn(rows[first].row.tensor, rows.subspan(first, last - first));
-      first = last;
-    }
-  }
-
-  // Accumulators start from zero; rows that a step writes need no initial value.
-  void zero_accumulators(const StepPlan& step) {
-    for_each_tensor(step.zeroed, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
-      const DeviceArray<vid_t> slots = slots_on_device(slots_of(group));
-      backend.zero_rows(pools[tensor].view(), slots.view(), slots.size());
-    });
-  }
-
   // Runs steps [first, last) of the running pass, phase by phase. Where the plan allows it, the next step's loads are
   // issued before the current step computes, so that the copy engine moves them meanwhile.
   template <typename StepFn>
   void run_steps(std::size_t first, std::size_t last, StepFn&& run_step) {
-    PendingLoads loads;
+    CachePools::PendingLoads loads;
     bool prefetched = false;
     const AccessTrace& trace = pass->trace;
     const CachePlan& cache = pass->cache;
     for (std::size_t k = first; k < last; ++k) {
       const std::uint32_t phase = trace.steps[k].phase;
-      if (k == first || trace.steps[k - 1].phase != phase) begin_phase(phase);
+      if (k == first || trace.steps[k - 1].phase != phase) pools.begin_phase(trace, phase);
       advance_exchange(k);
       const StepPlan& step = cache.steps[k];
       if (!prefetched) {
-        write_back(step.evict_writeback);
-        loads = issue_loads(step.loads);
+        pools.write_back(step.evict_writeback);
+        loads = pools.issue_loads(step.loads);
       }
-      finish_loads(loads);
-      zero_accumulators(step);
+      pools.finish_loads(loads);
+      pools.zero(step.zeroed);
       const bool phase_ends = k + 1 == last || trace.steps[k + 1].phase != phase;
       prefetched = !phase_ends && cache.steps[k + 1].prefetch;
       if (prefetched) {
-        write_back(cache.steps[k + 1].evict_writeback);
-        loads = issue_loads(cache.steps[k + 1].loads);
+        pools.write_back(cache.steps[k + 1].evict_writeback);
+        loads = pools.issue_loads(cache.steps[k + 1].loads);
       }
       const auto start = std::chrono::steady_clock::now();
       run_step(k);
       metrics.compute_seconds += seconds_since(start);
       exchange.poll();
-      if (phase_ends) end_phase(phase);
+      if (phase_ends) pools.end_phase(cache.phase_ends[phase].writeback);
     }
     advance_exchange(last);
   }
@@ -296,7 +198,7 @@ struct SubgraphExecutor::State {
     DeviceMatrix out(device, x.rows(), model.layer(l).row_width(), "rows: transformed rows");
     Layer::transform(backend, parameters.layer(l).weight.view(), x.view(), out.view());
     const DeviceArray<vid_t> slots = slots_on_device(step.write_slots);
-    backend.copy_rows(out.view(), {}, pools[z_index(l)].view(), slots.view(), out.rows());
+    backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), slots.view(), out.rows());
   }
 
   void aggregate(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step, std::uint32_t epoch,
@@ -307,7 +209,7 @@ struct SubgraphExecutor::State {
     DeviceMatrix out(device, part.num_dst(), layer.out_dim(), "rows: aggregated rows");
     layer.aggregate(backend, block.view(slots.view()),
                     attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training,
-                    pools[z_index(l)].view(), out.view());
+                    pools.pool(z_index(l)), out.view());
     backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
     download(out.view(), outputs[l].view(), part.destinations());
   }
@@ -325,7 +227,7 @@ struct SubgraphExecutor::State {
         device,
         layer.aggregate_backward_workspace(backend, part.num_dst(), static_cast<eid_t>(part.block.src_index.size())),
         "workspace: attention");
-    const DeviceRows grad_pool = pools[grad_index(l)].view();
+    const DeviceRows grad_pool = pools.pool(grad_index(l));
     if (step.read_slots.empty()) {  // the gradient reads no rows: accumulate straight into the slots
       layer.aggregate_backward(backend, block.view(accumulate_slots.view()), attention, true, ConstDeviceRows{},
                                grad_y.view(), grad_pool, true, workspace.view());
@@ -336,7 +238,7 @@ struct SubgraphExecutor::State {
     const DeviceArray<vid_t> read_slots = slots_on_device(step.read_slots);
     DeviceMatrix z_rows(device, sources, layer.row_width(), "rows: attention rows");
     DeviceMatrix grad_rows(device, sources, layer.row_width(), "rows: attention gradients");
-    backend.copy_rows(pools[z_index(l)].view(), read_slots.view(), z_rows.view(), {}, sources);
+    backend.copy_rows(pools.pool(z_index(l)), read_slots.view(), z_rows.view(), {}, sources);
     backend.copy_rows(grad_pool, accumulate_slots.view(), grad_rows.view(), {}, sources);
     layer.aggregate_backward(backend, block.view(), attention, true, z_rows.view(), grad_y.view(), grad_rows.view(),
                              true, workspace.view());
@@ -352,7 +254,7 @@ struct SubgraphExecutor::State {
     dropout_rows(model, l, epoch, true, rows, dropped.view());
     DeviceMatrix grad_z_rows(device, input.rows(), layer.row_width(), "rows: transformed-row gradients");
     const DeviceArray<vid_t> slots = slots_on_device(step.read_slots);
-    backend.copy_rows(pools[grad_index(l)].view(), slots.view(), grad_z_rows.view(), {}, grad_z_rows.rows());
+    backend.copy_rows(pools.pool(grad_index(l)), slots.view(), grad_z_rows.view(), {}, grad_z_rows.rows());
     DeviceMatrix grad_x =
         l > 0 ? DeviceMatrix(device, input.rows(), layer.in_dim(), "rows: input gradients") : DeviceMatrix();
     LayerParameters& p = parameters.layer(l);
@@ -369,9 +271,10 @@ struct SubgraphExecutor::State {
 
   // Rows of a pool leave the device for their host home, from where the exchange sends them.
   void send_rows(std::uint32_t tensor, std::span<const vid_t> rows, const StepPlan& step) {
-    DeviceMatrix packed(device, static_cast<std::int64_t>(rows.size()), pools[tensor].cols(), "rows: exchange staging");
+    DeviceMatrix packed(device, static_cast<std::int64_t>(rows.size()), pools.pool(tensor).cols,
+                        "rows: exchange staging");
     const DeviceArray<vid_t> slots = slots_on_device(step.read_slots);
-    backend.copy_rows(pools[tensor].view(), slots.view(), packed.view(), {}, packed.rows());
+    backend.copy_rows(pools.pool(tensor), slots.view(), packed.view(), {}, packed.rows());
     download(packed.view(), host_tensor(tensor).view(), rows);
   }
 
@@ -383,7 +286,7 @@ struct SubgraphExecutor::State {
     DeviceMatrix packed(device, rows, sums.cols, "rows: exchange staging");
     timed([&] { transfers.upload(sums, {}, packed.view()); });
     const DeviceArray<vid_t> slots = slots_on_device(step.accumulate_slots);
-    backend.add_rows(packed.view(), {}, pools[grad_index(l)].view(), slots.view(), rows);
+    backend.add_rows(packed.view(), {}, pools.pool(grad_index(l)), slots.view(), rows);
   }
 
   std::uint32_t z_index(std::size_t l) const { return static_cast<std::uint32_t>(2 * l); }
@@ -502,7 +405,7 @@ struct SubgraphExecutor::State {
   std::vector<Matrix> grad_z;              // host home of their gradients
   std::vector<Matrix> received_gradients;  // per layer: what the mirrors sent for each boundary row
   std::vector<Matrix> boundary_rows;       // per layer: the boundary rows leaving, packed
-  std::vector<DeviceMatrix> pools;         // per trace tensor, during its phase
+  CachePools pools;
   ExecutionMetrics metrics;
 };
 

@@ -1,0 +1,112 @@
+#include "cache_pools.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace nj {
+namespace {
+
+std::vector<vid_t> slots_of(std::span<const SlotAssignment> assignments) {
+  std::vector<vid_t> slots;
+  slots.reserve(assignments.size());
+  for (const auto& a : assignments) slots.push_back(a.slot);
+  return slots;
+}
+
+std::vector<vid_t> rows_of(std::span<const SlotAssignment> assignments) {
+  std::vector<vid_t> rows;
+  rows.reserve(assignments.size());
+  for (const auto& a : assignments) rows.push_back(a.row.row);
+  return rows;
+}
+
+// Calls fn(tensor, group) for each run of consecutive assignments of one tensor (plans list them by tensor).
+template <typename Fn>
+void for_each_tensor(std::span<const SlotAssignment> rows, Fn&& fn) {
+  std::size_t first = 0;
+  while (first < rows.size()) {
+    std::size_t last = first;
+    while (last < rows.size() && rows[last].row.tensor == rows[first].row.tensor) ++last;
+    fn(rows[first].row.tensor, rows.subspan(first, last - first));
+    first = last;
+  }
+}
+
+}  // namespace
+
+CachePools::CachePools(Backend& backend, Transfers& transfers, std::size_t tensors, std::int64_t staging_limit_bytes,
+                       std::function<Matrix&(std::uint32_t)> home, double& wait_seconds)
+    : backend_(backend),
+      transfers_(transfers),
+      staging_limit_bytes_(staging_limit_bytes),
+      home_(std::move(home)),
+      wait_seconds_(wait_seconds),
+      pools_(tensors) {}
+
+void CachePools::begin_phase(const AccessTrace& trace, std::uint32_t phase) {
+  for (std::size_t t = 0; t < pools_.size(); ++t) {
+    const std::int64_t slots = trace.capacity_rows[phase][t];
+    if (slots > 0) {
+      pools_[t] = DeviceMatrix(transfers_.device(), slots,
+                               trace.tensors[t].row_bytes / static_cast<std::int64_t>(sizeof(float)),
+                               "rows: " + trace.tensors[t].name + " cache");
+    }
+  }
+}
+
+void CachePools::end_phase(std::span<const SlotAssignment> writeback) {
+  write_back(writeback);
+  for (auto& pool : pools_) pool = DeviceMatrix();
+}
+
+// A phase's end writes back up to a whole pool: in pieces that fit a step's staging.
+void CachePools::write_back(std::span<const SlotAssignment> rows) {
+  for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
+    const std::int64_t row_bytes = pools_[tensor].cols() * static_cast<std::int64_t>(sizeof(float));
+    const auto piece = static_cast<std::size_t>(
+        std::max<std::int64_t>(1, staging_limit_bytes_ / (row_bytes + static_cast<std::int64_t>(sizeof(vid_t)))));
+    for (std::size_t first = 0; first < group.size(); first += piece) {
+      const auto part = group.subspan(first, std::min(piece, group.size() - first));
+      const DeviceArray<vid_t> slots = to_device<vid_t>(transfers_, slots_of(part), "index: cache slots");
+      DeviceMatrix packed(transfers_.device(), static_cast<std::int64_t>(part.size()), pools_[tensor].cols(),
+                          "rows: write-back staging");
+      backend_.copy_rows(pools_[tensor].view(), slots.view(), packed.view(), {}, packed.rows());
+      const auto start = std::chrono::steady_clock::now();
+      transfers_.download(packed.view(), home_(tensor).view(), rows_of(part));
+      wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+  });
+}
+
+CachePools::PendingLoads CachePools::issue_loads(std::span<const SlotAssignment> rows) {
+  PendingLoads pending;
+  for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
+    auto& g = pending.groups.emplace_back(
+        PendingLoads::Group{tensor, slots_of(group), DeviceMatrix(), PinnedArray<float>(transfers_.device())});
+    const ConstRows host = home_(tensor).view();
+    g.packed =
+        DeviceMatrix(transfers_.device(), static_cast<std::int64_t>(group.size()), host.cols, "rows: load staging");
+    pending.copied = transfers_.start_upload(host, rows_of(group), g.packed.view(), g.host);
+  });
+  return pending;
+}
+
+void CachePools::finish_loads(PendingLoads& pending) {
+  const auto start = std::chrono::steady_clock::now();
+  transfers_.device().wait(Stream::kCompute, pending.copied);
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (auto& g : pending.groups) {
+    const DeviceArray<vid_t> slots = to_device<vid_t>(transfers_, g.slots, "index: cache slots");
+    backend_.copy_rows(g.packed.view(), {}, pools_[g.tensor].view(), slots.view(), g.packed.rows());
+  }
+  pending = {};
+}
+
+void CachePools::zero(std::span<const SlotAssignment> rows) {
+  for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
+    const DeviceArray<vid_t> slots = to_device<vid_t>(transfers_, slots_of(group), "index: cache slots");
+    backend_.zero_rows(pools_[tensor].view(), slots.view(), slots.size());
+  });
+}
+
+}  // namespace nj
