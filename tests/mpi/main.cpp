@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   const std::unique_ptr<nj::Communicator> comm = mpi.communicator();
   nj::test::job_communicator = comm.get();
   ::testing::InitGoogleTest(&argc, argv);
+  // NJ_ALL_RANKS_PRINT=1 (with mpirun -x) lets every rank print: a failure on one rank alone shows its message.
   if (comm->rank() != 0 && std::getenv("NJ_ALL_RANKS_PRINT") == nullptr) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
