@@ -30,7 +30,7 @@ std::optional<std::int64_t> ArenaAllocator::allocate(std::int64_t bytes) {
   NJ_EXPECTS(bytes > 0, "arena allocation of {} bytes", bytes);
   // Checked before rounding, which could otherwise overflow near kUnlimited.
   if (bytes > round_down(capacity_)) return std::nullopt;
-  const std::int64_t size = (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  const std::int64_t size = arena_block_bytes(bytes);
   const auto fit = std::find_if(free_by_offset_.begin(), free_by_offset_.end(),
                                 [size](const auto& range) { return range.second >= size; });
   if (fit == free_by_offset_.end()) return std::nullopt;

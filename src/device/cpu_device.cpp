@@ -17,7 +17,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <exception>
 #include <map>
 #include <mutex>
 #include <new>
@@ -86,13 +85,6 @@ class CpuDevice final : public Device {
     }
     for (Engine& e : engines_) e.work.notify_one();
     for (auto& t : threads_) t.join();
-    if (failure_) {
-      try {
-        std::rethrow_exception(failure_);
-      } catch (const std::exception& e) {
-        spdlog::warn("device '{}' destroyed with an unobserved copy failure: {}", name(), e.what());
-      }
-    }
     if (!allocations_.empty()) {
       spdlog::warn("device '{}' destroyed with {} live allocations ({} bytes); freeing them", name(),
                    allocations_.size(), arena_.requested_in_use());
@@ -121,7 +113,13 @@ class CpuDevice final : public Device {
       throw;
     }
     lock.lock();
-    allocations_.emplace(address(ptr), Allocation{bytes, block.offset, std::string(what), {}, {}});
+    Allocation& a =
+        allocations_.emplace(address(ptr), Allocation{bytes, block.offset, std::string(what), {}, {}}).first->second;
+    // Memory is reused as soon as it is freed (the arena is ordered on the compute stream, as CUDA's stream-
+    // ordered allocator is): in arena memory used before, any kernel issued so far may have touched these
+    // bytes, so a copy into them must first wait for the compute stream.
+    if (block.offset < ever_used_) a.last_read[kCompute] = a.last_write[kCompute] = clock_[kCompute][kCompute];
+    ever_used_ = std::max(ever_used_, block.offset + bytes);
     return ptr;
   }
 
@@ -133,12 +131,14 @@ class CpuDevice final : public Device {
     auto it = allocations_.find(address(ptr));
     NJ_EXPECTS(it != allocations_.end(), "deallocate of {}, which is not a live allocation of this device",
                fmt::ptr(ptr));
-    // Stream-ordered free: the last copy on each engine that touched it must be done.
-    const Allocation& a = it->second;
-    for (Engine& e : engines_) {
-      const std::size_t s = index(e.stream);
-      block_until(lock, e, std::max(a.last_write[s], a.last_read[s]));
-    }
+    // The last copy on each engine that touched it must be done; the host saw them complete, so whatever it
+    // issues next (into memory the arena hands out again) is ordered after them.
+    Positions last_use{};
+    for (std::size_t st = 0; st < kStreams; ++st)
+      last_use[st] = std::max(it->second.last_write[st], it->second.last_read[st]);
+    for (Engine& e : engines_) block_until(lock, e, last_use[index(e.stream)]);
+    last_use[kCompute] = 0;
+    host_passed(last_use);
     it = allocations_.find(address(ptr));
     NJ_EXPECTS(it != allocations_.end(), "{} deallocated twice at once", fmt::ptr(ptr));
     arena_.deallocate(it->second.offset);
@@ -203,11 +203,11 @@ class CpuDevice final : public Device {
     std::unique_lock lock(mutex_);
     check_issued(event);
     if (completed(event)) return true;
-    // Someone is polling for it: the engine runs its queue now, small copies included, as a GPU would.
-    Engine& engine = engine_of(event.stream);
-    engine.woken = true;
+    // Someone is polling for it: the engines run their queues now, small copies included, as a GPU would. Both,
+    // since the event's engine may be waiting for the other one.
+    for (Engine& e : engines_) e.woken = true;
     lock.unlock();
-    engine.work.notify_one();
+    for (Engine& e : engines_) e.work.notify_one();
     return false;
   }
 
@@ -216,7 +216,6 @@ class CpuDevice final : public Device {
     check_issued(event);
     block_until_event(lock, event);
     host_passed(event.position);
-    rethrow_failure();
   }
 
   void synchronize() override {
@@ -225,7 +224,6 @@ class CpuDevice final : public Device {
     for (std::size_t s = 0; s < kStreams; ++s) all[s] = clock_[s][s];
     for (Engine& e : engines_) block_until(lock, e, all[index(e.stream)]);
     host_passed(all);
-    rethrow_failure();
   }
 
   void use(const void* ptr, std::int64_t bytes, Access access, std::string_view what) override {
@@ -436,32 +434,20 @@ class CpuDevice final : public Device {
 
   bool runnable(const Operation& op) const { return op.dst != nullptr || completed(op.after); }
 
-  void rethrow_failure() {
-    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
-  }
-
   // Runs the engine's oldest operation on the calling thread, outside the lock so that others can allocate,
-  // issue and query meanwhile; one runs at a time per engine, in order. A failed copy still completes (later
-  // waits must not hang); its error waits in failure_.
+  // issue and query meanwhile; one runs at a time per engine, in order. (A memcpy cannot fail: the checks at
+  // issue are what a GPU's copy errors would be.)
   void run_oldest(std::unique_lock<std::mutex>& lock, Engine& engine) {
     const Operation op = engine.queue.front();
     engine.queue.pop_front();
     engine.busy = true;
     lock.unlock();
     const auto start = Clock::now();
-    std::exception_ptr error;
-    if (op.dst != nullptr) {
-      try {
-        std::memcpy(op.dst, op.src, static_cast<std::size_t>(op.bytes));
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
+    if (op.dst != nullptr) std::memcpy(op.dst, op.src, static_cast<std::size_t>(op.bytes));
     const double seconds = op.dst != nullptr ? seconds_since(start) : 0.0;
     lock.lock();
     engine.busy = false;
     transfers_.copy_seconds += seconds;
-    if (error && !failure_) failure_ = error;
     engine.completed = op.position;
     if (sleepers_ > 0) done_.notify_all();
   }
@@ -491,12 +477,12 @@ class CpuDevice final : public Device {
   int sleepers_ = 0;              // threads waiting on done_
   RangeMap<Allocation> allocations_;
   RangeMap<PinnedBlock> pinned_;
+  std::int64_t ever_used_ = 0;  // the end of the arena memory ever handed out
   std::int64_t pinned_bytes_ = 0;
   // Per stream: what it is ordered after; clock_[s][s] counts the operations issued to s.
   std::array<Positions, kStreams> clock_{};
   std::array<Engine, 2> engines_;  // host-to-device, device-to-host
   DeviceStats transfers_;          // its memory fields are unused: the arena holds them
-  std::exception_ptr failure_;
   bool stopping_ = false;
   std::array<std::thread, 2> threads_;  // last: they start running in the constructor and need everything above
 };

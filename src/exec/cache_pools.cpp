@@ -82,7 +82,7 @@ CachePools::PendingLoads CachePools::issue_loads(std::span<const SlotAssignment>
   PendingLoads pending;
   for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
     auto& g = pending.groups.emplace_back(
-        PendingLoads::Group{tensor, slots_of(group), DeviceMatrix(), PinnedArray<float>(transfers_.device())});
+        PendingLoads::Group{tensor, slots_of(group), PinnedArray<float>(transfers_.device()), DeviceMatrix()});
     const ConstRows host = home_(tensor).view();
     g.packed =
         DeviceMatrix(transfers_.device(), static_cast<std::int64_t>(group.size()), host.cols, "rows: load staging");
@@ -99,6 +99,9 @@ void CachePools::finish_loads(PendingLoads& pending) {
     const DeviceArray<vid_t> slots = to_device<vid_t>(transfers_, g.slots, "index: cache slots");
     backend_.copy_rows(g.packed.view(), {}, pools_[g.tensor].view(), slots.view(), g.packed.rows());
   }
+  // The page-locked staging goes with `pending`: its copies must be done (the compute stream's wait does not
+  // block the host on a GPU).
+  transfers_.device().synchronize(pending.copied);
   pending = {};
 }
 

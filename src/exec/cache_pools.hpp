@@ -34,8 +34,8 @@ class CachePools {
     struct Group {
       std::uint32_t tensor = 0;
       std::vector<vid_t> slots;
+      PinnedArray<float> host;  // before `packed`: freed after it, whose free waits for the copy
       DeviceMatrix packed;
-      PinnedArray<float> host;
     };
     std::vector<Group> groups;
     Event copied;

@@ -77,18 +77,28 @@ std::int64_t transform_step_bytes(const LayerDims& d, std::int64_t rows) {
   return step_bytes(d, ClosureSize{{rows, rows}, {0}});
 }
 
-// An exchange step's staging per row (the packed row and its slot), and the padding of its allocations.
+// The most rows, up to `rows`, whose transform-only step fits `limit`: step_bytes is a maximum of linear terms,
+// so no one slope gives it.
+std::int64_t transform_chunk_rows(const LayerDims& d, std::int64_t limit, std::int64_t rows) {
+  std::int64_t fits = 0;
+  std::int64_t too_many = rows + 1;
+  while (too_many - fits > 1) {
+    const std::int64_t mid = fits + (too_many - fits) / 2;
+    (transform_step_bytes(d, mid) <= limit ? fits : too_many) = mid;
+  }
+  return fits;
+}
+
+// An exchange step's staging per row: the packed row and its slot.
 std::int64_t exchange_row_bytes(const LayerDims& d) { return d.width * kFloat + kSlot; }
 
 // The parameters on the device for the whole run, each allocation in whole arena units.
 std::int64_t resident_bytes(const Model& model) {
-  const auto placed = [](std::int64_t bytes) {
-    return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-  };
   std::int64_t bytes = 0;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
-    bytes += 2 * (placed(layer.in_dim() * layer.row_width() * kFloat) + placed(layer.out_dim() * kFloat));
+    bytes += 2 * (arena_block_bytes(layer.in_dim() * layer.row_width() * kFloat) +
+                  arena_block_bytes(layer.out_dim() * kFloat));
   }
   return bytes;
 }
@@ -204,8 +214,8 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     // Inputs that this layer does not aggregate (closure rows further out) are transformed in chunks of their
     // own. A one-row chunk never costs more than the smallest subgraph, which fits.
     const auto extra = rows.order.subspan(dsts.size(), static_cast<std::size_t>(rows.in_rows[l] - rows.out_rows[l]));
-    const std::int64_t per_row = transform_step_bytes(dims[l], 1) - transform_step_bytes(dims[l], 0);
-    const std::int64_t chunk_rows = (plan.step_limit_bytes - transform_step_bytes(dims[l], 0)) / per_row;
+    const std::int64_t chunk_rows =
+        transform_chunk_rows(dims[l], plan.step_limit_bytes, static_cast<std::int64_t>(extra.size()));
     NJ_EXPECTS(extra.empty() || chunk_rows > 0, "layer {} cannot transform one row within {} bytes", l + 1,
                plan.step_limit_bytes);
     for (auto& chunk : chunks_of(extra, chunk_rows)) {

@@ -68,12 +68,10 @@ struct InMemoryExecutor::State {
         num_mirrors(local.num_mirrors()),
         owned_gid(to_device<gid_t>(transfers, {local.global_id.data(), static_cast<std::size_t>(local.num_owned)},
                                    "index: global ids")),
-        boundary(to_device<vid_t>(transfers, exchange.boundary_rows(), "rows: boundary rows")),
+        boundary(to_device<vid_t>(transfers, exchange.boundary_rows(), "index: boundary rows")),
         input(device, features.rows, features.cols, "rows: features"),
         logits(local.num_owned, model.layer(model.num_layers() - 1).out_dim()),
-        grad_logits(logits.rows(), logits.cols()),
-        host_boundary(device),
-        host_mirrors(device) {
+        grad_logits(logits.rows(), logits.cols()) {
     NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
                local.num_owned);
     transfers.upload(features, {}, input.view());
@@ -224,8 +222,9 @@ struct InMemoryExecutor::State {
     backend.add_rows(sums, {}, grad_z[l].view(), boundary.view(), sums.rows);
   }
 
-  static Rows host_rows(PinnedArray<float>& staging, std::int64_t rows, std::int64_t cols) {
-    return {staging.reserve(rows * cols), rows, cols};
+  static Rows host_rows(std::vector<float>& values, std::int64_t rows, std::int64_t cols) {
+    values.resize(static_cast<std::size_t>(rows * cols));
+    return {values.data(), rows, cols};
   }
 
   Backend& backend;
@@ -250,9 +249,9 @@ struct InMemoryExecutor::State {
   std::vector<ConstDeviceRows> kept;        // what transform_backward multiplies by
   Matrix logits;
   Matrix grad_logits;
-  // The host side of the exchange, in page-locked memory.
-  PinnedArray<float> host_boundary;
-  PinnedArray<float> host_mirrors;
+  // The host side of the exchange (Transfers stages the copies through page-locked memory).
+  std::vector<float> host_boundary;
+  std::vector<float> host_mirrors;
 };
 
 InMemoryExecutor::InMemoryExecutor(Resources& resources, const Model& model, const LocalGraph& local,

@@ -17,8 +17,6 @@ void check_rows(std::int64_t host_rows, std::int64_t listed, std::int64_t device
 
 void Transfers::upload(ConstRows host, std::span<const vid_t> rows, DeviceRows dst) {
   device_.synchronize(staged_);
-  // dst may be rows that kernels issued so far read or write (mirrors arriving into a layer's rows).
-  device_.wait(Stream::kHostToDevice, device_.record(Stream::kCompute));
   staged_ = start_upload(host, rows, dst, staging_);
   device_.wait(Stream::kCompute, staged_);
 }
@@ -36,6 +34,7 @@ Event Transfers::start_upload(ConstRows host, std::span<const vid_t> rows, Devic
     }
   }
   h2d_row_bytes_ += dst.bytes();
+  order_after_kernels();
   return nj::upload(device_, dst, ConstRows{packed, dst.rows, dst.cols});
 }
 

@@ -58,6 +58,7 @@ DeviceBlock::DeviceBlock(Device& device, const SparseBlock& block, std::string_v
   pack(host, at.edge_weight, block.edge_weight);
   pack(host, at.out_weight, block.out_weight);
   // The constructor returns with the arrays on the device, so that the staging can go.
+  device.wait(Stream::kHostToDevice, device.record(Stream::kCompute));  // the arena may reuse kernels' memory
   device.synchronize(upload(device, arrays_.view(), host));
 
   std::byte* base = arrays_.view().data;

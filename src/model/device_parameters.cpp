@@ -35,6 +35,7 @@ void DeviceParameters::upload(Backend& backend, const Model& model) {
   device_.synchronize(uploaded_);  // the staging's last upload is done before it is refilled
   float* host = staging_.reserve(floats);
   Event copied;
+  device_.wait(Stream::kHostToDevice, device_.record(Stream::kCompute));  // the last step's kernels read them
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const Layer& layer = model.layer(l);
     LayerParameters& p = layers_[l];

@@ -119,6 +119,26 @@ TEST(CheckedBackend, LoadOverKernelInputNeedsTheComputeStream) {
   EXPECT_TRUE(same(fetched(r, out), next));
 }
 
+TEST(CheckedBackend, LoadIntoReusedMemoryNeedsTheComputeStream) {
+  // The arena hands freed memory out again at once; on a GPU a kernel issued earlier may still be reading it,
+  // so a load into the new buffer must wait for the compute stream. Fresh arena memory needs no such wait.
+  Resources r = make_cpu_resources(0, 1);
+  const Matrix host = sample(4, 8, 1.0F);
+  {
+    DeviceMatrix used = loaded(r, host, "used");
+    DeviceMatrix out(*r.device, 4, 8, "out");
+    r.backend->copy_rows(used.view(), kAllRows, out.view(), kAllRows, 4);
+  }
+  DeviceMatrix reused(*r.device, 4, 8, "reused");        // first fit: where "used" was
+  const DeviceMatrix filler(*r.device, 4, 8, "filler");  // where "out" was
+  DeviceMatrix fresh(*r.device, 4, 8, "fresh");          // beyond all the memory used so far
+  EXPECT_NO_THROW(r.device->synchronize(upload(*r.device, fresh.view(), host.view())));
+  EXPECT_TRUE(mentions(message_of([&] { upload(*r.device, reused.view(), host.view()); }),
+                       "copy to device of device buffer 'reused' issued before its stream waited for the work"));
+  r.device->wait(Stream::kHostToDevice, r.device->record(Stream::kCompute));
+  EXPECT_NO_THROW(r.device->synchronize(upload(*r.device, reused.view(), host.view())));
+}
+
 TEST(CheckedBackend, KernelOnFreedMemoryThrows) {
   Resources r = make_cpu_resources(0, 1);
   DeviceMatrix live(*r.device, 4, 8, "live");

@@ -27,6 +27,10 @@ struct ArenaStats {
 
 // What cudaMalloc guarantees, so every offset added to its base stays aligned for any kernel.
 inline constexpr std::int64_t kArenaAlignment = 256;
+// The bytes a request of `bytes` takes in the arena: whole alignment units.
+constexpr std::int64_t arena_block_bytes(std::int64_t bytes) {
+  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
 
 // First-fit placement of blocks in a region of `capacity` bytes (kUnlimited: no end): each block goes at the
 // lowest offset where it fits. Sizes round up to kArenaAlignment, so a capacity's last partial alignment unit

@@ -8,7 +8,7 @@
 // it (docs/device.md); the CUDA device implements the same contract with one cudaMalloc'd arena, page-locked
 // host memory and cudaMemcpyAsync on two copy streams, so code written against it runs on both.
 //
-// Every member is thread-safe.
+// Every member of the CPU and CUDA devices is thread-safe (the planning device is for one thread).
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -67,7 +67,9 @@ class Device {
   // past the budget, or one the fragmented arena cannot place, throws nj::OutOfBudget naming `what`. Zero
   // bytes yield nullptr.
   virtual void* allocate(std::int64_t bytes, std::string_view what) = 0;
-  // Stream-ordered: the memory is reused only after its last use on every stream has completed. nullptr is
+  // Ordered on the compute stream, as CUDA's stream-ordered allocator: copies still touching the buffer are
+  // waited for, and the memory may be handed out again at once, to kernels ordered after the ones issued so
+  // far; a copy into a new buffer must first wait for the compute stream (record, then wait). nullptr is
   // ignored.
   virtual void deallocate(void* ptr) noexcept = 0;
   // Page-locked host memory, what asynchronous copies need on the host side. Not charged to the budget.
@@ -86,10 +88,10 @@ class Device {
   // until the event completes where the compute stream is the host itself (the CPU device).
   virtual void wait(Stream waiter, const Event& event) = 0;
   virtual bool is_complete(const Event& event) = 0;
-  // Blocks the host until the event has completed. A copy that failed makes the next synchronize() throw its
-  // error, once.
+  // Blocks the host until the event has completed. An asynchronous error of the device (on CUDA, a failed
+  // copy or kernel) is thrown here.
   virtual void synchronize(const Event& event) = 0;
-  // Blocks until everything issued on every stream has completed; rethrows like the other form.
+  // Blocks until everything issued on every stream has completed; throws like the other form.
   virtual void synchronize() = 0;
 
   // ---- what the backend reports ----

@@ -130,7 +130,8 @@ struct EpochPlan {
 
 // Replays one training step of `plan` on a planning device (planning_device.hpp), with kernels that do nothing
 // and a rank detached from its peers: exactly what the run allocates on the device, and how the arena places
-// it. `model` is left as it was.
+// it. The replay runs `model`'s prepare() and finish_backward(), and adds zeros to its gradients (planning
+// copies to the host write zeros): the model's values do not change.
 MemoryForecast forecast_device_memory(const Backend& backend, Model& model, const LocalGraph& local, ConstRows features,
                                       const EpochPlan& plan);
 // How many bytes the plan's budget lacks for its forecast peak footprint (0: it fits).
@@ -168,8 +169,8 @@ class SubgraphExecutor final : public Executor {
   // `model` and `features` (the owned vertices' rows) must outlive the executor; `comm` may be null when
   // `local` has no peers.
   // Plans the epoch and forecasts its device memory by replaying one training step on a planning device
-  // (which leaves `model` as it was); throws nj::InputError, naming the shortfall, when the device's budget
-  // cannot hold it.
+  // (which leaves `model`'s values as they were); throws nj::InputError, naming the shortfall, when the
+  // device's budget cannot hold it.
   SubgraphExecutor(Resources& resources, Model& model, const LocalGraph& local, ConstRows features,
                    const SubgraphExecutorOptions& options, Communicator* comm = nullptr);
   ~SubgraphExecutor() override;

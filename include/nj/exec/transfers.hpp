@@ -23,12 +23,12 @@ class Transfers {
     return {std::exchange(h2d_row_bytes_, 0), std::exchange(d2h_row_bytes_, 0)};
   }
 
-  // Host rows `rows` of `host` (empty: its first dst.rows rows) into dst, after the kernels issued so far;
-  // kernels issued afterwards see them.
+  // Host rows `rows` of `host` (empty: its first dst.rows rows) into dst, after the kernels issued so far
+  // (as every copy to the device here); kernels issued afterwards see them.
   void upload(ConstRows host, std::span<const vid_t> rows, DeviceRows dst);
-  // Issues that copy through `staging`, ordered after no kernel (dst must be a buffer no kernel used since it
-  // was allocated, such as a prefetch's staging): the caller waits for the event on the compute stream before a
-  // kernel reads dst, and keeps `staging` until then.
+  // Issues that copy through `staging` without making the compute stream wait for it (a prefetch): the caller
+  // waits for the event on the compute stream before a kernel reads dst, and keeps `staging` until the event
+  // has completed.
   Event start_upload(ConstRows host, std::span<const vid_t> rows, DeviceRows dst, PinnedArray<float>& staging);
   // Device rows src into host rows `rows` of `host` (empty: its first src.rows rows), after the kernels issued
   // so far; returns once the host rows hold them.
@@ -44,9 +44,14 @@ class Transfers {
         (dst.bytes() + static_cast<std::int64_t>(sizeof(float)) - 1) / static_cast<std::int64_t>(sizeof(float));
     void* packed = reuse_staging(floats);
     std::memcpy(packed, host.data(), host.size_bytes());
+    order_after_kernels();
     staged_ = device_.copy_to_device(dst.data, packed, dst.bytes());
     device_.wait(Stream::kCompute, staged_);
   }
+
+  // Every copy to the device waits for the kernels issued before it: dst may be memory they used (rows that
+  // mirrors arrive into, or arena memory freed and handed out again).
+  void order_after_kernels() { device_.wait(Stream::kHostToDevice, device_.record(Stream::kCompute)); }
 
  private:
   // The staging, once the last copy from it is done (on a GPU the compute stream's wait does not block the
