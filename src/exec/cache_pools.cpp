@@ -34,6 +34,10 @@ void for_each_tensor(std::span<const SlotAssignment> rows, Fn&& fn) {
 
 }  // namespace
 
+DeviceArray<vid_t> slots_on_device(Transfers& transfers, std::span<const vid_t> slots) {
+  return to_device<vid_t>(transfers, slots, "index: cache slots");
+}
+
 CachePools::CachePools(Backend& backend, Transfers& transfers, std::size_t tensors, std::int64_t staging_limit_bytes,
                        std::function<Matrix&(std::uint32_t)> home, double& wait_seconds)
     : backend_(backend),
@@ -67,22 +71,26 @@ void CachePools::write_back(std::span<const SlotAssignment> rows) {
         std::max<std::int64_t>(1, staging_limit_bytes_ / (row_bytes + static_cast<std::int64_t>(sizeof(vid_t)))));
     for (std::size_t first = 0; first < group.size(); first += piece) {
       const auto part = group.subspan(first, std::min(piece, group.size() - first));
-      const DeviceArray<vid_t> slots = to_device<vid_t>(transfers_, slots_of(part), "index: cache slots");
-      DeviceMatrix packed(transfers_.device(), static_cast<std::int64_t>(part.size()), pools_[tensor].cols(),
-                          "rows: write-back staging");
-      backend_.copy_rows(pools_[tensor].view(), slots.view(), packed.view(), {}, packed.rows());
-      const auto start = std::chrono::steady_clock::now();
-      transfers_.download(packed.view(), home_(tensor).view(), rows_of(part));
-      wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      copy_to_home(tensor, slots_of(part), rows_of(part));
     }
   });
+}
+
+void CachePools::copy_to_home(std::uint32_t tensor, std::span<const vid_t> slots, std::span<const vid_t> rows) {
+  const DeviceArray<vid_t> on_device = slots_on_device(transfers_, slots);
+  DeviceMatrix packed(transfers_.device(), static_cast<std::int64_t>(slots.size()), pools_[tensor].cols(),
+                      "rows: staging to host");
+  backend_.copy_rows(pools_[tensor].view(), on_device.view(), packed.view(), {}, packed.rows());
+  const auto start = std::chrono::steady_clock::now();
+  transfers_.download(packed.view(), home_(tensor).view(), rows);
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 CachePools::PendingLoads CachePools::issue_loads(std::span<const SlotAssignment> rows) {
   PendingLoads pending;
   for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
     auto& g = pending.groups.emplace_back(
-        PendingLoads::Group{tensor, slots_of(group), PinnedArray<float>(transfers_.device()), DeviceMatrix()});
+        PendingLoads::Group{tensor, slots_of(group), PinnedArray<std::byte>(transfers_.device()), DeviceMatrix()});
     const ConstRows host = home_(tensor).view();
     g.packed =
         DeviceMatrix(transfers_.device(), static_cast<std::int64_t>(group.size()), host.cols, "rows: load staging");
@@ -96,7 +104,7 @@ void CachePools::finish_loads(PendingLoads& pending) {
   transfers_.device().wait(Stream::kCompute, pending.copied);
   wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (auto& g : pending.groups) {
-    const DeviceArray<vid_t> slots = to_device<vid_t>(transfers_, g.slots, "index: cache slots");
+    const DeviceArray<vid_t> slots = slots_on_device(transfers_, g.slots);
     backend_.copy_rows(g.packed.view(), {}, pools_[g.tensor].view(), slots.view(), g.packed.rows());
   }
   // The page-locked staging goes with `pending`: its copies must be done (the compute stream's wait does not
@@ -107,7 +115,7 @@ void CachePools::finish_loads(PendingLoads& pending) {
 
 void CachePools::zero(std::span<const SlotAssignment> rows) {
   for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
-    const DeviceArray<vid_t> slots = to_device<vid_t>(transfers_, slots_of(group), "index: cache slots");
+    const DeviceArray<vid_t> slots = slots_on_device(transfers_, slots_of(group));
     backend_.zero_rows(pools_[tensor].view(), slots.view(), slots.size());
   });
 }

@@ -7,11 +7,14 @@
 #include <span>
 #include <vector>
 
+#include "nj/device/transfers.hpp"
 #include "nj/exec/cache_plan.hpp"
-#include "nj/exec/transfers.hpp"
 #include "nj/kernels/backend.hpp"
 
 namespace nj {
+
+// Slots of a pool, on the device for a kernel to gather or scatter by.
+DeviceArray<vid_t> slots_on_device(Transfers& transfers, std::span<const vid_t> slots);
 
 class CachePools {
  public:
@@ -28,13 +31,15 @@ class CachePools {
 
   // Dirty rows leave their slots for their homes: gathered on the device, copied, scattered on the host.
   void write_back(std::span<const SlotAssignment> rows);
+  // The rows in `slots` of a tensor's pool into host rows `rows` of its home, in one packed copy.
+  void copy_to_home(std::uint32_t tensor, std::span<const vid_t> slots, std::span<const vid_t> rows);
   // Loads in flight: host rows gathered into page-locked staging and copied into device staging, one copy per
   // tensor; finishing them (after the copies, on the compute stream) scatters the rows into their slots.
   struct PendingLoads {
     struct Group {
       std::uint32_t tensor = 0;
       std::vector<vid_t> slots;
-      PinnedArray<float> host;  // before `packed`: freed after it, whose free waits for the copy
+      PinnedArray<std::byte> host;  // before `packed`: freed after it, whose free waits for the copy
       DeviceMatrix packed;
     };
     std::vector<Group> groups;

@@ -2,9 +2,9 @@
 // gradients, the graph and the parameters on the device for the whole run.
 #include <algorithm>
 
+#include "nj/device/transfers.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/subgraph.hpp"
-#include "nj/exec/transfers.hpp"
 #include "nj/kernels/device_block.hpp"
 #include "nj/model/device_parameters.hpp"
 
@@ -62,7 +62,7 @@ struct InMemoryExecutor::State {
       : backend(*resources.backend),
         device(*resources.device),
         transfers(device),
-        parameters(device, model),
+        parameters(transfers, model),
         exchange(comm, local, model.num_layers()),
         num_owned(local.num_owned),
         num_mirrors(local.num_mirrors()),
@@ -78,7 +78,7 @@ struct InMemoryExecutor::State {
     std::int64_t largest_scattered = 0;
     for (const Subgraph& part : owned_parts(model, local)) {
       DevicePart& p = parts.emplace_back();
-      p.block = DeviceBlock(device, part.block, "graph: blocks");
+      p.block = DeviceBlock(transfers, part.block, "graph: blocks");
       p.num_dst = part.num_dst();
       p.num_edges = static_cast<eid_t>(part.block.src_index.size());
       if (part.sources.empty()) continue;  // the whole owned graph, in place

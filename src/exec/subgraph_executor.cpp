@@ -10,7 +10,7 @@
 #include "cache_pools.hpp"
 #include "nj/device/arena.hpp"
 #include "nj/device/planning_device.hpp"
-#include "nj/exec/transfers.hpp"
+#include "nj/device/transfers.hpp"
 #include "nj/kernels/device_block.hpp"
 #include "nj/model/device_parameters.hpp"
 
@@ -34,7 +34,7 @@ struct SubgraphExecutor::State {
         global_id(local.global_id),
         plan(p),
         exchange(comm, local, model.num_layers()),
-        parameters(device, model),
+        parameters(transfers, model),
         logits(local.num_owned, model.layer(model.num_layers() - 1).out_dim()),
         pools(
             backend, transfers, 2 * model.num_layers(), plan.staging_limit_bytes,
@@ -73,10 +73,6 @@ struct SubgraphExecutor::State {
     gids.reserve(rows.size());
     for (const vid_t r : rows) gids.push_back(global_id[static_cast<std::size_t>(pass->vertex(r))]);
     return to_device<gid_t>(transfers, gids, "index: global ids");
-  }
-
-  DeviceArray<vid_t> slots_on_device(std::span<const vid_t> slots) {
-    return to_device<vid_t>(transfers, slots, "index: cache slots");
   }
 
   // Copies host rows `vertices` of `host` into a new device buffer, packed into one transfer.
@@ -197,14 +193,14 @@ struct SubgraphExecutor::State {
     dropout_rows(model, l, epoch, training, rows, x.view());
     DeviceMatrix out(device, x.rows(), model.layer(l).row_width(), "rows: transformed rows");
     Layer::transform(backend, parameters.layer(l).weight.view(), x.view(), out.view());
-    const DeviceArray<vid_t> slots = slots_on_device(step.write_slots);
+    const DeviceArray<vid_t> slots = slots_on_device(transfers, step.write_slots);
     backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), slots.view(), out.rows());
   }
 
   void aggregate(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step, std::uint32_t epoch,
                  bool training) {
-    const DeviceBlock block(device, part.block, "graph: subgraph");
-    const DeviceArray<vid_t> slots = slots_on_device(step.read_slots);
+    const DeviceBlock block(transfers, part.block, "graph: subgraph");
+    const DeviceArray<vid_t> slots = slots_on_device(transfers, step.read_slots);
     Layer& layer = model.layer(l);
     DeviceMatrix out(device, part.num_dst(), layer.out_dim(), "rows: aggregated rows");
     layer.aggregate(backend, block.view(slots.view()),
@@ -221,8 +217,8 @@ struct SubgraphExecutor::State {
     const DeviceMatrix grad_y = upload(grad_outputs[l].view(), part.destinations(), "rows: output gradients");
     backend.column_sums(grad_y.view(), parameters.layer(l).bias_grad.view().span(), true);
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
-    const DeviceBlock block(device, part.block, "graph: subgraph");
-    const DeviceArray<vid_t> accumulate_slots = slots_on_device(step.accumulate_slots);
+    const DeviceBlock block(transfers, part.block, "graph: subgraph");
+    const DeviceArray<vid_t> accumulate_slots = slots_on_device(transfers, step.accumulate_slots);
     DeviceArray<float> workspace(
         device,
         layer.aggregate_backward_workspace(backend, part.num_dst(), static_cast<eid_t>(part.block.src_index.size())),
@@ -235,7 +231,7 @@ struct SubgraphExecutor::State {
     }
     // Rows and gradients sit in different pools: work on packed copies and scatter the sums back.
     const auto sources = static_cast<std::int64_t>(part.sources.size());
-    const DeviceArray<vid_t> read_slots = slots_on_device(step.read_slots);
+    const DeviceArray<vid_t> read_slots = slots_on_device(transfers, step.read_slots);
     DeviceMatrix z_rows(device, sources, layer.row_width(), "rows: attention rows");
     DeviceMatrix grad_rows(device, sources, layer.row_width(), "rows: attention gradients");
     backend.copy_rows(pools.pool(z_index(l)), read_slots.view(), z_rows.view(), {}, sources);
@@ -253,7 +249,7 @@ struct SubgraphExecutor::State {
     backend.copy_rows(input.view(), {}, dropped.view(), {}, input.rows());
     dropout_rows(model, l, epoch, true, rows, dropped.view());
     DeviceMatrix grad_z_rows(device, input.rows(), layer.row_width(), "rows: transformed-row gradients");
-    const DeviceArray<vid_t> slots = slots_on_device(step.read_slots);
+    const DeviceArray<vid_t> slots = slots_on_device(transfers, step.read_slots);
     backend.copy_rows(pools.pool(grad_index(l)), slots.view(), grad_z_rows.view(), {}, grad_z_rows.rows());
     DeviceMatrix grad_x =
         l > 0 ? DeviceMatrix(device, input.rows(), layer.in_dim(), "rows: input gradients") : DeviceMatrix();
@@ -271,11 +267,7 @@ struct SubgraphExecutor::State {
 
   // Rows of a pool leave the device for their host home, from where the exchange sends them.
   void send_rows(std::uint32_t tensor, std::span<const vid_t> rows, const StepPlan& step) {
-    DeviceMatrix packed(device, static_cast<std::int64_t>(rows.size()), pools.pool(tensor).cols,
-                        "rows: exchange staging");
-    const DeviceArray<vid_t> slots = slots_on_device(step.read_slots);
-    backend.copy_rows(pools.pool(tensor), slots.view(), packed.view(), {}, packed.rows());
-    download(packed.view(), host_tensor(tensor).view(), rows);
+    pools.copy_to_home(tensor, step.read_slots, rows);
   }
 
   // What the mirrors sent for a chunk of boundary rows is added into their gradients.
@@ -285,7 +277,7 @@ struct SubgraphExecutor::State {
     const ConstRows sums = ConstRows(received_gradients[l].view()).slice(e.receive_first[chunk], rows);
     DeviceMatrix packed(device, rows, sums.cols, "rows: exchange staging");
     timed([&] { transfers.upload(sums, {}, packed.view()); });
-    const DeviceArray<vid_t> slots = slots_on_device(step.accumulate_slots);
+    const DeviceArray<vid_t> slots = slots_on_device(transfers, step.accumulate_slots);
     backend.add_rows(packed.view(), {}, pools.pool(grad_index(l)), slots.view(), rows);
   }
 

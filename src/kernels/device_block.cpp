@@ -39,27 +39,24 @@ std::int64_t DeviceBlock::bytes_for(std::int64_t num_dst, std::int64_t num_src, 
   return Layout(num_dst, num_src, num_edges, weighted).end;
 }
 
-DeviceBlock::DeviceBlock(Device& device, const SparseBlock& block, std::string_view what) {
+DeviceBlock::DeviceBlock(Transfers& transfers, const SparseBlock& block, std::string_view what) {
   const auto edges = static_cast<std::int64_t>(block.src_index.size());
   const bool weighted = !block.edge_weight.empty();
   const Layout at(block.num_dst(), block.num_src, edges, weighted);
   NJ_EXPECTS(static_cast<std::int64_t>(block.src_gid.size()) == block.num_src &&
                  static_cast<std::int64_t>(block.by_source.offsets.size()) == std::int64_t{block.num_src} + 1,
              "block for {} is not indexed by source", what);
-  arrays_ = DeviceArray<std::byte>(device, at.end, what);
-  PinnedArray<std::byte> staging(device);
-  std::byte* host = staging.reserve(at.end);
-  pack(host, at.dst_offsets, block.dst_offsets);
-  pack(host, at.src_offsets, block.by_source.offsets);
-  pack(host, at.out_edge, block.by_source.edge_position);
-  pack(host, at.src_gid, block.src_gid);
-  pack(host, at.src_index, block.src_index);
-  pack(host, at.out_dst, block.by_source.destinations);
-  pack(host, at.edge_weight, block.edge_weight);
-  pack(host, at.out_weight, block.out_weight);
-  // The constructor returns with the arrays on the device, so that the staging can go.
-  device.wait(Stream::kHostToDevice, device.record(Stream::kCompute));  // the arena may reuse kernels' memory
-  device.synchronize(upload(device, arrays_.view(), host));
+  arrays_ = DeviceArray<std::byte>(transfers.device(), at.end, what);
+  transfers.upload_with(arrays_.view(), [&](std::byte* host) {
+    pack(host, at.dst_offsets, block.dst_offsets);
+    pack(host, at.src_offsets, block.by_source.offsets);
+    pack(host, at.out_edge, block.by_source.edge_position);
+    pack(host, at.src_gid, block.src_gid);
+    pack(host, at.src_index, block.src_index);
+    pack(host, at.out_dst, block.by_source.destinations);
+    pack(host, at.edge_weight, block.edge_weight);
+    pack(host, at.out_weight, block.out_weight);
+  });
 
   std::byte* base = arrays_.view().data;
   view_.num_dst = block.num_dst();

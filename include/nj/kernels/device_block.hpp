@@ -1,10 +1,11 @@
 #pragma once
 // A sparse block's arrays in device memory: what the kernels' SparseBlockView points at. One allocation holds
-// every array, filled by one copy from page-locked staging.
+// every array, filled by one copy through Transfers' staging.
 #include <cstdint>
 #include <string_view>
 
 #include "nj/device/device.hpp"
+#include "nj/device/transfers.hpp"
 #include "nj/kernels/sparse_block.hpp"
 
 namespace nj {
@@ -12,8 +13,8 @@ namespace nj {
 class DeviceBlock {
  public:
   DeviceBlock() = default;
-  // Copies `block`'s arrays to the device; returns when they are there.
-  DeviceBlock(Device& device, const SparseBlock& block, std::string_view what);
+  // Copies `block`'s arrays to the device; kernels issued afterwards see them.
+  DeviceBlock(Transfers& transfers, const SparseBlock& block, std::string_view what);
 
   // Device bytes of a block of this size (what the constructor allocates).
   static std::int64_t bytes_for(std::int64_t num_dst, std::int64_t num_src, std::int64_t num_edges, bool weighted);

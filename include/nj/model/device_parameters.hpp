@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nj/device/device.hpp"
+#include "nj/device/transfers.hpp"
 #include "nj/kernels/backend.hpp"
 #include "nj/model/model.hpp"
 
@@ -21,7 +22,7 @@ struct LayerParameters {
 
 class DeviceParameters {
  public:
-  DeviceParameters(Device& device, const Model& model);
+  DeviceParameters(Transfers& transfers, const Model& model);
   // Device bytes the constructor allocates for this model.
   static std::int64_t bytes_for(const Model& model);
 
@@ -36,10 +37,9 @@ class DeviceParameters {
   const LayerParameters& layer(std::size_t l) const { return layers_[l]; }
 
  private:
-  Device& device_;
+  Transfers& transfers_;
   std::vector<LayerParameters> layers_;
-  PinnedArray<float> staging_;
-  Event uploaded_;  // the last copy from the staging
+  std::vector<float> gradients_;  // a layer's downloaded weight and bias gradients
 };
 
 }  // namespace nj

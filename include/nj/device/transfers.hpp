@@ -1,8 +1,10 @@
 #pragma once
-// The executors' copies between host rows and device rows, through page-locked staging, ordered on the
-// device's streams: a download first orders the device-to-host engine after the kernels issued so far, and an
-// upload orders the compute stream after its copy. Rows travel packed: gathered on the host into staging
-// (uploads), or into contiguous device rows before they leave (downloads).
+// Copies between host memory and device memory through page-locked staging, ordered on the device's streams:
+// an upload waits for the kernels issued so far and the compute stream waits for it; a download waits for the
+// kernels issued so far and returns once the host holds the data. Rows travel packed: gathered on the host
+// into staging (uploads), or into contiguous device rows before they leave (downloads). The executors, the
+// device parameters and the graph blocks all copy through here.
+#include <cstddef>
 #include <cstring>
 #include <span>
 #include <utility>
@@ -29,24 +31,36 @@ class Transfers {
   // Issues that copy through `staging` without making the compute stream wait for it (a prefetch): the caller
   // waits for the event on the compute stream before a kernel reads dst, and keeps `staging` until the event
   // has completed.
-  Event start_upload(ConstRows host, std::span<const vid_t> rows, DeviceRows dst, PinnedArray<float>& staging);
+  Event start_upload(ConstRows host, std::span<const vid_t> rows, DeviceRows dst, PinnedArray<std::byte>& staging);
   // Device rows src into host rows `rows` of `host` (empty: its first src.rows rows), after the kernels issued
   // so far; returns once the host rows hold them.
   void download(ConstDeviceRows src, Rows host, std::span<const vid_t> rows = {});
-  // An array the kernels read (ids, slots) into device memory; kernels issued afterwards see it.
+  // dst.bytes() bytes that fill(staging) writes into page-locked staging, copied into dst; kernels issued
+  // afterwards see them.
+  template <typename T, typename Fill>
+  void upload_with(DeviceSpan<T> dst, Fill&& fill) {
+    if (dst.size == 0) return;
+    std::byte* packed = reuse_staging(dst.bytes());
+    fill(packed);
+    order_after_kernels();
+    staged_ = device_.copy_to_device(dst.data, packed, dst.bytes());
+    device_.wait(Stream::kCompute, staged_);
+  }
+  // An array the kernels read (ids, slots, parameters) into device memory; kernels issued afterwards see it.
   template <typename T>
   void upload_array(std::span<const T> host, DeviceSpan<T> dst) {
     NJ_EXPECTS(static_cast<std::int64_t>(host.size()) == dst.size, "{} values for a device array of {}", host.size(),
                dst.size);
-    if (host.empty()) return;
-    // The staging is shared with the row copies, as floats; bytes are what matter.
-    const auto floats =
-        (dst.bytes() + static_cast<std::int64_t>(sizeof(float)) - 1) / static_cast<std::int64_t>(sizeof(float));
-    void* packed = reuse_staging(floats);
-    std::memcpy(packed, host.data(), host.size_bytes());
-    order_after_kernels();
-    staged_ = device_.copy_to_device(dst.data, packed, dst.bytes());
-    device_.wait(Stream::kCompute, staged_);
+    upload_with(dst, [&](std::byte* staging) { std::memcpy(staging, host.data(), host.size_bytes()); });
+  }
+  // A device array into `host`, after the kernels issued so far; returns once `host` holds it.
+  template <typename T>
+  void download_array(DeviceSpan<const T> src, T* host) {
+    if (src.size == 0) return;
+    std::byte* packed = reuse_staging(src.bytes());
+    device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
+    device_.synchronize(device_.copy_to_host(packed, src.data, src.bytes()));
+    std::memcpy(host, packed, static_cast<std::size_t>(src.bytes()));
   }
 
   // Every copy to the device waits for the kernels issued before it: dst may be memory they used (rows that
@@ -56,14 +70,14 @@ class Transfers {
  private:
   // The staging, once the last copy from it is done (on a GPU the compute stream's wait does not block the
   // host, so the host must not refill it earlier).
-  float* reuse_staging(std::int64_t floats) {
+  std::byte* reuse_staging(std::int64_t bytes) {
     device_.synchronize(staged_);
-    return staging_.reserve(floats);
+    return staging_.reserve(bytes);
   }
 
   Device& device_;
-  PinnedArray<float> staging_;  // for the synchronous copies
-  Event staged_;                // the last upload from it
+  PinnedArray<std::byte> staging_;  // for the synchronous copies
+  Event staged_;                    // the last upload from it
   std::int64_t h2d_row_bytes_ = 0;
   std::int64_t d2h_row_bytes_ = 0;
 };

@@ -1,4 +1,4 @@
-#include "nj/exec/transfers.hpp"
+#include "nj/device/transfers.hpp"
 
 #include <algorithm>
 
@@ -22,9 +22,9 @@ void Transfers::upload(ConstRows host, std::span<const vid_t> rows, DeviceRows d
 }
 
 Event Transfers::start_upload(ConstRows host, std::span<const vid_t> rows, DeviceRows dst,
-                              PinnedArray<float>& staging) {
+                              PinnedArray<std::byte>& staging) {
   check_rows(host.rows, static_cast<std::int64_t>(rows.size()), dst.rows, host.cols, dst.cols);
-  float* packed = staging.reserve(dst.size());
+  auto* packed = reinterpret_cast<float*>(staging.reserve(dst.bytes()));
   if (rows.empty()) {
     std::copy(host.data, host.data + dst.size(), packed);
   } else {
@@ -40,7 +40,7 @@ Event Transfers::start_upload(ConstRows host, std::span<const vid_t> rows, Devic
 
 void Transfers::download(ConstDeviceRows src, Rows host, std::span<const vid_t> rows) {
   check_rows(host.rows, static_cast<std::int64_t>(rows.size()), src.rows, host.cols, src.cols);
-  float* packed = reuse_staging(src.size());
+  auto* packed = reinterpret_cast<float*>(reuse_staging(src.bytes()));
   d2h_row_bytes_ += src.bytes();
   device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
   device_.synchronize(nj::download(device_, Rows{packed, src.rows, src.cols}, src));
