@@ -44,8 +44,8 @@ void add_executor_options(CLI::App& cmd, ExecutorArguments& args, bool allow_in_
   cmd.add_option("--execution", args.execution,
                  std::string("reuse (embedding reuse, layer by layer) or recompute (each subgraph through all "
                              "layers: the baseline)") +
-                     (allow_in_memory ? ", in-memory (no device: plain full-graph training), or auto (in-memory "
-                                        "unless --device-memory is given, since no GPU device exists yet)"
+                     (allow_in_memory ? ", in-memory (plain full-graph training, the whole graph on the device), or auto "
+                                        "(in-memory unless --device-memory is given)"
                                       : ""))
       ->check(allow_in_memory ? CLI::IsMember({"auto", "reuse", "recompute", "in-memory"})
                               : CLI::IsMember({"reuse", "recompute"}))
@@ -68,7 +68,7 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
     choice.options.mode = choice.automatic ? ExecutionMode::kReuse : parse_execution_mode(args.execution);
   choice.options.policy = parse_cache_policy(args.cache_policy);
   NJ_REQUIRE(!choice.in_memory || choice.options.device_budget == kUnlimited,
-             "--device-memory needs --execution reuse or recompute (in-memory training uses no device)");
+             "--device-memory needs --execution reuse or recompute (in-memory training has no budget)");
   return choice;
 }
 

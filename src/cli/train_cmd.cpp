@@ -15,6 +15,7 @@
 #include "nj/comm/communicator.hpp"
 #include "nj/core/bytes.hpp"
 #include "nj/core/host_memory.hpp"
+#include "nj/device/resources.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/partition/partition.hpp"
@@ -35,6 +36,8 @@ struct TrainArguments {
   TrainArguments() { options.adam.weight_decay = 5e-4F; }
   std::string feature_norm = "none";
   int threads = 0;
+  std::string device = "auto";
+  bool deterministic = false;
   ExecutorArguments executor;
   std::string metrics_out;
   std::string save_checkpoint;
@@ -188,6 +191,8 @@ struct RankTraining {
   std::pair<int, std::uint32_t> failure{-1, 0};  // --inject-failure: rank and epoch
   Shard shard;
   Resources resources;
+  // On CUDA with several ranks: NCCL for the exchange and the gradients, over the job's MPI communicator.
+  std::unique_ptr<Communicator> nccl;
   std::unique_ptr<Model> model;
   std::unique_ptr<Executor> executor;
   std::unique_ptr<Executor> failing;  // wraps executor on the rank that --inject-failure names
@@ -237,28 +242,36 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
                  shard.local.num_mirrors());
   }
 
+  const DeviceChoice device = choose_device(parse_device_kind(args.device));
+  spdlog::info("device: {}", device.reason);
   // In-memory execution has the device to itself, without a budget.
-  rank.resources =
-      make_cpu_resources(rank.choice.in_memory ? kUnlimited : rank.choice.options.device_budget, args.threads);
+  rank.resources = make_resources(
+      device, {.budget_bytes = rank.choice.in_memory ? kUnlimited : rank.choice.options.device_budget,
+               .threads = args.threads,
+               .deterministic = args.deterministic});
+  if (device.kind == DeviceKind::kCuda && comm.size() > 1) rank.nccl = make_nccl_communicator(comm, *rank.resources.device);
+  Communicator& training_comm = rank.nccl ? *rank.nccl : comm;
   rank.model = std::make_unique<Model>(rank.config, shard.features.cols(), shard.num_classes);
   if (rank.choice.in_memory) {
     if (rank.choice.automatic) {
       spdlog::info(
-          "execution: in-memory (no GPU device is present and no --device-memory was given; "
-          "--execution reuse runs the subgraph executor on the emulated device)");
+          "execution: in-memory (no --device-memory was given: the whole graph on the device; --execution "
+          "reuse runs the subgraph executor)");
     }
     rank.executor =
-        std::make_unique<InMemoryExecutor>(rank.resources, *rank.model, shard.local, shard.features.view(), &comm);
+        std::make_unique<InMemoryExecutor>(rank.resources, *rank.model, shard.local, shard.features.view(),
+                                           &training_comm);
   } else {
     auto subgraph_executor = std::make_unique<SubgraphExecutor>(rank.resources, *rank.model, shard.local,
-                                                                shard.features.view(), rank.choice.options, &comm);
+                                                                shard.features.view(), rank.choice.options,
+                                                                &training_comm);
     log_plan(subgraph_executor->plan());
     rank.executor = std::move(subgraph_executor);
   }
   if (rank.failure.first == comm.rank()) {
     rank.failing = std::make_unique<FailingExecutor>(*rank.executor, rank.failure.second);
   }
-  rank.trainer = std::make_unique<Trainer>(*rank.model, rank.failing ? *rank.failing : *rank.executor, comm,
+  rank.trainer = std::make_unique<Trainer>(*rank.model, rank.failing ? *rank.failing : *rank.executor, training_comm,
                                            targets_of(shard), args.options);
   if (!args.load_checkpoint.empty()) {
     require_file(args.load_checkpoint, "--load-checkpoint");
@@ -383,6 +396,14 @@ void add_train_command(CLI::App& app, Communicator& comm) {
   cmd->add_option("--threads", args->threads, "Threads (0: OpenMP's default)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option("--device", args->device,
+                  "Where to compute: cuda (the GPU of this rank's local rank), cpu (the device emulated in host "
+                  "memory), or auto (cuda where a GPU is present)")
+      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+      ->capture_default_str();
+  cmd->add_flag("--deterministic", args->deterministic,
+                "CUDA: aggregate with the shared row kernels instead of cuSPARSE, so that runs repeat bit for bit "
+                "(the CPU backend always does)");
   cmd->add_option("--eval-every", args->options.eval_every, "Evaluate every k epochs (0: only after the last)")
       ->capture_default_str();
   add_executor_options(*cmd, args->executor, true);

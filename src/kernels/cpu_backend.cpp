@@ -21,10 +21,6 @@ using rowmath::activation_gradient;
 constexpr std::int64_t kParallelWork = std::int64_t{1} << 14;
 bool worth_threads(std::int64_t floats) { return floats >= kParallelWork; }
 
-// Column sums are formed per block of this many rows and the block partials added in order, so the result is
-// the same for every thread count.
-constexpr std::int64_t kReductionBlockRows = 1024;
-
 // The input buffer holds every row the block's sources map to.
 bool reaches_sources(const SparseBlockView& block, ConstDeviceRows rows) {
   return block.src_row != nullptr || rows.rows >= block.num_src;
@@ -109,13 +105,10 @@ class CpuBackend final : public Backend {
       rowmath::gat_backward_source_row(block, shape, j, coefficient.data, score_grad.data, grad_out.data,
                                        grad_z.row(block.row_of(j)), accumulate);
     }
-    // After the source pass, which may have reset these rows; destination i is local source i.
 #pragma omp parallel for schedule(static) if (worth_threads(block.num_edges() * z.cols))
     for (vid_t i = 0; i < block.num_dst; ++i) {
-      float* row = grad_z.row(block.row_of(i));
-      for (int h = 0; h < shape.heads; ++h) {
-        row[shape.dst_score(h)] += dst_score_grad.data[static_cast<std::int64_t>(i) * shape.heads + h];
-      }
+      rowmath::gat_add_dst_score_grad(shape, dst_score_grad.data + static_cast<std::int64_t>(i) * shape.heads,
+                                      grad_z.row(block.row_of(i)));
     }
   }
 
@@ -183,16 +176,16 @@ class CpuBackend final : public Backend {
 
   void column_sums(ConstDeviceRows in, DeviceSpan<float> sums_out, bool accumulate) override {
     NJ_EXPECTS(sums_out.size == in.cols, "{} column sums of rows of {}", sums_out.size, in.cols);
+    // rowmath::column_sum's order, with the blocks' partials formed in parallel and row by row.
+    constexpr std::int64_t kBlock = rowmath::kColumnSumBlockRows;
     float* out = sums_out.data;
-    const std::int64_t blocks = (in.rows + kReductionBlockRows - 1) / kReductionBlockRows;
+    const std::int64_t blocks = (in.rows + kBlock - 1) / kBlock;
     std::vector<float> partial(static_cast<std::size_t>(blocks * in.cols), 0.0F);
 #pragma omp parallel for schedule(static) if (worth_threads(in.size()))
     for (std::int64_t blk = 0; blk < blocks; ++blk) {
       float* sums = partial.data() + blk * in.cols;
-      const std::int64_t end = std::min(in.rows, (blk + 1) * kReductionBlockRows);
-      for (std::int64_t r = blk * kReductionBlockRows; r < end; ++r) {
-        for (std::int64_t c = 0; c < in.cols; ++c) sums[c] += in.row(r)[c];
-      }
+      const std::int64_t end = std::min(in.rows, (blk + 1) * kBlock);
+      for (std::int64_t r = blk * kBlock; r < end; ++r) rowmath::move_row(in.row(r), sums, in.cols, true);
     }
     for (std::int64_t c = 0; c < in.cols; ++c) {
       float total = accumulate ? out[c] : 0.0F;
@@ -225,13 +218,8 @@ class CpuBackend final : public Backend {
     NJ_EXPECTS(src.cols == dst.cols, "row widths {} and {}", src.cols, dst.cols);
 #pragma omp parallel for schedule(static) if (worth_threads(count * src.cols))
     for (std::int64_t i = 0; i < count; ++i) {
-      const float* from = src.row(src_rows != nullptr ? src_rows[i] : i);
-      float* to = dst.row(dst_rows != nullptr ? dst_rows[i] : i);
-      if (accumulate) {
-        for (std::int64_t c = 0; c < src.cols; ++c) to[c] += from[c];
-      } else {
-        std::copy(from, from + src.cols, to);
-      }
+      rowmath::move_row(src.row(src_rows != nullptr ? src_rows[i] : i), dst.row(dst_rows != nullptr ? dst_rows[i] : i),
+                        src.cols, accumulate);
     }
   }
 };

@@ -61,6 +61,7 @@ DeviceBlock::DeviceBlock(Transfers& transfers, const SparseBlock& block, std::st
   std::byte* base = arrays_.view().data;
   view_.num_dst = block.num_dst();
   view_.num_src = block.num_src;
+  view_.edges = edges;
   view_.dst_offsets = at_offset<eid_t>(base, at.dst_offsets);
   view_.src_offsets = at_offset<eid_t>(base, at.src_offsets);
   view_.out_edge = at_offset<eid_t>(base, at.out_edge);

@@ -43,6 +43,9 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // Where exchange buffers should live: kDevice where the communicator sends straight from device memory
+  // (NCCL), so that callers holding rows on the device need not stage them through the host.
+  virtual MemorySpace exchange_space() const { return MemorySpace::kHost; }
   // In-place element-wise reductions over all ranks.
   virtual void all_reduce_sum(std::span<float> values) = 0;
   virtual void all_reduce_sum(std::span<double> values) = 0;
@@ -82,6 +85,11 @@ std::unique_ptr<Communicator> make_single_process_communicator();
 // A rank cut off from its peers: exchanges complete at once, sending nothing and receiving nothing. Planning
 // replays a rank's epoch on it, to learn what the rank allocates without its peers taking part.
 std::unique_ptr<Communicator> make_detached_communicator();
+
+class Device;
+// Exchanges device buffers of `device` (a CUDA device) through NCCL and reduces gradients with it; the rest
+// goes to `host` (the MPI communicator, which also carries NCCL's unique id), which must outlive it. Throws in a build without CUDA.
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& host, Device& device);
 
 // Owns MPI's lifetime in a process: initialises MPI when the process was started by a launcher (mpirun, srun)
 // and finalises it on destruction. Without a launcher it does nothing, so that one process never pays for MPI.

@@ -4,6 +4,8 @@
 // (holding the library handles, on CUDA).
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "nj/device/device.hpp"
 #include "nj/kernels/backend.hpp"
@@ -19,5 +21,29 @@ struct Resources {
 // `threads` threads (<= 0: the default), every kernel checked against the device's allocations and stream
 // order.
 Resources make_cpu_resources(std::int64_t budget_bytes, int threads = 0);
+
+// --device: cuda, cpu, or auto (cuda where this process sees a GPU, else cpu).
+enum class DeviceKind { kAuto, kCpu, kCuda };
+DeviceKind parse_device_kind(std::string_view text);
+const char* to_string(DeviceKind kind);
+
+// A resolved choice: which device, which GPU, and why, in words for the log.
+struct DeviceChoice {
+  DeviceKind kind = DeviceKind::kCpu;
+  int ordinal = 0;  // the GPU, for kCuda
+  std::string reason;
+};
+// Resolves auto, and picks the GPU of this rank's local rank (local_rank() modulo the GPUs it sees). cuda with
+// no GPU throws nj::InputError ("no CUDA device").
+DeviceChoice choose_device(DeviceKind requested);
+// This process's rank among the ranks of its node, from Open MPI's, Slurm's or MPICH's environment; 0 alone.
+int local_rank();
+
+struct ResourceOptions {
+  std::int64_t budget_bytes = kUnlimited;  // CUDA: kUnlimited is the card's free memory less its reserve
+  int threads = 0;                         // the CPU backend's threads
+  bool deterministic = false;              // CUDA: aggregate with the row kernels rather than cuSPARSE
+};
+Resources make_resources(const DeviceChoice& choice, const ResourceOptions& options);
 
 }  // namespace nj

@@ -70,6 +70,11 @@ class Backend {
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
 
 class Device;
+// The CUDA backend, on `device`'s compute stream (a CUDA device). `deterministic` runs the aggregation with
+// the shared row-math kernels instead of cuSPARSE, so that runs repeat bit for bit. Throws in a build without
+// CUDA.
+std::unique_ptr<Backend> make_cuda_backend(Device& device, bool deterministic);
+
 // Reports every buffer a kernel of `inner` touches to `device` (Device::use) before running it, so that the
 // emulated device checks each kernel's memory against its allocations and stream order.
 std::unique_ptr<Backend> make_checked_backend(std::unique_ptr<Backend> inner, Device& device);

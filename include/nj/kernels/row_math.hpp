@@ -221,6 +221,46 @@ NJ_HD inline void gat_backward_source_row(const SparseBlockView& b, const GatSha
   }
 }
 
+// After the source pass of GAT's backward, which may have reset the row: destination i (local source i) adds
+// the score gradients its in-edges gathered.
+NJ_HD inline void gat_add_dst_score_grad(const GatShape& s, const float* dst_score_grad, float* grad_z_row) {
+  for (int h = 0; h < s.heads; ++h) grad_z_row[s.dst_score(h)] += dst_score_grad[h];
+}
+
+// Inverted dropout of one element, its mask addressed by (row global id, column).
+NJ_HD inline float dropout_element(const RandomStream& stream, std::int64_t gid, std::int64_t column, float p,
+                                   float x) {
+  return x == 0.0F ? 0.0F : x * dropout_scale(stream.vertex_uniform(gid, column), p);
+}
+
+// to (+)= from, one row.
+NJ_HD inline void move_row(const float* __restrict__ from, float* __restrict__ to, std::int64_t cols, bool accumulate) {
+  if (accumulate) {
+    for (std::int64_t c = 0; c < cols; ++c) to[c] += from[c];
+  } else {
+    for (std::int64_t c = 0; c < cols; ++c) to[c] = from[c];
+  }
+}
+
+// Column sums are formed per block of this many rows and the block partials added in block order, so the
+// result is the same for every thread count and on every backend.
+inline constexpr std::int64_t kColumnSumBlockRows = 1024;
+// Column c of rows [first, end), summed row after row.
+NJ_HD inline float column_block_sum(const float* in, std::int64_t cols, std::int64_t first, std::int64_t end,
+                                    std::int64_t c) {
+  float sum = 0.0F;
+  for (std::int64_t r = first; r < end; ++r) sum += in[r * cols + c];
+  return sum;
+}
+// Column c of all rows: `initial` plus the block sums in order.
+NJ_HD inline float column_sum(const float* in, std::int64_t rows, std::int64_t cols, std::int64_t c, float initial) {
+  float total = initial;
+  for (std::int64_t first = 0; first < rows; first += kColumnSumBlockRows) {
+    total += column_block_sum(in, cols, first, first + kColumnSumBlockRows < rows ? first + kColumnSumBlockRows : rows, c);
+  }
+  return total;
+}
+
 // Softmax cross-entropy of one row against its label: returns the loss and writes scale·(softmax − onehot).
 NJ_HD inline float softmax_cross_entropy_row(const float* logits, std::int64_t classes, int label, float scale,
                                              float* grad) {

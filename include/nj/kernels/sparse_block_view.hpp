@@ -19,6 +19,8 @@ namespace nj {
 struct SparseBlockView {
   vid_t num_dst = 0;
   vid_t num_src = 0;
+  // dst_offsets[num_dst], kept on the host side too: a GPU's host code cannot read the device arrays.
+  eid_t edges = 0;
   const eid_t* dst_offsets = nullptr;  // num_dst + 1, starting at 0
   const vid_t* src_index = nullptr;    // per in-edge: local source id
   const float* edge_weight = nullptr;  // per in-edge (GCN normalisation); nullptr where unused
@@ -32,7 +34,7 @@ struct SparseBlockView {
   // Row of the input buffer holding each local source; nullptr means row j holds source j.
   const vid_t* src_row = nullptr;
 
-  NJ_HD eid_t num_edges() const { return dst_offsets[num_dst]; }
+  NJ_HD eid_t num_edges() const { return edges; }
   NJ_HD std::int64_t row_of(vid_t local_source) const {
     return src_row != nullptr ? src_row[local_source] : local_source;
   }

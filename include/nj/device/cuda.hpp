@@ -1,0 +1,32 @@
+#pragma once
+// The CUDA device: what a rank computes with when it has a GPU. Every function here exists in every build; in
+// a build without CUDA (NJ_ENABLE_CUDA=OFF, or no nvcc) cuda_device_count() is 0 and the factories throw, so
+// callers choose the device at run time and tests skip their GPU instances with one message.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "nj/device/device.hpp"
+
+namespace nj {
+
+// True when this binary carries the CUDA backend.
+bool cuda_built();
+// GPUs this process can use; 0 without CUDA, without a driver, or without a GPU.
+int cuda_device_count();
+// What tests print when they skip a GPU instance.
+inline constexpr const char* kNoCudaDevice = "no CUDA device";
+
+// Device memory the CUDA device leaves outside its arena by default: the CUDA context, cuBLAS's and
+// cuSPARSE's workspaces and NCCL's buffers come out of it.
+inline constexpr std::int64_t kCudaReservedBytes = std::int64_t{1} << 30;
+
+// GPU `ordinal` as a Device: one cudaMalloc'd arena of `budget_bytes` (<= 0 or kUnlimited: the card's free
+// memory less kCudaReservedBytes) placed first-fit under the budget, page-locked host staging, and a stream
+// for compute and one per copy direction.
+std::unique_ptr<Device> make_cuda_device(int ordinal, std::int64_t budget_bytes);
+
+// The card behind a CUDA device, in words ("NVIDIA H200, 139.8 GiB, sm_90"): for logs.
+std::string cuda_device_description(int ordinal);
+
+}  // namespace nj

@@ -1,0 +1,237 @@
+// The CUDA backend: cuBLAS for GEMM, cuSPARSE for GCN's aggregation and its backward, and kernels over the
+// shared row math for the rest (kernels/cuda/kernels.cu). Everything runs on the device's compute stream.
+//
+// Deterministic mode runs the aggregation with the row-math kernels too: each destination row summed by one
+// thread in edge order, as the CPU backend does, so a run repeats bit for bit. Without it cuSPARSE's SpMM runs
+// where the block allows (weighted edges, sources in consecutive rows); a configuration cuSPARSE reports it does
+// not support falls back to the row kernels, once, with a warning.
+#include <spdlog/spdlog.h>
+
+#include "kernels/cuda/kernels.hpp"
+#include "nj/device/cuda_check.hpp"
+#include "nj/device/cuda_native.hpp"
+#include "nj/kernels/backend.hpp"
+
+namespace nj {
+namespace {
+
+// A CSR matrix description for cuSPARSE, destroyed with the object.
+class CsrDescription {
+ public:
+  CsrDescription(std::int64_t rows, std::int64_t cols, std::int64_t nonzeros, const eid_t* offsets,
+                 const vid_t* columns, const float* values) {
+    // cuSPARSE's descriptors are not const-correct for inputs; it does not write through them in SpMM.
+    NJ_CUDA_TRY(cusparseCreateCsr(&description_, rows, cols, nonzeros,
+                                  const_cast<eid_t*>(offsets),   // NOLINT(cppcoreguidelines-pro-type-const-cast)
+                                  const_cast<vid_t*>(columns),   // NOLINT(cppcoreguidelines-pro-type-const-cast)
+                                  const_cast<float*>(values),    // NOLINT(cppcoreguidelines-pro-type-const-cast)
+                                  CUSPARSE_INDEX_64I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+  }
+  CsrDescription(const CsrDescription&) = delete;
+  CsrDescription& operator=(const CsrDescription&) = delete;
+  ~CsrDescription() { NJ_CUDA_TRY_NO_THROW(cusparseDestroySpMat(description_)); }
+  cusparseSpMatDescr_t get() const { return description_; }
+
+ private:
+  cusparseSpMatDescr_t description_ = nullptr;
+};
+
+// Row-major dense rows for cuSPARSE.
+class DenseDescription {
+ public:
+  DenseDescription(std::int64_t rows, std::int64_t cols, const float* values) {
+    NJ_CUDA_TRY(cusparseCreateDnMat(&description_, rows, cols, cols,
+                                    const_cast<float*>(values),  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+                                    CUDA_R_32F, CUSPARSE_ORDER_ROW));
+  }
+  DenseDescription(const DenseDescription&) = delete;
+  DenseDescription& operator=(const DenseDescription&) = delete;
+  ~DenseDescription() { NJ_CUDA_TRY_NO_THROW(cusparseDestroyDnMat(description_)); }
+  cusparseDnMatDescr_t get() const { return description_; }
+
+ private:
+  cusparseDnMatDescr_t description_ = nullptr;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(Device& device, bool deterministic)
+      : ordinal_(native_ordinal(device)),
+        stream_(native_stream(device, Stream::kCompute)),
+        use_sparse_library_(!deterministic) {
+    NJ_CUDA_TRY(cudaSetDevice(ordinal_));
+    NJ_CUDA_TRY(cublasCreate(&blas_));
+    NJ_CUDA_TRY(cublasSetStream(blas_, stream_));
+    NJ_CUDA_TRY(cusparseCreate(&sparse_));
+    NJ_CUDA_TRY(cusparseSetStream(sparse_, stream_));
+  }
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+  ~CudaBackend() override {
+    NJ_CUDA_TRY_NO_THROW(cudaStreamSynchronize(stream_));
+    NJ_CUDA_TRY_NO_THROW(cudaFree(scratch_));
+    NJ_CUDA_TRY_NO_THROW(cusparseDestroy(sparse_));
+    NJ_CUDA_TRY_NO_THROW(cublasDestroy(blas_));
+  }
+
+  std::string_view name() const override { return "cuda"; }
+
+  void gemm(bool transpose_a, bool transpose_b, float alpha, ConstDeviceRows a, ConstDeviceRows b, float beta,
+            DeviceRows c) override {
+    const std::int64_t m = transpose_a ? a.cols : a.rows;
+    const std::int64_t k = transpose_a ? a.rows : a.cols;
+    const std::int64_t n = transpose_b ? b.rows : b.cols;
+    NJ_EXPECTS((transpose_b ? b.cols : b.rows) == k && c.rows == m && c.cols == n,
+               "gemm shapes: op(A) {}x{}, op(B) {}x{}, C {}x{}", m, k, transpose_b ? b.cols : b.rows, n, c.rows,
+               c.cols);
+    if (m == 0 || n == 0) return;
+    // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: the same buffers, the operands swapped.
+    NJ_CUDA_TRY(cublasSgemm(blas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b.data,
+                            static_cast<int>(b.cols), a.data, static_cast<int>(a.cols), &beta, c.data,
+                            static_cast<int>(c.cols)));
+  }
+
+  void spmm(const SparseBlockView& block, ConstDeviceRows in, DeviceRows out) override {
+    NJ_EXPECTS(in.cols == out.cols && out.rows == block.num_dst && reaches_sources(block, in),
+               "spmm shapes: in {}x{}, out {}x{}, block {}->{}", in.rows, in.cols, out.rows, out.cols, block.num_src,
+               block.num_dst);
+    if (block.edge_weight != nullptr && block.src_row == nullptr &&
+        sparse_library_spmm(block.num_dst, block.num_src, block.edges, block.dst_offsets, block.src_index,
+                            block.edge_weight, in.data, out, 0.0F)) {
+      return;
+    }
+    NJ_CUDA_TRY(cuda_kernels::spmm(stream_, block, in, out));
+  }
+
+  void spmm_transpose(const SparseBlockView& block, ConstDeviceRows grad_out, DeviceRows grad_in,
+                      bool accumulate) override {
+    NJ_EXPECTS(grad_in.cols == grad_out.cols && grad_out.rows == block.num_dst && reaches_sources(block, grad_in),
+               "spmm_transpose shapes");
+    // The out-edge arrays are the transpose's CSR: rows are sources, columns destinations.
+    if (block.out_weight != nullptr && block.src_row == nullptr &&
+        sparse_library_spmm(block.num_src, block.num_dst, block.edges, block.src_offsets, block.out_dst,
+                            block.out_weight, grad_out.data, grad_in.slice(0, block.num_src),
+                            accumulate ? 1.0F : 0.0F)) {
+      return;
+    }
+    NJ_CUDA_TRY(cuda_kernels::spmm_transpose(stream_, block, grad_out, grad_in, accumulate));
+  }
+
+  void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
+                   ConstDeviceRows z, DeviceRows out) override {
+    NJ_EXPECTS(z.cols == shape.row_width() && out.cols == shape.output_width() && out.rows == block.num_dst &&
+                   reaches_sources(block, z),
+               "gat_forward shapes");
+    NJ_CUDA_TRY(cuda_kernels::gat_forward(stream_, block, shape, attention, z, out));
+  }
+
+  // The CPU backend's layout, so that a plan made for one holds for the other.
+  std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const override {
+    return (2 * num_edges + num_dst) * heads;
+  }
+
+  void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
+                    ConstDeviceRows z, ConstDeviceRows grad_out, DeviceRows grad_z, bool accumulate,
+                    DeviceSpan<float> workspace) override {
+    NJ_EXPECTS(grad_out.cols == shape.output_width() && grad_out.rows == block.num_dst &&
+                   grad_z.cols == shape.row_width() && reaches_sources(block, grad_z) &&
+                   workspace.size >= gat_backward_workspace(block.num_dst, block.edges, shape.heads),
+               "gat_backward shapes");
+    NJ_CUDA_TRY(cuda_kernels::gat_backward(stream_, block, shape, attention, z, grad_out, grad_z, accumulate, workspace));
+  }
+
+  void dropout(ConstDeviceRows in, DeviceSpan<const gid_t> row_gid, const RandomStream& random, float p,
+               DeviceRows out) override {
+    NJ_EXPECTS(in.rows == out.rows && in.cols == out.cols && row_gid.size >= in.rows, "dropout shapes");
+    NJ_CUDA_TRY(cuda_kernels::dropout(stream_, in, row_gid, random, p, out));
+  }
+
+  void bias_activation(ConstDeviceRows y, DeviceSpan<const float> bias, Activation act, DeviceRows h) override {
+    NJ_EXPECTS(bias.empty() || bias.size == y.cols, "a bias of {} values for rows of {}", bias.size, y.cols);
+    NJ_CUDA_TRY(cuda_kernels::bias_activation(stream_, y, bias, act, h));
+  }
+
+  void activation_backward(Activation act, ConstDeviceRows h, ConstDeviceRows grad_h, DeviceRows grad_y) override {
+    NJ_CUDA_TRY(cuda_kernels::activation_backward(stream_, act, h, grad_h, grad_y));
+  }
+
+  void column_sums(ConstDeviceRows in, DeviceSpan<float> out, bool accumulate) override {
+    NJ_EXPECTS(out.size == in.cols, "{} column sums of rows of {}", out.size, in.cols);
+    NJ_CUDA_TRY(cuda_kernels::column_sums(stream_, in, out, accumulate));
+  }
+
+  void copy_rows(ConstDeviceRows src, DeviceSpan<const vid_t> src_rows, DeviceRows dst,
+                 DeviceSpan<const vid_t> dst_rows, std::int64_t count) override {
+    NJ_EXPECTS(src.cols == dst.cols, "row widths {} and {}", src.cols, dst.cols);
+    NJ_CUDA_TRY(cuda_kernels::move_rows(stream_, src, src_rows, dst, dst_rows, count, false));
+  }
+  void add_rows(ConstDeviceRows src, DeviceSpan<const vid_t> src_rows, DeviceRows dst, DeviceSpan<const vid_t> dst_rows,
+                std::int64_t count) override {
+    NJ_EXPECTS(src.cols == dst.cols, "row widths {} and {}", src.cols, dst.cols);
+    NJ_CUDA_TRY(cuda_kernels::move_rows(stream_, src, src_rows, dst, dst_rows, count, true));
+  }
+  void zero_rows(DeviceRows dst, DeviceSpan<const vid_t> rows, std::int64_t count) override {
+    NJ_CUDA_TRY(cuda_kernels::zero_rows(stream_, dst, rows, count));
+  }
+
+ private:
+  static bool reaches_sources(const SparseBlockView& block, ConstDeviceRows rows) {
+    return block.src_row != nullptr || rows.rows >= block.num_src;
+  }
+
+  // out = A·in + beta·out for the CSR matrix A (rows × cols) through cuSPARSE; false where it is off or does not
+  // support the configuration, for the caller to run the row kernels instead.
+  bool sparse_library_spmm(std::int64_t rows, std::int64_t cols, std::int64_t nonzeros, const eid_t* offsets,
+                           const vid_t* columns, const float* values, const float* in, DeviceRows out, float beta) {
+    if (!use_sparse_library_ || rows == 0 || out.cols == 0) return false;
+    const CsrDescription a(rows, cols, nonzeros, offsets, columns, values);
+    const DenseDescription b(cols, out.cols, in);
+    const DenseDescription c(rows, out.cols, out.data);
+    const float alpha = 1.0F;
+    std::size_t bytes = 0;
+    const cusparseStatus_t sized =
+        cusparseSpMM_bufferSize(sparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+                                a.get(), b.get(), &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
+    if (sized == CUSPARSE_STATUS_NOT_SUPPORTED) {
+      spdlog::warn("cuSPARSE does not support this SpMM ({}); the row kernels aggregate instead",
+                   cusparseGetErrorString(sized));
+      use_sparse_library_ = false;
+      return false;
+    }
+    NJ_CUDA_TRY(sized);
+    NJ_CUDA_TRY(cusparseSpMM(sparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+                             a.get(), b.get(), &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, scratch(bytes)));
+    return true;
+  }
+
+  // cuSPARSE's workspace: outside the budget's arena, in the memory the CUDA device keeps in reserve. It only
+  // grows, and growing waits for the kernels that may still use the old one.
+  void* scratch(std::size_t bytes) {
+    if (bytes > scratch_bytes_) {
+      NJ_CUDA_TRY(cudaStreamSynchronize(stream_));
+      NJ_CUDA_TRY(cudaFree(scratch_));
+      scratch_ = nullptr;
+      scratch_bytes_ = 0;
+      NJ_CUDA_TRY(cudaMalloc(&scratch_, bytes));
+      scratch_bytes_ = bytes;
+    }
+    return scratch_;
+  }
+
+  int ordinal_;
+  cudaStream_t stream_;
+  bool use_sparse_library_;
+  cublasHandle_t blas_ = nullptr;
+  cusparseHandle_t sparse_ = nullptr;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(Device& device, bool deterministic) {
+  return std::make_unique<CudaBackend>(device, deterministic);
+}
+
+}  // namespace nj

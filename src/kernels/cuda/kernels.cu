@@ -1,0 +1,182 @@
+#include "kernels/cuda/kernels.hpp"
+
+namespace nj::cuda_kernels {
+namespace {
+
+constexpr int kThreads = 128;
+
+// Threads for `work` items, one each; a grid-stride loop covers what one launch's grid cannot.
+unsigned blocks_for(std::int64_t work) {
+  constexpr std::int64_t kMaxBlocks = 65535;
+  const std::int64_t blocks = (work + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
+}
+
+__device__ std::int64_t first_item() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ std::int64_t item_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+
+__global__ void spmm_kernel(SparseBlockView b, ConstDeviceRows in, DeviceRows out) {
+  for (std::int64_t i = first_item(); i < b.num_dst; i += item_stride()) {
+    rowmath::spmm_row(b, static_cast<vid_t>(i), in.data, in.cols, out.row(i));
+  }
+}
+
+__global__ void spmm_transpose_kernel(SparseBlockView b, ConstDeviceRows grad_out, DeviceRows grad_in,
+                                      bool accumulate) {
+  for (std::int64_t j = first_item(); j < b.num_src; j += item_stride()) {
+    const auto source = static_cast<vid_t>(j);
+    rowmath::spmm_transpose_row(b, source, grad_out.data, grad_out.cols, grad_in.row(b.row_of(source)), accumulate);
+  }
+}
+
+__global__ void gat_forward_kernel(SparseBlockView b, rowmath::GatShape shape, RandomStream attention,
+                                   ConstDeviceRows z, DeviceRows out) {
+  for (std::int64_t i = first_item(); i < b.num_dst; i += item_stride()) {
+    rowmath::gat_forward_row(b, shape, attention, static_cast<vid_t>(i), z.data, out.row(i));
+  }
+}
+
+struct GatWorkspace {
+  float* coefficient;
+  float* score_grad;
+  float* dst_score_grad;
+};
+
+__global__ void gat_backward_dst_kernel(SparseBlockView b, rowmath::GatShape shape, RandomStream attention,
+                                        ConstDeviceRows z, ConstDeviceRows grad_out, GatWorkspace w) {
+  for (std::int64_t i = first_item(); i < b.num_dst; i += item_stride()) {
+    rowmath::gat_backward_row(b, shape, attention, static_cast<vid_t>(i), z.data, grad_out.row(i), w.coefficient,
+                              w.score_grad, w.dst_score_grad + i * shape.heads);
+  }
+}
+
+__global__ void gat_backward_src_kernel(SparseBlockView b, rowmath::GatShape shape, ConstDeviceRows grad_out,
+                                        DeviceRows grad_z, bool accumulate, GatWorkspace w) {
+  for (std::int64_t j = first_item(); j < b.num_src; j += item_stride()) {
+    const auto source = static_cast<vid_t>(j);
+    rowmath::gat_backward_source_row(b, shape, source, w.coefficient, w.score_grad, grad_out.data,
+                                     grad_z.row(b.row_of(source)), accumulate);
+  }
+}
+
+__global__ void gat_dst_score_kernel(SparseBlockView b, rowmath::GatShape shape, DeviceRows grad_z, GatWorkspace w) {
+  for (std::int64_t i = first_item(); i < b.num_dst; i += item_stride()) {
+    rowmath::gat_add_dst_score_grad(shape, w.dst_score_grad + i * shape.heads, grad_z.row(b.row_of(static_cast<vid_t>(i))));
+  }
+}
+
+__global__ void dropout_kernel(ConstDeviceRows in, const gid_t* row_gid, RandomStream random, float p, DeviceRows out) {
+  for (std::int64_t k = first_item(); k < in.size(); k += item_stride()) {
+    const std::int64_t r = k / in.cols;
+    const std::int64_t c = k % in.cols;
+    out.row(r)[c] = rowmath::dropout_element(random, row_gid[r], c, p, in.row(r)[c]);
+  }
+}
+
+__global__ void bias_activation_kernel(ConstDeviceRows y, const float* bias, rowmath::Activation act, DeviceRows h) {
+  for (std::int64_t k = first_item(); k < y.size(); k += item_stride()) {
+    const std::int64_t c = k % y.cols;
+    h.data[k] = rowmath::activate(act, y.data[k] + (bias != nullptr ? bias[c] : 0.0F));
+  }
+}
+
+__global__ void activation_backward_kernel(rowmath::Activation act, ConstDeviceRows h, ConstDeviceRows grad_h,
+                                           DeviceRows grad_y) {
+  for (std::int64_t k = first_item(); k < h.size(); k += item_stride()) {
+    grad_y.data[k] = grad_h.data[k] * rowmath::activation_gradient(act, h.data[k]);
+  }
+}
+
+__global__ void column_sums_kernel(ConstDeviceRows in, float* out, bool accumulate) {
+  for (std::int64_t c = first_item(); c < in.cols; c += item_stride()) {
+    out[c] = rowmath::column_sum(in.data, in.rows, in.cols, c, accumulate ? out[c] : 0.0F);
+  }
+}
+
+__global__ void move_rows_kernel(ConstDeviceRows src, const vid_t* src_rows, DeviceRows dst, const vid_t* dst_rows,
+                                 std::int64_t count, bool accumulate) {
+  for (std::int64_t i = first_item(); i < count; i += item_stride()) {
+    rowmath::move_row(src.row(src_rows != nullptr ? src_rows[i] : i), dst.row(dst_rows != nullptr ? dst_rows[i] : i),
+                      src.cols, accumulate);
+  }
+}
+
+__global__ void zero_rows_kernel(DeviceRows dst, const vid_t* rows, std::int64_t count) {
+  for (std::int64_t i = first_item(); i < count; i += item_stride()) {
+    float* row = dst.row(rows != nullptr ? rows[i] : i);
+    for (std::int64_t c = 0; c < dst.cols; ++c) row[c] = 0.0F;
+  }
+}
+
+}  // namespace
+
+cudaError_t spmm(cudaStream_t stream, const SparseBlockView& block, ConstDeviceRows in, DeviceRows out) {
+  spmm_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, in, out);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t spmm_transpose(cudaStream_t stream, const SparseBlockView& block, ConstDeviceRows grad_out,
+                           DeviceRows grad_in, bool accumulate) {
+  spmm_transpose_kernel<<<blocks_for(block.num_src), kThreads, 0, stream>>>(block, grad_out, grad_in, accumulate);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t gat_forward(cudaStream_t stream, const SparseBlockView& block, const rowmath::GatShape& shape,
+                        const RandomStream& attention, ConstDeviceRows z, DeviceRows out) {
+  gat_forward_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, shape, attention, z, out);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t gat_backward(cudaStream_t stream, const SparseBlockView& block, const rowmath::GatShape& shape,
+                         const RandomStream& attention, ConstDeviceRows z, ConstDeviceRows grad_out,
+                         DeviceRows grad_z, bool accumulate, DeviceSpan<float> workspace) {
+  const std::int64_t edges = block.num_edges() * shape.heads;
+  const GatWorkspace w{workspace.data, workspace.data + edges, workspace.data + 2 * edges};
+  gat_backward_dst_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, shape, attention, z, grad_out,
+                                                                               w);
+  gat_backward_src_kernel<<<blocks_for(block.num_src), kThreads, 0, stream>>>(block, shape, grad_out, grad_z,
+                                                                               accumulate, w);
+  gat_dst_score_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, shape, grad_z, w);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t dropout(cudaStream_t stream, ConstDeviceRows in, DeviceSpan<const gid_t> row_gid,
+                    const RandomStream& random, float p, DeviceRows out) {
+  dropout_kernel<<<blocks_for(in.size()), kThreads, 0, stream>>>(in, row_gid.data, random, p, out);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t bias_activation(cudaStream_t stream, ConstDeviceRows y, DeviceSpan<const float> bias,
+                            rowmath::Activation act, DeviceRows h) {
+  bias_activation_kernel<<<blocks_for(y.size()), kThreads, 0, stream>>>(y, bias.data, act, h);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t activation_backward(cudaStream_t stream, rowmath::Activation act, ConstDeviceRows h,
+                                ConstDeviceRows grad_h, DeviceRows grad_y) {
+  activation_backward_kernel<<<blocks_for(h.size()), kThreads, 0, stream>>>(act, h, grad_h, grad_y);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t column_sums(cudaStream_t stream, ConstDeviceRows in, DeviceSpan<float> out, bool accumulate) {
+  column_sums_kernel<<<blocks_for(in.cols), kThreads, 0, stream>>>(in, out.data, accumulate);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t move_rows(cudaStream_t stream, ConstDeviceRows src, DeviceSpan<const vid_t> src_rows, DeviceRows dst,
+                      DeviceSpan<const vid_t> dst_rows, std::int64_t count, bool accumulate) {
+  if (count == 0) return cudaSuccess;
+  move_rows_kernel<<<blocks_for(count), kThreads, 0, stream>>>(src, src_rows.data, dst, dst_rows.data, count,
+                                                                accumulate);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t zero_rows(cudaStream_t stream, DeviceRows dst, DeviceSpan<const vid_t> rows, std::int64_t count) {
+  if (count == 0) return cudaSuccess;
+  zero_rows_kernel<<<blocks_for(count), kThreads, 0, stream>>>(dst, rows.data, count);
+  return cudaPeekAtLastError();
+}
+
+}  // namespace nj::cuda_kernels
