@@ -191,8 +191,8 @@ struct RankTraining {
   std::pair<int, std::uint32_t> failure{-1, 0};  // --inject-failure: rank and epoch
   Shard shard;
   Resources resources;
-  // On CUDA with several ranks: NCCL for the exchange and the gradients, over the job's MPI communicator.
-  std::unique_ptr<Communicator> nccl;
+  // With several ranks: the communicator that sends from device memory (NCCL on CUDA), over the job's.
+  std::unique_ptr<Communicator> device_comm;
   std::unique_ptr<Model> model;
   std::unique_ptr<Executor> executor;
   std::unique_ptr<Executor> failing;  // wraps executor on the rank that --inject-failure names
@@ -224,6 +224,8 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
              "--execution recompute runs on one rank only (its closures cross ranks); this job has {} ranks",
              comm.size());
   if (!args.inject_failure.empty()) rank.failure = parse_failure_point(args.inject_failure);
+  // Before the dataset loads: a missing GPU is a one-line error at once.
+  const DeviceChoice device = choose_device(parse_device_kind(args.device));
 
   if (!args.dataset.empty()) require_file(args.dataset, "dataset");
   NJ_REQUIRE(args.partitions.empty() || std::filesystem::is_directory(args.partitions),
@@ -242,15 +244,14 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
                  shard.local.num_mirrors());
   }
 
-  const DeviceChoice device = choose_device(parse_device_kind(args.device));
   spdlog::info("device: {}", device.reason);
   // In-memory execution has the device to itself, without a budget.
   rank.resources = make_resources(
       device, {.budget_bytes = rank.choice.in_memory ? kUnlimited : rank.choice.options.device_budget,
                .threads = args.threads,
                .deterministic = args.deterministic});
-  if (device.kind == DeviceKind::kCuda && comm.size() > 1) rank.nccl = make_nccl_communicator(comm, *rank.resources.device);
-  Communicator& training_comm = rank.nccl ? *rank.nccl : comm;
+  rank.device_comm = make_device_communicator(comm, *rank.resources.device);
+  Communicator& training_comm = rank.device_comm ? *rank.device_comm : comm;
   rank.model = std::make_unique<Model>(rank.config, shard.features.cols(), shard.num_classes);
   if (rank.choice.in_memory) {
     if (rank.choice.automatic) {

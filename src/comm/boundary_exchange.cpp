@@ -48,7 +48,33 @@ BoundaryExchange::BoundaryExchange(Communicator* comm, const LocalGraph& local, 
   }
 }
 
+BoundaryExchange::BoundaryExchange(Communicator* comm, const LocalGraph& local, std::size_t layers, Backend& backend,
+                                   Transfers& transfers)
+    : BoundaryExchange(comm, local, layers) {
+  backend_ = &backend;
+  transfers_ = &transfers;
+  for (Peer& p : peers_) {
+    std::vector<vid_t> boundary(p.boundary.begin(), p.boundary.end());
+    std::vector<vid_t> mirrors(p.receive.size());
+    for (std::size_t i = 0; i < mirrors.size(); ++i) mirrors[i] = p.receive[i] - num_owned_;
+    p.boundary_on_device = to_device<vid_t>(transfers, boundary, "index: exchange boundary rows");
+    p.mirror_on_device = to_device<vid_t>(transfers, mirrors, "index: exchange mirror rows");
+  }
+}
+
 BoundaryExchange::~BoundaryExchange() = default;
+
+void BoundaryExchange::allocate_messages(ExchangeDirection direction, std::int64_t cols) {
+  for (Peer& p : peers_) {
+    const auto boundary_rows = static_cast<std::int64_t>(p.send.size());
+    const auto mirror_rows = static_cast<std::int64_t>(p.receive.size());
+    const bool forward = direction == ExchangeDirection::kForward;
+    p.outgoing_rows = DeviceMatrix(transfers_->device(), forward ? boundary_rows : mirror_rows, cols,
+                                   "rows: exchange messages");
+    p.incoming_rows = DeviceMatrix(transfers_->device(), forward ? mirror_rows : boundary_rows, cols,
+                                   "rows: exchange messages");
+  }
+}
 
 void BoundaryExchange::start(std::uint32_t layer, ExchangeDirection direction, std::int64_t cols) {
   NJ_EXPECTS(pending_ == nullptr, "an exchange is already in flight");
@@ -58,13 +84,22 @@ void BoundaryExchange::start(std::uint32_t layer, ExchangeDirection direction, s
   running_ = &stats_.at(layer)[static_cast<std::size_t>(direction)];
   for (Peer& p : peers_) {
     const std::size_t incoming_rows = direction == ExchangeDirection::kForward ? p.receive.size() : p.send.size();
-    p.incoming.resize(incoming_rows * static_cast<std::size_t>(cols));
-    if (!p.outgoing.empty()) sends.push_back({p.rank, p.outgoing, MemorySpace::kHost});
-    if (!p.incoming.empty()) receives.push_back({p.rank, p.incoming, MemorySpace::kHost});
-    running_->rows_sent += static_cast<std::int64_t>(p.outgoing.size()) / cols;
+    std::span<const float> outgoing = p.outgoing;
+    std::span<float> incoming;
+    if (on_device()) {
+      outgoing = {p.outgoing_rows.view().data, static_cast<std::size_t>(p.outgoing_rows.view().size())};
+      incoming = {p.incoming_rows.view().data, static_cast<std::size_t>(p.incoming_rows.view().size())};
+    } else {
+      p.incoming.resize(incoming_rows * static_cast<std::size_t>(cols));
+      incoming = p.incoming;
+    }
+    const MemorySpace space = on_device() ? MemorySpace::kDevice : MemorySpace::kHost;
+    if (!outgoing.empty()) sends.push_back({p.rank, outgoing, space});
+    if (!incoming.empty()) receives.push_back({p.rank, incoming, space});
+    running_->rows_sent += static_cast<std::int64_t>(outgoing.size()) / cols;
     running_->rows_received += static_cast<std::int64_t>(incoming_rows);
-    running_->bytes_sent += static_cast<std::int64_t>(p.outgoing.size()) * kFloat;
-    running_->bytes_received += static_cast<std::int64_t>(p.incoming.size()) * kFloat;
+    running_->bytes_sent += static_cast<std::int64_t>(outgoing.size()) * kFloat;
+    running_->bytes_received += static_cast<std::int64_t>(incoming.size()) * kFloat;
   }
   started_ = std::chrono::steady_clock::now();
   if (comm_ != nullptr) {
@@ -121,6 +156,45 @@ void BoundaryExchange::finish_gradients(Rows sums) {
       float* sum = sums.row(p.boundary[i]);
       for (std::int64_t c = 0; c < sums.cols; ++c) sum[c] += in[c];
     }
+  }
+}
+
+void BoundaryExchange::start_rows(std::uint32_t layer, ConstDeviceRows boundary) {
+  NJ_EXPECTS(on_device() && boundary.rows == static_cast<std::int64_t>(boundary_rows_.size()),
+             "{} device rows for {} boundary rows", boundary.rows, boundary_rows_.size());
+  if (peers_.empty()) return;
+  allocate_messages(ExchangeDirection::kForward, boundary.cols);
+  for (Peer& p : peers_) {
+    backend_->copy_rows(boundary, p.boundary_on_device.view(), p.outgoing_rows.view(), {}, p.outgoing_rows.rows());
+  }
+  start(layer, ExchangeDirection::kForward, boundary.cols);
+}
+
+void BoundaryExchange::finish_rows(DeviceRows mirrors) {
+  NJ_EXPECTS(on_device(), "device rows for a host exchange");
+  wait();
+  for (Peer& p : peers_) {
+    backend_->copy_rows(p.incoming_rows.view(), {}, mirrors, p.mirror_on_device.view(), p.incoming_rows.rows());
+  }
+}
+
+void BoundaryExchange::start_gradients(std::uint32_t layer, ConstDeviceRows mirrors) {
+  NJ_EXPECTS(on_device(), "device rows for a host exchange");
+  if (peers_.empty()) return;
+  allocate_messages(ExchangeDirection::kBackward, mirrors.cols);
+  for (Peer& p : peers_) {
+    backend_->copy_rows(mirrors, p.mirror_on_device.view(), p.outgoing_rows.view(), {}, p.outgoing_rows.rows());
+  }
+  start(layer, ExchangeDirection::kBackward, mirrors.cols);
+}
+
+void BoundaryExchange::finish_gradients(DeviceRows sums) {
+  NJ_EXPECTS(on_device() && sums.rows == static_cast<std::int64_t>(boundary_rows_.size()),
+             "{} device sums for {} boundary rows", sums.rows, boundary_rows_.size());
+  wait();
+  backend_->zero_rows(sums, {}, sums.rows);
+  for (Peer& p : peers_) {  // ascending peer, as the host path adds
+    backend_->add_rows(p.incoming_rows.view(), {}, sums, p.boundary_on_device.view(), p.incoming_rows.rows());
   }
 }
 

@@ -1,6 +1,9 @@
 #include "nj/device/resources.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cstdlib>
+#include <initializer_list>
 
 #include "nj/core/error.hpp"
 #include "nj/device/cuda.hpp"
@@ -30,16 +33,32 @@ const char* to_string(DeviceKind kind) {
   return "?";
 }
 
-int local_rank() {
-  for (const char* variable : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"}) {
+namespace {
+
+// The first of `variables` that is set, as a non-negative number; `fallback` when none is.
+int environment_number(std::initializer_list<const char*> variables, int fallback) {
+  for (const char* variable : variables) {
     if (const char* value = std::getenv(variable); value != nullptr) {
       char* end = nullptr;
-      const long rank = std::strtol(value, &end, 10);
-      NJ_REQUIRE(end != value && *end == '\0' && rank >= 0, "{}={} is not a local rank", variable, value);
-      return static_cast<int>(rank);
+      const long number = std::strtol(value, &end, 10);
+      NJ_REQUIRE(end != value && *end == '\0' && number >= 0 && number <= INT_MAX, "{}={} is not a rank count",
+                 variable, value);
+      return static_cast<int>(number);
     }
   }
-  return 0;
+  return fallback;
+}
+
+}  // namespace
+
+int local_rank() {
+  return environment_number({"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"}, 0);
+}
+
+int local_size() {
+  return std::max(1, environment_number({"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE", "MPI_LOCALNRANKS",
+                                         "PMI_LOCAL_SIZE"},
+                                        1));
 }
 
 DeviceChoice choose_device(DeviceKind requested) {
@@ -58,15 +77,18 @@ DeviceChoice choose_device(DeviceKind requested) {
   choice.kind = DeviceKind::kCuda;
   const int local = local_rank();
   choice.ordinal = local % gpus;
-  choice.reason = fmt::format("cuda{}: GPU {} of {} (local rank {}): {}", requested == DeviceKind::kAuto ? " (auto)" : "",
-                              choice.ordinal, gpus, local, cuda_device_description(choice.ordinal));
+  choice.ranks_per_gpu = (local_size() + gpus - 1) / gpus;
+  choice.reason = fmt::format("cuda{}: GPU {} of {} for local rank {} ({} per GPU): {}",
+                              requested == DeviceKind::kAuto ? " (auto)" : "", choice.ordinal, gpus, local,
+                              choice.ranks_per_gpu == 1 ? "one rank" : fmt::format("{} ranks", choice.ranks_per_gpu),
+                              cuda_device_description(choice.ordinal));
   return choice;
 }
 
 Resources make_resources(const DeviceChoice& choice, const ResourceOptions& options) {
   if (choice.kind != DeviceKind::kCuda) return make_cpu_resources(options.budget_bytes, options.threads);
   Resources r;
-  r.device = make_cuda_device(choice.ordinal, options.budget_bytes);
+  r.device = make_cuda_device(choice.ordinal, options.budget_bytes, choice.ranks_per_gpu);
   r.backend = make_cuda_backend(*r.device, options.deterministic);
   return r;
 }

@@ -55,6 +55,15 @@ struct DevicePart {
   SparseBlockView view() const { return block.view(sources.view()); }
 };
 
+// The exchange sends straight from device memory where the communicator can.
+BoundaryExchange make_exchange(Communicator* comm, const LocalGraph& local, const Model& model, Backend& backend,
+                               Transfers& transfers) {
+  if (comm != nullptr && comm->exchange_space() == MemorySpace::kDevice) {
+    return BoundaryExchange(comm, local, model.num_layers(), backend, transfers);
+  }
+  return BoundaryExchange(comm, local, model.num_layers());
+}
+
 }  // namespace
 
 struct InMemoryExecutor::State {
@@ -63,7 +72,7 @@ struct InMemoryExecutor::State {
         device(*resources.device),
         transfers(device),
         parameters(transfers, model),
-        exchange(comm, local, model.num_layers()),
+        exchange(make_exchange(comm, local, model, backend, transfers)),
         num_owned(local.num_owned),
         num_mirrors(local.num_mirrors()),
         owned_gid(to_device<gid_t>(transfers, {local.global_id.data(), static_cast<std::size_t>(local.num_owned)},
@@ -147,17 +156,27 @@ struct InMemoryExecutor::State {
   // The mirrors' rows of layer l's transformed rows arrive from their owners while the parts that read no
   // mirror aggregate.
   void exchange_rows(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
+    const auto layer = static_cast<std::uint32_t>(l);
     if (exchange.has_peers()) {
       const DeviceRows rows = boundary_rows[l].view();
       backend.copy_rows(z[l].view(), boundary.view(), rows, {}, rows.rows);
-      transfers.download(rows, host_rows(host_boundary, rows.rows, rows.cols));
-      exchange.start_rows(static_cast<std::uint32_t>(l), host_rows(host_boundary, rows.rows, rows.cols));
+      if (exchange.on_device()) {
+        exchange.start_rows(layer, rows);
+      } else {
+        transfers.download(rows, host_rows(host_boundary, rows.rows, rows.cols));
+        exchange.start_rows(layer, host_rows(host_boundary, rows.rows, rows.cols));
+      }
     }
     for (const bool after_exchange : {false, true}) {
       if (after_exchange && exchange.has_peers()) {
-        const Rows mirrors = host_rows(host_mirrors, num_mirrors, z[l].cols());
-        exchange.finish_rows(mirrors);
-        transfers.upload(mirrors, {}, z[l].view().slice(num_owned, num_mirrors));
+        const DeviceRows mirrors = z[l].view().slice(num_owned, num_mirrors);
+        if (exchange.on_device()) {
+          exchange.finish_rows(mirrors);
+        } else {
+          const Rows host_mirror_rows = host_rows(host_mirrors, num_mirrors, z[l].cols());
+          exchange.finish_rows(host_mirror_rows);
+          transfers.upload(host_mirror_rows, {}, mirrors);
+        }
       }
       for (const DevicePart& part : parts) {
         if (part.reads_mirrors == after_exchange) aggregate(model, l, part, epoch, training);
@@ -193,11 +212,7 @@ struct InMemoryExecutor::State {
         for (const DevicePart& part : parts) {
           if (part.reads_mirrors == reading_mirrors) aggregate_backward(model, l, part, epoch);
         }
-        if (reading_mirrors && exchange.has_peers()) {
-          const Rows mirrors = host_rows(host_mirrors, num_mirrors, grad_z[l].cols());
-          transfers.download(grad_z[l].view().slice(num_owned, num_mirrors), mirrors);
-          exchange.start_gradients(static_cast<std::uint32_t>(l), mirrors);
-        }
+        if (reading_mirrors && exchange.has_peers()) start_gradients(l);
       }
       if (exchange.has_peers()) add_received_gradients(l);
       const DeviceRows grad_x = l > 0 ? grad_outputs[l - 1].view() : DeviceRows{};
@@ -213,12 +228,29 @@ struct InMemoryExecutor::State {
     }
   }
 
+  // The mirrors' gradients leave for their owners.
+  void start_gradients(std::size_t l) {
+    const auto layer = static_cast<std::uint32_t>(l);
+    const ConstDeviceRows mirrors = grad_z[l].view().slice(num_owned, num_mirrors);
+    if (exchange.on_device()) {
+      exchange.start_gradients(layer, mirrors);
+      return;
+    }
+    const Rows host_mirror_rows = host_rows(host_mirrors, num_mirrors, grad_z[l].cols());
+    transfers.download(mirrors, host_mirror_rows);
+    exchange.start_gradients(layer, host_mirror_rows);
+  }
+
   // What the mirrors on other ranks sent for the boundary rows, added into their gradients.
   void add_received_gradients(std::size_t l) {
     const DeviceRows sums = boundary_rows[l].view();
-    const Rows host_sums = host_rows(host_boundary, sums.rows, sums.cols);
-    exchange.finish_gradients(host_sums);
-    transfers.upload(host_sums, {}, sums);
+    if (exchange.on_device()) {
+      exchange.finish_gradients(sums);
+    } else {
+      const Rows host_sums = host_rows(host_boundary, sums.rows, sums.cols);
+      exchange.finish_gradients(host_sums);
+      transfers.upload(host_sums, {}, sums);
+    }
     backend.add_rows(sums, {}, grad_z[l].view(), boundary.view(), sums.rows);
   }
 
@@ -249,7 +281,7 @@ struct InMemoryExecutor::State {
   std::vector<ConstDeviceRows> kept;        // what transform_backward multiplies by
   Matrix logits;
   Matrix grad_logits;
-  // The host side of the exchange (Transfers stages the copies through page-locked memory).
+  // The host side of an exchange from host memory (Transfers stages the copies through page-locked memory).
   std::vector<float> host_boundary;
   std::vector<float> host_mirrors;
 };

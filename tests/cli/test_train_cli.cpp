@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "nj/device/cuda.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "support/test_support.hpp"
 
@@ -133,6 +134,25 @@ TEST_F(TrainCli, BadBudgetsAreOneLineErrors) {
             std::string::npos);
   test::expect_one_line_error(
       test::run_nj("train " + shell_quote(dataset) + " --device-memory 1M --execution in-memory"));
+}
+
+TEST_F(TrainCli, DeviceFlagChoosesTheDeviceAndOneLineSaysWhy) {
+  const auto cpu = test::run_nj("train " + shell_quote(dataset) + " --epochs 1 --device cpu");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+  EXPECT_NE(cpu.output.find("device: cpu, as asked"), std::string::npos) << cpu.output;
+  EXPECT_NE(cpu.output.find("backend cpu"), std::string::npos) << cpu.output;
+  const auto automatic = test::run_nj("train " + shell_quote(dataset) + " --epochs 1");
+  ASSERT_EQ(automatic.exit_code, 0) << automatic.output;
+  EXPECT_NE(automatic.output.find(cuda_device_count() > 0 ? "device: cuda (auto)" : "device: cpu: auto found"),
+            std::string::npos)
+      << automatic.output;
+  test::expect_one_line_error(test::run_nj("train " + shell_quote(dataset) + " --device gpu"));
+  if (cuda_device_count() == 0) {
+    const std::string error =
+        test::expect_one_line_error(test::run_nj("train " + shell_quote(dataset) + " --device cuda"));
+    EXPECT_NE(error.find(cuda_built() ? "--device cuda: no CUDA device" : "no CUDA backend"), std::string::npos)
+        << error;
+  }
 }
 
 TEST_F(TrainCli, PlanComparesEveryPolicy) {

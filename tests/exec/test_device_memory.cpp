@@ -9,6 +9,7 @@
 #include "nj/io/plain_text.hpp"
 #include "nj/model/device_parameters.hpp"
 #include "nj/train/trainer.hpp"
+#include "support/backends.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
@@ -24,21 +25,21 @@ ModelConfig model_config(ModelKind kind) {
 }
 
 // The device memory of a plan with no budget: what the whole graph needs at once.
-std::int64_t unlimited_need(Model& model, const Dataset& data) {
+std::int64_t unlimited_need(DeviceKind device, Model& model, const Dataset& data) {
   const LocalGraph local = whole_local_graph(data.graph);
-  const Resources resources = make_cpu_resources(kUnlimited, 2);
+  const Resources resources = test::backend_resources(device, kUnlimited, 2);
   const EpochPlan plan = plan_epoch(model, local, {kUnlimited, ExecutionMode::kReuse, CachePolicy::kStAware});
   return forecast_device_memory(*resources.backend, model, local, data.features.view(), plan).peak_footprint_bytes;
 }
 
 // Trains two epochs within a quarter of what the graph needs and checks each epoch's measured peak against the
 // forecast, and the forecast's categories against what they must hold.
-void expect_measured_peak_is_the_forecast(const Dataset& data, ModelKind kind) {
+void expect_measured_peak_is_the_forecast(DeviceKind device, const Dataset& data, ModelKind kind) {
   SCOPED_TRACE(to_string(kind));
   Model model(model_config(kind), data.features.cols(), data.num_classes);
   const LocalGraph local = whole_local_graph(data.graph);
-  const std::int64_t budget = std::max(unlimited_need(model, data) / 4, minimum_device_budget(model, local));
-  Resources resources = make_cpu_resources(budget, 2);
+  const std::int64_t budget = std::max(unlimited_need(device, model, data) / 4, minimum_device_budget(model, local));
+  Resources resources = test::backend_resources(device, budget, 2);
   SubgraphExecutor executor(resources, model, local, data.features.view(),
                             {budget, ExecutionMode::kReuse, CachePolicy::kStAware});
   const MemoryForecast& forecast = executor.plan().memory;
@@ -73,13 +74,18 @@ void expect_measured_peak_is_the_forecast(const Dataset& data, ModelKind kind) {
   EXPECT_EQ(epochs, 2);
 }
 
-TEST(DeviceMemory, MeasuredPeakIsTheForecastOnCora) {
+class DeviceMemory : public ::testing::TestWithParam<DeviceKind> {
+ protected:
+  void SetUp() override { NJ_SKIP_WITHOUT_BACKEND(GetParam()); }
+};
+
+TEST_P(DeviceMemory, MeasuredPeakIsTheForecastOnCora) {
   NJ_SKIP_WITHOUT_DATA();
   const Dataset cora = read_plain_folder((test::data_dir() / "cora").string(), ConvertOptions{.name = "cora"});
-  for (const ModelKind kind : {ModelKind::kGcn, ModelKind::kGat}) expect_measured_peak_is_the_forecast(cora, kind);
+  for (const ModelKind kind : {ModelKind::kGcn, ModelKind::kGat}) expect_measured_peak_is_the_forecast(GetParam(), cora, kind);
 }
 
-TEST(DeviceMemory, MeasuredPeakIsTheForecastOnSlashdot) {
+TEST_P(DeviceMemory, MeasuredPeakIsTheForecastOnSlashdot) {
   NJ_SKIP_WITHOUT_DATA();
   // As scripts/bench/ablation.py converts it, with fewer feature columns to keep the test short.
   const auto edges = read_edge_list((test::data_dir() / "snap/soc-Slashdot0902.txt.gz").string(), {});
@@ -87,10 +93,10 @@ TEST(DeviceMemory, MeasuredPeakIsTheForecastOnSlashdot) {
   options.graph = {.symmetrize = true, .self_loops = SelfLoops::kRemove, .duplicates = Duplicates::kRemove};
   options.data.random_features = 16;
   options.data.seed = 1;
-  expect_measured_peak_is_the_forecast(build_dataset(edges, options), ModelKind::kGcn);
+  expect_measured_peak_is_the_forecast(GetParam(), build_dataset(edges, options), ModelKind::kGcn);
 }
 
-TEST(DeviceMemory, PlannerRefusesABudgetThatHoldsTheRowsButNotTheBlocksAndParameters) {
+TEST_P(DeviceMemory, PlannerRefusesABudgetThatHoldsTheRowsButNotTheBlocksAndParameters) {
   // Wide inputs make the parameters large next to a small graph's rows.
   const Dataset data = test::random_dataset(60, 240, 400, 3, 7);
   Model model(model_config(ModelKind::kGcn), data.features.cols(), data.num_classes);
@@ -112,7 +118,7 @@ TEST(DeviceMemory, PlannerRefusesABudgetThatHoldsTheRowsButNotTheBlocksAndParame
     EXPECT_NE(message.find("block"), std::string::npos) << message;
   }
   // The budget it names is enough, and training runs within it.
-  Resources resources = make_cpu_resources(minimum, 1);
+  Resources resources = test::backend_resources(GetParam(), minimum, 1);
   SubgraphExecutor executor(resources, model, local, data.features.view(),
                             {minimum, ExecutionMode::kReuse, CachePolicy::kStAware});
   auto comm = make_single_process_communicator();
@@ -123,6 +129,8 @@ TEST(DeviceMemory, PlannerRefusesABudgetThatHoldsTheRowsButNotTheBlocksAndParame
     EXPECT_LE(m.execution.peak_device_footprint_bytes, minimum);
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, DeviceMemory, test::all_backends(), test::BackendName());
 
 }  // namespace
 }  // namespace nj

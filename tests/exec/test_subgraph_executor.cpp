@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "nj/core/bytes.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/train/trainer.hpp"
+#include "support/backends.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
@@ -33,9 +35,9 @@ ModelConfig model_config(ModelKind kind, int layers) {
 
 // Trains `epochs` epochs with the given executor factory and records losses, final weights and metrics.
 template <typename MakeExecutor>
-Trace train(const Dataset& data, const ModelConfig& config, std::uint32_t epochs, std::int64_t device_budget,
-            MakeExecutor&& make_executor) {
-  Resources resources = make_cpu_resources(device_budget, 2);
+Trace train(DeviceKind kind, const Dataset& data, const ModelConfig& config, std::uint32_t epochs,
+            std::int64_t device_budget, MakeExecutor&& make_executor) {
+  Resources resources = test::backend_resources(kind, device_budget, 2);
   auto comm = make_single_process_communicator();
   Model model(config, data.features.cols(), data.num_classes);
   auto executor = make_executor(resources, model);
@@ -54,16 +56,16 @@ Trace train(const Dataset& data, const ModelConfig& config, std::uint32_t epochs
   return trace;
 }
 
-Trace train_in_memory(const Dataset& data, const ModelConfig& config, std::uint32_t epochs) {
-  return train(data, config, epochs, kUnlimited, [&](Resources& resources, Model& model) {
+Trace train_in_memory(DeviceKind kind, const Dataset& data, const ModelConfig& config, std::uint32_t epochs) {
+  return train(kind, data, config, epochs, kUnlimited, [&](Resources& resources, Model& model) {
     return std::make_unique<InMemoryExecutor>(resources, model, whole_local_graph(data.graph), data.features.view());
   });
 }
 
 // On a device with the options' budget.
-Trace train_budgeted(const Dataset& data, const ModelConfig& config, std::uint32_t epochs,
+Trace train_budgeted(DeviceKind kind, const Dataset& data, const ModelConfig& config, std::uint32_t epochs,
                      const SubgraphExecutorOptions& options) {
-  return train(data, config, epochs, options.device_budget, [&](Resources& resources, Model& model) {
+  return train(kind, data, config, epochs, options.device_budget, [&](Resources& resources, Model& model) {
     return std::make_unique<SubgraphExecutor>(resources, model, whole_local_graph(data.graph), data.features.view(),
                                               options);
   });
@@ -104,7 +106,12 @@ struct ExactnessCase {
   int layers;
 };
 
-class Exactness : public ::testing::TestWithParam<ExactnessCase> {};
+class Exactness : public ::testing::TestWithParam<std::tuple<DeviceKind, ExactnessCase>> {
+ protected:
+  void SetUp() override { NJ_SKIP_WITHOUT_BACKEND(kind()); }
+  DeviceKind kind() const { return std::get<0>(GetParam()); }
+  const ExactnessCase& model_case() const { return std::get<1>(GetParam()); }
+};
 
 constexpr CachePolicy kAllPolicies[] = {CachePolicy::kStAware, CachePolicy::kLru,       CachePolicy::kFifo,
                                         CachePolicy::kDegree,  CachePolicy::kSizeOrder, CachePolicy::kBelady,
@@ -112,12 +119,12 @@ constexpr CachePolicy kAllPolicies[] = {CachePolicy::kStAware, CachePolicy::kLru
 
 TEST_P(Exactness, BudgetedTrainingMatchesFullGraphTraining) {
   const Dataset data = test::grid_dataset(30, 30, 5);
-  const ModelConfig config = model_config(GetParam().kind, GetParam().layers);
+  const ModelConfig config = model_config(model_case().kind, model_case().layers);
   const std::uint32_t epochs = 3;
-  const Trace reference = train_in_memory(data, config, epochs);
+  const Trace reference = train_in_memory(kind(), data, config, epochs);
 
   for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
-    const Trace unlimited = train_budgeted(data, config, epochs, {kUnlimited, mode, CachePolicy::kStAware});
+    const Trace unlimited = train_budgeted(kind(), data, config, epochs, {kUnlimited, mode, CachePolicy::kStAware});
     expect_close(reference, unlimited, 1e-5);
     const std::int64_t unlimited_peak = unlimited.execution.front().peak_device_bytes;
     ASSERT_GT(unlimited_peak, 0);
@@ -126,7 +133,7 @@ TEST_P(Exactness, BudgetedTrainingMatchesFullGraphTraining) {
       for (const CachePolicy policy : kAllPolicies) {
         SCOPED_TRACE(fmt::format("budget {:.0f}% ({} bytes), {}, {}", 100 * fraction, budget, to_string(mode),
                                  to_string(policy)));
-        const Trace budgeted = train_budgeted(data, config, epochs, {budget, mode, policy});
+        const Trace budgeted = train_budgeted(kind(), data, config, epochs, {budget, mode, policy});
         expect_close(reference, budgeted, 1e-5);
         for (const auto& m : budgeted.execution) {
           EXPECT_LE(m.peak_device_bytes, budget);
@@ -143,30 +150,41 @@ TEST_P(Exactness, BudgetedTrainingMatchesFullGraphTraining) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Exactness,
-                         ::testing::Values(ExactnessCase{ModelKind::kGcn, 2}, ExactnessCase{ModelKind::kGcn, 3},
-                                           ExactnessCase{ModelKind::kGat, 2}, ExactnessCase{ModelKind::kGat, 3}),
+                         ::testing::Combine(test::all_backends(),
+                                            ::testing::Values(ExactnessCase{ModelKind::kGcn, 2},
+                                                              ExactnessCase{ModelKind::kGcn, 3},
+                                                              ExactnessCase{ModelKind::kGat, 2},
+                                                              ExactnessCase{ModelKind::kGat, 3})),
                          [](const auto& test_info) {
-                           return std::string(to_string(test_info.param.kind)) + std::to_string(test_info.param.layers);
+                           const ExactnessCase& c = std::get<1>(test_info.param);
+                           return test::backend_name(std::get<0>(test_info.param)) + "_" + to_string(c.kind) +
+                                  std::to_string(c.layers);
                          });
 
-TEST(SubgraphExecutor, GatOnHubsStaysWithinTheSmallestBudget) {
+class SubgraphExecutorTest : public ::testing::TestWithParam<DeviceKind> {
+ protected:
+  void SetUp() override { NJ_SKIP_WITHOUT_BACKEND(kind()); }
+  DeviceKind kind() const { return GetParam(); }
+};
+
+TEST_P(SubgraphExecutorTest, GatOnHubsStaysWithinTheSmallestBudget) {
   const Dataset data = graph_with_hubs();
   const ModelConfig config = model_config(ModelKind::kGat, 2);
-  const Trace reference = train_in_memory(data, config, 2);
+  const Trace reference = train_in_memory(kind(), data, config, 2);
   const Model model(config, data.features.cols(), data.num_classes);
   for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
     const std::int64_t minimum = minimum_device_budget(model, whole_local_graph(data.graph));
     for (const std::int64_t budget : {minimum, minimum + minimum / 3}) {
       for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kSizeOrder, CachePolicy::kBelady}) {
         SCOPED_TRACE(fmt::format("{} bytes, {}, {}", budget, to_string(mode), to_string(policy)));
-        const Trace budgeted = train_budgeted(data, config, 2, {budget, mode, policy});
+        const Trace budgeted = train_budgeted(kind(), data, config, 2, {budget, mode, policy});
         expect_close(reference, budgeted, 1e-5);
         for (const auto& m : budgeted.execution) EXPECT_LE(m.peak_device_bytes, budget);
       }
     }
     // One byte less than the minimum is refused up front, with the minimum in the message.
     try {
-      train_budgeted(data, config, 1, {minimum - 1, mode, CachePolicy::kStAware});
+      train_budgeted(kind(), data, config, 1, {minimum - 1, mode, CachePolicy::kStAware});
       ADD_FAILURE() << "a budget below the minimum was accepted";
     } catch (const InputError& e) {
       // The suggested budget is enough.
@@ -181,19 +199,19 @@ TEST(SubgraphExecutor, GatOnHubsStaysWithinTheSmallestBudget) {
   }
 }
 
-TEST(SubgraphExecutor, MeasuredTrafficAndPeakAreWhatThePlanSays) {
+TEST_P(SubgraphExecutorTest, MeasuredTrafficAndPeakAreWhatThePlanSays) {
   const Dataset data = graph_with_hubs();
-  for (const ModelKind kind : {ModelKind::kGcn, ModelKind::kGat}) {
-    const ModelConfig config = model_config(kind, 2);
+  for (const ModelKind model_kind : {ModelKind::kGcn, ModelKind::kGat}) {
+    const ModelConfig config = model_config(model_kind, 2);
     const Model model(config, data.features.cols(), data.num_classes);
     for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
       for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kSizeOrder}) {
-        SCOPED_TRACE(fmt::format("{}, {}, {}", to_string(kind), to_string(mode), to_string(policy)));
+        SCOPED_TRACE(fmt::format("{}, {}, {}", to_string(model_kind), to_string(mode), to_string(policy)));
         const std::int64_t budget = 2 * minimum_device_budget(model, whole_local_graph(data.graph));
         const SubgraphExecutorOptions options{budget, mode, policy};
         const EpochPlan plan = plan_epoch(model, whole_local_graph(data.graph), options);
         EXPECT_LE(plan.peak_bytes_bound, budget);
-        const Trace trace = train_budgeted(data, config, 1, options);
+        const Trace trace = train_budgeted(kind(), data, config, 1, options);
         EXPECT_LE(trace.execution.front().peak_device_bytes, plan.peak_bytes_bound);
         EXPECT_EQ(trace.execution.front().h2d_bytes, plan.h2d_bytes);
         EXPECT_EQ(trace.execution.front().d2h_bytes, plan.d2h_bytes);
@@ -222,6 +240,8 @@ TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
     EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int count) { return count == 1; }));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, SubgraphExecutorTest, test::all_backends(), test::BackendName());
 
 }  // namespace
 }  // namespace nj

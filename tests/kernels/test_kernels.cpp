@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <random>
+#include <tuple>
 
 #include "nj/graph/shard.hpp"
 #include "nj/kernels/backend.hpp"
+#include "support/backends.hpp"
 #include "support/on_device.hpp"
 #include "support/test_support.hpp"
 
@@ -67,34 +70,50 @@ DeviceArray<float> gat_workspace(OnDevice& on, const SparseBlock& block, const G
                             "gat_backward workspace");
 }
 
-class KernelTest : public ::testing::Test {
+// Kernels on one backend: a test's parameter is the backend (with more, the first of a tuple).
+template <typename Param>
+class OnBackend : public ::testing::TestWithParam<Param> {
  protected:
-  OnDevice on{2};
-  Backend& backend = on.backend();
-};
+  static DeviceKind kind_of(DeviceKind kind) { return kind; }
+  template <typename... Rest>
+  static DeviceKind kind_of(const std::tuple<DeviceKind, Rest...>& param) {
+    return std::get<0>(param);
+  }
+  DeviceKind kind() const { return kind_of(this->GetParam()); }
+  void SetUp() override {
+    NJ_SKIP_WITHOUT_BACKEND(kind());
+    device_.emplace(kind(), 2);
+  }
+  OnDevice& on() { return *device_; }
+  Backend& backend() { return device_->backend(); }
 
-TEST_F(KernelTest, SpmmTransposeIsTheAdjointOfSpmm) {
+ private:
+  std::optional<OnDevice> device_;
+};
+using KernelTest = OnBackend<DeviceKind>;
+
+TEST_P(KernelTest, SpmmTransposeIsTheAdjointOfSpmm) {
   const SparseBlock block = random_block(40, 150, false, 1);
   const Matrix x = random_matrix(40, 5, 2);
   const Matrix y = random_matrix(40, 5, 3);
-  const DeviceBlock b = on.block(block);
-  const DeviceMatrix dx = on.put(x);
-  const DeviceMatrix dy = on.put(y);
-  DeviceMatrix dax = on.zeros(40, 5);
-  DeviceMatrix daty = on.zeros(40, 5);
-  backend.spmm(b.view(), dx.view(), dax.view());
-  backend.spmm_transpose(b.view(), dy.view(), daty.view(), false);
-  EXPECT_NEAR(dot(y, on.get(dax.view())), dot(on.get(daty.view()), x), 1e-3);
+  const DeviceBlock b = on().block(block);
+  const DeviceMatrix dx = on().put(x);
+  const DeviceMatrix dy = on().put(y);
+  DeviceMatrix dax = on().zeros(40, 5);
+  DeviceMatrix daty = on().zeros(40, 5);
+  backend().spmm(b.view(), dx.view(), dax.view());
+  backend().spmm_transpose(b.view(), dy.view(), daty.view(), false);
+  EXPECT_NEAR(dot(y, on().get(dax.view())), dot(on().get(daty.view()), x), 1e-3);
 }
 
-TEST_F(KernelTest, SpmmMatchesADenseReference) {
+TEST_P(KernelTest, SpmmMatchesADenseReference) {
   const SparseBlock block = random_block(12, 30, true, 4);
   const Matrix x = random_matrix(12, 3, 5);
-  const DeviceBlock b = on.block(block);
-  const DeviceMatrix dx = on.put(x);
-  DeviceMatrix dout = on.zeros(12, 3);
-  backend.spmm(b.view(), dx.view(), dout.view());
-  const Matrix out = on.get(dout.view());
+  const DeviceBlock b = on().block(block);
+  const DeviceMatrix dx = on().put(x);
+  DeviceMatrix dout = on().zeros(12, 3);
+  backend().spmm(b.view(), dx.view(), dout.view());
+  const Matrix out = on().get(dout.view());
   for (vid_t i = 0; i < 12; ++i) {
     for (int c = 0; c < 3; ++c) {
       double expected = 0.0;
@@ -106,87 +125,91 @@ TEST_F(KernelTest, SpmmMatchesADenseReference) {
   }
 }
 
-class GatKernelTest : public KernelTest, public ::testing::WithParamInterface<bool> {};
+using GatKernelTest = OnBackend<std::tuple<DeviceKind, bool>>;
 
 TEST_P(GatKernelTest, BackwardMatchesFiniteDifferences) {
   GatShape shape;
   shape.heads = 2;
   shape.channels = 3;
-  shape.concat = GetParam();
+  shape.concat = std::get<1>(GetParam());
   shape.attention_dropout = 0.3F;
   const SparseBlock block = random_block(10, 30, true, 6);
   const RandomStream stream{7, RandomPurpose::kAttentionDropout, 0, 3};
   Matrix z = random_matrix(10, shape.row_width(), 8);
   const Matrix probe = random_matrix(10, shape.output_width(), 9);
-  const DeviceBlock b = on.block(block);
-  DeviceMatrix dz = on.put(z);
-  const DeviceMatrix dprobe = on.put(probe);
-  DeviceMatrix dout = on.zeros(10, shape.output_width());
+  const DeviceBlock b = on().block(block);
+  DeviceMatrix dz = on().put(z);
+  const DeviceMatrix dprobe = on().put(probe);
+  DeviceMatrix dout = on().zeros(10, shape.output_width());
   auto f = [&] {
-    on.set(dz, z);
-    backend.gat_forward(b.view(), shape, stream, dz.view(), dout.view());
-    return dot(probe, on.get(dout.view()));
+    on().set(dz, z);
+    backend().gat_forward(b.view(), shape, stream, dz.view(), dout.view());
+    return dot(probe, on().get(dout.view()));
   };
-  DeviceMatrix dgrad_z = on.zeros(10, shape.row_width());
-  DeviceArray<float> workspace = gat_workspace(on, block, shape);
-  backend.gat_backward(b.view(), shape, stream, dz.view(), dprobe.view(), dgrad_z.view(), false, workspace.view());
-  expect_gradient_matches(z, on.get(dgrad_z.view()), f, 1e-3F);
+  DeviceMatrix dgrad_z = on().zeros(10, shape.row_width());
+  DeviceArray<float> workspace = gat_workspace(on(), block, shape);
+  backend().gat_backward(b.view(), shape, stream, dz.view(), dprobe.view(), dgrad_z.view(), false, workspace.view());
+  expect_gradient_matches(z, on().get(dgrad_z.view()), f, 1e-3F);
 }
 
-INSTANTIATE_TEST_SUITE_P(HeadsConcatenatedOrAveraged, GatKernelTest, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(HeadsConcatenatedOrAveraged, GatKernelTest, ::testing::Combine(test::all_backends(), ::testing::Bool()),
+                         [](const auto& instance) {
+                           return test::backend_name(std::get<0>(instance.param)) +
+                                  (std::get<1>(instance.param) ? "_concatenated" : "_averaged");
+                         });
 
-TEST_F(KernelTest, GatAttentionIsASoftmaxOverInEdges) {
+TEST_P(KernelTest, GatAttentionIsASoftmaxOverInEdges) {
   GatShape shape;
   shape.heads = 2;
   shape.channels = 1;
   const SparseBlock block = random_block(8, 20, true, 10);
   Matrix z = random_matrix(8, shape.row_width(), 11);
   for (vid_t j = 0; j < 8; ++j) z(j, 0) = z(j, 1) = 1.0F;  // every x' = 1, so out = Σ α = 1
-  const DeviceBlock b = on.block(block);
-  const DeviceMatrix dz = on.put(z);
-  DeviceMatrix dout = on.zeros(8, shape.output_width());
-  backend.gat_forward(b.view(), shape, RandomStream{}, dz.view(), dout.view());
-  const Matrix out = on.get(dout.view());
+  const DeviceBlock b = on().block(block);
+  const DeviceMatrix dz = on().put(z);
+  DeviceMatrix dout = on().zeros(8, shape.output_width());
+  backend().gat_forward(b.view(), shape, RandomStream{}, dz.view(), dout.view());
+  const Matrix out = on().get(dout.view());
   for (const float value : out.span()) EXPECT_NEAR(value, 1.0F, 1e-5);
 }
 
-TEST_F(KernelTest, ActivationBackwardMatchesFiniteDifferences) {
+TEST_P(KernelTest, ActivationBackwardMatchesFiniteDifferences) {
   for (const Activation act : {Activation::kRelu, Activation::kElu}) {
     Matrix y = random_matrix(5, 4, 13);
     const Matrix probe = random_matrix(5, 4, 14);
-    DeviceMatrix dy = on.put(y);
-    const DeviceMatrix dprobe = on.put(probe);
-    DeviceMatrix dh = on.zeros(5, 4);
-    backend.bias_activation(dy.view(), {}, act, dh.view());
-    DeviceMatrix dgrad = on.zeros(5, 4);
-    backend.activation_backward(act, dh.view(), dprobe.view(), dgrad.view());
-    expect_gradient_matches(y, on.get(dgrad.view()), [&] {
-      on.set(dy, y);
-      backend.bias_activation(dy.view(), {}, act, dh.view());
-      return dot(probe, on.get(dh.view()));
+    DeviceMatrix dy = on().put(y);
+    const DeviceMatrix dprobe = on().put(probe);
+    DeviceMatrix dh = on().zeros(5, 4);
+    backend().bias_activation(dy.view(), {}, act, dh.view());
+    DeviceMatrix dgrad = on().zeros(5, 4);
+    backend().activation_backward(act, dh.view(), dprobe.view(), dgrad.view());
+    expect_gradient_matches(y, on().get(dgrad.view()), [&] {
+      on().set(dy, y);
+      backend().bias_activation(dy.view(), {}, act, dh.view());
+      return dot(probe, on().get(dh.view()));
     });
   }
 }
 
-TEST_F(KernelTest, DropoutDependsOnlyOnGlobalIdAndColumn) {
-  const DeviceMatrix dx = on.put(Matrix(6, 300, 1.0F));
+TEST_P(KernelTest, DropoutDependsOnlyOnGlobalIdAndColumn) {
+  const DeviceMatrix dx = on().put(Matrix(6, 300, 1.0F));
   const std::vector<gid_t> gids = {10, 11, 12, 13, 14, 15};
-  const DeviceArray<gid_t> dgids = on.put_array(std::span<const gid_t>(gids));
+  const DeviceArray<gid_t> dgids = on().put_array(std::span<const gid_t>(gids));
   const RandomStream stream{3, RandomPurpose::kFeatureDropout, 1, 7};
-  DeviceMatrix dfull = on.zeros(6, 300);
-  backend.dropout(dx.view(), dgids.view(), stream, 0.5F, dfull.view());
-  const Matrix full = on.get(dfull.view());
+  DeviceMatrix dfull = on().zeros(6, 300);
+  backend().dropout(dx.view(), dgids.view(), stream, 0.5F, dfull.view());
+  const Matrix full = on().get(dfull.view());
   // The same rows, processed as two separate chunks in the other order, get the same mask.
-  DeviceMatrix dpart = on.zeros(3, 300);
-  backend.dropout(dx.view().slice(3, 3), dgids.view().subspan(3, 3), stream, 0.5F, dpart.view());
-  const Matrix part = on.get(dpart.view());
+  DeviceMatrix dpart = on().zeros(3, 300);
+  backend().dropout(dx.view().slice(3, 3), dgids.view().subspan(3, 3), stream, 0.5F, dpart.view());
+  const Matrix part = on().get(dpart.view());
   for (std::int64_t r = 0; r < 3; ++r) {
     for (std::int64_t c = 0; c < 300; ++c) EXPECT_EQ(part(r, c), full(r + 3, c));
   }
-  // The vectorised kernel draws exactly the per-element stream the CUDA kernels will use.
+  // Every backend draws exactly the shared per-element mask (the CPU's vectorised kernel included).
   for (std::int64_t r = 0; r < 6; ++r) {
     for (std::int64_t c = 0; c < 300; ++c) {
-      EXPECT_EQ(full(r, c), rowmath::dropout_scale(stream.vertex_uniform(gids[r], c), 0.5F)) << r << "," << c;
+      EXPECT_EQ(full(r, c), rowmath::dropout_element(stream, gids[r], c, 0.5F, 1.0F)) << r << "," << c;
     }
   }
   std::int64_t kept = 0;
@@ -197,14 +220,53 @@ TEST_F(KernelTest, DropoutDependsOnlyOnGlobalIdAndColumn) {
   EXPECT_GT(kept, 800);
   EXPECT_LT(kept, 1000);
   // Another epoch draws another mask.
-  DeviceMatrix dnext = on.zeros(6, 300);
-  backend.dropout(dx.view(), dgids.view(), RandomStream{3, RandomPurpose::kFeatureDropout, 1, 8}, 0.5F, dnext.view());
-  const Matrix next = on.get(dnext.view());
+  DeviceMatrix dnext = on().zeros(6, 300);
+  backend().dropout(dx.view(), dgids.view(), RandomStream{3, RandomPurpose::kFeatureDropout, 1, 8}, 0.5F, dnext.view());
+  const Matrix next = on().get(dnext.view());
   EXPECT_NE(std::vector<float>(full.span().begin(), full.span().end()),
             std::vector<float>(next.span().begin(), next.span().end()));
 }
 
-TEST_F(KernelTest, ColumnSumsDoNotDependOnThreadCount) {
+// Column sums add the same floats in the same order on every backend: the shared row math's blocks.
+TEST_P(KernelTest, ColumnSumsAreTheSharedBlockedSumsBitForBit) {
+  const Matrix x = random_matrix(2 * rowmath::kColumnSumBlockRows + 77, 7, 31, 3.0F);
+  const DeviceMatrix dx = on().put(x);
+  const std::vector<float> initial = {1.0F, -2.0F, 0.5F, 3.0F, 0.0F, 7.0F, -1.0F};
+  DeviceArray<float> dsums = on().put_array(std::span<const float>(initial));
+  backend().column_sums(dx.view(), dsums.view(), true);
+  const std::vector<float> sums = on().get_array(dsums.view());
+  for (std::int64_t c = 0; c < x.cols(); ++c) {
+    EXPECT_EQ(sums[c], rowmath::column_sum(x.data(), x.rows(), x.cols(), c, initial[c])) << c;
+  }
+}
+
+// Gathering rows into slots, adding them back and zeroing some: what the cache pools do with rows.
+TEST_P(KernelTest, RowsMoveAddAndZeroThroughIndexLists) {
+  const Matrix src = random_matrix(5, 3, 41);
+  const Matrix base = random_matrix(8, 3, 42);
+  const std::vector<vid_t> from = {4, 0, 2};
+  const std::vector<vid_t> to = {7, 1, 5};
+  const DeviceMatrix dsrc = on().put(src);
+  DeviceMatrix ddst = on().put(base);
+  const DeviceArray<vid_t> dfrom = on().put_array(std::span<const vid_t>(from));
+  const DeviceArray<vid_t> dto = on().put_array(std::span<const vid_t>(to));
+  backend().copy_rows(dsrc.view(), dfrom.view(), ddst.view(), dto.view(), 3);
+  backend().add_rows(dsrc.view(), dfrom.view(), ddst.view(), dto.view(), 2);
+  backend().zero_rows(ddst.view(), dfrom.view().subspan(2, 1), 1);  // row 2
+  const Matrix dst = on().get(ddst.view());
+  for (std::int64_t r = 0; r < 8; ++r) {
+    for (std::int64_t c = 0; c < 3; ++c) {
+      float expected = base(r, c);
+      if (r == 7) expected = src(4, c) + src(4, c);
+      if (r == 1) expected = src(0, c) + src(0, c);
+      if (r == 5) expected = src(2, c);
+      if (r == 2) expected = 0.0F;
+      EXPECT_EQ(dst(r, c), expected) << r << "," << c;
+    }
+  }
+}
+
+TEST_P(KernelTest, ColumnSumsDoNotDependOnThreadCount) {
   const Matrix x = random_matrix(5000, 7, 15);
   auto sums = [&](OnDevice& device) {
     const DeviceMatrix dx = device.put(x);
@@ -212,10 +274,10 @@ TEST_F(KernelTest, ColumnSumsDoNotDependOnThreadCount) {
     device.backend().column_sums(dx.view(), dsums.view(), false);
     return device.get_array(dsums.view());
   };
-  const std::vector<float> sums_two = sums(on);
+  const std::vector<float> sums_two = sums(on());
   std::vector<float> sums_one;
   {
-    OnDevice single(1);
+    OnDevice single(kind(), 1);
     sums_one = sums(single);
   }
   EXPECT_EQ(sums_two, sums_one);
@@ -224,7 +286,7 @@ TEST_F(KernelTest, ColumnSumsDoNotDependOnThreadCount) {
 
 // Small kernels run on the calling thread; these blocks are large enough for the team, whose results must be
 // the serial ones bit for bit.
-TEST_F(KernelTest, LargeKernelsDoNotDependOnThreadCount) {
+TEST_P(KernelTest, LargeKernelsDoNotDependOnThreadCount) {
   const SparseBlock block = random_block(3000, 30000, true, 21);
   GatShape shape;
   shape.heads = 2;
@@ -264,10 +326,10 @@ TEST_F(KernelTest, LargeKernelsDoNotDependOnThreadCount) {
     out.push_back(device.get(d.view()));
     return out;
   };
-  const std::vector<Matrix> two = run(on);
+  const std::vector<Matrix> two = run(on());
   std::vector<Matrix> one;
   {
-    OnDevice single(1);
+    OnDevice single(kind(), 1);
     one = run(single);
   }
   make_cpu_backend(2);  // restore the fixture's thread count for later tests
@@ -277,14 +339,14 @@ TEST_F(KernelTest, LargeKernelsDoNotDependOnThreadCount) {
   }
 }
 
-TEST_F(KernelTest, GemmHonoursTransposeFlags) {
+TEST_P(KernelTest, GemmHonoursTransposeFlags) {
   const Matrix a = random_matrix(3, 4, 16);
   const Matrix b = random_matrix(3, 5, 17);
-  const DeviceMatrix da = on.put(a);
-  const DeviceMatrix db = on.put(b);
-  DeviceMatrix dc = on.zeros(4, 5);
-  backend.gemm(true, false, 1.0F, da.view(), db.view(), 0.0F, dc.view());
-  const Matrix c = on.get(dc.view());
+  const DeviceMatrix da = on().put(a);
+  const DeviceMatrix db = on().put(b);
+  DeviceMatrix dc = on().zeros(4, 5);
+  backend().gemm(true, false, 1.0F, da.view(), db.view(), 0.0F, dc.view());
+  const Matrix c = on().get(dc.view());
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < 5; ++j) {
       double expected = 0.0;
@@ -295,7 +357,7 @@ TEST_F(KernelTest, GemmHonoursTransposeFlags) {
 }
 
 // Rows placed anywhere in a larger buffer (as in device cache slots) give the same results as rows in order.
-TEST_F(KernelTest, SourceRowsCanLiveInAnyRowOfTheBuffer) {
+TEST_P(KernelTest, SourceRowsCanLiveInAnyRowOfTheBuffer) {
   GatShape shape;
   shape.heads = 2;
   shape.channels = 2;
@@ -304,18 +366,18 @@ TEST_F(KernelTest, SourceRowsCanLiveInAnyRowOfTheBuffer) {
   const Matrix z = random_matrix(10, shape.row_width(), 19);
   const Matrix grad_out = random_matrix(10, shape.output_width(), 20);
   const RandomStream stream{1, RandomPurpose::kAttentionDropout, 0, 0};
-  const DeviceBlock b = on.block(block);
-  DeviceArray<float> workspace = gat_workspace(on, block, shape);
-  const DeviceMatrix dz = on.put(z);
-  const DeviceMatrix dgrad_out = on.put(grad_out);
-  DeviceMatrix dout = on.zeros(10, shape.output_width());
-  DeviceMatrix dgrad_z = on.zeros(10, shape.row_width());
-  DeviceMatrix dgcn_out = on.zeros(10, shape.row_width());
-  DeviceMatrix dgcn_grad = on.zeros(10, shape.row_width());
-  backend.gat_forward(b.view(), shape, stream, dz.view(), dout.view());
-  backend.gat_backward(b.view(), shape, stream, dz.view(), dgrad_out.view(), dgrad_z.view(), false, workspace.view());
-  backend.spmm(b.view(), dz.view(), dgcn_out.view());
-  backend.spmm_transpose(b.view(), dgcn_out.view(), dgcn_grad.view(), false);
+  const DeviceBlock b = on().block(block);
+  DeviceArray<float> workspace = gat_workspace(on(), block, shape);
+  const DeviceMatrix dz = on().put(z);
+  const DeviceMatrix dgrad_out = on().put(grad_out);
+  DeviceMatrix dout = on().zeros(10, shape.output_width());
+  DeviceMatrix dgrad_z = on().zeros(10, shape.row_width());
+  DeviceMatrix dgcn_out = on().zeros(10, shape.row_width());
+  DeviceMatrix dgcn_grad = on().zeros(10, shape.row_width());
+  backend().gat_forward(b.view(), shape, stream, dz.view(), dout.view());
+  backend().gat_backward(b.view(), shape, stream, dz.view(), dgrad_out.view(), dgrad_z.view(), false, workspace.view());
+  backend().spmm(b.view(), dz.view(), dgcn_out.view());
+  backend().spmm_transpose(b.view(), dgcn_out.view(), dgcn_grad.view(), false);
 
   // Source j goes to slot 3j+2 of a 32-row buffer.
   std::vector<vid_t> slots(10);
@@ -324,27 +386,27 @@ TEST_F(KernelTest, SourceRowsCanLiveInAnyRowOfTheBuffer) {
     slots[j] = 3 * j + 2;
     std::copy(z.row(j), z.row(j) + z.cols(), scattered.row(slots[j]));
   }
-  const DeviceArray<vid_t> dslots = on.put_array(std::span<const vid_t>(slots));
+  const DeviceArray<vid_t> dslots = on().put_array(std::span<const vid_t>(slots));
   const SparseBlockView view = b.view(dslots.view());
-  const DeviceMatrix dscattered = on.put(scattered);
-  DeviceMatrix dout2 = on.zeros(10, shape.output_width());
-  DeviceMatrix dgrad_z2 = on.zeros(32, shape.row_width());
-  DeviceMatrix dgcn_out2 = on.zeros(10, shape.row_width());
-  DeviceMatrix dgcn_grad2 = on.zeros(32, shape.row_width());
-  backend.gat_forward(view, shape, stream, dscattered.view(), dout2.view());
-  backend.gat_backward(view, shape, stream, dscattered.view(), dgrad_out.view(), dgrad_z2.view(), false,
+  const DeviceMatrix dscattered = on().put(scattered);
+  DeviceMatrix dout2 = on().zeros(10, shape.output_width());
+  DeviceMatrix dgrad_z2 = on().zeros(32, shape.row_width());
+  DeviceMatrix dgcn_out2 = on().zeros(10, shape.row_width());
+  DeviceMatrix dgcn_grad2 = on().zeros(32, shape.row_width());
+  backend().gat_forward(view, shape, stream, dscattered.view(), dout2.view());
+  backend().gat_backward(view, shape, stream, dscattered.view(), dgrad_out.view(), dgrad_z2.view(), false,
                        workspace.view());
-  backend.spmm(view, dscattered.view(), dgcn_out2.view());
-  backend.spmm_transpose(view, dgcn_out2.view(), dgcn_grad2.view(), false);
+  backend().spmm(view, dscattered.view(), dgcn_out2.view());
+  backend().spmm_transpose(view, dgcn_out2.view(), dgcn_grad2.view(), false);
 
-  const Matrix out = on.get(dout.view());
-  const Matrix out2 = on.get(dout2.view());
-  const Matrix gcn_out = on.get(dgcn_out.view());
-  const Matrix gcn_out2 = on.get(dgcn_out2.view());
-  const Matrix grad_z = on.get(dgrad_z.view());
-  const Matrix grad_z2 = on.get(dgrad_z2.view());
-  const Matrix gcn_grad = on.get(dgcn_grad.view());
-  const Matrix gcn_grad2 = on.get(dgcn_grad2.view());
+  const Matrix out = on().get(dout.view());
+  const Matrix out2 = on().get(dout2.view());
+  const Matrix gcn_out = on().get(dgcn_out.view());
+  const Matrix gcn_out2 = on().get(dgcn_out2.view());
+  const Matrix grad_z = on().get(dgrad_z.view());
+  const Matrix grad_z2 = on().get(dgrad_z2.view());
+  const Matrix gcn_grad = on().get(dgcn_grad.view());
+  const Matrix gcn_grad2 = on().get(dgcn_grad2.view());
   for (std::int64_t k = 0; k < out.size(); ++k) EXPECT_EQ(out.data()[k], out2.data()[k]);
   for (std::int64_t k = 0; k < gcn_out.size(); ++k) EXPECT_EQ(gcn_out.data()[k], gcn_out2.data()[k]);
   for (vid_t j = 0; j < 10; ++j) {
@@ -354,6 +416,8 @@ TEST_F(KernelTest, SourceRowsCanLiveInAnyRowOfTheBuffer) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, KernelTest, test::all_backends(), test::BackendName());
 
 }  // namespace
 }  // namespace nj

@@ -1,9 +1,15 @@
 // End-to-end gradients: the executor's backward through whole models (dropout and attention dropout on)
-// against central finite differences of the loss, for every parameter.
+// against central finite differences of the loss, for every parameter, on every backend; and the CUDA
+// backend's gradients against the CPU's.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
 
 #include "nj/exec/executor.hpp"
 #include "nj/train/loss.hpp"
+#include "support/backends.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
@@ -14,26 +20,71 @@ struct GradientCase {
   ModelConfig config;
 };
 
-class ModelGradientTest : public ::testing::TestWithParam<GradientCase> {};
+// One training step of a model on a backend: its loss, with the parameters' gradients left in the model.
+class OneStep {
+ public:
+  OneStep(DeviceKind kind, const ModelConfig& config, const Dataset& data)
+      : data_(data),
+        resources_(test::backend_resources(kind, kUnlimited, 2)),
+        model_(config, data.features.cols(), data.num_classes),
+        executor_(resources_, model_, whole_local_graph(data.graph), data.features.view()),
+        train_count_(static_cast<float>(count(data.train_mask))) {}
+  double loss() {
+    const LossFunction loss_function = [&](ConstRows logits, const vid_t* vertices, Rows grad) {
+      EXPECT_EQ(vertices, nullptr);
+      return masked_softmax_cross_entropy(logits, data_.labels.data(), data_.train_mask.data(), 1.0F / train_count_,
+                                          grad);
+    };
+    for (Parameter* p : model_.parameters()) p->grad.fill(0.0F);
+    return executor_.train_step(model_, kEpoch, loss_function) / train_count_;
+  }
+  std::vector<Matrix> gradients() {
+    std::vector<Matrix> grads;
+    for (const Parameter* p : model_.parameters()) grads.push_back(p->grad);
+    return grads;
+  }
+  Model& model() { return model_; }
+
+ private:
+  static constexpr std::uint32_t kEpoch = 5;
+  const Dataset& data_;
+  Resources resources_;
+  Model model_;
+  InMemoryExecutor executor_;
+  float train_count_;
+};
+
+class ModelGradientTest : public ::testing::TestWithParam<std::tuple<DeviceKind, GradientCase>> {};
 
 TEST_P(ModelGradientTest, BackwardMatchesFiniteDifferences) {
+  const auto& [kind, gradient_case] = GetParam();
+  NJ_SKIP_WITHOUT_BACKEND(kind);
   const Dataset data = test::random_dataset(24, 60, 5, 3, 21);
-  Resources resources = make_cpu_resources(kUnlimited, 2);
-  Model model(GetParam().config, data.features.cols(), data.num_classes);
-  InMemoryExecutor executor(resources, model, whole_local_graph(data.graph), data.features.view());
-  const auto train_count = static_cast<float>(count(data.train_mask));
-  const std::uint32_t epoch = 5;
-  const LossFunction loss_function = [&](ConstRows logits, const vid_t* vertices, Rows grad) {
-    EXPECT_EQ(vertices, nullptr);
-    return masked_softmax_cross_entropy(logits, data.labels.data(), data.train_mask.data(), 1.0F / train_count, grad);
-  };
-  auto loss = [&] { return executor.train_step(model, epoch, loss_function) / train_count; };
-  for (Parameter* p : model.parameters()) p->grad.fill(0.0F);
-  loss();
-  std::vector<Matrix> analytic;
-  for (const Parameter* p : model.parameters()) analytic.push_back(p->grad);
+  OneStep step(kind, gradient_case.config, data);
+  step.loss();
+  test::expect_gradients_match_finite_differences(step.model(), step.gradients(), [&] { return step.loss(); });
+}
 
-  test::expect_gradients_match_finite_differences(model, analytic, loss);
+class CrossBackendGradientTest : public ::testing::TestWithParam<GradientCase> {};
+
+// The same step on the GPU and on the CPU: the loss and every gradient agree to 1e-4, relative to the
+// gradient's largest element (the sums run in other orders).
+TEST_P(CrossBackendGradientTest, CudaGradientsEqualTheCpusGradients) {
+  NJ_SKIP_WITHOUT_BACKEND(DeviceKind::kCuda);
+  const Dataset data = test::random_dataset(300, 2000, 16, 4, 22);
+  OneStep cpu(DeviceKind::kCpu, GetParam().config, data);
+  OneStep cuda(DeviceKind::kCuda, GetParam().config, data);
+  EXPECT_NEAR(cuda.loss(), cpu.loss(), 1e-4 * std::abs(cpu.loss()));
+  const std::vector<Matrix> expected = cpu.gradients();
+  const std::vector<Matrix> actual = cuda.gradients();
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    float scale = 1e-12F;
+    for (const float g : expected[i].span()) scale = std::max(scale, std::abs(g));
+    for (std::int64_t k = 0; k < expected[i].size(); ++k) {
+      ASSERT_NEAR(actual[i].data()[k], expected[i].data()[k], 1e-4F * scale) << "parameter " << i << ", element " << k;
+    }
+  }
 }
 
 ModelConfig gcn(int layers) {
@@ -61,11 +112,17 @@ ModelConfig gat(int layers, int output_heads) {
   return c;
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ModelGradientTest,
-                         ::testing::Values(GradientCase{"gcn2", gcn(2)}, GradientCase{"gcn3", gcn(3)},
-                                           GradientCase{"gat2", gat(2, 1)},
-                                           GradientCase{"gat2_two_output_heads", gat(2, 2)},
-                                           GradientCase{"gat3", gat(3, 1)}),
+auto gradient_cases() {
+  return ::testing::Values(GradientCase{"gcn2", gcn(2)}, GradientCase{"gcn3", gcn(3)}, GradientCase{"gat2", gat(2, 1)},
+                           GradientCase{"gat2_two_output_heads", gat(2, 2)}, GradientCase{"gat3", gat(3, 1)});
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ModelGradientTest, ::testing::Combine(test::all_backends(), gradient_cases()),
+                         [](const auto& test_info) {
+                           return test::backend_name(std::get<0>(test_info.param)) + "_" +
+                                  std::get<1>(test_info.param).name;
+                         });
+INSTANTIATE_TEST_SUITE_P(Models, CrossBackendGradientTest, gradient_cases(),
                          [](const auto& test_info) { return std::string(test_info.param.name); });
 
 }  // namespace

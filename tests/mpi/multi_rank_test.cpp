@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <functional>
+#include <tuple>
 
 #include "mpi/job.hpp"
 #include "nj/exec/subgraph_executor.hpp"
@@ -15,6 +16,7 @@
 #include "nj/partition/partition.hpp"
 #include "nj/train/loss.hpp"
 #include "nj/train/trainer.hpp"
+#include "support/backends.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
@@ -33,6 +35,9 @@ struct ExecutorSetup {
   Execution execution = Execution::kInMemory;
   std::int64_t budget = kUnlimited;
   CachePolicy policy = CachePolicy::kStAware;
+  // The in-memory executor's rows leave from device memory through the device communicator (as nj train runs
+  // it), or through host staging over the job's own communicator.
+  bool device_exchange = true;
 };
 
 ModelConfig model_config(ModelKind kind) {
@@ -58,10 +63,13 @@ std::unique_ptr<Executor> make_executor(Resources& resources, Model& model, cons
                                             &comm);
 }
 
-// Trains `epochs` epochs, evaluating every eval_every (0: never).
-TrainingRun train(const Shard& shard, const ModelConfig& config, const ExecutorSetup& setup, Communicator& comm,
-                  std::uint32_t epochs = 3, std::uint32_t eval_every = 0) {
-  Resources resources = make_cpu_resources(setup.execution == Execution::kInMemory ? kUnlimited : setup.budget, 1);
+// Trains `epochs` epochs on a backend, evaluating every eval_every (0: never).
+TrainingRun train(DeviceKind kind, const Shard& shard, const ModelConfig& config, const ExecutorSetup& setup,
+                  Communicator& job, std::uint32_t epochs = 3, std::uint32_t eval_every = 0) {
+  Resources resources =
+      test::backend_resources(kind, setup.execution == Execution::kInMemory ? kUnlimited : setup.budget, 1);
+  const auto device_comm = setup.device_exchange ? make_device_communicator(job, *resources.device) : nullptr;
+  Communicator& comm = device_comm ? *device_comm : job;
   Model model(config, shard.features.cols(), shard.num_classes);
   auto executor = make_executor(resources, model, shard, setup, comm);
   TrainOptions options;
@@ -115,26 +123,41 @@ void expect_same_function(const TrainingRun& reference, const TrainingRun& run) 
   }
 }
 
-class MultiRank : public ::testing::TestWithParam<ModelKind> {
+// Every rank skips alike where there is no GPU: none waits for another.
+template <typename Param>
+class OnBackend : public ::testing::TestWithParam<Param> {
  protected:
+  static DeviceKind kind_of(DeviceKind kind) { return kind; }
+  template <typename Other>
+  static DeviceKind kind_of(const std::tuple<DeviceKind, Other>& param) {
+    return std::get<0>(param);
+  }
+  DeviceKind kind() const { return kind_of(this->GetParam()); }
+  void SetUp() override { NJ_SKIP_WITHOUT_BACKEND(kind()); }
+};
+
+class MultiRank : public OnBackend<std::tuple<DeviceKind, ModelKind>> {
+ protected:
+  ModelKind model_kind() const { return std::get<1>(GetParam()); }
   static Dataset dataset() { return test::random_dataset(400, 2400, 12, 4, 9); }
 };
 
 TEST_P(MultiRank, TrainingEqualsOneProcessForEveryPartitionAndExecutor) {
   Communicator& comm = test::job();
   const Dataset data = dataset();
-  const ModelConfig config = model_config(GetParam());
+  const ModelConfig config = model_config(model_kind());
   auto single = make_single_process_communicator();
-  const TrainingRun reference = train(whole_graph_shard(data), config, {}, *single);
+  const TrainingRun reference = train(kind(), whole_graph_shard(data), config, {}, *single);
 
   for (const PartitionMethod method : {PartitionMethod::kMetis, PartitionMethod::kRandom}) {
     const Shard shard = rank_shard(data, method, comm);
-    const TrainingRun unlimited = train(shard, config, {Execution::kReuse}, comm);
+    const TrainingRun unlimited = train(kind(), shard, config, {Execution::kReuse}, comm);
     // A quarter of this rank's unlimited peak, or the least the rank's graph runs in where that is more.
     const std::int64_t peak = unlimited.epochs.front().execution.peak_device_bytes;
     const Model model(config, shard.features.cols(), shard.num_classes);
     const std::int64_t quarter = std::max(peak / 4, minimum_device_budget(model, shard.local));
     const ExecutorSetup setups[] = {{Execution::kInMemory},
+                                    {.execution = Execution::kInMemory, .device_exchange = false},
                                     {Execution::kReuse, quarter, CachePolicy::kStAware},
                                     {Execution::kReuse, quarter, CachePolicy::kLru},
                                     {Execution::kReuse, quarter, CachePolicy::kSizeOrder},
@@ -147,7 +170,8 @@ TEST_P(MultiRank, TrainingEqualsOneProcessForEveryPartitionAndExecutor) {
       SCOPED_TRACE(fmt::format("{} partition, {} at {} bytes ({})", to_string(method),
                                setup.execution == Execution::kInMemory ? "in-memory" : "reuse", setup.budget,
                                to_string(setup.policy)));
-      const TrainingRun run = train(shard, config, setup, comm);
+      SCOPED_TRACE(setup.device_exchange ? "rows exchanged from device memory" : "rows exchanged from host memory");
+      const TrainingRun run = train(kind(), shard, config, setup, comm);
       expect_same_function(reference, run);
       for (const EpochMetrics& m : run.epochs) EXPECT_LE(m.execution.peak_device_bytes, setup.budget);
     }
@@ -157,7 +181,7 @@ TEST_P(MultiRank, TrainingEqualsOneProcessForEveryPartitionAndExecutor) {
 TEST_P(MultiRank, ExchangeMovesMirrorRowsTimesRowWidth) {
   Communicator& comm = test::job();
   const Dataset data = dataset();
-  const ModelConfig config = model_config(GetParam());
+  const ModelConfig config = model_config(model_kind());
   const Shard shard = rank_shard(data, PartitionMethod::kMetis, comm);
   const Model model(config, shard.features.cols(), shard.num_classes);
   std::int64_t sent_rows = 0;
@@ -169,7 +193,7 @@ TEST_P(MultiRank, ExchangeMovesMirrorRowsTimesRowWidth) {
   }
 
   for (const ExecutorSetup& setup : {ExecutorSetup{Execution::kInMemory}, ExecutorSetup{Execution::kReuse}}) {
-    const TrainingRun run = train(shard, config, setup, comm, 2);
+    const TrainingRun run = train(kind(), shard, config, setup, comm, 2);
     for (const EpochMetrics& m : run.epochs) {
       ASSERT_EQ(m.execution.exchange.size(), model.num_layers());
       ASSERT_EQ(m.exchange.size(), model.num_layers());
@@ -197,13 +221,13 @@ TEST_P(MultiRank, ExchangeMovesMirrorRowsTimesRowWidth) {
 TEST_P(MultiRank, EveryRankMovesThePlannedBytes) {
   Communicator& comm = test::job();
   const Dataset data = dataset();
-  const ModelConfig config = model_config(GetParam());
+  const ModelConfig config = model_config(model_kind());
   const Shard shard = rank_shard(data, PartitionMethod::kMetis, comm);
   Model model(config, shard.features.cols(), shard.num_classes);
   const std::int64_t minimum = minimum_device_budget(model, shard.local);
   for (const std::int64_t budget : {kUnlimited, 3 * minimum}) {
     SCOPED_TRACE(fmt::format("budget {}", budget));
-    Resources resources = make_cpu_resources(budget, 1);
+    Resources resources = test::backend_resources(kind(), budget, 1);
     SubgraphExecutor executor(resources, model, shard.local, shard.features.view(),
                               {budget, ExecutionMode::kReuse, CachePolicy::kStAware}, &comm);
     TrainOptions options;
@@ -220,8 +244,12 @@ TEST_P(MultiRank, EveryRankMovesThePlannedBytes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, MultiRank, ::testing::Values(ModelKind::kGcn, ModelKind::kGat),
-                         [](const auto& test_info) { return std::string(to_string(test_info.param)); });
+INSTANTIATE_TEST_SUITE_P(Models, MultiRank,
+                         ::testing::Combine(test::all_backends(), ::testing::Values(ModelKind::kGcn, ModelKind::kGat)),
+                         [](const auto& test_info) {
+                           return test::backend_name(std::get<0>(test_info.param)) + "_" +
+                                  to_string(std::get<1>(test_info.param));
+                         });
 
 // The subgraph executor's backward, within a budget that splits every layer into several steps, against
 // central finite differences of the job's loss, on however many ranks the job has.
@@ -231,19 +259,22 @@ struct GradientCase {
   std::uint64_t seed;
 };
 
-class SubgraphExecutorGradients : public ::testing::TestWithParam<GradientCase> {};
+class SubgraphExecutorGradients : public OnBackend<std::tuple<DeviceKind, GradientCase>> {
+ protected:
+  const GradientCase& gradient_case() const { return std::get<1>(GetParam()); }
+};
 
 TEST_P(SubgraphExecutorGradients, MatchFiniteDifferences) {
   Communicator& comm = test::job();
   const Dataset data = test::random_dataset(40, 120, 5, 3, 21);
-  ModelConfig config = model_config(GetParam().kind);
+  ModelConfig config = model_config(gradient_case().kind);
   config.hidden = 3;
   config.activation = Activation::kElu;  // smooth, so that finite differences see no kinks
-  config.seed = GetParam().seed;
+  config.seed = gradient_case().seed;
   const Shard shard = rank_shard(data, PartitionMethod::kMetis, comm);
   Model model(config, shard.features.cols(), shard.num_classes);
   const std::int64_t budget = 2 * minimum_device_budget(model, shard.local);
-  Resources resources = make_cpu_resources(budget, 1);
+  Resources resources = test::backend_resources(kind(), budget, 1);
   SubgraphExecutor executor(resources, model, shard.local, shard.features.view(),
                             {budget, ExecutionMode::kReuse, CachePolicy::kStAware}, &comm);
   const auto train_count = static_cast<float>(shard.global_train);
@@ -269,14 +300,19 @@ TEST_P(SubgraphExecutorGradients, MatchFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SubgraphExecutorGradients,
-                         ::testing::Values(GradientCase{"gcn", ModelKind::kGcn, 3},
-                                           GradientCase{"gat", ModelKind::kGat, 6}),
-                         [](const auto& test_info) { return std::string(test_info.param.name); });
+                         ::testing::Combine(test::all_backends(),
+                                            ::testing::Values(GradientCase{"gcn", ModelKind::kGcn, 3},
+                                                              GradientCase{"gat", ModelKind::kGat, 6})),
+                         [](const auto& test_info) {
+                           return test::backend_name(std::get<0>(test_info.param)) + "_" +
+                                  std::get<1>(test_info.param).name;
+                         });
 
 // A directed graph cut into blocks of consecutive ids: every in-edge comes from a lower id, so the first rank
 // has no mirror (it only sends) and the last sends nothing (it only receives). Evaluating after every epoch
 // runs forward-only passes between the training steps.
-TEST(MultiRankDirected, SendOnlyAndReceiveOnlyRanksEqualOneProcess) {
+using MultiRankDirected = OnBackend<DeviceKind>;
+TEST_P(MultiRankDirected, SendOnlyAndReceiveOnlyRanksEqualOneProcess) {
   Communicator& comm = test::job();
   Dataset data = test::random_dataset(200, 0, 6, 3, 5);
   std::vector<vid_t> src;
@@ -289,7 +325,7 @@ TEST(MultiRankDirected, SendOnlyAndReceiveOnlyRanksEqualOneProcess) {
   data.graph = build_csr(data.num_vertices(), src, dst);
   const ModelConfig config = model_config(ModelKind::kGcn);
   auto single = make_single_process_communicator();
-  const TrainingRun reference = train(whole_graph_shard(data), config, {}, *single, 3, 1);
+  const TrainingRun reference = train(kind(), whole_graph_shard(data), config, {}, *single, 3, 1);
   const Shard shard = rank_shard(data, PartitionMethod::kContiguous, comm);
   if (comm.size() > 1) {
     EXPECT_EQ(shard.local.num_mirrors() == 0, comm.rank() == 0);
@@ -300,7 +336,7 @@ TEST(MultiRankDirected, SendOnlyAndReceiveOnlyRanksEqualOneProcess) {
                                      ExecutorSetup{Execution::kReuse, budget, CachePolicy::kStAware}}) {
     SCOPED_TRACE(
         fmt::format("{} at {} bytes", setup.execution == Execution::kInMemory ? "in-memory" : "reuse", setup.budget));
-    const TrainingRun run = train(shard, config, setup, comm, 3, 1);
+    const TrainingRun run = train(kind(), shard, config, setup, comm, 3, 1);
     expect_same_function(reference, run);
     for (std::size_t e = 0; e < run.epochs.size(); ++e) {
       EXPECT_EQ(run.epochs[e].accuracy.val, reference.epochs[e].accuracy.val) << "epoch " << e + 1;
@@ -309,21 +345,25 @@ TEST(MultiRankDirected, SendOnlyAndReceiveOnlyRanksEqualOneProcess) {
 }
 
 // A real graph: GCN on Cora over METIS shards, in memory and within a quarter of each rank's unlimited peak.
-TEST(MultiRankCora, GcnEqualsOneProcess) {
+using MultiRankCora = OnBackend<DeviceKind>;
+TEST_P(MultiRankCora, GcnEqualsOneProcess) {
   NJ_SKIP_WITHOUT_DATA();
   Communicator& comm = test::job();
   Dataset data = read_plain_folder((test::data_dir() / "cora").string(), ConvertOptions{});
   row_normalize(data.features);
   const ModelConfig config = model_config(ModelKind::kGcn);
   auto single = make_single_process_communicator();
-  const TrainingRun reference = train(whole_graph_shard(data), config, {}, *single);
+  const TrainingRun reference = train(kind(), whole_graph_shard(data), config, {}, *single);
   const Shard shard = rank_shard(data, PartitionMethod::kMetis, comm);
-  const TrainingRun unlimited = train(shard, config, {Execution::kReuse}, comm);
+  const TrainingRun unlimited = train(kind(), shard, config, {Execution::kReuse}, comm);
   const std::int64_t quarter = unlimited.epochs.front().execution.peak_device_bytes / 4;
   expect_same_function(reference, unlimited);
-  expect_same_function(reference, train(shard, config, {Execution::kInMemory}, comm));
-  expect_same_function(reference, train(shard, config, {Execution::kReuse, quarter, CachePolicy::kStAware}, comm));
+  expect_same_function(reference, train(kind(), shard, config, {Execution::kInMemory}, comm));
+  expect_same_function(reference, train(kind(), shard, config, {Execution::kReuse, quarter, CachePolicy::kStAware}, comm));
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, MultiRankDirected, test::all_backends(), test::BackendName());
+INSTANTIATE_TEST_SUITE_P(Backends, MultiRankCora, test::all_backends(), test::BackendName());
 
 }  // namespace
 }  // namespace nj

@@ -1,6 +1,6 @@
 #pragma once
-// OnDevice: backend kernels run on host data, for tests. It owns a checked CPU device emulation and backend
-// (make_cpu_resources), and moves data through Transfers, which orders every copy as the device contract
+// OnDevice: backend kernels run on host data, for tests. It owns a backend's resources (the checked CPU
+// emulation, or a GPU: support/backends.hpp), and moves data through Transfers, which orders every copy as the device contract
 // (device.hpp) asks: an upload runs after the kernels issued so far and the kernels called next see it; a
 // download runs after them and returns once the host holds the data. The host data may change right after
 // either (a finite-difference step re-uploads its input). The device buffers it hands out must die before it
@@ -17,14 +17,15 @@
 #include "nj/device/resources.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/kernels/device_block.hpp"
+#include "support/backends.hpp"
 
 namespace nj::test {
 
 class OnDevice {
  public:
   // `threads` <= 0 keeps the CPU backend's default thread count (a process-wide setting).
-  explicit OnDevice(int threads = 0)
-      : resources_(make_cpu_resources(kUnlimited, threads)), transfers_(*resources_.device) {}
+  explicit OnDevice(DeviceKind kind = DeviceKind::kCpu, int threads = 0)
+      : resources_(backend_resources(kind, kUnlimited, threads)), transfers_(*resources_.device) {}
 
   Backend& backend() { return *resources_.backend; }
   Device& device() { return *resources_.device; }

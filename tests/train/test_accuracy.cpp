@@ -6,6 +6,7 @@
 
 #include "nj/io/plain_text.hpp"
 #include "nj/train/trainer.hpp"
+#include "support/backends.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
@@ -17,8 +18,8 @@ Dataset load_planetoid(const std::string& name) {
   return d;
 }
 
-double mean_test_accuracy(const Dataset& data, ModelConfig config, TrainOptions options) {
-  Resources resources = make_cpu_resources(kUnlimited, 2);
+double mean_test_accuracy(DeviceKind kind, const Dataset& data, ModelConfig config, TrainOptions options) {
+  Resources resources = test::backend_resources(kind, kUnlimited, 2);
   auto comm = make_single_process_communicator();
   double total = 0.0;
   const int seeds = 5;
@@ -53,17 +54,22 @@ TrainOptions kipf_training() {
   return o;
 }
 
-TEST(Accuracy, GcnOnCora) {
+class Accuracy : public ::testing::TestWithParam<DeviceKind> {
+ protected:
+  void SetUp() override { NJ_SKIP_WITHOUT_BACKEND(GetParam()); }
+};
+
+TEST_P(Accuracy, GcnOnCora) {
   NJ_SKIP_WITHOUT_DATA();
-  EXPECT_GE(mean_test_accuracy(load_planetoid("cora"), kipf_gcn(), kipf_training()), 0.805);
+  EXPECT_GE(mean_test_accuracy(GetParam(), load_planetoid("cora"), kipf_gcn(), kipf_training()), 0.805);
 }
 
-TEST(Accuracy, GcnOnCiteSeer) {
+TEST_P(Accuracy, GcnOnCiteSeer) {
   NJ_SKIP_WITHOUT_DATA();
-  EXPECT_GE(mean_test_accuracy(load_planetoid("citeseer"), kipf_gcn(), kipf_training()), 0.695);
+  EXPECT_GE(mean_test_accuracy(GetParam(), load_planetoid("citeseer"), kipf_gcn(), kipf_training()), 0.695);
 }
 
-TEST(Accuracy, GatOnCora) {
+TEST_P(Accuracy, GatOnCora) {
   NJ_SKIP_WITHOUT_DATA();
   ModelConfig c;
   c.kind = ModelKind::kGat;
@@ -78,8 +84,10 @@ TEST(Accuracy, GatOnCora) {
   o.epochs = 200;
   o.adam.lr = 0.005F;
   o.adam.weight_decay = 5e-4F;
-  EXPECT_GE(mean_test_accuracy(load_planetoid("cora"), c, o), 0.815);
+  EXPECT_GE(mean_test_accuracy(GetParam(), load_planetoid("cora"), c, o), 0.815);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, Accuracy, test::all_backends(), test::BackendName());
 
 }  // namespace
 }  // namespace nj

@@ -2,8 +2,11 @@
 // thread count, and resumable from a checkpoint without changing a bit.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "nj/train/checkpoint.hpp"
 #include "nj/train/trainer.hpp"
+#include "support/backends.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
@@ -33,9 +36,9 @@ std::vector<std::vector<float>> weights_of(Model& model) {
 }
 
 // Trains epochs [0, epochs); with checkpoint_at > 0, stops there, saves, and resumes in a fresh model.
-TrainingRun train(const Dataset& data, const ModelConfig& config, std::uint32_t epochs, int threads,
+TrainingRun train(DeviceKind kind, const Dataset& data, const ModelConfig& config, std::uint32_t epochs, int threads,
                   std::uint32_t checkpoint_at = 0, const std::string& checkpoint = "") {
-  Resources resources = make_cpu_resources(kUnlimited, threads);
+  Resources resources = test::backend_resources(kind, kUnlimited, threads);
   auto comm = make_single_process_communicator();
   TrainOptions options;
   options.epochs = epochs;
@@ -66,41 +69,44 @@ TrainingRun train(const Dataset& data, const ModelConfig& config, std::uint32_t 
   return run;
 }
 
-class TrainingTest : public ::testing::TestWithParam<ModelKind> {
+class TrainingTest : public ::testing::TestWithParam<std::tuple<DeviceKind, ModelKind>> {
  protected:
+  void SetUp() override { NJ_SKIP_WITHOUT_BACKEND(kind()); }
+  DeviceKind kind() const { return std::get<0>(GetParam()); }
+  ModelKind model_kind() const { return std::get<1>(GetParam()); }
   Dataset data = test::random_dataset(300, 1500, 12, 4, 5);
 };
 
 TEST_P(TrainingTest, SameSeedGivesTheSameLossTrace) {
-  const TrainingRun a = train(data, small_model(GetParam()), 6, 2);
-  const TrainingRun b = train(data, small_model(GetParam()), 6, 2);
+  const TrainingRun a = train(kind(), data, small_model(model_kind()), 6, 2);
+  const TrainingRun b = train(kind(), data, small_model(model_kind()), 6, 2);
   EXPECT_EQ(a.losses, b.losses);
   EXPECT_EQ(a.weights, b.weights);
-  ModelConfig other = small_model(GetParam());
+  ModelConfig other = small_model(model_kind());
   other.seed = 12;
-  EXPECT_NE(train(data, other, 6, 2).losses, a.losses);
+  EXPECT_NE(train(kind(), data, other, 6, 2).losses, a.losses);
 }
 
 TEST_P(TrainingTest, ThreadCountDoesNotChangeTheResult) {
-  const TrainingRun one = train(data, small_model(GetParam()), 6, 1);
-  const TrainingRun two = train(data, small_model(GetParam()), 6, 2);
+  const TrainingRun one = train(kind(), data, small_model(model_kind()), 6, 1);
+  const TrainingRun two = train(kind(), data, small_model(model_kind()), 6, 2);
   ASSERT_EQ(one.losses.size(), two.losses.size());
   for (std::size_t e = 0; e < one.losses.size(); ++e) EXPECT_NEAR(one.losses[e], two.losses[e], 1e-6 * one.losses[e]);
 }
 
 TEST_P(TrainingTest, LossDecreasesOnLearnableLabels) {
   for (vid_t v = 0; v < data.num_vertices(); ++v) data.features(v, data.labels[static_cast<std::size_t>(v)]) += 2.0F;
-  ModelConfig config = small_model(GetParam());
+  ModelConfig config = small_model(model_kind());
   config.dropout = 0.0F;
   config.attention_dropout = 0.0F;
-  const TrainingRun run = train(data, config, 30, 2);
+  const TrainingRun run = train(kind(), data, config, 30, 2);
   EXPECT_LT(run.losses.back(), 0.9 * run.losses.front());
 }
 
 TEST_P(TrainingTest, ResumingFromACheckpointChangesNothing) {
   const test::TempDir dir;
-  const TrainingRun straight = train(data, small_model(GetParam()), 8, 2);
-  const TrainingRun resumed = train(data, small_model(GetParam()), 8, 2, 3, dir.file("ckpt.h5"));
+  const TrainingRun straight = train(kind(), data, small_model(model_kind()), 8, 2);
+  const TrainingRun resumed = train(kind(), data, small_model(model_kind()), 8, 2, 3, dir.file("ckpt.h5"));
   EXPECT_EQ(straight.losses, resumed.losses);
   EXPECT_EQ(straight.weights, resumed.weights);
 }
@@ -116,8 +122,12 @@ TEST(Checkpoint, RejectsADifferentModel) {
   EXPECT_THROW(load_checkpoint(dir.file("gcn.h5"), gat, gat_adam), InputError);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, TrainingTest, ::testing::Values(ModelKind::kGcn, ModelKind::kGat),
-                         [](const auto& test_info) { return std::string(to_string(test_info.param)); });
+INSTANTIATE_TEST_SUITE_P(Models, TrainingTest,
+                         ::testing::Combine(test::all_backends(), ::testing::Values(ModelKind::kGcn, ModelKind::kGat)),
+                         [](const auto& test_info) {
+                           return test::backend_name(std::get<0>(test_info.param)) + "_" +
+                                  to_string(std::get<1>(test_info.param));
+                         });
 
 }  // namespace
 }  // namespace nj

@@ -4,6 +4,10 @@
 // back to the owners, which sum them. Rows travel packed, one message per peer and direction, through the
 // Communicator's non-blocking exchange, so that a rank computes what needs no mirror while they travel.
 // With no peers (one rank) every call is a no-op.
+//
+// Rows travel from host memory (the subgraph executor, whose rows live on the host) or, made with a backend,
+// straight from device memory (the in-memory executor, where the communicator sends from the device: NCCL, or
+// the CPU emulation of it). Both sum received gradients in the same order, so they give the same floats.
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -12,7 +16,10 @@
 
 #include "nj/comm/communicator.hpp"
 #include "nj/core/matrix.hpp"
+#include "nj/device/device.hpp"
+#include "nj/device/transfers.hpp"
 #include "nj/graph/shard.hpp"
+#include "nj/kernels/backend.hpp"
 
 namespace nj {
 
@@ -34,6 +41,9 @@ class BoundaryExchange {
  public:
   // `comm` may be null only when the local graph has no peers.
   BoundaryExchange(Communicator* comm, const LocalGraph& local, std::size_t layers);
+  // Rows on the device: packed and unpacked by `backend`'s kernels, sent from device buffers.
+  BoundaryExchange(Communicator* comm, const LocalGraph& local, std::size_t layers, Backend& backend,
+                   Transfers& transfers);
   BoundaryExchange(const BoundaryExchange&) = delete;
   BoundaryExchange& operator=(const BoundaryExchange&) = delete;
   ~BoundaryExchange();
@@ -54,6 +64,13 @@ class BoundaryExchange {
   // Waits, and writes into row i of `sums` the sum, over the peers in ascending order, of what they sent for
   // boundary_rows()[i] (zero where none did).
   void finish_gradients(Rows sums);
+  // The same four steps on device rows (an exchange made with a backend).
+  void start_rows(std::uint32_t layer, ConstDeviceRows boundary);
+  void finish_rows(DeviceRows mirrors);
+  void start_gradients(std::uint32_t layer, ConstDeviceRows mirrors);
+  void finish_gradients(DeviceRows sums);
+  bool on_device() const { return backend_ != nullptr; }
+
   // Lets an exchange in flight progress; call it between pieces of work.
   void poll();
   bool in_flight() const { return pending_ != nullptr; }
@@ -68,11 +85,20 @@ class BoundaryExchange {
     std::vector<std::int32_t> boundary;  // per send row: its index in boundary_rows_
     std::vector<float> outgoing;
     std::vector<float> incoming;
+    // On the device: `boundary` and the receive rows' mirror indices, and the messages.
+    DeviceArray<vid_t> boundary_on_device;
+    DeviceArray<vid_t> mirror_on_device;
+    DeviceMatrix outgoing_rows;
+    DeviceMatrix incoming_rows;
   };
   void start(std::uint32_t layer, ExchangeDirection direction, std::int64_t cols);
   void wait();
+  // Device messages of `cols` floats per row for every peer (outgoing as `pack` fills them).
+  void allocate_messages(ExchangeDirection direction, std::int64_t cols);
 
   Communicator* comm_;
+  Backend* backend_ = nullptr;
+  Transfers* transfers_ = nullptr;
   vid_t num_owned_ = 0;
   std::vector<Peer> peers_;
   std::vector<vid_t> boundary_rows_;

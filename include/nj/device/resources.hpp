@@ -30,14 +30,17 @@ const char* to_string(DeviceKind kind);
 // A resolved choice: which device, which GPU, and why, in words for the log.
 struct DeviceChoice {
   DeviceKind kind = DeviceKind::kCpu;
-  int ordinal = 0;  // the GPU, for kCuda
+  int ordinal = 0;        // the GPU, for kCuda
+  int ranks_per_gpu = 1;  // ranks of this node sharing it: its default budget is their share
   std::string reason;
 };
 // Resolves auto, and picks the GPU of this rank's local rank (local_rank() modulo the GPUs it sees). cuda with
 // no GPU throws nj::InputError ("no CUDA device").
 DeviceChoice choose_device(DeviceKind requested);
-// This process's rank among the ranks of its node, from Open MPI's, Slurm's or MPICH's environment; 0 alone.
+// This process's rank among the ranks of its node, and their number, from Open MPI's, Slurm's or MPICH's
+// environment; 0 and 1 alone.
 int local_rank();
+int local_size();
 
 struct ResourceOptions {
   std::int64_t budget_bytes = kUnlimited;  // CUDA: kUnlimited is the card's free memory less its reserve

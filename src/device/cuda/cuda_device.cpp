@@ -34,29 +34,29 @@ std::int64_t pinned_block_bytes(std::int64_t bytes) {
   return size;
 }
 
-std::int64_t resolve_budget(int ordinal, std::int64_t requested) {
+std::int64_t resolve_budget(int ordinal, std::int64_t requested, int sharing) {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
   NJ_CUDA_TRY(cudaSetDevice(ordinal));
   NJ_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
   const auto usable = static_cast<std::int64_t>(free_bytes) - kCudaReservedBytes;
-  if (requested <= 0 || requested == kUnlimited) {
-    NJ_REQUIRE(usable > 0, "GPU {} has {} free, less than the {} the CUDA device keeps in reserve", ordinal,
-               format_bytes(static_cast<std::int64_t>(free_bytes)), format_bytes(kCudaReservedBytes));
-    return usable;
-  }
-  NJ_REQUIRE(requested <= usable,
+  // The ranks sharing a card start together, so a rank's default is its share of the whole card, not of what
+  // happens to be free while the others allocate.
+  const std::int64_t budget = requested > 0 && requested != kUnlimited
+                                  ? requested
+                                  : static_cast<std::int64_t>(total_bytes) / std::max(sharing, 1) - kCudaReservedBytes;
+  NJ_REQUIRE(budget > 0 && budget <= usable,
              "device memory budget {} is more than GPU {} can give: {} free, less {} kept in reserve for CUDA's "
-             "libraries; use --device-memory {} or less",
-             format_bytes(requested), ordinal, format_bytes(static_cast<std::int64_t>(free_bytes)),
-             format_bytes(kCudaReservedBytes), format_bytes(std::max<std::int64_t>(usable, 0)));
-  return requested;
+             "libraries ({} ranks share it); use --device-memory {} or less",
+             format_bytes(budget), ordinal, format_bytes(static_cast<std::int64_t>(free_bytes)),
+             format_bytes(kCudaReservedBytes), sharing, format_bytes(std::max<std::int64_t>(usable, 0)));
+  return budget;
 }
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(int ordinal, std::int64_t budget_bytes)
-      : ordinal_(ordinal), arena_(resolve_budget(ordinal, budget_bytes)) {
+  CudaDevice(int ordinal, std::int64_t budget_bytes, int sharing)
+      : ordinal_(ordinal), arena_(resolve_budget(ordinal, budget_bytes, sharing)) {
     NJ_CUDA_TRY(cudaMalloc(&base_, static_cast<std::size_t>(arena_.budget())));
     for (StreamState& s : streams_) NJ_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
   }
@@ -395,11 +395,11 @@ std::string cuda_device_description(int ordinal) {
                      properties.major, properties.minor);
 }
 
-std::unique_ptr<Device> make_cuda_device(int ordinal, std::int64_t budget_bytes) {
+std::unique_ptr<Device> make_cuda_device(int ordinal, std::int64_t budget_bytes, int sharing) {
   const int count = cuda_device_count();
   NJ_REQUIRE(count > 0, "--device cuda: {}", kNoCudaDevice);
   NJ_REQUIRE(ordinal >= 0 && ordinal < count, "GPU {} does not exist: this node has {}", ordinal, count);
-  return std::make_unique<CudaDevice>(ordinal, budget_bytes);
+  return std::make_unique<CudaDevice>(ordinal, budget_bytes, sharing);
 }
 
 cudaStream_t native_stream(Device& device, Stream stream) { return as_cuda(device).stream(stream); }

@@ -17,7 +17,7 @@ namespace {
 bool cuda_built() { return false; }
 int cuda_device_count() { return 0; }
 std::string cuda_device_description(int /*ordinal*/) { unavailable("describing a GPU"); }
-std::unique_ptr<Device> make_cuda_device(int /*ordinal*/, std::int64_t /*budget_bytes*/) {
+std::unique_ptr<Device> make_cuda_device(int /*ordinal*/, std::int64_t /*budget_bytes*/, int /*sharing*/) {
   unavailable("--device cuda");
 }
 std::unique_ptr<Backend> make_cuda_backend(Device& /*device*/, bool /*deterministic*/) {

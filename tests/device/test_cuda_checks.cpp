@@ -1,0 +1,50 @@
+// NJ_CUDA_TRY: what a failed CUDA, cuSPARSE, cuBLAS or NCCL call says. These statuses are values: no GPU is
+// needed, so the checks run wherever the CUDA backend is built.
+#include <gtest/gtest.h>
+
+#if NJ_HAVE_CUDA
+#include <functional>
+#include <string>
+
+#include "nj/device/cuda_check.hpp"
+
+namespace nj {
+namespace {
+
+std::string message_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const CudaError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no CudaError thrown";
+  return {};
+}
+
+TEST(CudaChecks, AFailedCallNamesTheCallTheFileTheLineAndTheStatus) {
+  const int line = __LINE__ + 1;
+  const std::string message = message_of([] { NJ_CUDA_TRY(cudaErrorMemoryAllocation); });
+  EXPECT_NE(message.find("cudaErrorMemoryAllocation failed at"), std::string::npos) << message;
+  EXPECT_NE(message.find(fmt::format("test_cuda_checks.cpp:{}", line)), std::string::npos) << message;
+  EXPECT_NE(message.find("(out of memory)"), std::string::npos) << message;
+}
+
+TEST(CudaChecks, EveryLibrarysStatusIsNamed) {
+  EXPECT_NE(message_of([] { NJ_CUDA_TRY(CUSPARSE_STATUS_NOT_SUPPORTED); }).find("CUSPARSE_STATUS_NOT_SUPPORTED"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { NJ_CUDA_TRY(CUBLAS_STATUS_INVALID_VALUE); }).find("CUBLAS_STATUS_INVALID_VALUE"),
+            std::string::npos);
+  const std::string nccl = message_of([] { NJ_CUDA_TRY(ncclInvalidArgument); });
+  EXPECT_NE(nccl.find(ncclGetErrorString(ncclInvalidArgument)), std::string::npos) << nccl;
+}
+
+TEST(CudaChecks, SuccessPassesAndTheNoThrowFormOnlyLogs) {
+  EXPECT_NO_THROW(NJ_CUDA_TRY(cudaSuccess));
+  EXPECT_NO_THROW(NJ_CUDA_TRY(CUSPARSE_STATUS_SUCCESS));
+  EXPECT_NO_THROW(NJ_CUDA_TRY(ncclInProgress));  // a non-blocking NCCL call still running
+  EXPECT_NO_THROW(NJ_CUDA_TRY_NO_THROW(cudaErrorInvalidValue));
+}
+
+}  // namespace
+}  // namespace nj
+#endif
