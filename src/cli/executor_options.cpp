@@ -41,12 +41,13 @@ void add_model_options(CLI::App& cmd, ModelArguments& args) {
 
 void add_executor_options(CLI::App& cmd, ExecutorArguments& args, bool allow_in_memory) {
   if (allow_in_memory) args.execution = "auto";
-  cmd.add_option("--execution", args.execution,
-                 std::string("reuse (embedding reuse, layer by layer) or recompute (each subgraph through all "
-                             "layers: the baseline)") +
-                     (allow_in_memory ? ", in-memory (plain full-graph training, the whole graph on the device), or auto "
-                                        "(in-memory unless --device-memory is given)"
-                                      : ""))
+  cmd.add_option(
+         "--execution", args.execution,
+         std::string("reuse (embedding reuse, layer by layer) or recompute (each subgraph through all "
+                     "layers: the baseline)") +
+             (allow_in_memory ? ", in-memory (plain full-graph training, the whole graph on the device), or auto "
+                                "(in-memory unless --device-memory is given)"
+                              : ""))
       ->check(allow_in_memory ? CLI::IsMember({"auto", "reuse", "recompute", "in-memory"})
                               : CLI::IsMember({"reuse", "recompute"}))
       ->capture_default_str();

@@ -246,10 +246,10 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
 
   spdlog::info("device: {}", device.reason);
   // In-memory execution has the device to itself, without a budget.
-  rank.resources = make_resources(
-      device, {.budget_bytes = rank.choice.in_memory ? kUnlimited : rank.choice.options.device_budget,
-               .threads = args.threads,
-               .deterministic = args.deterministic});
+  rank.resources =
+      make_resources(device, {.budget_bytes = rank.choice.in_memory ? kUnlimited : rank.choice.options.device_budget,
+                              .threads = args.threads,
+                              .deterministic = args.deterministic});
   rank.device_comm = make_device_communicator(comm, *rank.resources.device);
   Communicator& training_comm = rank.device_comm ? *rank.device_comm : comm;
   rank.model = std::make_unique<Model>(rank.config, shard.features.cols(), shard.num_classes);
@@ -259,13 +259,11 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
           "execution: in-memory (no --device-memory was given: the whole graph on the device; --execution "
           "reuse runs the subgraph executor)");
     }
-    rank.executor =
-        std::make_unique<InMemoryExecutor>(rank.resources, *rank.model, shard.local, shard.features.view(),
-                                           &training_comm);
+    rank.executor = std::make_unique<InMemoryExecutor>(rank.resources, *rank.model, shard.local, shard.features.view(),
+                                                       &training_comm);
   } else {
-    auto subgraph_executor = std::make_unique<SubgraphExecutor>(rank.resources, *rank.model, shard.local,
-                                                                shard.features.view(), rank.choice.options,
-                                                                &training_comm);
+    auto subgraph_executor = std::make_unique<SubgraphExecutor>(
+        rank.resources, *rank.model, shard.local, shard.features.view(), rank.choice.options, &training_comm);
     log_plan(subgraph_executor->plan());
     rank.executor = std::move(subgraph_executor);
   }

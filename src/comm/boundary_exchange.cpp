@@ -69,10 +69,10 @@ void BoundaryExchange::allocate_messages(ExchangeDirection direction, std::int64
     const auto boundary_rows = static_cast<std::int64_t>(p.send.size());
     const auto mirror_rows = static_cast<std::int64_t>(p.receive.size());
     const bool forward = direction == ExchangeDirection::kForward;
-    p.outgoing_rows = DeviceMatrix(transfers_->device(), forward ? boundary_rows : mirror_rows, cols,
-                                   "rows: exchange messages");
-    p.incoming_rows = DeviceMatrix(transfers_->device(), forward ? mirror_rows : boundary_rows, cols,
-                                   "rows: exchange messages");
+    p.outgoing_rows =
+        DeviceMatrix(transfers_->device(), forward ? boundary_rows : mirror_rows, cols, "rows: exchange messages");
+    p.incoming_rows =
+        DeviceMatrix(transfers_->device(), forward ? mirror_rows : boundary_rows, cols, "rows: exchange messages");
   }
 }
 

@@ -56,9 +56,9 @@ int local_rank() {
 }
 
 int local_size() {
-  return std::max(1, environment_number({"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE", "MPI_LOCALNRANKS",
-                                         "PMI_LOCAL_SIZE"},
-                                        1));
+  return std::max(1,
+                  environment_number(
+                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"}, 1));
 }
 
 DeviceChoice choose_device(DeviceKind requested) {

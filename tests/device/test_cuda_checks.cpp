@@ -1,12 +1,14 @@
-// NJ_CUDA_TRY: what a failed CUDA, cuSPARSE, cuBLAS or NCCL call says. These statuses are values: no GPU is
-// needed, so the checks run wherever the CUDA backend is built.
+// What only the CUDA build has, checked without a GPU: nj links the CUDA libraries, and NJ_CUDA_TRY says what
+// a failed CUDA, cuSPARSE, cuBLAS or NCCL call was (statuses are values: no call needs to fail for real).
 #include <gtest/gtest.h>
 
 #if NJ_HAVE_CUDA
+#include <cstdio>
 #include <functional>
 #include <string>
 
 #include "nj/device/cuda_check.hpp"
+#include "support/test_support.hpp"
 
 namespace nj {
 namespace {
@@ -19,6 +21,20 @@ std::string message_of(const std::function<void()>& call) {
   }
   ADD_FAILURE() << "no CudaError thrown";
   return {};
+}
+
+TEST(CudaBuild, NjLinksTheCudaRuntimeCublasCusparseAndNccl) {
+  std::string libraries;
+  {
+    FILE* ldd = popen(("ldd " + test::shell_quote(NJ_BINARY)).c_str(), "r");
+    ASSERT_NE(ldd, nullptr);
+    char buffer[4096];
+    while (fgets(buffer, sizeof buffer, ldd) != nullptr) libraries += buffer;
+    ASSERT_EQ(pclose(ldd), 0) << libraries;
+  }
+  for (const char* library : {"libcudart.so", "libcublas.so", "libcusparse.so", "libnccl.so"}) {
+    EXPECT_NE(libraries.find(library), std::string::npos) << library << " is not linked:\n" << libraries;
+  }
 }
 
 TEST(CudaChecks, AFailedCallNamesTheCallTheFileTheLineAndTheStatus) {

@@ -82,7 +82,8 @@ class DeviceMemory : public ::testing::TestWithParam<DeviceKind> {
 TEST_P(DeviceMemory, MeasuredPeakIsTheForecastOnCora) {
   NJ_SKIP_WITHOUT_DATA();
   const Dataset cora = read_plain_folder((test::data_dir() / "cora").string(), ConvertOptions{.name = "cora"});
-  for (const ModelKind kind : {ModelKind::kGcn, ModelKind::kGat}) expect_measured_peak_is_the_forecast(GetParam(), cora, kind);
+  for (const ModelKind kind : {ModelKind::kGcn, ModelKind::kGat})
+    expect_measured_peak_is_the_forecast(GetParam(), cora, kind);
 }
 
 TEST_P(DeviceMemory, MeasuredPeakIsTheForecastOnSlashdot) {

@@ -152,8 +152,8 @@ TEST_P(GatKernelTest, BackwardMatchesFiniteDifferences) {
   expect_gradient_matches(z, on().get(dgrad_z.view()), f, 1e-3F);
 }
 
-INSTANTIATE_TEST_SUITE_P(HeadsConcatenatedOrAveraged, GatKernelTest, ::testing::Combine(test::all_backends(), ::testing::Bool()),
-                         [](const auto& instance) {
+INSTANTIATE_TEST_SUITE_P(HeadsConcatenatedOrAveraged, GatKernelTest,
+                         ::testing::Combine(test::all_backends(), ::testing::Bool()), [](const auto& instance) {
                            return test::backend_name(std::get<0>(instance.param)) +
                                   (std::get<1>(instance.param) ? "_concatenated" : "_averaged");
                          });
@@ -395,7 +395,7 @@ TEST_P(KernelTest, SourceRowsCanLiveInAnyRowOfTheBuffer) {
   DeviceMatrix dgcn_grad2 = on().zeros(32, shape.row_width());
   backend().gat_forward(view, shape, stream, dscattered.view(), dout2.view());
   backend().gat_backward(view, shape, stream, dscattered.view(), dgrad_out.view(), dgrad_z2.view(), false,
-                       workspace.view());
+                         workspace.view());
   backend().spmm(view, dscattered.view(), dgcn_out2.view());
   backend().spmm_transpose(view, dgcn_out2.view(), dgcn_grad2.view(), false);
 

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "nj/exec/executor.hpp"
+#include "nj/io/plain_text.hpp"
 #include "nj/train/loss.hpp"
 #include "support/backends.hpp"
 #include "support/test_support.hpp"
@@ -65,15 +66,11 @@ TEST_P(ModelGradientTest, BackwardMatchesFiniteDifferences) {
   test::expect_gradients_match_finite_differences(step.model(), step.gradients(), [&] { return step.loss(); });
 }
 
-class CrossBackendGradientTest : public ::testing::TestWithParam<GradientCase> {};
-
 // The same step on the GPU and on the CPU: the loss and every gradient agree to 1e-4, relative to the
 // gradient's largest element (the sums run in other orders).
-TEST_P(CrossBackendGradientTest, CudaGradientsEqualTheCpusGradients) {
-  NJ_SKIP_WITHOUT_BACKEND(DeviceKind::kCuda);
-  const Dataset data = test::random_dataset(300, 2000, 16, 4, 22);
-  OneStep cpu(DeviceKind::kCpu, GetParam().config, data);
-  OneStep cuda(DeviceKind::kCuda, GetParam().config, data);
+void expect_cuda_step_equals_the_cpus(const Dataset& data, const ModelConfig& config) {
+  OneStep cpu(DeviceKind::kCpu, config, data);
+  OneStep cuda(DeviceKind::kCuda, config, data);
   EXPECT_NEAR(cuda.loss(), cpu.loss(), 1e-4 * std::abs(cpu.loss()));
   const std::vector<Matrix> expected = cpu.gradients();
   const std::vector<Matrix> actual = cuda.gradients();
@@ -85,6 +82,21 @@ TEST_P(CrossBackendGradientTest, CudaGradientsEqualTheCpusGradients) {
       ASSERT_NEAR(actual[i].data()[k], expected[i].data()[k], 1e-4F * scale) << "parameter " << i << ", element " << k;
     }
   }
+}
+
+class CrossBackendGradientTest : public ::testing::TestWithParam<GradientCase> {};
+
+TEST_P(CrossBackendGradientTest, CudaGradientsEqualTheCpusOnAGeneratedGraph) {
+  NJ_SKIP_WITHOUT_BACKEND(DeviceKind::kCuda);
+  expect_cuda_step_equals_the_cpus(test::random_dataset(300, 2000, 16, 4, 22), GetParam().config);
+}
+
+TEST_P(CrossBackendGradientTest, CudaGradientsEqualTheCpusOnCora) {
+  NJ_SKIP_WITHOUT_BACKEND(DeviceKind::kCuda);
+  NJ_SKIP_WITHOUT_DATA();
+  Dataset cora = read_plain_folder((test::data_dir() / "cora").string(), ConvertOptions{});
+  row_normalize(cora.features);
+  expect_cuda_step_equals_the_cpus(cora, GetParam().config);
 }
 
 ModelConfig gcn(int layers) {

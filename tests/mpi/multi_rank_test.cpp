@@ -359,7 +359,8 @@ TEST_P(MultiRankCora, GcnEqualsOneProcess) {
   const std::int64_t quarter = unlimited.epochs.front().execution.peak_device_bytes / 4;
   expect_same_function(reference, unlimited);
   expect_same_function(reference, train(kind(), shard, config, {Execution::kInMemory}, comm));
-  expect_same_function(reference, train(kind(), shard, config, {Execution::kReuse, quarter, CachePolicy::kStAware}, comm));
+  expect_same_function(reference,
+                       train(kind(), shard, config, {Execution::kReuse, quarter, CachePolicy::kStAware}, comm));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MultiRankDirected, test::all_backends(), test::BackendName());

@@ -22,9 +22,9 @@ inline auto all_backends() { return ::testing::Values(DeviceKind::kCpu, DeviceKi
 inline bool backend_present(DeviceKind kind) { return kind != DeviceKind::kCuda || cuda_device_count() > 0; }
 
 // Use first in a test or SetUp: `NJ_SKIP_WITHOUT_BACKEND(kind);`
-#define NJ_SKIP_WITHOUT_BACKEND(kind)                                                  \
-  do {                                                                                 \
-    if (!::nj::test::backend_present(kind)) GTEST_SKIP() << ::nj::kNoCudaDevice;       \
+#define NJ_SKIP_WITHOUT_BACKEND(kind)                                            \
+  do {                                                                           \
+    if (!::nj::test::backend_present(kind)) GTEST_SKIP() << ::nj::kNoCudaDevice; \
   } while (false)
 
 // What a CUDA test device takes without a budget: several test ranks share one GPU.

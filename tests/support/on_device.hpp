@@ -1,7 +1,7 @@
 #pragma once
 // OnDevice: backend kernels run on host data, for tests. It owns a backend's resources (the checked CPU
-// emulation, or a GPU: support/backends.hpp), and moves data through Transfers, which orders every copy as the device contract
-// (device.hpp) asks: an upload runs after the kernels issued so far and the kernels called next see it; a
+// emulation, or a GPU: support/backends.hpp), and moves data through Transfers, which orders every copy as the device
+// contract (device.hpp) asks: an upload runs after the kernels issued so far and the kernels called next see it; a
 // download runs after them and returns once the host holds the data. The host data may change right after
 // either (a finite-difference step re-uploads its input). The device buffers it hands out must die before it
 // does.

@@ -88,7 +88,8 @@ std::unique_ptr<Communicator> make_detached_communicator();
 
 class Device;
 // Exchanges device buffers of `device` (a CUDA device) through NCCL and reduces gradients with it; the rest
-// goes to `host` (the MPI communicator, which also carries NCCL's unique id), which must outlive it. Throws in a build without CUDA.
+// goes to `host` (the MPI communicator, which also carries NCCL's unique id), which must outlive it. Throws in a build
+// without CUDA.
 std::unique_ptr<Communicator> make_nccl_communicator(Communicator& host, Device& device);
 
 // The communicator a rank trains with on `device`, over the job's `job` (which must outlive it): where the job

@@ -44,22 +44,22 @@ inline bool succeeded(ncclResult_t s) { return s == ncclSuccess || s == ncclInPr
 }  // namespace nj
 
 // One macro serves the four libraries: the status type picks the name and text functions.
-#define NJ_CUDA_TRY(call)                                                                                       \
-  do {                                                                                                          \
-    const auto nj_status_ = (call);                                                                             \
-    if (!::nj::detail::succeeded(nj_status_)) {                                                                 \
-      ::nj::detail::throw_failed_call(#call, __FILE__, __LINE__, ::nj::detail::status_name(nj_status_),         \
-                                      ::nj::detail::status_text(nj_status_));                                   \
-    }                                                                                                           \
+#define NJ_CUDA_TRY(call)                                                                               \
+  do {                                                                                                  \
+    const auto nj_status_ = (call);                                                                     \
+    if (!::nj::detail::succeeded(nj_status_)) {                                                         \
+      ::nj::detail::throw_failed_call(#call, __FILE__, __LINE__, ::nj::detail::status_name(nj_status_), \
+                                      ::nj::detail::status_text(nj_status_));                           \
+    }                                                                                                   \
   } while (false)
 
-#define NJ_CUDA_TRY_NO_THROW(call)                                                                              \
-  do {                                                                                                          \
-    const auto nj_status_ = (call);                                                                             \
-    if (!::nj::detail::succeeded(nj_status_)) {                                                                 \
-      ::nj::detail::log_failed_call(#call, __FILE__, __LINE__, ::nj::detail::status_name(nj_status_),           \
-                                    ::nj::detail::status_text(nj_status_));                                     \
-    }                                                                                                           \
+#define NJ_CUDA_TRY_NO_THROW(call)                                                                    \
+  do {                                                                                                \
+    const auto nj_status_ = (call);                                                                   \
+    if (!::nj::detail::succeeded(nj_status_)) {                                                       \
+      ::nj::detail::log_failed_call(#call, __FILE__, __LINE__, ::nj::detail::status_name(nj_status_), \
+                                    ::nj::detail::status_text(nj_status_));                           \
+    }                                                                                                 \
   } while (false)
 
 // After a kernel launch: a bad configuration shows at once; a fault inside the kernel shows at the next

@@ -256,7 +256,8 @@ NJ_HD inline float column_block_sum(const float* in, std::int64_t cols, std::int
 NJ_HD inline float column_sum(const float* in, std::int64_t rows, std::int64_t cols, std::int64_t c, float initial) {
   float total = initial;
   for (std::int64_t first = 0; first < rows; first += kColumnSumBlockRows) {
-    total += column_block_sum(in, cols, first, first + kColumnSumBlockRows < rows ? first + kColumnSumBlockRows : rows, c);
+    total +=
+        column_block_sum(in, cols, first, first + kColumnSumBlockRows < rows ? first + kColumnSumBlockRows : rows, c);
   }
   return total;
 }

@@ -100,11 +100,10 @@ class NcclCommunicator final : public Communicator {
 
   std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
                                                   std::span<const ReceiveBuffer> receives, int tag) override {
-    const bool on_device = std::all_of(sends.begin(), sends.end(), [](const SendBuffer& s) {
-      return s.space == MemorySpace::kDevice;
-    }) && std::all_of(receives.begin(), receives.end(), [](const ReceiveBuffer& r) {
-      return r.space == MemorySpace::kDevice;
-    });
+    const bool on_device =
+        std::all_of(sends.begin(), sends.end(), [](const SendBuffer& s) { return s.space == MemorySpace::kDevice; }) &&
+        std::all_of(receives.begin(), receives.end(),
+                    [](const ReceiveBuffer& r) { return r.space == MemorySpace::kDevice; });
     if (!on_device) return host_.start_exchange(sends, receives, tag);
     connect();
     // What the kernels issued so far wrote is what is sent; NCCL's stream waits for them.

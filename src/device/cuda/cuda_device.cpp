@@ -244,9 +244,9 @@ class CudaDevice final : public Device {
   };
   struct StreamState {
     cudaStream_t stream = nullptr;
-    Positions clock{};                // [own] = operations issued; the others: what it was ordered after
-    std::deque<Recorded> recorded;    // not yet known to be complete, ascending
-    std::uint64_t completed = 0;      // every operation up to here has completed
+    Positions clock{};              // [own] = operations issued; the others: what it was ordered after
+    std::deque<Recorded> recorded;  // not yet known to be complete, ascending
+    std::uint64_t completed = 0;    // every operation up to here has completed
   };
 
   void bind() const { NJ_CUDA_TRY(cudaSetDevice(ordinal_)); }
@@ -338,8 +338,9 @@ class CudaDevice final : public Device {
     auto it = live_.upper_bound(address(ptr));
     NJ_EXPECTS(it != live_.begin(), "{} at {} outside any device allocation", what, ptr);
     --it;
-    NJ_EXPECTS(address(ptr) + static_cast<std::uintptr_t>(bytes) <= it->first + static_cast<std::uintptr_t>(it->second.bytes),
-               "{} of {} bytes at {} runs past its device allocation", what, bytes, ptr);
+    NJ_EXPECTS(
+        address(ptr) + static_cast<std::uintptr_t>(bytes) <= it->first + static_cast<std::uintptr_t>(it->second.bytes),
+        "{} of {} bytes at {} runs past its device allocation", what, bytes, ptr);
     return it->second;
   }
 
@@ -362,8 +363,8 @@ class CudaDevice final : public Device {
   void* base_ = nullptr;
   std::array<StreamState, kStreams> streams_{};
   std::map<std::uintptr_t, Allocation> live_;
-  std::map<std::uintptr_t, std::int64_t> pinned_;         // live page-locked blocks: start -> size
-  std::multimap<std::int64_t, void*> pinned_free_;        // freed ones kept for reuse: size -> start
+  std::map<std::uintptr_t, std::int64_t> pinned_;   // live page-locked blocks: start -> size
+  std::multimap<std::int64_t, void*> pinned_free_;  // freed ones kept for reuse: size -> start
   std::vector<cudaEvent_t> free_events_;
   DeviceStats stats_;
 };
@@ -391,8 +392,9 @@ int cuda_device_count() {
 std::string cuda_device_description(int ordinal) {
   cudaDeviceProp properties{};
   NJ_CUDA_TRY(cudaGetDeviceProperties(&properties, ordinal));
-  return fmt::format("{}, {}, sm_{}{}", properties.name, format_bytes(static_cast<std::int64_t>(properties.totalGlobalMem)),
-                     properties.major, properties.minor);
+  return fmt::format("{}, {}, sm_{}{}", properties.name,
+                     format_bytes(static_cast<std::int64_t>(properties.totalGlobalMem)), properties.major,
+                     properties.minor);
 }
 
 std::unique_ptr<Device> make_cuda_device(int ordinal, std::int64_t budget_bytes, int sharing) {

@@ -7,9 +7,10 @@ namespace nj {
 namespace {
 
 [[noreturn]] void unavailable(const char* what) {
-  throw InputError(fmt::format("{} needs the CUDA backend, which this build does not have (configure with "
-                               "-DNJ_ENABLE_CUDA=ON where nvcc is installed)",
-                               what));
+  throw InputError(
+      fmt::format("{} needs the CUDA backend, which this build does not have (configure with "
+                  "-DNJ_ENABLE_CUDA=ON where nvcc is installed)",
+                  what));
 }
 
 }  // namespace

@@ -22,9 +22,9 @@ class CsrDescription {
                  const vid_t* columns, const float* values) {
     // cuSPARSE's descriptors are not const-correct for inputs; it does not write through them in SpMM.
     NJ_CUDA_TRY(cusparseCreateCsr(&description_, rows, cols, nonzeros,
-                                  const_cast<eid_t*>(offsets),   // NOLINT(cppcoreguidelines-pro-type-const-cast)
-                                  const_cast<vid_t*>(columns),   // NOLINT(cppcoreguidelines-pro-type-const-cast)
-                                  const_cast<float*>(values),    // NOLINT(cppcoreguidelines-pro-type-const-cast)
+                                  const_cast<eid_t*>(offsets),  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+                                  const_cast<vid_t*>(columns),  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+                                  const_cast<float*>(values),   // NOLINT(cppcoreguidelines-pro-type-const-cast)
                                   CUSPARSE_INDEX_64I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
   }
   CsrDescription(const CsrDescription&) = delete;
@@ -138,7 +138,8 @@ class CudaBackend final : public Backend {
                    grad_z.cols == shape.row_width() && reaches_sources(block, grad_z) &&
                    workspace.size >= gat_backward_workspace(block.num_dst, block.edges, shape.heads),
                "gat_backward shapes");
-    NJ_CUDA_TRY(cuda_kernels::gat_backward(stream_, block, shape, attention, z, grad_out, grad_z, accumulate, workspace));
+    NJ_CUDA_TRY(
+        cuda_kernels::gat_backward(stream_, block, shape, attention, z, grad_out, grad_z, accumulate, workspace));
   }
 
   void dropout(ConstDeviceRows in, DeviceSpan<const gid_t> row_gid, const RandomStream& random, float p,

@@ -12,9 +12,7 @@ unsigned blocks_for(std::int64_t work) {
   return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
 }
 
-__device__ std::int64_t first_item() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
+__device__ std::int64_t first_item() { return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ std::int64_t item_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
 __global__ void spmm_kernel(SparseBlockView b, ConstDeviceRows in, DeviceRows out) {
@@ -63,7 +61,8 @@ __global__ void gat_backward_src_kernel(SparseBlockView b, rowmath::GatShape sha
 
 __global__ void gat_dst_score_kernel(SparseBlockView b, rowmath::GatShape shape, DeviceRows grad_z, GatWorkspace w) {
   for (std::int64_t i = first_item(); i < b.num_dst; i += item_stride()) {
-    rowmath::gat_add_dst_score_grad(shape, w.dst_score_grad + i * shape.heads, grad_z.row(b.row_of(static_cast<vid_t>(i))));
+    rowmath::gat_add_dst_score_grad(shape, w.dst_score_grad + i * shape.heads,
+                                    grad_z.row(b.row_of(static_cast<vid_t>(i))));
   }
 }
 
@@ -130,14 +129,13 @@ cudaError_t gat_forward(cudaStream_t stream, const SparseBlockView& block, const
 }
 
 cudaError_t gat_backward(cudaStream_t stream, const SparseBlockView& block, const rowmath::GatShape& shape,
-                         const RandomStream& attention, ConstDeviceRows z, ConstDeviceRows grad_out,
-                         DeviceRows grad_z, bool accumulate, DeviceSpan<float> workspace) {
+                         const RandomStream& attention, ConstDeviceRows z, ConstDeviceRows grad_out, DeviceRows grad_z,
+                         bool accumulate, DeviceSpan<float> workspace) {
   const std::int64_t edges = block.num_edges() * shape.heads;
   const GatWorkspace w{workspace.data, workspace.data + edges, workspace.data + 2 * edges};
-  gat_backward_dst_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, shape, attention, z, grad_out,
-                                                                               w);
+  gat_backward_dst_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, shape, attention, z, grad_out, w);
   gat_backward_src_kernel<<<blocks_for(block.num_src), kThreads, 0, stream>>>(block, shape, grad_out, grad_z,
-                                                                               accumulate, w);
+                                                                              accumulate, w);
   gat_dst_score_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, shape, grad_z, w);
   return cudaPeekAtLastError();
 }
@@ -154,8 +152,8 @@ cudaError_t bias_activation(cudaStream_t stream, ConstDeviceRows y, DeviceSpan<c
   return cudaPeekAtLastError();
 }
 
-cudaError_t activation_backward(cudaStream_t stream, rowmath::Activation act, ConstDeviceRows h,
-                                ConstDeviceRows grad_h, DeviceRows grad_y) {
+cudaError_t activation_backward(cudaStream_t stream, rowmath::Activation act, ConstDeviceRows h, ConstDeviceRows grad_h,
+                                DeviceRows grad_y) {
   activation_backward_kernel<<<blocks_for(h.size()), kThreads, 0, stream>>>(act, h, grad_h, grad_y);
   return cudaPeekAtLastError();
 }
@@ -169,7 +167,7 @@ cudaError_t move_rows(cudaStream_t stream, ConstDeviceRows src, DeviceSpan<const
                       DeviceSpan<const vid_t> dst_rows, std::int64_t count, bool accumulate) {
   if (count == 0) return cudaSuccess;
   move_rows_kernel<<<blocks_for(count), kThreads, 0, stream>>>(src, src_rows.data, dst, dst_rows.data, count,
-                                                                accumulate);
+                                                               accumulate);
   return cudaPeekAtLastError();
 }
 

@@ -21,14 +21,14 @@ cudaError_t gat_forward(cudaStream_t stream, const SparseBlockView& block, const
                         const RandomStream& attention, ConstDeviceRows z, DeviceRows out);
 // The three passes of GAT's backward; `workspace` is laid out as the CPU backend lays it out.
 cudaError_t gat_backward(cudaStream_t stream, const SparseBlockView& block, const rowmath::GatShape& shape,
-                         const RandomStream& attention, ConstDeviceRows z, ConstDeviceRows grad_out,
-                         DeviceRows grad_z, bool accumulate, DeviceSpan<float> workspace);
+                         const RandomStream& attention, ConstDeviceRows z, ConstDeviceRows grad_out, DeviceRows grad_z,
+                         bool accumulate, DeviceSpan<float> workspace);
 cudaError_t dropout(cudaStream_t stream, ConstDeviceRows in, DeviceSpan<const gid_t> row_gid,
                     const RandomStream& random, float p, DeviceRows out);
 cudaError_t bias_activation(cudaStream_t stream, ConstDeviceRows y, DeviceSpan<const float> bias,
                             rowmath::Activation act, DeviceRows h);
-cudaError_t activation_backward(cudaStream_t stream, rowmath::Activation act, ConstDeviceRows h,
-                                ConstDeviceRows grad_h, DeviceRows grad_y);
+cudaError_t activation_backward(cudaStream_t stream, rowmath::Activation act, ConstDeviceRows h, ConstDeviceRows grad_h,
+                                DeviceRows grad_y);
 cudaError_t column_sums(cudaStream_t stream, ConstDeviceRows in, DeviceSpan<float> out, bool accumulate);
 // dst row (dst_rows ? dst_rows[i] : i) (+)= src row (src_rows ? src_rows[i] : i), i < count.
 cudaError_t move_rows(cudaStream_t stream, ConstDeviceRows src, DeviceSpan<const vid_t> src_rows, DeviceRows dst,
