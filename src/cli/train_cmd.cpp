@@ -250,7 +250,11 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
       make_resources(device, {.budget_bytes = rank.choice.in_memory ? kUnlimited : rank.choice.options.device_budget,
                               .threads = args.threads,
                               .deterministic = args.deterministic});
-  rank.device_comm = make_device_communicator(comm, *rank.resources.device);
+  rank.device_comm = make_device_communicator(comm, rank.resources);
+  if (comm.size() > 1 && !rank.device_comm) {
+    spdlog::info("exchange: over MPI from host memory ({} ranks share a GPU; NCCL needs one GPU per rank)",
+                 rank.resources.ranks_per_device);
+  }
   Communicator& training_comm = rank.device_comm ? *rank.device_comm : comm;
   rank.model = std::make_unique<Model>(rank.config, shard.features.cols(), shard.num_classes);
   if (rank.choice.in_memory) {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "nj/comm/communicator.hpp"
-#include "nj/device/device.hpp"
+#include "nj/device/resources.hpp"
 
 namespace nj {
 namespace {
@@ -40,10 +40,11 @@ class HostMemoryDeviceCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_device_communicator(Communicator& job, Device& device) {
+std::unique_ptr<Communicator> make_device_communicator(Communicator& job, Resources& resources) {
   if (job.size() == 1) return nullptr;
-  if (device.name() == "cuda") return make_nccl_communicator(job, device);
-  return std::make_unique<HostMemoryDeviceCommunicator>(job);
+  if (resources.device->name() != "cuda") return std::make_unique<HostMemoryDeviceCommunicator>(job);
+  if (resources.ranks_per_device > 1) return nullptr;
+  return make_nccl_communicator(job, *resources.device);
 }
 
 }  // namespace nj

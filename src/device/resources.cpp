@@ -90,6 +90,7 @@ Resources make_resources(const DeviceChoice& choice, const ResourceOptions& opti
   Resources r;
   r.device = make_cuda_device(choice.ordinal, options.budget_bytes, choice.ranks_per_gpu);
   r.backend = make_cuda_backend(*r.device, options.deterministic);
+  r.ranks_per_device = choice.ranks_per_gpu;
   return r;
 }
 

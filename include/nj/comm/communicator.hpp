@@ -92,10 +92,12 @@ class Device;
 // without CUDA.
 std::unique_ptr<Communicator> make_nccl_communicator(Communicator& host, Device& device);
 
-// The communicator a rank trains with on `device`, over the job's `job` (which must outlive it): where the job
-// has peers, one that sends rows straight from device memory (NCCL on a CUDA device; on the CPU device, whose
-// memory is host memory, `job` itself taking the device buffers as host ones); null where `job` serves alone.
-std::unique_ptr<Communicator> make_device_communicator(Communicator& job, Device& device);
+struct Resources;
+// The communicator a rank trains with on its resources, over the job's `job` (which must outlive it): where the
+// job has peers, one that sends rows straight from device memory (NCCL on a CUDA device of its own; on the CPU
+// device, whose memory is host memory, `job` itself taking the device buffers as host ones); null where `job`
+// serves alone: one rank, or ranks sharing a GPU, which NCCL refuses.
+std::unique_ptr<Communicator> make_device_communicator(Communicator& job, Resources& resources);
 
 // Owns MPI's lifetime in a process: initialises MPI when the process was started by a launcher (mpirun, srun)
 // and finalises it on destruction. Without a launcher it does nothing, so that one process never pays for MPI.

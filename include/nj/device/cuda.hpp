@@ -19,12 +19,13 @@ inline constexpr const char* kNoCudaDevice = "no CUDA device";
 
 // Device memory the CUDA device leaves outside its arena by default: the CUDA context, cuBLAS's and
 // cuSPARSE's workspaces and NCCL's buffers come out of it.
-inline constexpr std::int64_t kCudaReservedBytes = std::int64_t{1} << 30;
+inline constexpr std::int64_t kCudaReservedBytes = std::int64_t{2} << 30;
 
 // GPU `ordinal` as a Device: one cudaMalloc'd arena of `budget_bytes` placed first-fit under the budget,
 // page-locked host staging, and a stream for compute and one per copy direction. Without a budget (<= 0 or
 // kUnlimited) the arena takes the card's share of `sharing` ranks that use it: its memory / sharing, less
-// kCudaReservedBytes. A budget beyond the memory free now, less the reserve, throws nj::InputError.
+// kCudaReservedBytes, or the memory free less the reserve where that is less. A budget beyond the memory free now, less
+// the reserve, throws nj::InputError.
 std::unique_ptr<Device> make_cuda_device(int ordinal, std::int64_t budget_bytes, int sharing = 1);
 
 // The card behind a CUDA device, in words ("NVIDIA H200, 139.8 GiB, sm_90"): for logs.

@@ -15,6 +15,8 @@ namespace nj {
 struct Resources {
   std::unique_ptr<Device> device;
   std::unique_ptr<Backend> backend;
+  // Ranks of this node computing on the same GPU (NCCL takes one GPU per rank); 1 on the CPU.
+  int ranks_per_device = 1;
 };
 
 // The CPU emulation: a device under `budget_bytes` (<= 0 or kUnlimited: none) and the CPU backend with

@@ -8,7 +8,7 @@
 // device cache slots, mirrors received from another rank.
 //
 // Kernels read only this view. It is C++17 and includes nothing of the host-side library, so that CUDA
-// translation units compile it (cmake/Cuda.cmake checks that they do).
+// translation units compile it (src/kernels/cuda/kernels.cu does).
 #include <cstdint>
 
 #include "nj/core/hd.hpp"

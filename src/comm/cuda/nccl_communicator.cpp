@@ -32,6 +32,7 @@ struct NcclContext {
       const cudaError_t state = cudaEventQuery(done);
       if (state == cudaSuccess) return;
       if (state != cudaErrorNotReady) NJ_CUDA_TRY(state);
+      (void)cudaGetLastError();  // "not ready" must not stay the thread's last error for the next launch's check
       ncclResult_t async_error = ncclSuccess;
       NJ_CUDA_TRY(ncclCommGetAsyncError(comm, &async_error));
       if (async_error != ncclSuccess && async_error != ncclInProgress) {
@@ -51,7 +52,10 @@ class NcclPendingExchange final : public PendingExchange {
   ~NcclPendingExchange() override { NJ_CUDA_TRY_NO_THROW(cudaEventDestroy(done_)); }
   bool test() override {
     const cudaError_t state = cudaEventQuery(done_);
-    if (state == cudaErrorNotReady) return false;
+    if (state == cudaErrorNotReady) {
+      (void)cudaGetLastError();  // as in NcclContext::wait
+      return false;
+    }
     NJ_CUDA_TRY(state);
     return true;
   }
@@ -74,6 +78,7 @@ class NcclCommunicator final : public Communicator {
     if (context_.comm == nullptr) return;
     NJ_CUDA_TRY_NO_THROW(cudaStreamSynchronize(context_.stream));
     NJ_CUDA_TRY_NO_THROW(cudaFree(staging_));
+    NJ_CUDA_TRY_NO_THROW(cudaFreeHost(host_staging_));
     if (owned_event_ != nullptr) NJ_CUDA_TRY_NO_THROW(cudaEventDestroy(owned_event_));
     NJ_CUDA_TRY_NO_THROW(ncclCommDestroy(context_.comm));
     NJ_CUDA_TRY_NO_THROW(cudaStreamDestroy(context_.stream));
@@ -83,16 +88,19 @@ class NcclCommunicator final : public Communicator {
   int size() const override { return host_.size(); }
   MemorySpace exchange_space() const override { return MemorySpace::kDevice; }
 
-  // Gradients: one ncclAllReduce through a device buffer.
+  // Gradients: one ncclAllReduce through a device buffer. The host side is staged through page-locked memory:
+  // a copy into pageable memory would block the host until NCCL is done, where no failure check can run.
   void all_reduce_sum(std::span<float> values) override {
     if (values.empty()) return;
     connect();
     const std::size_t bytes = values.size_bytes();
-    float* buffer = staging(bytes);
-    NJ_CUDA_TRY(cudaMemcpyAsync(buffer, values.data(), bytes, cudaMemcpyHostToDevice, context_.stream));
-    NJ_CUDA_TRY(ncclAllReduce(buffer, buffer, values.size(), ncclFloat, ncclSum, context_.comm, context_.stream));
-    NJ_CUDA_TRY(cudaMemcpyAsync(values.data(), buffer, bytes, cudaMemcpyDeviceToHost, context_.stream));
+    grow(bytes);
+    std::copy(values.begin(), values.end(), host_staging_);
+    NJ_CUDA_TRY(cudaMemcpyAsync(staging_, host_staging_, bytes, cudaMemcpyHostToDevice, context_.stream));
+    NJ_CUDA_TRY(ncclAllReduce(staging_, staging_, values.size(), ncclFloat, ncclSum, context_.comm, context_.stream));
+    NJ_CUDA_TRY(cudaMemcpyAsync(host_staging_, staging_, bytes, cudaMemcpyDeviceToHost, context_.stream));
     context_.wait(record(context_.stream, owned_event_));
+    std::copy(host_staging_, host_staging_ + values.size(), values.begin());
   }
   void all_reduce_sum(std::span<double> values) override { host_.all_reduce_sum(values); }
   void all_reduce_sum(std::span<std::int64_t> values) override { host_.all_reduce_sum(values); }
@@ -100,11 +108,12 @@ class NcclCommunicator final : public Communicator {
 
   std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
                                                   std::span<const ReceiveBuffer> receives, int tag) override {
-    const bool on_device =
-        std::all_of(sends.begin(), sends.end(), [](const SendBuffer& s) { return s.space == MemorySpace::kDevice; }) &&
-        std::all_of(receives.begin(), receives.end(),
-                    [](const ReceiveBuffer& r) { return r.space == MemorySpace::kDevice; });
-    if (!on_device) return host_.start_exchange(sends, receives, tag);
+    const auto in_space = [&](MemorySpace space) {
+      return std::all_of(sends.begin(), sends.end(), [&](const SendBuffer& s) { return s.space == space; }) &&
+             std::all_of(receives.begin(), receives.end(), [&](const ReceiveBuffer& r) { return r.space == space; });
+    };
+    if (in_space(MemorySpace::kHost)) return host_.start_exchange(sends, receives, tag);
+    NJ_EXPECTS(in_space(MemorySpace::kDevice), "an exchange mixes host and device buffers");
     connect();
     // What the kernels issued so far wrote is what is sent; NCCL's stream waits for them.
     cudaEvent_t ready = nullptr;
@@ -148,16 +157,22 @@ class NcclCommunicator final : public Communicator {
     NJ_CUDA_TRY(ncclCommInitRank(&context_.comm, host_.size(), id, host_.rank()));
   }
 
-  float* staging(std::size_t bytes) {
-    if (bytes > staging_bytes_) {
-      NJ_CUDA_TRY(cudaStreamSynchronize(context_.stream));
-      NJ_CUDA_TRY(cudaFree(staging_));
-      staging_ = nullptr;
-      staging_bytes_ = 0;
-      NJ_CUDA_TRY(cudaMalloc(&staging_, bytes));
-      staging_bytes_ = bytes;
-    }
-    return static_cast<float*>(staging_);
+  // The all-reduce's device buffer and its page-locked host side, of at least `bytes`.
+  void grow(std::size_t bytes) {
+    if (bytes <= staging_bytes_) return;
+    NJ_CUDA_TRY(cudaStreamSynchronize(context_.stream));
+    NJ_CUDA_TRY(cudaFree(staging_));
+    NJ_CUDA_TRY(cudaFreeHost(host_staging_));
+    staging_ = nullptr;
+    host_staging_ = nullptr;
+    staging_bytes_ = 0;
+    void* device = nullptr;
+    void* host = nullptr;
+    NJ_CUDA_TRY(cudaMalloc(&device, bytes));
+    staging_ = static_cast<float*>(device);
+    NJ_CUDA_TRY(cudaHostAlloc(&host, bytes, cudaHostAllocDefault));
+    host_staging_ = static_cast<float*>(host);
+    staging_bytes_ = bytes;
   }
 
   static cudaEvent_t record(cudaStream_t stream, cudaEvent_t& event) {
@@ -169,7 +184,8 @@ class NcclCommunicator final : public Communicator {
   Communicator& host_;
   cudaStream_t compute_;
   NcclContext context_;
-  void* staging_ = nullptr;  // device memory from the CUDA device's reserve, outside its budget
+  float* staging_ = nullptr;  // device memory from the CUDA device's reserve, outside its budget
+  float* host_staging_ = nullptr;
   std::size_t staging_bytes_ = 0;
   cudaEvent_t owned_event_ = nullptr;
 };

@@ -25,14 +25,23 @@ using Positions = std::array<std::uint64_t, kStreams>;
 std::uintptr_t address(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr); }
 std::size_t index(Stream s) { return static_cast<std::size_t>(s); }
 
-// Page-locked blocks are kept for reuse in power-of-two sizes: cudaFreeHost waits for the whole device, which
-// would end every overlap of copies and kernels at each step's staging.
+// Page-locked blocks are kept for reuse: cudaFreeHost waits for the whole device, which would end every overlap
+// of copies and kernels at each step's staging. Sizes are rounded to classes that reuse well: powers of two up to
+// 64 MiB, whole 64 MiB beyond (a whole feature matrix's staging must not double). Freed blocks are kept up to
+// kPinnedCacheBytes in all; beyond, they are given back.
 constexpr std::int64_t kSmallestPinnedBlock = std::int64_t{4} << 10;
+constexpr std::int64_t kLargePinnedUnit = std::int64_t{64} << 20;
+constexpr std::int64_t kPinnedCacheBytes = std::int64_t{1} << 30;
 std::int64_t pinned_block_bytes(std::int64_t bytes) {
+  if (bytes > kLargePinnedUnit) return (bytes + kLargePinnedUnit - 1) / kLargePinnedUnit * kLargePinnedUnit;
   std::int64_t size = kSmallestPinnedBlock;
   while (size < bytes) size *= 2;
   return size;
 }
+
+// A query that finds work still running leaves cudaErrorNotReady as the thread's last error, which the next
+// kernel launch's check (cudaPeekAtLastError) would take for its own failure.
+void clear_not_ready() { (void)cudaGetLastError(); }
 
 std::int64_t resolve_budget(int ordinal, std::int64_t requested, int sharing) {
   std::size_t free_bytes = 0;
@@ -40,11 +49,10 @@ std::int64_t resolve_budget(int ordinal, std::int64_t requested, int sharing) {
   NJ_CUDA_TRY(cudaSetDevice(ordinal));
   NJ_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
   const auto usable = static_cast<std::int64_t>(free_bytes) - kCudaReservedBytes;
-  // The ranks sharing a card start together, so a rank's default is its share of the whole card, not of what
-  // happens to be free while the others allocate.
-  const std::int64_t budget = requested > 0 && requested != kUnlimited
-                                  ? requested
-                                  : static_cast<std::int64_t>(total_bytes) / std::max(sharing, 1) - kCudaReservedBytes;
+  // The ranks sharing a card start together, so a rank's default is its share of the whole card (not of what
+  // happens to be free while the others allocate), or what is free where that is less.
+  const std::int64_t share = static_cast<std::int64_t>(total_bytes) / std::max(sharing, 1) - kCudaReservedBytes;
+  const std::int64_t budget = requested > 0 && requested != kUnlimited ? requested : std::min(share, usable);
   NJ_REQUIRE(budget > 0 && budget <= usable,
              "device memory budget {} is more than GPU {} can give: {} free, less {} kept in reserve for CUDA's "
              "libraries ({} ranks share it); use --device-memory {} or less",
@@ -124,6 +132,7 @@ class CudaDevice final : public Device {
     void* ptr = nullptr;
     if (const auto reuse = pinned_free_.find(size); reuse != pinned_free_.end()) {
       ptr = reuse->second;
+      pinned_cached_bytes_ -= size;
       pinned_free_.erase(reuse);
     } else {
       bind();
@@ -143,7 +152,12 @@ class CudaDevice final : public Device {
       std::terminate();
     }
     stats_.pinned_bytes -= it->second;
-    pinned_free_.emplace(it->second, ptr);
+    if (pinned_cached_bytes_ + it->second <= kPinnedCacheBytes) {
+      pinned_free_.emplace(it->second, ptr);
+      pinned_cached_bytes_ += it->second;
+    } else {
+      NJ_CUDA_TRY_NO_THROW(cudaFreeHost(ptr));
+    }
     pinned_.erase(it);
   }
 
@@ -303,7 +317,10 @@ class CudaDevice final : public Device {
       while (!s.recorded.empty()) {
         const Recorded& r = s.recorded.front();
         const cudaError_t state = cudaEventQuery(r.done);
-        if (state == cudaErrorNotReady) break;
+        if (state == cudaErrorNotReady) {
+          clear_not_ready();
+          break;
+        }
         NJ_CUDA_TRY(state);
         if (r.started != nullptr) {
           float milliseconds = 0;
@@ -365,6 +382,7 @@ class CudaDevice final : public Device {
   std::map<std::uintptr_t, Allocation> live_;
   std::map<std::uintptr_t, std::int64_t> pinned_;   // live page-locked blocks: start -> size
   std::multimap<std::int64_t, void*> pinned_free_;  // freed ones kept for reuse: size -> start
+  std::int64_t pinned_cached_bytes_ = 0;            // their total
   std::vector<cudaEvent_t> free_events_;
   DeviceStats stats_;
 };

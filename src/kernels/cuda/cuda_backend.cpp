@@ -7,6 +7,9 @@
 // not support falls back to the row kernels, once, with a warning.
 #include <spdlog/spdlog.h>
 
+#include <climits>
+#include <cstdint>
+
 #include "kernels/cuda/kernels.hpp"
 #include "nj/device/cuda_check.hpp"
 #include "nj/device/cuda_native.hpp"
@@ -15,25 +18,55 @@
 namespace nj {
 namespace {
 
-// A CSR matrix description for cuSPARSE, destroyed with the object.
+// A CSR matrix description for cuSPARSE (32-bit offsets and column indices: it supports no mix of widths),
+// destroyed with the object. `status()` says whether cuSPARSE took it.
 class CsrDescription {
  public:
-  CsrDescription(std::int64_t rows, std::int64_t cols, std::int64_t nonzeros, const eid_t* offsets,
-                 const vid_t* columns, const float* values) {
-    // cuSPARSE's descriptors are not const-correct for inputs; it does not write through them in SpMM.
-    NJ_CUDA_TRY(cusparseCreateCsr(&description_, rows, cols, nonzeros,
-                                  const_cast<eid_t*>(offsets),  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-                                  const_cast<vid_t*>(columns),  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-                                  const_cast<float*>(values),   // NOLINT(cppcoreguidelines-pro-type-const-cast)
-                                  CUSPARSE_INDEX_64I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
-  }
+  CsrDescription(std::int64_t rows, std::int64_t cols, std::int64_t nonzeros, const std::int32_t* offsets,
+                 const vid_t* columns, const float* values)
+      : status_(cusparseCreateCsr(&description_, rows, cols, nonzeros,
+                                  // cuSPARSE's descriptors are not const-correct; SpMM does not write through them.
+                                  const_cast<std::int32_t*>(offsets),  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+                                  const_cast<vid_t*>(columns),         // NOLINT(cppcoreguidelines-pro-type-const-cast)
+                                  const_cast<float*>(values),          // NOLINT(cppcoreguidelines-pro-type-const-cast)
+                                  CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F)) {}
   CsrDescription(const CsrDescription&) = delete;
   CsrDescription& operator=(const CsrDescription&) = delete;
-  ~CsrDescription() { NJ_CUDA_TRY_NO_THROW(cusparseDestroySpMat(description_)); }
+  ~CsrDescription() {
+    if (status_ == CUSPARSE_STATUS_SUCCESS) NJ_CUDA_TRY_NO_THROW(cusparseDestroySpMat(description_));
+  }
+  cusparseStatus_t status() const { return status_; }
   cusparseSpMatDescr_t get() const { return description_; }
 
  private:
   cusparseSpMatDescr_t description_ = nullptr;
+  cusparseStatus_t status_;
+};
+
+// Device memory outside the budget's arena, from what the CUDA device keeps in reserve: cuSPARSE's workspace and
+// the narrowed offsets. It only grows; growing waits for the kernels that may still use it.
+class Scratch {
+ public:
+  explicit Scratch(cudaStream_t stream) : stream_(stream) {}
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { NJ_CUDA_TRY_NO_THROW(cudaFree(data_)); }
+  void* get(std::size_t bytes) {
+    if (bytes > bytes_) {
+      NJ_CUDA_TRY(cudaStreamSynchronize(stream_));
+      NJ_CUDA_TRY(cudaFree(data_));
+      data_ = nullptr;
+      bytes_ = 0;
+      NJ_CUDA_TRY(cudaMalloc(&data_, bytes));
+      bytes_ = bytes;
+    }
+    return data_;
+  }
+
+ private:
+  cudaStream_t stream_;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
 };
 
 // Row-major dense rows for cuSPARSE.
@@ -69,7 +102,6 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
   ~CudaBackend() override {
     NJ_CUDA_TRY_NO_THROW(cudaStreamSynchronize(stream_));
-    NJ_CUDA_TRY_NO_THROW(cudaFree(scratch_));
     NJ_CUDA_TRY_NO_THROW(cusparseDestroy(sparse_));
     NJ_CUDA_TRY_NO_THROW(cublasDestroy(blas_));
   }
@@ -183,10 +215,15 @@ class CudaBackend final : public Backend {
 
   // out = A·in + beta·out for the CSR matrix A (rows × cols) through cuSPARSE; false where it is off or does not
   // support the configuration, for the caller to run the row kernels instead.
+  // The block's offsets are 64-bit and its column indices 32-bit, a mix cuSPARSE refuses: the offsets are
+  // narrowed into scratch first, which a block of 2^31 edges or more cannot be (the row kernels take it).
   bool sparse_library_spmm(std::int64_t rows, std::int64_t cols, std::int64_t nonzeros, const eid_t* offsets,
                            const vid_t* columns, const float* values, const float* in, DeviceRows out, float beta) {
-    if (!use_sparse_library_ || rows == 0 || out.cols == 0) return false;
-    const CsrDescription a(rows, cols, nonzeros, offsets, columns, values);
+    if (!use_sparse_library_ || rows == 0 || out.cols == 0 || nonzeros > INT32_MAX) return false;
+    auto* narrow = static_cast<std::int32_t*>(narrow_offsets_.get(static_cast<std::size_t>(rows + 1) * 4));
+    NJ_CUDA_TRY(cuda_kernels::narrow_offsets(stream_, offsets, rows + 1, narrow));
+    const CsrDescription a(rows, cols, nonzeros, narrow, columns, values);
+    if (!supported(a.status(), "cusparseCreateCsr")) return false;
     const DenseDescription b(cols, out.cols, in);
     const DenseDescription c(rows, out.cols, out.data);
     const float alpha = 1.0F;
@@ -194,30 +231,26 @@ class CudaBackend final : public Backend {
     const cusparseStatus_t sized =
         cusparseSpMM_bufferSize(sparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
                                 a.get(), b.get(), &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
-    if (sized == CUSPARSE_STATUS_NOT_SUPPORTED) {
-      spdlog::warn("cuSPARSE does not support this SpMM ({}); the row kernels aggregate instead",
-                   cusparseGetErrorString(sized));
-      use_sparse_library_ = false;
-      return false;
-    }
-    NJ_CUDA_TRY(sized);
+    if (!supported(sized, "cusparseSpMM_bufferSize")) return false;
     NJ_CUDA_TRY(cusparseSpMM(sparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
-                             a.get(), b.get(), &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, scratch(bytes)));
+                             a.get(), b.get(), &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT,
+                             sparse_workspace_.get(bytes)));
     return true;
   }
 
-  // cuSPARSE's workspace: outside the budget's arena, in the memory the CUDA device keeps in reserve. It only
-  // grows, and growing waits for the kernels that may still use the old one.
-  void* scratch(std::size_t bytes) {
-    if (bytes > scratch_bytes_) {
-      NJ_CUDA_TRY(cudaStreamSynchronize(stream_));
-      NJ_CUDA_TRY(cudaFree(scratch_));
-      scratch_ = nullptr;
-      scratch_bytes_ = 0;
-      NJ_CUDA_TRY(cudaMalloc(&scratch_, bytes));
-      scratch_bytes_ = bytes;
+  // False, once and for good with a warning, where cuSPARSE says it does not support what it was asked; other
+  // failures throw.
+  bool supported(cusparseStatus_t status, const char* call) {
+    if (status == CUSPARSE_STATUS_NOT_SUPPORTED) {
+      spdlog::warn("cuSPARSE does not support this SpMM ({}: {}); the row kernels aggregate instead", call,
+                   cusparseGetErrorString(status));
+      use_sparse_library_ = false;
+      return false;
     }
-    return scratch_;
+    if (status != CUSPARSE_STATUS_SUCCESS) {
+      detail::throw_failed_call(call, __FILE__, __LINE__, cusparseGetErrorName(status), cusparseGetErrorString(status));
+    }
+    return true;
   }
 
   int ordinal_;
@@ -225,8 +258,8 @@ class CudaBackend final : public Backend {
   bool use_sparse_library_;
   cublasHandle_t blas_ = nullptr;
   cusparseHandle_t sparse_ = nullptr;
-  void* scratch_ = nullptr;
-  std::size_t scratch_bytes_ = 0;
+  Scratch sparse_workspace_{stream_};
+  Scratch narrow_offsets_{stream_};
 };
 
 }  // namespace

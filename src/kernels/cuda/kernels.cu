@@ -109,6 +109,10 @@ __global__ void zero_rows_kernel(DeviceRows dst, const vid_t* rows, std::int64_t
   }
 }
 
+__global__ void narrow_offsets_kernel(const eid_t* in, std::int64_t count, std::int32_t* out) {
+  for (std::int64_t i = first_item(); i < count; i += item_stride()) out[i] = static_cast<std::int32_t>(in[i]);
+}
+
 }  // namespace
 
 cudaError_t spmm(cudaStream_t stream, const SparseBlockView& block, ConstDeviceRows in, DeviceRows out) {
@@ -168,6 +172,11 @@ cudaError_t move_rows(cudaStream_t stream, ConstDeviceRows src, DeviceSpan<const
   if (count == 0) return cudaSuccess;
   move_rows_kernel<<<blocks_for(count), kThreads, 0, stream>>>(src, src_rows.data, dst, dst_rows.data, count,
                                                                accumulate);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t narrow_offsets(cudaStream_t stream, const eid_t* in, std::int64_t count, std::int32_t* out) {
+  narrow_offsets_kernel<<<blocks_for(count), kThreads, 0, stream>>>(in, count, out);
   return cudaPeekAtLastError();
 }
 
