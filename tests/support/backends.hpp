@@ -35,6 +35,9 @@ inline constexpr std::int64_t kTestCudaMemory = std::int64_t{4} << 30;
 // so that results repeat as the CPU's do.
 Resources backend_resources(DeviceKind kind, std::int64_t budget_bytes, int threads = 0);
 
+// A device of a kind under `budget_bytes` (<= 0 or kUnlimited: none on the CPU, kTestCudaMemory on a GPU).
+std::unique_ptr<Device> backend_device(DeviceKind kind, std::int64_t budget_bytes);
+
 // Names instances "cpu" and "cuda".
 std::string backend_name(DeviceKind kind);
 struct BackendName {
