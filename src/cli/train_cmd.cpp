@@ -354,6 +354,9 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
                      {"hidden", config.hidden},
                      {"parameters", model.num_parameters()}};
   record["execution"] = choice.in_memory ? "in-memory" : to_string(choice.options.mode);
+  record["device"] = {{"kind", rank.resources.device->name()},
+                      {"budget_bytes", rank.resources.device->budget_bytes()},
+                      {"exchange_from", rank.device_comm ? "device memory" : "host memory"}};
   record["partition"] = partition_json(shard, comm.size());
   record["host_peak_above_baseline_bytes"] = to_json(host_bytes);
   log.write(record);

@@ -13,9 +13,6 @@ extern "C" void openblas_set_num_threads(int num_threads);
 namespace nj {
 namespace {
 
-using rowmath::activate;
-using rowmath::activation_gradient;
-
 // Below this many floats touched, a kernel runs on the calling thread: waking the team costs more than the
 // work (the small steps of a tight device budget issue many such kernels).
 constexpr std::int64_t kParallelWork = std::int64_t{1} << 14;
@@ -161,7 +158,9 @@ class CpuBackend final : public Backend {
     for (std::int64_t r = 0; r < y.rows; ++r) {
       const float* in = y.row(r);
       float* out = h.row(r);
-      for (std::int64_t c = 0; c < y.cols; ++c) out[c] = activate(act, in[c] + (bias != nullptr ? bias[c] : 0.0F));
+      for (std::int64_t c = 0; c < y.cols; ++c) {
+        out[c] = rowmath::bias_activation_element(act, in[c], bias != nullptr ? bias[c] : 0.0F);
+      }
     }
   }
 
@@ -169,7 +168,7 @@ class CpuBackend final : public Backend {
 #pragma omp parallel for schedule(static) if (worth_threads(h.size()))
     for (std::int64_t r = 0; r < h.rows; ++r) {
       for (std::int64_t c = 0; c < h.cols; ++c) {
-        grad_y.row(r)[c] = grad_h.row(r)[c] * activation_gradient(act, h.row(r)[c]);
+        grad_y.row(r)[c] = rowmath::activation_backward_element(act, h.row(r)[c], grad_h.row(r)[c]);
       }
     }
   }
@@ -206,8 +205,7 @@ class CpuBackend final : public Backend {
     const vid_t* rows = row_list.data;
 #pragma omp parallel for schedule(static) if (worth_threads(count * dst.cols))
     for (std::int64_t i = 0; i < count; ++i) {
-      float* row = dst.row(rows != nullptr ? rows[i] : i);
-      std::fill(row, row + dst.cols, 0.0F);
+      rowmath::zero_row(dst.row(rows != nullptr ? rows[i] : i), dst.cols);
     }
   }
 

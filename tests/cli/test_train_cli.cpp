@@ -43,6 +43,7 @@ TEST_F(TrainCli, WritesOneRecordPerEpochAndASummary) {
   }
   EXPECT_EQ(records[4]["type"], "summary");
   EXPECT_EQ(records[4]["dataset"]["vertices"], 200);
+  EXPECT_EQ(records[4]["device"]["kind"], cuda_device_count() > 0 ? "cuda" : "cpu");
   EXPECT_GT(records[4]["median_epoch_seconds"].get<double>(), 0.0);
   EXPECT_NE(result.output.find("epoch    4 | loss"), std::string::npos) << result.output;
 }

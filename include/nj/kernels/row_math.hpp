@@ -31,6 +31,12 @@ NJ_HD inline float activation_gradient(Activation act, float h) {
   return 1.0F;
 }
 
+// h = act(y + bias) for one element, and its backward: grad_y = act'(h) · grad_h.
+NJ_HD inline float bias_activation_element(Activation act, float y, float bias) { return activate(act, y + bias); }
+NJ_HD inline float activation_backward_element(Activation act, float h, float grad_h) {
+  return grad_h * activation_gradient(act, h);
+}
+
 // Inverted dropout: the kept elements are scaled by 1/(1-p), so no rescaling is needed at inference.
 NJ_HD inline float dropout_scale(float uniform, float p) { return uniform < p ? 0.0F : 1.0F / (1.0F - p); }
 
@@ -231,6 +237,10 @@ NJ_HD inline void gat_add_dst_score_grad(const GatShape& s, const float* dst_sco
 NJ_HD inline float dropout_element(const RandomStream& stream, std::int64_t gid, std::int64_t column, float p,
                                    float x) {
   return x == 0.0F ? 0.0F : x * dropout_scale(stream.vertex_uniform(gid, column), p);
+}
+
+NJ_HD inline void zero_row(float* row, std::int64_t cols) {
+  for (std::int64_t c = 0; c < cols; ++c) row[c] = 0.0F;
 }
 
 // to (+)= from, one row.

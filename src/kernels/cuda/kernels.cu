@@ -77,14 +77,14 @@ __global__ void dropout_kernel(ConstDeviceRows in, const gid_t* row_gid, RandomS
 __global__ void bias_activation_kernel(ConstDeviceRows y, const float* bias, rowmath::Activation act, DeviceRows h) {
   for (std::int64_t k = first_item(); k < y.size(); k += item_stride()) {
     const std::int64_t c = k % y.cols;
-    h.data[k] = rowmath::activate(act, y.data[k] + (bias != nullptr ? bias[c] : 0.0F));
+    h.data[k] = rowmath::bias_activation_element(act, y.data[k], bias != nullptr ? bias[c] : 0.0F);
   }
 }
 
 __global__ void activation_backward_kernel(rowmath::Activation act, ConstDeviceRows h, ConstDeviceRows grad_h,
                                            DeviceRows grad_y) {
   for (std::int64_t k = first_item(); k < h.size(); k += item_stride()) {
-    grad_y.data[k] = grad_h.data[k] * rowmath::activation_gradient(act, h.data[k]);
+    grad_y.data[k] = rowmath::activation_backward_element(act, h.data[k], grad_h.data[k]);
   }
 }
 
@@ -104,8 +104,7 @@ __global__ void move_rows_kernel(ConstDeviceRows src, const vid_t* src_rows, Dev
 
 __global__ void zero_rows_kernel(DeviceRows dst, const vid_t* rows, std::int64_t count) {
   for (std::int64_t i = first_item(); i < count; i += item_stride()) {
-    float* row = dst.row(rows != nullptr ? rows[i] : i);
-    for (std::int64_t c = 0; c < dst.cols; ++c) row[c] = 0.0F;
+    rowmath::zero_row(dst.row(rows != nullptr ? rows[i] : i), dst.cols);
   }
 }
 
