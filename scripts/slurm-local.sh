@@ -52,7 +52,7 @@ start() {
     --pid-file="$dir/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munge.seed"
 
   local cpus memory
-  cpus="$(nproc)"
+  cpus="$(getconf _NPROCESSORS_ONLN)"  # not nproc, which OMP_NUM_THREADS lowers
   memory="$(awk '/MemTotal/ {print int($2 / 1024 * 0.9)}' /proc/meminfo)"
   cat >"$conf" <<EOF
 ClusterName=nj-local
