@@ -27,12 +27,10 @@ Usage: scripts/bench/ablation.py [--nj build/nj] [--data ../shared/data] [--work
 """
 import argparse
 import csv
-import json
 import os
-import statistics
 import sys
 
-from nj_bench import minimum_budget, run
+from nj_bench import figures, minimum_budget, prepare_datasets, train_run
 
 CONFIGS = [
     ("baseline", "recompute", "size-order"),
@@ -48,46 +46,21 @@ MODELS = {
 }
 
 
-def prepare_datasets(nj, data, work, names):
-    os.makedirs(work, exist_ok=True)
-    recipes = {
-        "cora": [nj, "convert", "--format", "plain", os.path.join(data, "cora")],
-        "slashdot": [nj, "convert", "--format", "edgelist", os.path.join(data, "snap/soc-Slashdot0902.txt.gz"),
-                     "--undirected", "--self-loops", "remove", "--duplicates", "remove", "--random-features", "128",
-                     "--seed", "1"],
-        "generated": [nj, "generate", "--vertices", "1000000", "--edges", "10000000", "--features", "128",
-                      "--classes", "16", "--seed", "1"],
-    }
-    paths = {}
-    for name in names:
-        path = os.path.join(work, name + ".h5")
-        if not os.path.exists(path):
-            code, out = run(recipes[name] + ["--output", path])
-            if code != 0:
-                sys.exit(f"preparing {name} failed:\n{out}")
-        paths[name] = path
-    return paths
-
-
 def train(nj, dataset, model, execution, policy, budget, epochs, metrics, threads):
-    cmd = [nj, "--log-level", "warn", "train", dataset, *MODELS[model], "--threads", str(threads),
-           "--epochs", str(epochs), "--eval-every", "0",
-           "--execution", execution, "--cache-policy", policy, "--device-memory", str(budget),
-           "--metrics-out", metrics]
-    code, out = run(cmd)
-    if code != 0:
-        return None, out.strip().splitlines()[-1] if out.strip() else "failed"
-    records = [json.loads(line) for line in open(metrics)]
-    epochs_ = [r for r in records if r["type"] == "epoch"][1:] or [r for r in records if r["type"] == "epoch"]
-    execution_ = epochs_[-1]["execution"]
+    records, error = train_run(nj, [*MODELS[model], "--threads", str(threads), "--epochs", str(epochs),
+                                    "--eval-every", "0", "--execution", execution, "--cache-policy", policy,
+                                    "--device-memory", str(budget)], metrics, dataset)
+    if records is None:
+        return None, error
+    f = figures(records)
     return {
-        "seconds": statistics.median(r["epoch_seconds"] for r in epochs_),
-        "bytes": execution_["h2d_bytes"] + execution_["d2h_bytes"],
-        "peak": execution_["peak_device_bytes"],
-        "recompute_ratio": execution_["recompute_ratio"],
-        "hit_rate": execution_["cache_hit_rate"],
-        "wait": statistics.median(r["execution"]["wait_seconds"] for r in epochs_),
-        "plan": statistics.median(r["execution"]["plan_seconds"] for r in epochs_),
+        "seconds": f["epoch_seconds"],
+        "bytes": f["transfer_bytes"],
+        "peak": f["device_peak_bytes"],
+        "recompute_ratio": f["recompute_ratio"],
+        "hit_rate": f["hit_rate"],
+        "wait": f["copy_wait_seconds"],
+        "plan": f["plan_seconds"],
     }, None
 
 

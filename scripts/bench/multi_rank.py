@@ -27,29 +27,12 @@ Usage: scripts/bench/multi_rank.py [--nj build/nj] [--mpirun mpirun] [--work dat
 """
 import argparse
 import csv
-import json
 import os
-import re
-import statistics
 import sys
 
-from nj_bench import minimum_budget, run
+from nj_bench import figures, machine, minimum_budget, prepare_parts, run, train_run
 
 MODEL = ["--model", "gcn", "--layers", "2", "--hidden", "128"]
-# The SIMD extensions that decide which kernels the compiler's -march=native build can use.
-SIMD_FLAG = re.compile(r"^(sse4_2|avx|avx2|fma|avx512\w*|amx\w*)$")
-
-
-def machine():
-    model, flags = "unknown", []
-    with open("/proc/cpuinfo") as info:
-        for line in info:
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and model == "unknown":
-                model = value.strip()
-            elif key.strip() == "flags" and not flags:
-                flags = [f for f in value.split() if SIMD_FLAG.match(f)]
-    return f"{model}, {os.cpu_count()} cores, SIMD flags: {' '.join(flags) or 'none'}"
 
 
 def prepare_dataset(args):
@@ -65,71 +48,12 @@ def prepare_dataset(args):
     return path
 
 
-def prepare_parts(args, dataset, parts):
-    folder = os.path.join(args.work, os.path.splitext(os.path.basename(dataset))[0] + f"-metis-{parts}")
-    if not os.path.exists(os.path.join(folder, "manifest.json")):
-        code, out = run([args.nj, "partition", dataset, "--parts", str(parts), "--method", "metis",
-                         "--output", folder])
-        if code != 0:
-            sys.exit(f"partitioning into {parts} parts failed:\n{out}")
-    return folder
-
-
 def train(args, ranks, source, budget, metrics):
     """Trains at `ranks` ranks on `source` (a dataset, or a partition folder when ranks > 1)."""
-    nj_args = ["--log-level", "warn", "train", *MODEL, "--threads", str(args.threads), "--epochs", str(args.epochs),
-               "--eval-every", "0", "--execution", "reuse", "--device-memory", str(budget), "--metrics-out", metrics]
-    if ranks == 1:
-        code, out = run([args.nj, *nj_args, source])
-    else:
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   OMPI_MCA_mpi_yield_when_idle="1")
-        code, out = run([args.mpirun, "-np", str(ranks), "--oversubscribe", args.nj, *nj_args,
-                         "--partitions", source], env)
-    if code != 0:
-        return None, out.strip().splitlines()[-1] if out.strip() else "failed"
-    records = [json.loads(line) for line in open(metrics)]
-    all_epochs = [r for r in records if r["type"] == "epoch"]
-    epochs = all_epochs[1:] or all_epochs
-    summary = next(r for r in records if r["type"] == "summary")
-    return {"epochs": epochs, "summary": summary}, None
-
-
-def exchange_layers(epoch):
-    # The per-layer exchange records sit under "over_ranks"; a top-level "exchange" is read the same way.
-    return epoch.get("exchange") or epoch.get("over_ranks", {}).get("exchange", [])
-
-
-def figures(result):
-    epochs, summary = result["epochs"], result["summary"]
-
-    def median(per_epoch):
-        return statistics.median(per_epoch(e) for e in epochs)
-
-    def slowest_rank(name):
-        # One process without over-ranks records: its own execution figures.
-        return median(lambda e: e["over_ranks"][name]["max"] if "over_ranks" in e
-                      else e["execution"][{"copy_wait_seconds": "wait_seconds"}.get(name, name)])
-
-    def exchange(per_direction):
-        return median(lambda e: sum(per_direction(layer[d]) for layer in exchange_layers(e)
-                                    for d in ("forward", "backward")))
-
-    partition = summary["partition"]
-    return {
-        "edge_cut": partition["edge_cut"],
-        "cut_fraction": partition["cut_fraction"],
-        "mirror_fraction": statistics.mean(partition["mirror_fraction"]),
-        "exchange_bytes": exchange(lambda d: d["bytes_sent"]),
-        "compute_seconds": slowest_rank("compute_seconds"),
-        "copy_seconds": slowest_rank("copy_seconds"),
-        "copy_wait_seconds": slowest_rank("copy_wait_seconds"),
-        "exchange_seconds": exchange(lambda d: d["seconds"]["max"]),
-        "exchange_wait_seconds": exchange(lambda d: d["wait_seconds"]["max"]),
-        "epoch_seconds": median(lambda e: e["epoch_seconds"]),
-        "host_peak_bytes": summary["host_peak_above_baseline_bytes"]["max"],
-        "device_peak_bytes": epochs[-1]["execution"]["peak_device_bytes"],
-    }
+    records, error = train_run(args.nj, [*MODEL, "--threads", str(args.threads), "--epochs", str(args.epochs),
+                                         "--eval-every", "0", "--execution", "reuse", "--device-memory", str(budget)],
+                               metrics, source, ranks, args.mpirun)
+    return (figures(records), None) if records else (None, error)
 
 
 def mib(b):
@@ -163,7 +87,7 @@ def main():
     unlimited, error = train(args, 1, dataset, "unlimited", metrics)
     if unlimited is None:
         sys.exit(f"the 1-rank unlimited run failed: {error}")
-    one_rank_peak = figures(unlimited)["device_peak_bytes"]
+    one_rank_peak = unlimited["device_peak_bytes"]
     budget = int(args.budget_fraction * one_rank_peak)
     print(f"dataset: {dataset}; 1-rank unlimited device peak {mib(one_rank_peak)} MiB, so the budget per rank is "
           f"{args.budget_fraction:.0%} of it: {mib(budget)} MiB", flush=True)
@@ -173,7 +97,7 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     for ranks in [int(r) for r in args.ranks.split(",")]:
-        source = dataset if ranks == 1 else prepare_parts(args, dataset, ranks)
+        source = dataset if ranks == 1 else prepare_parts(args.nj, args.work, dataset, ranks)
         for label, limit in (("unlimited", "unlimited"), (f"{args.budget_fraction:.0%} ({mib(budget)} MiB)", budget)):
             result, error = (unlimited, None) if ranks == 1 and limit == "unlimited" else \
                 train(args, ranks, source, limit, metrics)
@@ -183,7 +107,7 @@ def main():
             if result is None:
                 print(f"| {ranks} | {label} | failed: {error} ||||||||||", flush=True)
                 continue
-            f = figures(result)
+            f = result
             rows.append({"ranks": ranks, "budget": label, **f})
             cut = f"{f['edge_cut']:,} ({f['cut_fraction']:.1%})"
             print(f"| {ranks} | {label} | {cut} | {f['mirror_fraction']:.3f} | {mib(f['exchange_bytes'])} | "
