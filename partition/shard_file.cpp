@@ -316,7 +316,7 @@ PartitionManifest read_manifest(const std::string& path) {
 
 PartitionManifest write_partition(const Dataset& dataset, const std::string& dataset_path,
                                   std::span<const std::int32_t> part_of, const PartitionInfo& info,
-                                  const std::string& directory) {
+                                  const std::string& directory, const ProgressCallback& progress) {
   fs::create_directories(directory);
   // A stale manifest would name shards this run is replacing; the new one is written once they all are.
   fs::remove(fs::path(directory) / kManifestFileName);
@@ -328,10 +328,13 @@ PartitionManifest write_partition(const Dataset& dataset, const std::string& dat
   manifest.global_train = count(dataset.train_mask);
   manifest.partition = info;
   manifest.directory = directory;
+  ProgressTicks ticks(progress, "shards", info.parts);
   for (int part = 0; part < info.parts; ++part) {
     manifest.shard_files.push_back(shard_file_name(part));
     write_shard((fs::path(directory) / manifest.shard_files.back()).string(), make_shard(dataset, part_of, part, info));
+    ticks.tick(part + 1);
   }
+  ticks.finish();
   write_manifest(directory, manifest);
   return manifest;
 }

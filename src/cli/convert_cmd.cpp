@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/progress.hpp"
 #include "nj/core/error.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/edge_list.hpp"
 #include "nj/io/ogb.hpp"
 #include "nj/io/plain_text.hpp"
+#include "nj/io/text_reader.hpp"
 
 namespace nj::cli {
 namespace {
@@ -57,6 +59,8 @@ Dataset read_input(ConvertArgs& args) {
   if (args.split_ratio_option->count() > 0) {
     options.data.split_ratio = SplitRatio{args.split_ratio[0], args.split_ratio[1], args.split_ratio[2]};
   }
+  ProgressDisplay display("convert");
+  const ReadProgress reading(display.callback());
   if (args.format == "plain") return read_plain_folder(args.input, options);
   if (args.format == "ogb") return read_ogb(args.input, options, args.ogb_split);
   return build_dataset(read_edge_list(args.input, options.ids), options);

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/progress.hpp"
 #include "nj/graph/generate.hpp"
 #include "nj/graph/statistics.hpp"
 #include "nj/io/dataset_file.hpp"
@@ -14,7 +15,11 @@ namespace {
 
 void run_generate(const GeneratorOptions& options, const std::string& output) {
   const auto start = std::chrono::steady_clock::now();
-  const Dataset dataset = generate_dataset(options);
+  Dataset dataset;
+  {
+    ProgressDisplay progress("generate");
+    dataset = generate_dataset(options, progress.callback());
+  }
   write_dataset(output, dataset);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   spdlog::info(

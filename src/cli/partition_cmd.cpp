@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/progress.hpp"
 #include "nj/core/error.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/partition/partition.hpp"
@@ -40,12 +41,17 @@ void run_partition(PartitionArgs& args) {
              "{}: exists and is not a folder", args.output);
   const auto start = std::chrono::steady_clock::now();
   const Dataset dataset = read_dataset(args.input);
+  ProgressDisplay progress("partition");
   PartitionInfo info;
+  progress.update(args.method, 0, 1);  // METIS is one call: its stage ends when it returns
   const auto part_of = assign_parts(dataset, args.options, info);
+  progress.update(args.method, 1, 1);
+  progress.clear();
   spdlog::info("{}: {} vertices, {} edges into {} parts by {} (seed {}) in {:.2f} s", dataset.name,
                dataset.num_vertices(), dataset.graph.num_edges(), info.parts, info.method, info.seed, info.seconds);
   log_partition(info);
-  write_partition(dataset, args.input, part_of, info, args.output);
+  write_partition(dataset, args.input, part_of, info, args.output, progress.callback());
+  progress.clear();
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   spdlog::info("wrote {} shards and {} to {} in {:.1f} s", info.parts, kManifestFileName, args.output, elapsed.count());
 }

@@ -4,14 +4,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/progress.hpp"
 #include "nj/comm/communicator.hpp"
 #include "nj/core/bytes.hpp"
 #include "nj/core/host_memory.hpp"
@@ -124,63 +122,6 @@ nlohmann::json partition_json(const Shard& shard, int ranks) {
           {"vertex_imbalance", p.vertex_imbalance()},
           {"train_imbalance", p.train_imbalance()}};
 }
-
-// Shows elapsed time on stderr while an epoch runs longer than a couple of seconds, when stderr is a terminal.
-class EpochProgress {
- public:
-  explicit EpochProgress(bool leader) : enabled_(leader && isatty(STDERR_FILENO) != 0) {
-    if (enabled_) worker_ = std::thread([this] { run(); });
-  }
-  EpochProgress(const EpochProgress&) = delete;
-  EpochProgress& operator=(const EpochProgress&) = delete;
-  ~EpochProgress() {
-    if (!enabled_) return;
-    {
-      const std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    worker_.join();
-  }
-  void start(std::uint32_t epoch, std::uint32_t total) {
-    const std::lock_guard lock(mutex_);
-    epoch_ = epoch;
-    total_ = total;
-    started_ = std::chrono::steady_clock::now();
-    running_ = true;
-  }
-  void finish() {
-    const std::lock_guard lock(mutex_);
-    running_ = false;
-    if (shown_) std::fputs("\r\033[K", stderr);
-    shown_ = false;
-  }
-
- private:
-  void run() {
-    std::unique_lock lock(mutex_);
-    while (!stop_) {
-      wake_.wait_for(lock, std::chrono::milliseconds(500));
-      if (!running_) continue;
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-      if (elapsed < 2.0) continue;
-      std::fprintf(stderr, "\r\033[Kepoch %u/%u running, %.1f s", epoch_ + 1, total_, elapsed);
-      std::fflush(stderr);
-      shown_ = true;
-    }
-  }
-
-  bool enabled_;
-  std::thread worker_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  bool running_ = false;
-  bool shown_ = false;
-  std::uint32_t epoch_ = 0;
-  std::uint32_t total_ = 0;
-  std::chrono::steady_clock::time_point started_;
-};
 
 std::string format_accuracy(double value) { return std::isnan(value) ? "  -   " : fmt::format("{:.4f}", value); }
 
@@ -324,18 +265,19 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
 
   const std::uint32_t first_epoch = rank.first_epoch;
   MetricsLog& log = rank.log;
-  EpochProgress progress(leader);
-  progress.start(first_epoch, args.options.epochs);
+  // A bar over the epochs on a terminal; elsewhere each epoch's line is the progress.
+  ProgressDisplay progress("train", leader && isatty(STDERR_FILENO) != 0);
+  progress.update("epochs", first_epoch, args.options.epochs);
   const TrainSummary summary = trainer.fit(first_epoch, [&](const EpochMetrics& m) {
-    progress.finish();
+    progress.clear();
     spdlog::info("epoch {:4d} | loss {:.4f} | train {} val {} test {} | {:.3f} s{}{}", m.epoch + 1, m.loss,
                  format_accuracy(m.accuracy.train), format_accuracy(m.accuracy.val), format_accuracy(m.accuracy.test),
                  m.train_seconds(), choice.in_memory ? std::string() : format_execution(m.execution),
                  comm.size() > 1 ? format_exchange(m) : std::string());
     log.write(to_json(m));
-    progress.start(m.epoch + 1, args.options.epochs);
+    progress.update("epochs", m.epoch + 1, args.options.epochs);
   });
-  progress.finish();
+  progress.clear();
 
   if (!args.save_checkpoint.empty() && leader) {
     save_checkpoint(args.save_checkpoint, model, trainer.optimizer(), args.options.epochs);

@@ -1,5 +1,7 @@
 #include "nj/graph/generate.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -9,6 +11,7 @@
 
 #include "nj/core/error.hpp"
 #include "nj/core/philox.hpp"
+#include "nj/core/progress.hpp"
 
 namespace nj {
 namespace {
@@ -186,14 +189,17 @@ class EndpointSampler {
 // Chung-Lu pairs with communities, one Philox block per endpoint: the source by weight over all vertices;
 // the destination by weight inside the source's class with probability `homophily`, else in another class.
 // The edge list lives only in this function, so its memory is gone before the features are made.
-CsrGraph draw_graph(const Draws& draws, const GeneratorOptions& options, const std::vector<std::int32_t>& label) {
+CsrGraph draw_graph(const Draws& draws, const GeneratorOptions& options, const std::vector<std::int32_t>& label,
+                    const ProgressCallback& progress) {
   const auto n = static_cast<vid_t>(options.vertices);
   const EndpointSampler sampler(label, draw_degree_weights(draws, n, options.degree_exponent), options.classes);
   const std::int64_t pairs = options.edges / 2;
   std::vector<vid_t> src(static_cast<std::size_t>(pairs));
   std::vector<vid_t> dst(static_cast<std::size_t>(pairs));
+  ProgressTicks ticks(progress, "edges", pairs);
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < pairs; ++i) {
+    if (omp_get_thread_num() == 0) ticks.tick(i * omp_get_num_threads());
     const auto source = draws.block(Draw::kEdge, static_cast<std::uint64_t>(i), 0);
     const auto destination = draws.block(Draw::kEdge, static_cast<std::uint64_t>(i), 1);
     const vid_t s = sampler.in_class(sampler.any_class(source[0]), source[1], source[2]);
@@ -203,6 +209,7 @@ CsrGraph draw_graph(const Draws& draws, const GeneratorOptions& options, const s
     dst[static_cast<std::size_t>(i)] =
         sampler.in_class(same_class ? c : sampler.other_class(c, destination[0]), destination[1], destination[2]);
   }
+  ticks.finish();
   return build_csr(n, src, dst,
                    {.symmetrize = true, .self_loops = SelfLoops::kRemove, .duplicates = Duplicates::kRemove});
 }
@@ -223,12 +230,15 @@ Matrix draw_class_means(const Draws& draws, const GeneratorOptions& options) {
   return means;
 }
 
-Matrix draw_features(const Draws& draws, const GeneratorOptions& options, const std::vector<std::int32_t>& label) {
+Matrix draw_features(const Draws& draws, const GeneratorOptions& options, const std::vector<std::int32_t>& label,
+                     const ProgressCallback& progress) {
   const Matrix means = draw_class_means(draws, options);
   Matrix features(options.vertices, options.features);
   const std::int64_t width = options.features;
+  ProgressTicks ticks(progress, "features", features.rows());
 #pragma omp parallel for schedule(static)
   for (std::int64_t v = 0; v < features.rows(); ++v) {
+    if (omp_get_thread_num() == 0) ticks.tick(v * omp_get_num_threads());
     float* row = features.row(v);
     const float* mean = means.row(label[static_cast<std::size_t>(v)]);
     for (std::int64_t j = 0; j < width; j += 4) {
@@ -237,6 +247,7 @@ Matrix draw_features(const Draws& draws, const GeneratorOptions& options, const 
       for (std::int64_t k = j; k < std::min(j + 4, width); ++k) row[k] = mean[k] + z[static_cast<std::size_t>(k - j)];
     }
   }
+  ticks.finish();
   return features;
 }
 
@@ -287,17 +298,17 @@ void validate(const GeneratorOptions& options) {
              options.val_fraction);
 }
 
-Dataset generate_dataset(const GeneratorOptions& options) {
+Dataset generate_dataset(const GeneratorOptions& options, const ProgressCallback& progress) {
   validate(options);
   const Draws draws(options.seed);
   Dataset dataset;
   dataset.name = options.name;
   dataset.num_classes = options.classes;
   dataset.labels = draw_classes(draws, static_cast<vid_t>(options.vertices), options.classes);
-  dataset.graph = draw_graph(draws, options, dataset.labels);
+  dataset.graph = draw_graph(draws, options, dataset.labels, progress);
   dataset.symmetrized = true;
   dataset.self_loops = SelfLoopPolicy::kRemoved;
-  dataset.features = draw_features(draws, options, dataset.labels);
+  dataset.features = draw_features(draws, options, dataset.labels, progress);
   draw_splits(draws, options, dataset);
   return dataset;
 }

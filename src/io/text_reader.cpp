@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -22,13 +23,24 @@ T parse_number(std::string_view field, const TextReader& at, std::string_view wh
   return value;
 }
 
+// The callback of this thread's ReadProgress; empty where none lives.
+thread_local ProgressCallback read_progress;
+
 }  // namespace
+
+ReadProgress::ReadProgress(ProgressCallback progress) {
+  NJ_EXPECTS(!read_progress, "a ReadProgress is already active on this thread");
+  read_progress = std::move(progress);
+}
+
+ReadProgress::~ReadProgress() { read_progress = nullptr; }
 
 TextReader::TextReader(std::string path) : path_(std::move(path)), chunk_(kChunkBytes) {
   NJ_REQUIRE(std::filesystem::is_regular_file(path_), "{}: no such file", path_);
   file_ = gzopen(path_.c_str(), "rb");
   NJ_REQUIRE(file_ != nullptr, "{}: cannot open: {}", path_, std::strerror(errno));
   gzbuffer(file_, kGzipBufferBytes);
+  file_bytes_ = static_cast<std::int64_t>(std::filesystem::file_size(path_));
 }
 
 TextReader::~TextReader() { gzclose(file_); }
@@ -43,6 +55,14 @@ bool TextReader::next_line(std::string_view& line) {
   int status = Z_OK;
   const char* message = gzerror(file_, &status);
   if (status < 0) throw InputError(fmt::format("{}: read error: {}", path_, message));  // e.g. a truncated .gz
+  if (read_progress) {
+    // gzoffset: how far into the file on disk (compressed or not) reading has got.
+    const std::int64_t offset = line_.empty() ? file_bytes_ : static_cast<std::int64_t>(gzoffset(file_));
+    if (offset >= next_report_ || line_.empty()) {  // and once at the end
+      next_report_ = offset + std::max<std::int64_t>(file_bytes_ / 100, 1);
+      read_progress(std::filesystem::path(path_).filename().string(), std::min(offset, file_bytes_), file_bytes_);
+    }
+  }
   if (line_.empty()) return false;
   ++line_number_;
   line = line_;

@@ -47,8 +47,12 @@ CommandResult run_command(const std::string& command) {
 
 }  // namespace
 
-CommandResult run_nj(const std::string& arguments) {
-  return run_command(std::string("\"") + NJ_BINARY + "\" " + arguments + " 2>&1");
+CommandResult run_nj(const std::string& arguments, const std::string& environment) {
+  return run_command(environment + (environment.empty() ? "" : " ") + "\"" + NJ_BINARY + "\" " + arguments + " 2>&1");
+}
+
+CommandResult run_nj_in_terminal(const std::string& arguments) {
+  return run_command("script -qec \"'" + std::string(NJ_BINARY) + "' " + arguments + "\" /dev/null </dev/null 2>&1");
 }
 
 bool have_mpirun() {

@@ -41,7 +41,11 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 // Runs the built `nj` binary with the given arguments (a shell string).
-CommandResult run_nj(const std::string& arguments);
+// `environment`: variable assignments for it ("NAME=value ...").
+CommandResult run_nj(const std::string& arguments, const std::string& environment = "");
+
+// The same on a pseudo-terminal (script(1)), as from a user's shell: what a terminal would show.
+CommandResult run_nj_in_terminal(const std::string& arguments);
 
 // Whether `mpirun` is on PATH; the multi-rank tests skip without it.
 bool have_mpirun();

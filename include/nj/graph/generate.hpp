@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "nj/core/progress.hpp"
 #include "nj/graph/dataset.hpp"
 
 namespace nj {
@@ -36,6 +37,7 @@ void validate(const GeneratorOptions& options);
 
 // Validates the options and builds the dataset: symmetrized, without self-loops or duplicate edges, every
 // vertex labelled, splits of exactly round(fraction * vertices) vertices (at least one in train).
-Dataset generate_dataset(const GeneratorOptions& options);
+// `progress` hears of the edges and the features as they are drawn.
+Dataset generate_dataset(const GeneratorOptions& options, const ProgressCallback& progress = {});
 
 }  // namespace nj

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nj/core/error.hpp"
+#include "nj/core/progress.hpp"
 
 struct gzFile_s;  // zlib's file handle, kept out of this header
 
@@ -20,6 +21,17 @@ namespace nj {
 // OGB's CSV files).
 inline constexpr std::string_view kWhitespace = " \t";
 inline constexpr std::string_view kWhitespaceOrComma = " \t,";
+
+// While one lives, the TextReaders of its thread tell `progress` how far they are through each file (bytes of
+// the file on disk; the stage is the file's name): how `nj convert` shows progress through readers that take no
+// callback of their own.
+class ReadProgress {
+ public:
+  explicit ReadProgress(ProgressCallback progress);
+  ReadProgress(const ReadProgress&) = delete;
+  ReadProgress& operator=(const ReadProgress&) = delete;
+  ~ReadProgress();
+};
 
 class TextReader {
  public:
@@ -49,6 +61,8 @@ class TextReader {
   std::vector<char> chunk_;
   std::string line_;
   std::int64_t line_number_ = 0;
+  std::int64_t file_bytes_ = 0;
+  std::int64_t next_report_ = 0;  // the file offset at which ReadProgress hears next
 };
 
 // The fields of one line, split at runs of separator characters.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "nj/core/progress.hpp"
 #include "nj/graph/dataset.hpp"
 #include "nj/graph/shard.hpp"
 
@@ -50,10 +51,11 @@ void write_manifest(const std::string& directory, const PartitionManifest& manif
 PartitionManifest read_manifest(const std::string& path);
 
 // Writes every part's shard of `dataset` (one at a time, so that only one shard is in memory) and then the
-// manifest into `directory`, which is created if missing. Returns the manifest written.
+// manifest into `directory`, which is created if missing, telling `progress` of each shard. Returns the manifest
+// written.
 PartitionManifest write_partition(const Dataset& dataset, const std::string& dataset_path,
                                   std::span<const std::int32_t> part_of, const PartitionInfo& info,
-                                  const std::string& directory);
+                                  const std::string& directory, const ProgressCallback& progress = {});
 
 // Reads part `part`'s shard of the partition in `directory` after checking that the partition has
 // `expected_parts` parts (one per rank of the job).
