@@ -1,11 +1,16 @@
-// nj plan: plans an epoch of the subgraph executor without training, and compares the cache policies.
+// nj plan: plans an epoch of the subgraph executor without training, and compares the cache policies; on a
+// partition folder, plans every rank's shard and reports what each rank moves per epoch.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/partition/shard_file.hpp"
 
 namespace nj::cli {
 namespace {
@@ -16,9 +21,69 @@ struct PlanArguments {
   ExecutorArguments executor;
   bool all_policies = false;
   bool list_subgraphs = false;
+  bool json = false;
 };
 
+// Bytes a rank sends to its peers per epoch: forward, its boundary rows of each layer's transformed rows;
+// backward, its mirrors' gradients of them (what ExchangeStats counts as sent).
+std::int64_t exchange_bytes_sent(const Model& model, const LocalGraph& local) {
+  std::int64_t rows = 0;
+  for (const PeerRows& p : local.peers) rows += static_cast<std::int64_t>(p.send.size() + p.receive.size());
+  std::int64_t bytes = 0;
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    bytes += rows * model.layer(l).row_width() * static_cast<std::int64_t>(sizeof(float));
+  }
+  return bytes;
+}
+
+// Every rank of a partition folder, planned as `nj train --partitions` would run it with the same options.
+void run_partition_plan(const PlanArguments& args) {
+  const PartitionManifest manifest = read_manifest(args.dataset);
+  const ExecutorChoice choice = parse_executor_choice(args.executor);
+  nlohmann::json ranks = nlohmann::json::array();
+  if (!args.json) {
+    std::cout << fmt::format("{} ({} parts by {}), {} at {} per rank; bytes per epoch:\n", manifest.dataset_name,
+                             manifest.partition.parts, manifest.partition.method, to_string(choice.options.mode),
+                             format_bytes(choice.options.device_budget));
+    std::cout << fmt::format("{:>4} {:>10} {:>10} {:>12} {:>12} {:>14} {:>12}\n", "rank", "owned", "mirrors", "h2d",
+                             "d2h", "exchange sent", "device peak");
+  }
+  for (std::size_t part = 0; part < manifest.shard_files.size(); ++part) {
+    Shard shard = read_shard((std::filesystem::path(manifest.directory) / manifest.shard_files[part]).string());
+    Model model(args.model.resolve(), shard.features.cols(), shard.num_classes);
+    EpochPlan plan = plan_epoch(model, shard.local, choice.options);
+    plan.memory = forecast_device_memory(*make_cpu_backend(), model, shard.local, shard.features.view(), plan);
+    const std::int64_t exchange = exchange_bytes_sent(model, shard.local);
+    ranks.push_back({{"rank", part},
+                     {"owned", shard.local.num_owned},
+                     {"mirrors", shard.local.num_mirrors()},
+                     {"h2d_bytes", plan.h2d_bytes},
+                     {"d2h_bytes", plan.d2h_bytes},
+                     {"exchange_bytes_sent", exchange},
+                     {"device_peak_bytes", plan.memory.peak_footprint_bytes},
+                     {"steps", plan.num_steps}});
+    if (!args.json) {
+      std::cout << fmt::format("{:>4} {:>10} {:>10} {:>12} {:>12} {:>14} {:>12}\n", part, shard.local.num_owned,
+                               shard.local.num_mirrors(), format_bytes(plan.h2d_bytes), format_bytes(plan.d2h_bytes),
+                               format_bytes(exchange), format_bytes(plan.memory.peak_footprint_bytes));
+    }
+  }
+  if (args.json) {
+    std::cout << nlohmann::json{{"dataset", manifest.dataset_name},
+                                {"parts", manifest.partition.parts},
+                                {"execution", to_string(choice.options.mode)},
+                                {"device_budget_bytes", choice.options.device_budget},
+                                {"ranks", ranks}}
+                     .dump()
+              << "\n";
+  }
+}
+
 void run_plan(PlanArguments& args) {
+  if (std::filesystem::is_directory(args.dataset) || args.dataset.ends_with(kManifestFileName)) {
+    run_partition_plan(args);
+    return;
+  }
   Dataset dataset = read_dataset(args.dataset);
   Model model(args.model.resolve(), dataset.features.cols(), dataset.num_classes);
   const LocalGraph local = whole_local_graph(std::move(dataset.graph));
@@ -85,11 +150,16 @@ void add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan",
       "Plan an epoch of the subgraph executor (subgraphs, device budget, predicted transfers) without training");
-  cmd->add_option("dataset,--dataset", args->dataset, "Dataset file (HDF5)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("dataset,--dataset", args->dataset,
+                  "Dataset file (HDF5), or a partition folder (nj partition): then every rank's shard is planned and "
+                  "what each rank moves per epoch is reported")
+      ->required()
+      ->check(CLI::ExistingPath);
   add_model_options(*cmd, args->model);
   add_executor_options(*cmd, args->executor, false);
   cmd->add_flag("--all-policies", args->all_policies, "Predict the transfers of every cache policy");
   cmd->add_flag("--list-subgraphs", args->list_subgraphs, "Print every subgraph's size");
+  cmd->add_flag("--json", args->json, "A partition folder's per-rank figures as one JSON object");
   cmd->callback([args] { run_plan(*args); });
 }
 
