@@ -58,7 +58,7 @@ start() {
 ClusterName=nj-local
 SlurmctldHost=$node
 SlurmUser=$(id -un)
-SlurmdUser=root
+SlurmdUser=$(id -un)
 SlurmctldPort=16817
 SlurmdPort=16818
 AuthType=auth/munge

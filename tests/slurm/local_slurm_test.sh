@@ -13,7 +13,8 @@ for tool in munged slurmctld slurmd sbatch srun; do
 done
 [[ -d "$data/cora" ]] || { echo "skipped: $data/cora not found (set NJ_DATA_DIR)"; exit 77; }
 
-export NJ_SLURM_DIR="$(mktemp -d /tmp/nj-slurm-test.XXXXXX)"
+NJ_SLURM_DIR="$(mktemp -d /tmp/nj-slurm-test.XXXXXX)"
+export NJ_SLURM_DIR
 work="$(mktemp -d /tmp/nj-slurm-work.XXXXXX)"
 finish() {
   local status=$?
