@@ -57,6 +57,7 @@ void run_partition_plan(const PlanArguments& args) {
     ranks.push_back({{"rank", part},
                      {"owned", shard.local.num_owned},
                      {"mirrors", shard.local.num_mirrors()},
+                     {"in_edges", shard.local.graph.num_edges()},
                      {"h2d_bytes", plan.h2d_bytes},
                      {"d2h_bytes", plan.d2h_bytes},
                      {"exchange_bytes_sent", exchange},
