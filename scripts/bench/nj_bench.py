@@ -76,8 +76,8 @@ def prepare_parts(nj, work, dataset, parts, method="metis"):
 
 def train_run(nj, train_args, metrics, source, ranks=1, mpirun="mpirun"):
     """`nj train` with `train_args` on `source` (a dataset, or with ranks > 1 a partition folder), one rank or
-    `ranks` under mpirun on this machine. Returns (records of the metrics file, None) or (None, the last line of
-    the output)."""
+    `ranks` under mpirun on this machine. Returns (records of the metrics file, None) or (None, nj's error line, or
+    the output's last line where there is none)."""
     args = ["--log-level", "warn", "train", *train_args, "--metrics-out", metrics]
     if ranks == 1:
         code, out = run([nj, *args, source])
@@ -86,7 +86,10 @@ def train_run(nj, train_args, metrics, source, ranks=1, mpirun="mpirun"):
                    OMPI_MCA_mpi_yield_when_idle="1")
         code, out = run([mpirun, "-np", str(ranks), "--oversubscribe", nj, *args, "--partitions", source], env)
     if code != 0:
-        return None, out.strip().splitlines()[-1] if out.strip() else "failed"
+        lines = out.strip().splitlines()
+        # Under mpirun, mpirun's own report of the abort follows nj's one error line.
+        errors = [line for line in lines if line.startswith("nj: error:")]
+        return None, errors[0] if errors else (lines[-1] if lines else "failed")
     with open(metrics) as f:
         return [json.loads(line) for line in f], None
 

@@ -35,7 +35,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
-from nj_bench import run  # noqa: E402
+from nj_bench import figures, prepare_parts, run, train_run  # noqa: E402
 
 # Bandwidth in GB/s (one direction) and latency in µs.
 LINKS = {
@@ -111,6 +111,27 @@ def plan_ranks(nj, parts):
             for r in plan["ranks"]]
 
 
+def measure(args):
+    """GCN epochs with no budget at each rank count, one thread per rank, as the sweep runs them."""
+    rows = []
+    metrics = os.path.join(args.work, f"metrics-{os.getpid()}.jsonl")
+    for dataset in args.measure.split(","):
+        path = os.path.join(args.work, dataset + ".h5")
+        for p in (int(r) for r in args.ranks.split(",")):
+            source = path if p == 1 else prepare_parts(args.nj, args.work, path, p)
+            records, error = train_run(args.nj, ["--model", "gcn", "--layers", str(LAYERS), "--hidden", str(HIDDEN),
+                                                 "--threads", "1", "--epochs", str(args.epochs), "--eval-every", "0",
+                                                 "--execution", "reuse", "--device-memory", "unlimited"],
+                                       metrics, source, p)
+            if records is None:
+                sys.exit(f"{dataset} on {p} ranks failed: {error}")
+            f = figures(records)
+            rows.append({"dataset": dataset, "ranks": str(p), "epoch_seconds": f["epoch_seconds"],
+                         "compute_seconds": f["compute_seconds"]})
+    os.remove(metrics)
+    return rows
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -123,11 +144,17 @@ def main():
     parser.add_argument("--gpu-tflops", type=float, default=30.0, help="H200: effective FP32 TFLOP/s of the GEMMs")
     parser.add_argument("--gpu-memory", type=float, default=137e9, help="bytes of a GPU's budget")
     parser.add_argument("--mirror-coefficient", type=float, default=None)
+    parser.add_argument("--measure", default=None,
+                        help="measure these datasets (of WORK) at --ranks now, instead of reading the sweep's rows")
+    parser.add_argument("--ranks", default="1,2,4")
+    parser.add_argument("--epochs", type=int, default=4)
     args = parser.parse_args()
-    sweep = args.sweep or os.path.join(args.work, "sweep.csv")
-    with open(sweep, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["policy"] == "st-aware" and r["budget_percent"] == "100"
-                and r["model"] == "gcn" and not r["note"]]
+    if args.measure:
+        rows = measure(args)
+    else:
+        with open(args.sweep or os.path.join(args.work, "sweep.csv"), newline="") as f:
+            rows = [r for r in csv.DictReader(f) if r["policy"] == "st-aware" and r["budget_percent"] == "100"
+                    and r["model"] == "gcn" and not r["note"]]
 
     # ---- this machine: the model against measured epochs at 1, 2 and 4 ranks ----
     print("Projection against measurement on this machine (GCN, unlimited budget, st-aware; compute rate from the "

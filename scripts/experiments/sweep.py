@@ -12,8 +12,8 @@ under `mpirun --oversubscribe` for several ranks, and appends a row to the CSV:
   median over epochs), transfer_bytes, other_transfer_bytes (rank 0's host-device bytes per epoch),
   exchange_bytes (all ranks), edge_cut, mirror_fraction, device_peak_bytes, host_peak_bytes, hit_rate, machine
 
-The sweep is resumable: a cell already in the CSV is not run again, so an interrupted sweep continues where it
-stopped. A progress line tells which cell runs and an estimate of the time left. Finally it draws, with
+The sweep is resumable: a cell already in the CSV is not run again (unless it failed), so an interrupted sweep
+continues where it stopped. A progress line tells which cell runs and an estimate of the time left. Finally it draws, with
 matplotlib, into --plots:
 
   scaling-<dataset>.png     epoch time and bytes exchanged against ranks (each policy, the middle budget)
@@ -91,6 +91,13 @@ def sweep(args):
     policies = args.policies.split(",")
     models = args.models.split(",")
     rows = read_rows(args.csv)
+    # Failed cells run again: their rows go, the others stay.
+    if any(r["note"].startswith("failed") for r in rows):
+        rows = [r for r in rows if not r["note"].startswith("failed")]
+        with open(args.csv, "w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=FIELDS)
+            writer.writeheader()
+            writer.writerows(rows)
     done = {key_of(r) for r in rows}
     cells = [(d, r, m, p, b) for d in datasets for r in ranks_list for m in models for p in policies for b in budgets]
     progress = Progress(len(cells), sum(1 for d, r, m, p, b in cells if (d, str(r), m, p, str(b)) in done))
