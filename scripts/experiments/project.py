@@ -191,7 +191,7 @@ def main():
     print(f"\nProjection on H200 nodes of 8 GPUs (NVLink 4 within a node, InfiniBand NDR between nodes, PCIe 5 to the "
           f"host; mirror fraction {coefficient:.3f}·log2(P); gathers {args.gpu_gather_tbps} TB/s, GEMMs "
           f"{args.gpu_tflops} TFLOP/s, {args.gpu_memory / 1e9:.0f} GB per GPU)")
-    print("| graph | GPUs (nodes × GPUs) | epoch s | compute | exchange | all-reduce | rows fit the GPUs |")
+    print("| graph | GPUs (nodes × GPUs) | epoch s | compute + host copies | exchange | all-reduce | rows fit the GPUs |")
     print("|---|---|---|---|---|---|---|")
     series = {}
     for name, (vertices, edges, features, classes) in graphs.items():

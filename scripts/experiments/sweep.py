@@ -128,7 +128,10 @@ def sweep(args):
                         result, error = (unlimited, None) if percent >= 100 and policy == "st-aware" else \
                             train_cell(args, source, ranks, model, policy, budget if percent < 100 else "unlimited",
                                        metrics)
-                        if result is None and minimum_budget(error):
+                        # Below a rank's minimum: again at the minimum it names (another rank may name a larger one).
+                        for _ in range(ranks):
+                            if result is not None or not minimum_budget(error):
+                                break
                             note = f"at its minimum {minimum_budget(error)}"
                             result, error = train_cell(args, source, ranks, model, policy, minimum_budget(error),
                                                        metrics)
@@ -214,6 +217,7 @@ def plot(args):
             axis.bar(labels, values, bottom=bottom, label=label)
             bottom = [b + v for b, v in zip(bottom, values)]
         axis.bar(labels, [max(0.0, e - b) for e, b in zip(epoch, bottom)], bottom=bottom, label="the rest")
+        axis.tick_params(axis="x", labelsize=7)
         axis.set(ylabel="seconds per epoch (slowest rank)",
                  title=f"Where an epoch goes (st-aware, {smallest}% budget)")
         axis.legend()
@@ -222,6 +226,26 @@ def plot(args):
         fig.savefig(written[-1], dpi=110)
         plt.close(fig)
     print("plots: " + ", ".join(written))
+
+
+def tables(args):
+    """The CSV as Markdown: per dataset, epoch seconds and bytes for each rank count, budget and policy."""
+    rows = [r for r in read_rows(args.csv) if not r["note"].startswith("failed")]
+    for dataset in dict.fromkeys(r["dataset"] for r in rows):
+        print(f"\n{dataset}: epoch s / MiB host-device (rank 0) / MiB exchanged (all ranks) per epoch")
+        policies = list(dict.fromkeys(r["policy"] for r in rows))
+        print("| ranks | budget | " + " | ".join(policies) + " |")
+        print("|---|---|" + "---|" * len(policies))
+        cells = {(r["ranks"], r["budget_percent"], r["policy"]): r for r in rows if r["dataset"] == dataset}
+        order = sorted({(int(r["ranks"]), -int(r["budget_percent"])) for r in rows if r["dataset"] == dataset})
+        for ranks, budget in ((str(r), str(-b)) for r, b in order):
+            shown = []
+            for policy in policies:
+                r = cells.get((ranks, budget, policy))
+                shown.append("-" if r is None else
+                             f"{number(r, 'epoch_seconds'):.3f} / {number(r, 'transfer_bytes') / 2**20:,.0f} / "
+                             f"{number(r, 'exchange_bytes') / 2**20:,.0f}{' *' if r['note'] else ''}")
+            print(f"| {ranks} | {budget}% | " + " | ".join(shown) + " |")
 
 
 def main():
@@ -240,7 +264,7 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--csv", default=None, help="default: WORK/sweep.csv")
     parser.add_argument("--plots", default=None, help="default: WORK/plots")
-    parser.add_argument("--plots-only", action="store_true", help="draw the plots of an existing CSV")
+    parser.add_argument("--plots-only", action="store_true", help="draw the plots and print the tables of a CSV")
     args = parser.parse_args()
     args.csv = args.csv or os.path.join(args.work, "sweep.csv")
     args.plots = args.plots or os.path.join(args.work, "plots")
@@ -249,6 +273,7 @@ def main():
         print(f"machine: {machine()}", flush=True)
         sweep(args)
     plot(args)
+    tables(args)
 
 
 if __name__ == "__main__":
