@@ -18,11 +18,6 @@ namespace {
 constexpr std::int64_t kParallelWork = std::int64_t{1} << 14;
 bool worth_threads(std::int64_t floats) { return floats >= kParallelWork; }
 
-// The input buffer holds every row the block's sources map to.
-bool reaches_sources(const SparseBlockView& block, ConstDeviceRows rows) {
-  return block.src_row != nullptr || rows.rows >= block.num_src;
-}
-
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads) {
@@ -36,12 +31,7 @@ class CpuBackend final : public Backend {
 
   void gemm(bool transpose_a, bool transpose_b, float alpha, ConstDeviceRows a, ConstDeviceRows b, float beta,
             DeviceRows c) override {
-    const std::int64_t m = transpose_a ? a.cols : a.rows;
-    const std::int64_t k = transpose_a ? a.rows : a.cols;
-    const std::int64_t n = transpose_b ? b.rows : b.cols;
-    NJ_EXPECTS((transpose_b ? b.cols : b.rows) == k && c.rows == m && c.cols == n,
-               "gemm shapes: op(A) {}x{}, op(B) {}x{}, C {}x{}", m, k, transpose_b ? b.cols : b.rows, n, c.rows,
-               c.cols);
+    const auto [m, n, k] = gemm_shape(transpose_a, transpose_b, a, b, c);
     if (m == 0 || n == 0) return;
     cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
                 static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a.data,

@@ -66,6 +66,17 @@ class Backend {
   virtual void zero_rows(DeviceRows dst, DeviceSpan<const vid_t> rows, std::int64_t count) = 0;
 };
 
+// What every backend checks of its arguments.
+// (m, n, k) of C = op(A)·op(B); throws nj::Error when the shapes do not chain or C is not m × n.
+struct GemmShape {
+  std::int64_t m, n, k;
+};
+GemmShape gemm_shape(bool transpose_a, bool transpose_b, ConstDeviceRows a, ConstDeviceRows b, ConstDeviceRows c);
+// True when `rows` holds every row the block's sources map to.
+inline bool reaches_sources(const SparseBlockView& block, ConstDeviceRows rows) {
+  return block.src_row != nullptr || rows.rows >= block.num_src;
+}
+
 // The multithreaded CPU backend (OpenMP loops over rows, OpenBLAS GEMM). threads <= 0 keeps the default.
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
 

@@ -110,12 +110,7 @@ class CudaBackend final : public Backend {
 
   void gemm(bool transpose_a, bool transpose_b, float alpha, ConstDeviceRows a, ConstDeviceRows b, float beta,
             DeviceRows c) override {
-    const std::int64_t m = transpose_a ? a.cols : a.rows;
-    const std::int64_t k = transpose_a ? a.rows : a.cols;
-    const std::int64_t n = transpose_b ? b.rows : b.cols;
-    NJ_EXPECTS((transpose_b ? b.cols : b.rows) == k && c.rows == m && c.cols == n,
-               "gemm shapes: op(A) {}x{}, op(B) {}x{}, C {}x{}", m, k, transpose_b ? b.cols : b.rows, n, c.rows,
-               c.cols);
+    const auto [m, n, k] = gemm_shape(transpose_a, transpose_b, a, b, c);
     if (m == 0 || n == 0) return;
     // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: the same buffers, the operands swapped.
     NJ_CUDA_TRY(cublasSgemm(blas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -209,10 +204,6 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  static bool reaches_sources(const SparseBlockView& block, ConstDeviceRows rows) {
-    return block.src_row != nullptr || rows.rows >= block.num_src;
-  }
-
   // out = A·in + beta·out for the CSR matrix A (rows × cols) through cuSPARSE; false where it is off or does not
   // support the configuration, for the caller to run the row kernels instead.
   // The block's offsets are 64-bit and its column indices 32-bit, a mix cuSPARSE refuses: the offsets are
