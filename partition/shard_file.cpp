@@ -198,6 +198,7 @@ Shard read_shard(const std::string& path) {
   NJ_REQUIRE(static_cast<std::int64_t>(features.shape[0]) == num_owned,
              "{}: /features: {} rows but the shard owns {} vertices", path, features.shape[0], num_owned);
   shard.features = Matrix(num_owned, static_cast<std::int64_t>(features.shape[1]), std::move(features.values));
+  require_finite_features(shard.features, path, local.global_id);
   shard.labels = hdf5::read_vector<std::int32_t>(file, "/labels", num_owned);
   for (auto [name, mask] : {std::pair{"/masks/train", &shard.train_mask}, std::pair{"/masks/val", &shard.val_mask},
                             std::pair{"/masks/test", &shard.test_mask}}) {

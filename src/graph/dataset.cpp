@@ -52,6 +52,19 @@ void Dataset::validate(const std::string& where) const {
     }
   }
   NJ_REQUIRE(count(train_mask) > 0, "{}: the train split is empty", where);
+  require_finite_features(features, where);
+}
+
+void require_finite_features(const Matrix& features, const std::string& where, std::span<const gid_t> vertex_ids) {
+  for (std::int64_t r = 0; r < features.rows(); ++r) {
+    const float* row = features.row(r);
+    for (std::int64_t c = 0; c < features.cols(); ++c) {
+      if (std::isfinite(row[c])) continue;
+      const std::int64_t vertex = vertex_ids.empty() ? r : vertex_ids[static_cast<std::size_t>(r)];
+      throw InputError(
+          fmt::format("{}: /features: vertex {}, column {} is {} (features must be finite)", where, vertex, c, row[c]));
+    }
+  }
 }
 
 void row_normalize(Matrix& features) {

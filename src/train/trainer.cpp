@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 
 #include "nj/train/loss.hpp"
 
@@ -114,11 +115,33 @@ EpochMetrics Trainer::train_epoch(std::uint32_t epoch) {
   start = std::chrono::steady_clock::now();
   for (Parameter* p : model_.parameters()) comm_.all_reduce_sum(p->grad.span());
   comm_.all_reduce_sum(loss);
+  require_finite(epoch, loss[0]);
   optimizer_.step();
   metrics.optimizer_seconds = seconds_since(start);
   metrics.loss = loss[0] / static_cast<double>(global_train_count_);
   summarise_over_ranks(comm_, metrics);
   return metrics;
+}
+
+// After the all-reduce every rank holds the same sums, so every rank stops here alike and rank 0 says why,
+// before the optimizer writes non-finite weights (which a checkpoint would keep).
+void Trainer::require_finite(std::uint32_t epoch, double loss) {
+  const auto stop = [&](const std::string& what) {
+    throw JobError(fmt::format("epoch {}: {}: training diverged, or its input holds non-finite values (a lower --lr "
+                               "may help)",
+                               epoch + 1, what),
+                   0, comm_.rank() == 0);
+  };
+  if (!std::isfinite(loss)) stop(fmt::format("the loss is {}", loss));
+  for (const Parameter* p : model_.parameters()) {
+    const std::span<const float> grad = p->grad.span();
+    const auto bad = std::find_if(grad.begin(), grad.end(), [](float g) { return !std::isfinite(g); });
+    if (bad != grad.end()) {
+      const auto at = bad - grad.begin();
+      stop(fmt::format("the gradient of {} is {} (row {}, column {})", p->name, *bad, at / p->grad.cols(),
+                       at % p->grad.cols()));
+    }
+  }
 }
 
 Accuracy Trainer::evaluate() {

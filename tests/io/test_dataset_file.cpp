@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <initializer_list>
+#include <limits>
 
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/hdf5.hpp"
@@ -95,6 +96,20 @@ TEST_F(DatasetFile, RejectsLabelNotBelowNumClasses) {
   labels[5] = dataset_.num_classes;
   replace<std::int32_t>("/labels", labels, {labels.size()});
   expect_rejected({"vertex 5", "label 3"});
+}
+
+// A NaN or an infinity in the features would train to chance accuracy without a word.
+TEST_F(DatasetFile, RejectsNonFiniteFeaturesNamingTheVertexAndColumn) {
+  for (const float poison : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    std::vector<float> features(dataset_.features.span().begin(), dataset_.features.span().end());
+    features[static_cast<std::size_t>(7 * dataset_.features.cols() + 4)] = poison;
+    features[static_cast<std::size_t>(9 * dataset_.features.cols() + 1)] = poison;  // only the first is named
+    replace<float>("/features", features, {num_vertices(), static_cast<hsize_t>(dataset_.features.cols())});
+    expect_rejected({"/features", "vertex 7, column 4", "must be finite"});
+  }
+  Dataset poisoned = dataset_;
+  poisoned.features(2, 0) = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(write_dataset(dir_.file("poisoned.h5"), poisoned), InputError) << "nor is such a dataset written";
 }
 
 TEST_F(DatasetFile, RejectsMissingSplit) {

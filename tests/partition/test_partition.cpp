@@ -279,6 +279,20 @@ TEST(ShardFile, AShardMustHoldWhatItsPartitionRecords) {
   }
 }
 
+TEST(ShardFile, NonFiniteFeaturesAreRejectedNamingTheGlobalVertex) {
+  const test::TempDir dir;
+  const Dataset d = small_dataset();
+  PartitionInfo info;
+  const auto part_of = assign_parts(d, {PartitionMethod::kContiguous, kParts, 0}, info);
+  Shard shard = make_shard(d, part_of, 1, info);
+  shard.features(3, 1) = std::numeric_limits<float>::infinity();
+  const auto path = dir.file("part-1.h5");
+  write_shard(path, shard);
+  const std::string message = input_error([&] { read_shard(path); });
+  EXPECT_NE(message.find(fmt::format("vertex {}, column 1 is inf", shard.local.global_id[3])), std::string::npos)
+      << message;
+}
+
 TEST(ShardFile, ADatasetFileIsNotAShard) {
   const test::TempDir dir;
   const auto path = dir.file("d.h5");

@@ -2,6 +2,7 @@
 // thread count, and resumable from a checkpoint without changing a bit.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <tuple>
 
 #include "nj/train/checkpoint.hpp"
@@ -109,6 +110,31 @@ TEST_P(TrainingTest, ResumingFromACheckpointChangesNothing) {
   const TrainingRun resumed = train(kind(), data, small_model(model_kind()), 8, 2, 3, dir.file("ckpt.h5"));
   EXPECT_EQ(straight.losses, resumed.losses);
   EXPECT_EQ(straight.weights, resumed.weights);
+}
+
+// A diverging run stops at the first epoch whose loss is not finite, naming it, before the optimizer writes
+// non-finite weights.
+TEST_P(TrainingTest, ANonFiniteLossStopsTrainingNamingTheEpoch) {
+  Resources resources = test::backend_resources(kind(), kUnlimited, 2);
+  auto comm = make_single_process_communicator();
+  Model model(small_model(model_kind()), data.features.cols(), data.num_classes);
+  InMemoryExecutor executor(resources, model, whole_local_graph(data.graph), data.features.view());
+  TrainOptions options;
+  options.epochs = 10;
+  options.adam.lr = 1e30F;  // the first step overflows the logits
+  int epochs = 0;
+  try {
+    Trainer(model, executor, *comm, targets_of(data), options).fit(0, [&](const EpochMetrics&) { ++epochs; });
+    FAIL() << "training went on with a non-finite loss";
+  } catch (const JobError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(fmt::format("epoch {}: the ", epochs + 1)), std::string::npos) << message;
+    EXPECT_NE(message.find("training diverged"), std::string::npos) << message;
+    EXPECT_TRUE(e.report());
+  }
+  for (const Parameter* p : model.parameters()) {
+    for (const float w : p->value.span()) ASSERT_TRUE(std::isfinite(w)) << p->name;
+  }
 }
 
 TEST(Checkpoint, RejectsADifferentModel) {

@@ -38,4 +38,8 @@ std::int64_t count(std::span<const std::uint8_t> mask);
 // Divides every feature row by its sum of absolute values (PyG's NormalizeFeatures); zero rows stay zero.
 void row_normalize(Matrix& features);
 
+// Throws InputError naming `where`, the first vertex (its id in `vertex_ids`, else its row) and column whose feature
+// is NaN or infinite: training on them would reach chance accuracy without a word.
+void require_finite_features(const Matrix& features, const std::string& where, std::span<const gid_t> vertex_ids = {});
+
 }  // namespace nj

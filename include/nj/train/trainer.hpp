@@ -108,6 +108,10 @@ class Trainer {
   Adam& optimizer() { return optimizer_; }
 
  private:
+  // Throws JobError (the same on every rank) naming the epoch, and the parameter, where the loss or a gradient
+  // summed over the ranks is NaN or infinite.
+  void require_finite(std::uint32_t epoch, double loss);
+
   Model& model_;
   Executor& executor_;
   Communicator& comm_;
