@@ -109,6 +109,40 @@ TEST_F(MultiRankCli, PlanOfAPartitionFolderIsWhatTrainingMoves) {
   EXPECT_EQ(epochs, 2);
 }
 
+// A rank killed outright (SIGKILL, no chance to abort) in the middle of training: every other rank must end,
+// non-zero, within 30 seconds, and none may be left running.
+TEST_F(MultiRankCli, AKilledRankEndsEveryOtherRankWithinThirtySeconds) {
+  const std::string marker = dir_.file("killed-run.jsonl");
+  std::ofstream(dir_.file("kill.sh")) << R"sh(
+job_marker="$1"; shift
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 \
+  timeout 120 mpirun -np 4 --oversubscribe "$@" --metrics-out "$job_marker" </dev/null >/dev/null 2>&1 &
+job=$!
+# Training runs once rank 0 has written an epoch.
+for _ in $(seq 600); do grep -q '"type":"epoch"' "$job_marker" 2>/dev/null && break; sleep 0.1; done
+victim=$(pgrep -f -- "--metrics-out $job_marker" | while read -r pid; do
+  [ "$(ps -o comm= -p "$pid")" = nj ] && echo "$pid"; done | sed -n 2p)
+[ -n "$victim" ] || { echo "no rank to kill"; exit 2; }
+kill -9 "$victim"
+start=$(date +%s%N)
+wait "$job"; status=$?
+echo "status $status after $(( ($(date +%s%N) - start) / 1000000 )) ms"
+sleep 1
+pgrep -f -- "--metrics-out $job_marker" >/dev/null && echo "ranks left"
+exit 0
+)sh";
+  const auto result =
+      test::run_shell("bash " + shell_quote(dir_.file("kill.sh")) + " " + shell_quote(marker) + " '" + NJ_BINARY +
+                      "' train " + shell_quote(dataset_) + " --epochs 100000 --eval-every 0 --threads 1");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  static const std::regex ended(R"(status (\d+) after (\d+) ms)");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(result.output, match, ended)) << result.output;
+  EXPECT_NE(std::stoi(match[1]), 0) << "the job must fail";
+  EXPECT_LT(std::stoi(match[2]), 30000) << result.output;
+  EXPECT_EQ(result.output.find("ranks left"), std::string::npos) << result.output;
+}
+
 TEST_F(MultiRankCli, InjectedFailureEndsEveryRankWithinSeconds) {
   const auto start = std::chrono::steady_clock::now();
   // Enough epochs that ranks left waiting on rank 1 would still be running when the limit kills the job.

@@ -51,6 +51,8 @@ CommandResult run_nj(const std::string& arguments, const std::string& environmen
   return run_command(environment + (environment.empty() ? "" : " ") + "\"" + NJ_BINARY + "\" " + arguments + " 2>&1");
 }
 
+CommandResult run_shell(const std::string& command) { return run_command(command + " 2>&1"); }
+
 CommandResult run_nj_in_terminal(const std::string& arguments) {
   return run_command("script -qec \"'" + std::string(NJ_BINARY) + "' " + arguments + "\" /dev/null </dev/null 2>&1");
 }

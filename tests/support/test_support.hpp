@@ -44,6 +44,8 @@ struct CommandResult {
 // `environment`: variable assignments for it ("NAME=value ...").
 CommandResult run_nj(const std::string& arguments, const std::string& environment = "");
 
+// Any shell command line, its stdout and stderr together.
+CommandResult run_shell(const std::string& command);
 // The same on a pseudo-terminal (script(1)), as from a user's shell: what a terminal would show.
 CommandResult run_nj_in_terminal(const std::string& arguments);
 
