@@ -159,15 +159,22 @@ void BoundaryExchange::finish_gradients(Rows sums) {
   }
 }
 
+void BoundaryExchange::send_from_device(std::uint32_t layer, ExchangeDirection direction, ConstDeviceRows rows) {
+  if (peers_.empty()) return;
+  allocate_messages(direction, rows.cols);
+  const bool forward = direction == ExchangeDirection::kForward;
+  for (Peer& p : peers_) {
+    // Forward each peer gets the boundary rows it mirrors; backward the gradients of the mirrors it owns.
+    const DeviceArray<vid_t>& which = forward ? p.boundary_on_device : p.mirror_on_device;
+    backend_->copy_rows(rows, which.view(), p.outgoing_rows.view(), {}, p.outgoing_rows.rows());
+  }
+  start(layer, direction, rows.cols);
+}
+
 void BoundaryExchange::start_rows(std::uint32_t layer, ConstDeviceRows boundary) {
   NJ_EXPECTS(on_device() && boundary.rows == static_cast<std::int64_t>(boundary_rows_.size()),
              "{} device rows for {} boundary rows", boundary.rows, boundary_rows_.size());
-  if (peers_.empty()) return;
-  allocate_messages(ExchangeDirection::kForward, boundary.cols);
-  for (Peer& p : peers_) {
-    backend_->copy_rows(boundary, p.boundary_on_device.view(), p.outgoing_rows.view(), {}, p.outgoing_rows.rows());
-  }
-  start(layer, ExchangeDirection::kForward, boundary.cols);
+  send_from_device(layer, ExchangeDirection::kForward, boundary);
 }
 
 void BoundaryExchange::finish_rows(DeviceRows mirrors) {
@@ -180,12 +187,7 @@ void BoundaryExchange::finish_rows(DeviceRows mirrors) {
 
 void BoundaryExchange::start_gradients(std::uint32_t layer, ConstDeviceRows mirrors) {
   NJ_EXPECTS(on_device(), "device rows for a host exchange");
-  if (peers_.empty()) return;
-  allocate_messages(ExchangeDirection::kBackward, mirrors.cols);
-  for (Peer& p : peers_) {
-    backend_->copy_rows(mirrors, p.mirror_on_device.view(), p.outgoing_rows.view(), {}, p.outgoing_rows.rows());
-  }
-  start(layer, ExchangeDirection::kBackward, mirrors.cols);
+  send_from_device(layer, ExchangeDirection::kBackward, mirrors);
 }
 
 void BoundaryExchange::finish_gradients(DeviceRows sums) {

@@ -14,4 +14,17 @@ GemmShape gemm_shape(bool transpose_a, bool transpose_b, ConstDeviceRows a, Cons
   return {m, n, k};
 }
 
+void expect_spmm_shapes(const SparseBlockView& block, ConstDeviceRows sources, ConstDeviceRows destinations) {
+  NJ_EXPECTS(sources.cols == destinations.cols && destinations.rows == block.num_dst && reaches_sources(block, sources),
+             "spmm shapes: sources {}x{}, destinations {}x{}, block {}->{}", sources.rows, sources.cols,
+             destinations.rows, destinations.cols, block.num_src, block.num_dst);
+}
+
+void expect_gat_shapes(const SparseBlockView& block, const GatShape& shape, ConstDeviceRows z, ConstDeviceRows out) {
+  NJ_EXPECTS(z.cols == shape.row_width() && out.cols == shape.output_width() && out.rows == block.num_dst &&
+                 reaches_sources(block, z),
+             "gat shapes: z {}x{} (row width {}), out {}x{} (output width {}), block {}->{}", z.rows, z.cols,
+             shape.row_width(), out.rows, out.cols, shape.output_width(), block.num_src, block.num_dst);
+}
+
 }  // namespace nj

@@ -40,17 +40,14 @@ class CpuBackend final : public Backend {
   }
 
   void spmm(const SparseBlockView& block, ConstDeviceRows in, DeviceRows out) override {
-    NJ_EXPECTS(in.cols == out.cols && out.rows == block.num_dst && reaches_sources(block, in),
-               "spmm shapes: in {}x{}, out {}x{}, block {}->{}", in.rows, in.cols, out.rows, out.cols, block.num_src,
-               block.num_dst);
+    expect_spmm_shapes(block, in, out);
 #pragma omp parallel for schedule(dynamic, 64) if (worth_threads((block.num_edges() + block.num_dst) * in.cols))
     for (vid_t i = 0; i < block.num_dst; ++i) rowmath::spmm_row(block, i, in.data, in.cols, out.row(i));
   }
 
   void spmm_transpose(const SparseBlockView& block, ConstDeviceRows grad_out, DeviceRows grad_in,
                       bool accumulate) override {
-    NJ_EXPECTS(grad_in.cols == grad_out.cols && grad_out.rows == block.num_dst && reaches_sources(block, grad_in),
-               "spmm_transpose shapes");
+    expect_spmm_shapes(block, grad_in, grad_out);
 #pragma omp parallel for schedule(dynamic, 64) if (worth_threads((block.num_edges() + block.num_src) * grad_out.cols))
     for (vid_t j = 0; j < block.num_src; ++j) {
       rowmath::spmm_transpose_row(block, j, grad_out.data, grad_out.cols, grad_in.row(block.row_of(j)), accumulate);
@@ -59,24 +56,21 @@ class CpuBackend final : public Backend {
 
   void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
                    ConstDeviceRows z, DeviceRows out) override {
-    NJ_EXPECTS(z.cols == shape.row_width() && out.cols == shape.output_width() && out.rows == block.num_dst &&
-                   reaches_sources(block, z),
-               "gat_forward shapes");
+    expect_gat_shapes(block, shape, z, out);
 #pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * z.cols))
     for (vid_t i = 0; i < block.num_dst; ++i) rowmath::gat_forward_row(block, shape, attention, i, z.data, out.row(i));
   }
 
   std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const override {
-    return (2 * num_edges + num_dst) * heads;
+    return rowmath::gat_backward_workspace_floats(num_dst, num_edges, heads);
   }
 
   void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
                     ConstDeviceRows z, ConstDeviceRows grad_out, DeviceRows grad_z, bool accumulate,
                     DeviceSpan<float> workspace) override {
-    NJ_EXPECTS(grad_out.cols == shape.output_width() && grad_out.rows == block.num_dst &&
-                   grad_z.cols == shape.row_width() && reaches_sources(block, grad_z) &&
-                   workspace.size >= gat_backward_workspace(block.num_dst, block.num_edges(), shape.heads),
-               "gat_backward shapes");
+    expect_gat_shapes(block, shape, grad_z, grad_out);
+    NJ_EXPECTS(workspace.size >= gat_backward_workspace(block.num_dst, block.num_edges(), shape.heads),
+               "gat_backward workspace of {} floats", workspace.size);
     // Per edge and head: the coefficient and the score gradient; per destination and head: its score gradient.
     const std::int64_t edges = block.num_edges() * shape.heads;
     const DeviceSpan<float> coefficient = workspace.subspan(0, edges);

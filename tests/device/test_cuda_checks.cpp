@@ -3,35 +3,22 @@
 #include <gtest/gtest.h>
 
 #if NJ_HAVE_CUDA
-#include <cstdio>
 #include <functional>
 #include <string>
 
 #include "nj/device/cuda_check.hpp"
+#include "support/device_checks.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
 namespace {
 
-std::string message_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const CudaError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no CudaError thrown";
-  return {};
-}
+std::string message_of(const std::function<void()>& call) { return test::message_of<CudaError>(call); }
 
 TEST(CudaBuild, NjLinksTheCudaRuntimeCublasCusparseAndNccl) {
-  std::string libraries;
-  {
-    FILE* ldd = popen(("ldd " + test::shell_quote(NJ_BINARY)).c_str(), "r");
-    ASSERT_NE(ldd, nullptr);
-    char buffer[4096];
-    while (fgets(buffer, sizeof buffer, ldd) != nullptr) libraries += buffer;
-    ASSERT_EQ(pclose(ldd), 0) << libraries;
-  }
+  const test::CommandResult ldd = test::run_shell("ldd " + test::shell_quote(NJ_BINARY));
+  ASSERT_EQ(ldd.exit_code, 0) << ldd.output;
+  const std::string& libraries = ldd.output;
   for (const char* library : {"libcudart.so", "libcublas.so", "libcusparse.so", "libnccl.so"}) {
     EXPECT_NE(libraries.find(library), std::string::npos) << library << " is not linked:\n" << libraries;
   }

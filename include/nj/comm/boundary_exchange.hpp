@@ -93,6 +93,8 @@ class BoundaryExchange {
   };
   void start(std::uint32_t layer, ExchangeDirection direction, std::int64_t cols);
   void wait();
+  // Gathers every peer's outgoing rows from `rows` on the device and starts the exchange.
+  void send_from_device(std::uint32_t layer, ExchangeDirection direction, ConstDeviceRows rows);
   // Device messages of `cols` floats per row for every peer (outgoing as `pack` fills them).
   void allocate_messages(ExchangeDirection direction, std::int64_t cols);
 

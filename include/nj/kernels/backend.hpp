@@ -76,6 +76,12 @@ GemmShape gemm_shape(bool transpose_a, bool transpose_b, ConstDeviceRows a, Cons
 inline bool reaches_sources(const SparseBlockView& block, ConstDeviceRows rows) {
   return block.src_row != nullptr || rows.rows >= block.num_src;
 }
+// SpMM and its transpose: `sources` reaches the block's sources, `destinations` has one row per destination,
+// both of one width. Throws nj::Error otherwise.
+void expect_spmm_shapes(const SparseBlockView& block, ConstDeviceRows sources, ConstDeviceRows destinations);
+// GAT aggregation and its backward: `z` (or its gradient) rows of the shape's row width reaching the sources,
+// `out` (or its gradient) one row of the output width per destination.
+void expect_gat_shapes(const SparseBlockView& block, const GatShape& shape, ConstDeviceRows z, ConstDeviceRows out);
 
 // The multithreaded CPU backend (OpenMP loops over rows, OpenBLAS GEMM). threads <= 0 keeps the default.
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);

@@ -205,6 +205,12 @@ NJ_HD inline void gat_backward_row(const SparseBlockView& b, const GatShape& s, 
   }
 }
 
+// Floats of GAT backward's workspace: per edge and head, the coefficient and the score gradient; per destination
+// and head, its score gradient (in that order).
+NJ_HD inline std::int64_t gat_backward_workspace_floats(std::int64_t num_dst, std::int64_t num_edges, int heads) {
+  return (2 * num_edges + num_dst) * heads;
+}
+
 // Backward, second half, for local source j: grad x'_j (+)= Σ coefficient · grad_out[dst], and
 // grad s_src[j] (+)= Σ ∂score, gathered over j's out-edges in a fixed order.
 NJ_HD inline void gat_backward_source_row(const SparseBlockView& b, const GatShape& s, vid_t j,

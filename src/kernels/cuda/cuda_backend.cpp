@@ -120,9 +120,7 @@ class CudaBackend final : public Backend {
   }
 
   void spmm(const SparseBlockView& block, ConstDeviceRows in, DeviceRows out) override {
-    NJ_EXPECTS(in.cols == out.cols && out.rows == block.num_dst && reaches_sources(block, in),
-               "spmm shapes: in {}x{}, out {}x{}, block {}->{}", in.rows, in.cols, out.rows, out.cols, block.num_src,
-               block.num_dst);
+    expect_spmm_shapes(block, in, out);
     if (block.edge_weight != nullptr && block.src_row == nullptr &&
         sparse_library_spmm(block.num_dst, block.num_src, block.edges, block.dst_offsets, block.src_index,
                             block.edge_weight, in.data, out, 0.0F)) {
@@ -133,8 +131,7 @@ class CudaBackend final : public Backend {
 
   void spmm_transpose(const SparseBlockView& block, ConstDeviceRows grad_out, DeviceRows grad_in,
                       bool accumulate) override {
-    NJ_EXPECTS(grad_in.cols == grad_out.cols && grad_out.rows == block.num_dst && reaches_sources(block, grad_in),
-               "spmm_transpose shapes");
+    expect_spmm_shapes(block, grad_in, grad_out);
     // The out-edge arrays are the transpose's CSR: rows are sources, columns destinations.
     if (block.out_weight != nullptr && block.src_row == nullptr &&
         sparse_library_spmm(block.num_src, block.num_dst, block.edges, block.src_offsets, block.out_dst,
@@ -147,24 +144,21 @@ class CudaBackend final : public Backend {
 
   void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
                    ConstDeviceRows z, DeviceRows out) override {
-    NJ_EXPECTS(z.cols == shape.row_width() && out.cols == shape.output_width() && out.rows == block.num_dst &&
-                   reaches_sources(block, z),
-               "gat_forward shapes");
+    expect_gat_shapes(block, shape, z, out);
     NJ_CUDA_TRY(cuda_kernels::gat_forward(stream_, block, shape, attention, z, out));
   }
 
-  // The CPU backend's layout, so that a plan made for one holds for the other.
+  // The CPU backend's layout (the shared row math's), so that a plan made for one holds for the other.
   std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const override {
-    return (2 * num_edges + num_dst) * heads;
+    return rowmath::gat_backward_workspace_floats(num_dst, num_edges, heads);
   }
 
   void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
                     ConstDeviceRows z, ConstDeviceRows grad_out, DeviceRows grad_z, bool accumulate,
                     DeviceSpan<float> workspace) override {
-    NJ_EXPECTS(grad_out.cols == shape.output_width() && grad_out.rows == block.num_dst &&
-                   grad_z.cols == shape.row_width() && reaches_sources(block, grad_z) &&
-                   workspace.size >= gat_backward_workspace(block.num_dst, block.edges, shape.heads),
-               "gat_backward shapes");
+    expect_gat_shapes(block, shape, grad_z, grad_out);
+    NJ_EXPECTS(workspace.size >= gat_backward_workspace(block.num_dst, block.edges, shape.heads),
+               "gat_backward workspace of {} floats", workspace.size);
     NJ_CUDA_TRY(
         cuda_kernels::gat_backward(stream_, block, shape, attention, z, grad_out, grad_z, accumulate, workspace));
   }
