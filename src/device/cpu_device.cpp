@@ -152,7 +152,7 @@ class CpuDevice final : public Device {
     if (bytes == 0) return nullptr;
     void* ptr = ::operator new(static_cast<std::size_t>(bytes), kAlignment);
     std::lock_guard lock(mutex_);
-    pinned_.emplace(address(ptr), PinnedBlock{bytes});
+    pinned_.emplace(address(ptr), PinnedBlock{bytes, {}});
     pinned_bytes_ += bytes;
     return ptr;
   }
@@ -164,6 +164,12 @@ class CpuDevice final : public Device {
       auto it = pinned_.find(address(ptr));
       NJ_EXPECTS(it != pinned_.end(), "deallocate_pinned of {}, which is not pinned memory of this device",
                  fmt::ptr(ptr));
+      // A GPU's copy would read or write the freed block, which the CUDA device hands out again at once.
+      for (const Engine& e : engines_) {
+        NJ_EXPECTS(it->second.last_use[index(e.stream)] <= e.completed,
+                   "page-locked memory at {} freed while a copy on the {} stream still uses it", fmt::ptr(ptr),
+                   to_string(e.stream));
+      }
       pinned_bytes_ -= it->second.bytes;
       pinned_.erase(it);
     }
@@ -284,6 +290,7 @@ class CpuDevice final : public Device {
   };
   struct PinnedBlock {
     std::int64_t bytes = 0;
+    Positions last_use{};  // per copy stream, the last copy from or into it
   };
   // A copy, or (dst == nullptr) a wait for an event of another stream.
   struct Operation {
@@ -355,10 +362,12 @@ class CpuDevice final : public Device {
     }
   }
 
-  bool pinned(const void* ptr, std::int64_t bytes) const {
+  // The page-locked block holding all of [ptr, ptr + bytes), or nullptr.
+  PinnedBlock* pinned(const void* ptr, std::int64_t bytes) {
     auto it = find_containing(pinned_, ptr);
-    return it != pinned_.end() && address(ptr) + static_cast<std::uintptr_t>(bytes) <=
-                                      it->first + static_cast<std::uintptr_t>(it->second.bytes);
+    const bool inside = it != pinned_.end() && address(ptr) + static_cast<std::uintptr_t>(bytes) <=
+                                                   it->first + static_cast<std::uintptr_t>(it->second.bytes);
+    return inside ? &it->second : nullptr;
   }
 
   Event issue(Engine& engine, void* dst, const void* src, std::int64_t bytes) {
@@ -387,7 +396,11 @@ class CpuDevice final : public Device {
     a.last_read[s] = position;
     if (to_device) a.last_write[s] = position;
     engine.queue.push_back(Operation{position, Event{}, dst, src, bytes});
-    if (!pinned(host_ptr, bytes)) ++transfers_.pageable_copies;
+    if (PinnedBlock* block = pinned(host_ptr, bytes)) {
+      block->last_use[s] = position;
+    } else {
+      ++transfers_.pageable_copies;
+    }
     (to_device ? transfers_.h2d_bytes : transfers_.d2h_bytes) += bytes;
     ++(to_device ? transfers_.h2d_copies : transfers_.d2h_copies);
     const Event done{engine.stream, clock_[s]};

@@ -60,6 +60,10 @@ void CachePools::begin_phase(const AccessTrace& trace, std::uint32_t phase) {
 
 void CachePools::end_phase(std::span<const SlotAssignment> writeback) {
   write_back(writeback);
+  release();
+}
+
+void CachePools::release() {
   for (auto& pool : pools_) pool = DeviceMatrix();
 }
 

@@ -27,6 +27,8 @@ class CachePools {
   void begin_phase(const AccessTrace& trace, std::uint32_t phase);
   // Writes back the phase end's dirty rows and frees the pools.
   void end_phase(std::span<const SlotAssignment> writeback);
+  // Frees the pools without writing anything back (a step that failed part-way).
+  void release();
   DeviceRows pool(std::uint32_t tensor) { return pools_[tensor].view(); }
 
   // Dirty rows leave their slots for their homes: gathered on the device, copied, scattered on the host.

@@ -349,6 +349,23 @@ struct SubgraphExecutor::State {
     return total;
   }
 
+  // Runs a training step or an evaluation as a whole: one that fails part-way leaves nothing behind. Its step's
+  // buffers are freed as it unwinds and its pools here, so that the device holds the parameters alone again,
+  // and what it measured is dropped, so that the next step measures as if it were the first.
+  template <typename Fn>
+  auto as_whole(Fn&& fn) {
+    try {
+      return fn();
+    } catch (...) {
+      pools.release();
+      transfers.take_row_bytes();
+      exchange.take_stats();
+      device.reset_transfer_stats();
+      metrics = {};
+      throw;
+    }
+  }
+
   // ---- bookkeeping ----
 
   void count_rows() {
@@ -467,14 +484,16 @@ const EpochPlan& SubgraphExecutor::plan() const { return plan_; }
 
 ConstRows SubgraphExecutor::evaluate(Model& model) {
   State& s = *state_;
-  for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
-  s.parameters.upload(s.backend, model);
-  s.for_each_pass([&] { s.run_forward(model, 0, false); });
+  s.as_whole([&] {
+    for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
+    s.parameters.upload(s.backend, model);
+    s.for_each_pass([&] { s.run_forward(model, 0, false); });
+  });
   return s.logits.view();
 }
 
 double SubgraphExecutor::train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) {
-  return state_->train(model, epoch, loss);
+  return state_->as_whole([&] { return state_->train(model, epoch, loss); });
 }
 ExecutionMetrics SubgraphExecutor::take_metrics() {
   State& s = *state_;

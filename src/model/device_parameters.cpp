@@ -39,13 +39,17 @@ void DeviceParameters::upload(Backend& backend, const Model& model) {
 void DeviceParameters::finish_backward(Backend& backend, Model& model, std::size_t l) {
   Layer& layer = model.layer(l);
   LayerParameters& p = layers_[l];
-  const auto add_gradient = [this](ConstDeviceRows device_grad, Matrix& host_grad) {
-    gradients_.resize(static_cast<std::size_t>(device_grad.size()));
-    transfers_.download_array(device_grad.span(), gradients_.data());
-    for (std::int64_t i = 0; i < host_grad.size(); ++i) host_grad.data()[i] += gradients_[static_cast<std::size_t>(i)];
+  // Both gradients reach the host before either is added: a download that fails leaves the layer's host
+  // gradients as they were (GAT's effective-weight gradient is no parameter, so zero_grad would not clear it).
+  const auto weight_floats = static_cast<std::size_t>(p.weight_grad.view().size());
+  gradients_.resize(weight_floats + static_cast<std::size_t>(p.bias_grad.view().size()));
+  transfers_.download_array(ConstDeviceRows(p.weight_grad.view()).span(), gradients_.data());
+  transfers_.download_array(ConstDeviceRows(p.bias_grad.view()).span(), gradients_.data() + weight_floats);
+  const auto add_gradient = [](const float* device_grad, Matrix& host_grad) {
+    for (std::int64_t i = 0; i < host_grad.size(); ++i) host_grad.data()[i] += device_grad[i];
   };
-  add_gradient(p.weight_grad.view(), layer.effective_weight_grad());
-  add_gradient(p.bias_grad.view(), layer.bias().grad);
+  add_gradient(gradients_.data(), layer.effective_weight_grad());
+  add_gradient(gradients_.data() + weight_floats, layer.bias().grad);
   layer.finish_backward();
   // Another pass over other rows (the recompute baseline) accumulates from zero again.
   backend.zero_rows(p.weight_grad.view(), {}, p.weight_grad.rows());
