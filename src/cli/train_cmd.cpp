@@ -4,9 +4,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <regex>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
@@ -40,9 +43,12 @@ struct TrainArguments {
   std::string metrics_out;
   std::string save_checkpoint;
   std::string load_checkpoint;
+  std::string checkpoint_dir;
+  std::uint32_t checkpoint_every = 0;  // epochs; 0: only after the last
+  bool resume = false;
   std::string partitions;
   std::string partition_method = "metis";
-  std::string inject_failure;  // "RANK:EPOCH", for tests of failure handling
+  std::string inject_failure;  // "RANK:EPOCH[:HOW]", for tests of failure handling
 };
 
 // The part of the graph this rank trains on: its shard of a partition folder, its part of the dataset
@@ -62,15 +68,39 @@ Shard load_rank_shard(const TrainArguments& args, Communicator& comm) {
   return make_shard(dataset, part_of, comm.rank(), info);
 }
 
-// Raises an error on one rank in the middle of one epoch's step (after its forward pass), as a failing rank
-// would: what the failure tests inject with --inject-failure.
+// --inject-failure RANK:EPOCH[:HOW], what the failure tests make a rank do: raise an error (error) or die
+// outright (kill) in the middle of the epoch's step, after its forward pass, or die while the checkpoint after
+// that epoch is being written (kill-in-checkpoint).
+struct FailurePoint {
+  enum class How { kError, kKill, kKillInCheckpoint };
+  int rank = -1;
+  std::uint32_t epoch = 0;  // counted from 0
+  How how = How::kError;
+  bool in_step(int this_rank) const { return rank == this_rank && how != How::kKillInCheckpoint; }
+};
+
+FailurePoint parse_failure_point(const std::string& text) {
+  static const std::regex form(R"((\d+):(\d+)(?::(error|kill|kill-in-checkpoint))?)");
+  std::smatch match;
+  NJ_REQUIRE(std::regex_match(text, match, form) && std::stoi(match[2]) >= 1,
+             "--inject-failure takes RANK:EPOCH[:error|kill|kill-in-checkpoint] with EPOCH >= 1, got '{}'", text);
+  FailurePoint point{.rank = std::stoi(match[1]), .epoch = static_cast<std::uint32_t>(std::stoi(match[2]) - 1)};
+  if (match[3] == "kill") point.how = FailurePoint::How::kKill;
+  if (match[3] == "kill-in-checkpoint") point.how = FailurePoint::How::kKillInCheckpoint;
+  NJ_REQUIRE(point.how != FailurePoint::How::kKillInCheckpoint || point.rank == 0,
+             "--inject-failure: only rank 0 writes checkpoints, got '{}'", text);
+  return point;
+}
+
+// Fails in the middle of one epoch's step, after the forward pass, as --inject-failure says.
 class FailingExecutor final : public Executor {
  public:
-  FailingExecutor(Executor& inner, std::uint32_t epoch) : inner_(inner), epoch_(epoch) {}
+  FailingExecutor(Executor& inner, const FailurePoint& point) : inner_(inner), point_(point) {}
   ConstRows evaluate(Model& model) override { return inner_.evaluate(model); }
   double train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) override {
-    if (epoch != epoch_) return inner_.train_step(model, epoch, loss);
+    if (epoch != point_.epoch) return inner_.train_step(model, epoch, loss);
     return inner_.train_step(model, epoch, [&](ConstRows, const vid_t*, Rows) -> double {
+      if (point_.how == FailurePoint::How::kKill) std::raise(SIGKILL);
       throw Error(fmt::format("injected failure in epoch {}", epoch + 1));
     });
   }
@@ -78,22 +108,8 @@ class FailingExecutor final : public Executor {
 
  private:
   Executor& inner_;
-  std::uint32_t epoch_;
+  FailurePoint point_;
 };
-
-// "RANK:EPOCH" (epoch counted from 1) of --inject-failure.
-std::pair<int, std::uint32_t> parse_failure_point(const std::string& text) {
-  const auto colon = text.find(':');
-  NJ_REQUIRE(colon != std::string::npos, "--inject-failure takes RANK:EPOCH, got '{}'", text);
-  try {
-    const int rank = std::stoi(text.substr(0, colon));
-    const int epoch = std::stoi(text.substr(colon + 1));
-    NJ_REQUIRE(rank >= 0 && epoch >= 1, "--inject-failure takes RANK:EPOCH with EPOCH >= 1, got '{}'", text);
-    return {rank, static_cast<std::uint32_t>(epoch - 1)};
-  } catch (const std::logic_error&) {
-    throw InputError(fmt::format("--inject-failure takes RANK:EPOCH, got '{}'", text));
-  }
-}
 
 // " | exchange 1.2M (wait 0.003 s)": bytes all ranks sent this epoch, and the waits for the exchanges, each
 // the slowest rank's, added up.
@@ -129,7 +145,7 @@ std::string format_accuracy(double value) { return std::isnan(value) ? "  -   " 
 struct RankTraining {
   ModelConfig config;
   ExecutorChoice choice;
-  std::pair<int, std::uint32_t> failure{-1, 0};  // --inject-failure: rank and epoch
+  FailurePoint failure;
   Shard shard;
   Resources resources;
   // With several ranks: the communicator that sends from device memory (NCCL on CUDA), over the job's.
@@ -138,12 +154,39 @@ struct RankTraining {
   std::unique_ptr<Executor> executor;
   std::unique_ptr<Executor> failing;  // wraps executor on the rank that --inject-failure names
   std::unique_ptr<Trainer> trainer;
-  std::uint32_t first_epoch = 0;
-  MetricsLog log;  // rank 0's
+  RunIdentity identity;                         // what a checkpoint of this run records
+  std::optional<CheckpointFolder> checkpoints;  // --checkpoint-dir, on rank 0
+  TrainingProgress resumed;                     // rank 0's, from a checkpoint; epoch 0 otherwise
+  MetricsLog log;                               // rank 0's
 };
 
 void require_file(const std::string& path, const char* what) {
   NJ_REQUIRE(std::filesystem::is_regular_file(path), "{} {}: no such file", what, path);
+}
+
+// --load-checkpoint FILE, or --resume from the newest checkpoint of --checkpoint-dir (starting afresh where it
+// has none, so that a job that is requeued runs the same command as the first time).
+void resume_on_leader(const TrainArguments& args, RankTraining& rank) {
+  Adam& optimizer = rank.trainer->optimizer();
+  if (!args.checkpoint_dir.empty()) rank.checkpoints.emplace(args.checkpoint_dir);
+  std::string from;
+  if (!args.load_checkpoint.empty()) {
+    require_file(args.load_checkpoint, "--load-checkpoint");
+    rank.resumed = load_checkpoint(args.load_checkpoint, rank.identity, optimizer);
+    from = args.load_checkpoint;
+  } else if (args.resume) {
+    auto resumed = rank.checkpoints->resume(rank.identity, optimizer);
+    if (!resumed) {
+      spdlog::info("resume: no checkpoint in {}: starting at epoch 1", args.checkpoint_dir);
+      return;
+    }
+    rank.resumed = resumed->progress;
+    from = resumed->path;
+  } else {
+    return;
+  }
+  spdlog::info("resumed from {}: {} epochs done, continuing at epoch {}", from, rank.resumed.next_epoch,
+               rank.resumed.next_epoch + 1);
 }
 
 // Reads the configuration file, checks the arguments, loads this rank's shard, plans its executor, resumes from
@@ -165,6 +208,11 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
              "--execution recompute runs on one rank only (its closures cross ranks); this job has {} ranks",
              comm.size());
   if (!args.inject_failure.empty()) rank.failure = parse_failure_point(args.inject_failure);
+  NJ_REQUIRE(!args.resume || !args.checkpoint_dir.empty(), "--resume needs --checkpoint-dir (where to resume from)");
+  NJ_REQUIRE(args.checkpoint_every == 0 || !args.checkpoint_dir.empty(),
+             "--checkpoint-every needs --checkpoint-dir (where to write)");
+  NJ_REQUIRE(!args.resume || args.load_checkpoint.empty(),
+             "give --resume (the newest checkpoint of --checkpoint-dir) or --load-checkpoint FILE, not both");
   // Before the dataset loads: a missing GPU is a one-line error at once.
   const DeviceChoice device = choose_device(parse_device_kind(args.device));
 
@@ -212,17 +260,15 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
     log_plan(subgraph_executor->plan());
     rank.executor = std::move(subgraph_executor);
   }
-  if (rank.failure.first == comm.rank()) {
-    rank.failing = std::make_unique<FailingExecutor>(*rank.executor, rank.failure.second);
-  }
+  if (rank.failure.in_step(comm.rank())) rank.failing = std::make_unique<FailingExecutor>(*rank.executor, rank.failure);
   rank.trainer = std::make_unique<Trainer>(*rank.model, rank.failing ? *rank.failing : *rank.executor, training_comm,
                                            targets_of(shard), args.options);
-  if (!args.load_checkpoint.empty()) {
-    require_file(args.load_checkpoint, "--load-checkpoint");
-    rank.first_epoch = load_checkpoint(args.load_checkpoint, *rank.model, rank.trainer->optimizer());
-    spdlog::info("resumed from {} at epoch {}", args.load_checkpoint, rank.first_epoch);
+  rank.identity = identify_run(rank.config, shard, args.feature_norm, args.options);
+  // Rank 0 alone reads and writes checkpoints; the others get the state from it (broadcast_training_state).
+  if (comm.rank() == 0) resume_on_leader(args, rank);
+  if (!args.metrics_out.empty() && comm.rank() == 0) {
+    rank.log = MetricsLog(args.metrics_out, rank.resumed.next_epoch > 0 ? MetricsLog::kAppend : MetricsLog::kCreate);
   }
-  if (!args.metrics_out.empty() && comm.rank() == 0) rank.log = MetricsLog(args.metrics_out);
 }
 
 // Every rank must hold a shard of the same partition of the same dataset; mixed folders would exchange rows
@@ -255,6 +301,10 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
   // A bad argument, a missing shard or a budget too small for one rank's graph ends every rank, reported once.
   agree_on_failure(comm, [&] { set_up(args, command, comm, rank); });
   if (comm.size() > 1) agree_on_failure(comm, [&] { check_same_partition(comm, rank.shard); });
+  if (!args.load_checkpoint.empty() || args.resume) {
+    broadcast_training_state(comm, 0, rank.resumed, rank.trainer->optimizer());
+    rank.trainer->restore(rank.resumed);
+  }
   const ModelConfig& config = rank.config;
   const ExecutorChoice& choice = rank.choice;
   const Shard& shard = rank.shard;
@@ -263,25 +313,45 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
   spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}", to_string(config.kind), config.layers,
                config.hidden, model.num_parameters(), rank.resources.backend->name());
 
-  const std::uint32_t first_epoch = rank.first_epoch;
   MetricsLog& log = rank.log;
+  // The kill that --inject-failure ...:kill-in-checkpoint asks for, once the data is on disk and not yet named.
+  const std::function<void()> on_checkpoint_written = [&rank] {
+    if (rank.failure.how == FailurePoint::How::kKillInCheckpoint &&
+        rank.failure.epoch + 1 == rank.trainer->progress().next_epoch) {
+      std::raise(SIGKILL);
+    }
+  };
+  // Rank 0 writes; every rank agrees on the outcome, so that a failed write ends every rank, reported once.
+  auto agreed_write = [&](const std::function<std::string()>& write) {
+    agree_on_failure(comm, [&] {
+      if (leader) spdlog::info("checkpoint written to {}", write());
+    });
+  };
   // A bar over the epochs on a terminal; elsewhere each epoch's line is the progress.
   ProgressDisplay progress("train", leader && isatty(STDERR_FILENO) != 0);
-  progress.update("epochs", first_epoch, args.options.epochs);
-  const TrainSummary summary = trainer.fit(first_epoch, [&](const EpochMetrics& m) {
+  progress.update("epochs", trainer.progress().next_epoch, args.options.epochs);
+  const TrainSummary summary = trainer.fit([&](const EpochMetrics& m) {
     progress.clear();
     spdlog::info("epoch {:4d} | loss {:.4f} | train {} val {} test {} | {:.3f} s{}{}", m.epoch + 1, m.loss,
                  format_accuracy(m.accuracy.train), format_accuracy(m.accuracy.val), format_accuracy(m.accuracy.test),
                  m.train_seconds(), choice.in_memory ? std::string() : format_execution(m.execution),
                  comm.size() > 1 ? format_exchange(m) : std::string());
     log.write(to_json(m));
-    progress.update("epochs", m.epoch + 1, args.options.epochs);
+    const std::uint32_t done = m.epoch + 1;
+    if (!args.checkpoint_dir.empty() &&
+        (done == args.options.epochs || (args.checkpoint_every > 0 && done % args.checkpoint_every == 0))) {
+      agreed_write([&] {
+        return rank.checkpoints->save(rank.identity, trainer.progress(), trainer.optimizer(), on_checkpoint_written);
+      });
+    }
+    progress.update("epochs", done, args.options.epochs);
   });
   progress.clear();
-
-  if (!args.save_checkpoint.empty() && leader) {
-    save_checkpoint(args.save_checkpoint, model, trainer.optimizer(), args.options.epochs);
-    spdlog::info("checkpoint written to {}", args.save_checkpoint);
+  if (!args.save_checkpoint.empty()) {
+    agreed_write([&] {
+      save_checkpoint(args.save_checkpoint, rank.identity, trainer.progress(), trainer.optimizer());
+      return args.save_checkpoint;
+    });
   }
   // Host memory each rank took for its data and training, above what it held before loading.
   const OverRanks host_bytes = over_ranks(comm, {static_cast<double>(resident_memory().peak - baseline_rss)}).front();
@@ -356,8 +426,18 @@ void add_train_command(CLI::App& app, Communicator& comm) {
       ->capture_default_str();
   add_executor_options(*cmd, args->executor, true);
   cmd->add_option("--metrics-out", args->metrics_out, "Write one JSON object per epoch and a summary to this file");
-  cmd->add_option("--save-checkpoint", args->save_checkpoint, "Write weights and optimizer state here at the end");
-  cmd->add_option("--load-checkpoint", args->load_checkpoint, "Resume from this checkpoint");
+  cmd->add_option("--save-checkpoint", args->save_checkpoint,
+                  "Write weights, optimizer state and progress to this file at the end");
+  cmd->add_option("--load-checkpoint", args->load_checkpoint,
+                  "Continue from this checkpoint (it must come from the same model, dataset, partitioning and "
+                  "optimizer settings)");
+  cmd->add_option("--checkpoint-dir", args->checkpoint_dir,
+                  "Write checkpoints into this folder (checkpoint-<epochs done>.h5, the newest two kept), after "
+                  "the last epoch and every --checkpoint-every epochs");
+  cmd->add_option("--checkpoint-every", args->checkpoint_every, "Epochs between checkpoints (0: after the last only)")
+      ->capture_default_str();
+  cmd->add_flag("--resume", args->resume,
+                "Continue from the newest readable checkpoint of --checkpoint-dir, or start afresh where it has none");
   cmd->callback([args, cmd, &comm] { run_train(*args, *cmd, comm); });
 }
 

@@ -21,6 +21,7 @@ class HostMemoryDeviceCommunicator final : public Communicator {
   void all_reduce_sum(std::span<double> values) override { job_.all_reduce_sum(values); }
   void all_reduce_sum(std::span<std::int64_t> values) override { job_.all_reduce_sum(values); }
   void all_reduce_max(std::span<double> values) override { job_.all_reduce_max(values); }
+  void broadcast(std::span<std::byte> bytes, int root) override { job_.broadcast(bytes, root); }
   std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
                                                   std::span<const ReceiveBuffer> receives, int tag) override {
     std::vector<SendBuffer> host_sends(sends.begin(), sends.end());

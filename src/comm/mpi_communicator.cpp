@@ -2,6 +2,7 @@
 // boundary rows. Only the calling thread uses MPI (MPI_THREAD_FUNNELED).
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 
@@ -72,6 +73,14 @@ class MpiCommunicator final : public Communicator {
     reduce(values.data(), values.size(), MPI_INT64_T, MPI_SUM);
   }
   void all_reduce_max(std::span<double> values) override { reduce(values.data(), values.size(), MPI_DOUBLE, MPI_MAX); }
+  void broadcast(std::span<std::byte> bytes, int root) override {
+    // In pieces that MPI's int count can address.
+    constexpr std::size_t kPiece = std::size_t{1} << 30;
+    for (std::size_t offset = 0; offset < bytes.size(); offset += kPiece) {
+      const std::size_t length = std::min(kPiece, bytes.size() - offset);
+      check(MPI_Bcast(bytes.data() + offset, static_cast<int>(length), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+    }
+  }
 
   std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
                                                   std::span<const ReceiveBuffer> receives, int tag) override {

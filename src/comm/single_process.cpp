@@ -22,6 +22,7 @@ class SingleProcessCommunicator final : public Communicator {
   void all_reduce_sum(std::span<double> /*values*/) override {}
   void all_reduce_sum(std::span<std::int64_t> /*values*/) override {}
   void all_reduce_max(std::span<double> /*values*/) override {}
+  void broadcast(std::span<std::byte> /*bytes*/, int /*root*/) override {}
   std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
                                                   std::span<const ReceiveBuffer> receives, int /*tag*/) override {
     NJ_EXPECTS(detached_ || (sends.empty() && receives.empty()), "a single process has no peer to exchange rows with");

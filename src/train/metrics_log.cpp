@@ -82,7 +82,8 @@ nlohmann::json to_json(const TrainSummary& s) {
           {"total_seconds", s.total_seconds}};
 }
 
-MetricsLog::MetricsLog(const std::string& path) : path_(path), out_(path) {
+MetricsLog::MetricsLog(const std::string& path, Mode mode)
+    : path_(path), out_(path, mode == kAppend ? std::ios::app : std::ios::trunc) {
   NJ_REQUIRE(out_.is_open(), "{}: cannot open for writing", path);
 }
 

@@ -170,28 +170,31 @@ Accuracy Trainer::evaluate() {
   return {ratio(0), ratio(1), ratio(2)};
 }
 
-TrainSummary Trainer::fit(std::uint32_t first_epoch, const std::function<void(const EpochMetrics&)>& on_epoch) {
+TrainSummary Trainer::fit(const std::function<void(const EpochMetrics&)>& on_epoch) {
   TrainSummary summary;
   std::vector<double> epoch_seconds;
-  double best_val = -1.0;
   const auto start = std::chrono::steady_clock::now();
-  for (std::uint32_t epoch = first_epoch; epoch < options_.epochs; ++epoch) {
+  for (std::uint32_t epoch = progress_.next_epoch; epoch < options_.epochs; ++epoch) {
     EpochMetrics metrics = train_epoch(epoch);
     const bool last = epoch + 1 == options_.epochs;
     if (last || (options_.eval_every > 0 && (epoch + 1) % options_.eval_every == 0)) {
       const auto eval_start = std::chrono::steady_clock::now();
       metrics.accuracy = evaluate();
       metrics.eval_seconds = seconds_since(eval_start);
-      if (metrics.accuracy.val > best_val) {
-        best_val = metrics.accuracy.val;
-        summary.best_val_epoch = epoch;
-        summary.best_val_accuracy = metrics.accuracy;
+      const double best_val = progress_.best_val_accuracy.val;  // NaN until an epoch with validation vertices
+      if (metrics.accuracy.valid() && (std::isnan(best_val) || metrics.accuracy.val > best_val)) {
+        progress_.best_val_epoch = epoch;
+        progress_.best_val_accuracy = metrics.accuracy;
       }
-      summary.final_accuracy = metrics.accuracy;
+      progress_.final_accuracy = metrics.accuracy;
     }
+    progress_.next_epoch = epoch + 1;
     epoch_seconds.push_back(metrics.train_seconds());
     on_epoch(metrics);
   }
+  summary.best_val_epoch = progress_.best_val_epoch;
+  summary.best_val_accuracy = progress_.best_val_accuracy;
+  summary.final_accuracy = progress_.final_accuracy;
   summary.epochs = options_.epochs;
   summary.total_seconds = seconds_since(start);
   if (!epoch_seconds.empty()) {

@@ -64,7 +64,7 @@ void expect_measured_peak_is_the_forecast(DeviceKind device, const Dataset& data
   options.eval_every = 1;  // evaluation between the epochs must not disturb the next one's peak
   Trainer trainer(model, executor, *comm, targets_of(data), options);
   int epochs = 0;
-  trainer.fit(0, [&](const EpochMetrics& m) {
+  trainer.fit([&](const EpochMetrics& m) {
     ++epochs;
     EXPECT_EQ(m.execution.peak_device_bytes, forecast.peak_bytes);
     EXPECT_EQ(m.execution.peak_device_footprint_bytes, forecast.peak_footprint_bytes);
@@ -126,7 +126,7 @@ TEST_P(DeviceMemory, PlannerRefusesABudgetThatHoldsTheRowsButNotTheBlocksAndPara
   TrainOptions options;
   options.epochs = 1;
   options.eval_every = 0;
-  Trainer(model, executor, *comm, targets_of(data), options).fit(0, [&](const EpochMetrics& m) {
+  Trainer(model, executor, *comm, targets_of(data), options).fit([&](const EpochMetrics& m) {
     EXPECT_LE(m.execution.peak_device_footprint_bytes, minimum);
   });
 }

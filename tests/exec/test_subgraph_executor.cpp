@@ -47,7 +47,7 @@ Trace train(DeviceKind kind, const Dataset& data, const ModelConfig& config, std
   options.adam.weight_decay = 5e-4F;
   Trace trace;
   Trainer trainer(model, *executor, *comm, targets_of(data), options);
-  trainer.fit(0, [&](const EpochMetrics& m) {
+  trainer.fit([&](const EpochMetrics& m) {
     trace.losses.push_back(m.loss);
     trace.execution.push_back(m.execution);
   });

@@ -77,7 +77,7 @@ TrainingRun train(DeviceKind kind, const Shard& shard, const ModelConfig& config
   options.eval_every = eval_every;
   Trainer trainer(model, *executor, comm, targets_of(shard), options);
   TrainingRun run;
-  trainer.fit(0, [&](const EpochMetrics& m) {
+  trainer.fit([&](const EpochMetrics& m) {
     run.losses.push_back(m.loss);
     run.epochs.push_back(m);
   });
@@ -235,7 +235,7 @@ TEST_P(MultiRank, EveryRankMovesThePlannedBytes) {
     options.eval_every = 0;
     Trainer trainer(model, executor, comm, targets_of(shard), options);
     const EpochPlan& plan = executor.plan();
-    trainer.fit(0, [&](const EpochMetrics& m) {
+    trainer.fit([&](const EpochMetrics& m) {
       EXPECT_EQ(m.execution.h2d_bytes, plan.h2d_bytes);
       EXPECT_EQ(m.execution.d2h_bytes, plan.d2h_bytes);
       EXPECT_LE(m.execution.peak_device_bytes, plan.peak_bytes_bound);

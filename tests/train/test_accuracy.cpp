@@ -28,7 +28,7 @@ double mean_test_accuracy(DeviceKind kind, const Dataset& data, ModelConfig conf
     Model model(config, data.features.cols(), data.num_classes);
     InMemoryExecutor executor(resources, model, whole_local_graph(data.graph), data.features.view());
     Trainer trainer(model, executor, *comm, targets_of(data), options);
-    const TrainSummary summary = trainer.fit(0, [](const EpochMetrics&) {});
+    const TrainSummary summary = trainer.fit([](const EpochMetrics&) {});
     spdlog::info("{} seed {}: test {:.4f} at best val epoch {} (final test {:.4f})", data.name, seed,
                  summary.best_val_accuracy.test, summary.best_val_epoch + 1, summary.final_accuracy.test);
     total += summary.best_val_accuracy.test;

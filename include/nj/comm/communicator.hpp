@@ -51,6 +51,9 @@ class Communicator {
   virtual void all_reduce_sum(std::span<double> values) = 0;
   virtual void all_reduce_sum(std::span<std::int64_t> values) = 0;
   virtual void all_reduce_max(std::span<double> values) = 0;
+  // Copies `root`'s bytes into every other rank's, in host memory: what one reader of a file (a checkpoint)
+  // hands to the ranks that may not see it.
+  virtual void broadcast(std::span<std::byte> bytes, int root) = 0;
   // Starts every send and receive at once (grouped point-to-point), without blocking. `tag` tells apart
   // exchanges that may be in flight together; every rank must start its exchanges of one tag in the same order.
   virtual std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,

@@ -25,6 +25,8 @@ class Adam {
   // The moment estimates, for checkpoints: first and second moment of each parameter, in parameter order.
   std::vector<Matrix>& first_moments() { return m_; }
   std::vector<Matrix>& second_moments() { return v_; }
+  const std::vector<Matrix>& first_moments() const { return m_; }
+  const std::vector<Matrix>& second_moments() const { return v_; }
   void set_steps(std::int64_t steps) { steps_ = steps; }
   const std::vector<Parameter*>& parameters() const { return parameters_; }
 

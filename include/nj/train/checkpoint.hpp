@@ -1,17 +1,84 @@
 #pragma once
-// Checkpoints in HDF5: every parameter, Adam's moments and step count, the next epoch to run, and the model
-// configuration (so a checkpoint is never loaded into a different model).
+// Checkpoints in HDF5: every parameter, Adam's moments and step count, where training stands (the next epoch,
+// the best validation so far) and what the run is (model, dataset, partitioning, optimizer), so that a
+// checkpoint is never resumed by a different run. A checkpoint is written under a temporary name, flushed to
+// disk and renamed, so that a process killed while writing leaves the previous checkpoint as it was.
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "nj/comm/communicator.hpp"
+#include "nj/core/error.hpp"
+#include "nj/graph/shard.hpp"
 #include "nj/model/model.hpp"
 #include "nj/train/adam.hpp"
+#include "nj/train/trainer.hpp"
 
 namespace nj {
 
-void save_checkpoint(const std::string& path, Model& model, Adam& optimizer, std::uint32_t next_epoch);
-// Loads into a model built with the same configuration and returns the next epoch to run; throws
-// nj::InputError naming the file and the mismatch otherwise.
-std::uint32_t load_checkpoint(const std::string& path, Model& model, Adam& optimizer);
+// What a run must share with a checkpoint to resume from it, one description per part. Resuming under a
+// different partitioning would change how sums are rounded, and under a different optimizer the trajectory.
+struct RunIdentity {
+  std::string model;
+  std::string dataset;
+  std::string partitioning;
+  std::string optimizer;
+};
+// `feature_norm` is how the run normalises features after loading ("none", "row").
+RunIdentity identify_run(const ModelConfig& model, const Shard& shard, const std::string& feature_norm,
+                         const TrainOptions& options);
+// One line per part that differs, "model: checkpoint has '...', this run has '...'", joined by "; ". Empty
+// when they match.
+std::string describe_differences(const RunIdentity& checkpoint, const RunIdentity& run);
+
+// A checkpoint written by a different run: resuming from an older checkpoint of the same folder would not
+// help, so a folder's resume stops at it.
+class CheckpointMismatch : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// Writes the optimizer's parameters and moments with the run's identity and progress. `on_written` runs once
+// the data is on disk and before it takes its name: where tests kill the process.
+void save_checkpoint(const std::string& path, const RunIdentity& run, const TrainingProgress& progress,
+                     const Adam& optimizer, const std::function<void()>& on_written = {});
+// Reads a checkpoint into the optimizer's parameters and moments, all or nothing, and returns its progress.
+// Throws CheckpointMismatch naming every part of the identity that differs, and InputError naming the file and
+// the object where it is not a checkpoint, is damaged, or holds a non-finite value.
+TrainingProgress load_checkpoint(const std::string& path, const RunIdentity& run, Adam& optimizer);
+
+// Makes every rank's parameters, moments and progress rank `root`'s: the one rank that read a checkpoint
+// hands it to the others, which need not see the file.
+void broadcast_training_state(Communicator& comm, int root, TrainingProgress& progress, Adam& optimizer);
+
+// --checkpoint-dir: one checkpoint per saved epoch, checkpoint-<epochs done>.h5, of which the newest two are
+// kept (one to resume from while the next is written).
+class CheckpointFolder {
+ public:
+  static constexpr int kKept = 2;
+  // Creates the folder where it is missing.
+  explicit CheckpointFolder(std::string path);
+
+  const std::string& path() const { return path_; }
+  std::string file_for(std::uint32_t epochs_done) const;
+  // Saves the state after progress.next_epoch epochs, then removes all but the newest kKept checkpoints.
+  std::string save(const RunIdentity& run, const TrainingProgress& progress, const Adam& optimizer,
+                   const std::function<void()>& on_written = {}) const;
+  // Checkpoints in the folder, newest first.
+  std::vector<std::string> checkpoints() const;
+
+  struct Resumed {
+    std::string path;
+    TrainingProgress progress;
+  };
+  // Loads the newest checkpoint that reads, skipping damaged ones with a warning; nothing where the folder has
+  // none. A checkpoint of a different run is an error (CheckpointMismatch).
+  std::optional<Resumed> resume(const RunIdentity& run, Adam& optimizer) const;
+
+ private:
+  std::string path_;
+};
 
 }  // namespace nj

@@ -19,8 +19,9 @@ nlohmann::json to_json(const TrainSummary& summary);
 
 class MetricsLog {
  public:
-  MetricsLog() = default;  // disabled: writes nothing
-  explicit MetricsLog(const std::string& path);
+  enum Mode { kCreate, kAppend };  // kAppend: a resumed run goes on with the log it started
+  MetricsLog() = default;          // disabled: writes nothing
+  explicit MetricsLog(const std::string& path, Mode mode = kCreate);
   void write(const nlohmann::json& record);
 
  private:

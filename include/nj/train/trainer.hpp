@@ -93,6 +93,15 @@ struct TrainSummary {
   double total_seconds = 0.0;
 };
 
+// Where training stands between epochs: with the weights and Adam's state, all a resumed run needs to go on as
+// if it had never stopped.
+struct TrainingProgress {
+  std::uint32_t next_epoch = 0;
+  std::uint32_t best_val_epoch = 0;
+  Accuracy best_val_accuracy;  // NaN until an epoch is evaluated
+  Accuracy final_accuracy;     // of the latest evaluated epoch
+};
+
 class Trainer {
  public:
   Trainer(Model& model, Executor& executor, Communicator& comm, const VertexTargets& targets,
@@ -102,10 +111,15 @@ class Trainer {
   EpochMetrics train_epoch(std::uint32_t epoch);
   // Accuracies of a forward pass without dropout, from counts summed over ranks.
   Accuracy evaluate();
-  // Trains epochs [first_epoch, options.epochs), calling on_epoch after each.
-  TrainSummary fit(std::uint32_t first_epoch, const std::function<void(const EpochMetrics&)>& on_epoch);
+  // Trains epochs [progress().next_epoch, options.epochs), calling on_epoch after each, when progress() has
+  // moved past it.
+  TrainSummary fit(const std::function<void(const EpochMetrics&)>& on_epoch);
 
   Adam& optimizer() { return optimizer_; }
+  const TrainingProgress& progress() const { return progress_; }
+  // Continues from a checkpoint's progress: the epoch numbers address the dropout masks, and the best
+  // validation so far carries on into the summary.
+  void restore(const TrainingProgress& progress) { progress_ = progress; }
 
  private:
   // Throws JobError (the same on every rank) naming the epoch, and the parameter, where the loss or a gradient
@@ -118,6 +132,7 @@ class Trainer {
   VertexTargets targets_;
   TrainOptions options_;
   Adam optimizer_;
+  TrainingProgress progress_;
   std::int64_t global_train_count_ = 0;
   // Per-call scratch of the loss function: labels and mask of the rows it is given.
   std::vector<std::int32_t> row_labels_;
