@@ -13,6 +13,7 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
   python3 python3-numpy python3-scipy python3-h5py python3-matplotlib
   slurm-wlm munge
+  clang libclang-rt-14-dev # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes
 )
 # Extra packages for optional tasks, e.g. NJ_SETUP_EXTRA="python3-torch" for the PyTorch baseline benchmark.
 read -r -a extra <<<"${NJ_SETUP_EXTRA:-}"

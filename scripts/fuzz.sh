@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of the input readers (tests/fuzz; clang with ASan and UBSan, in build-fuzz/) and
+# runs each for a fixed time, one after the other, starting from its seed corpus (tests/fuzz/corpus/<target>/)
+# and its regressions. Prints a table of the runs; exits non-zero when any target crashed, leaked, hung or ran
+# out of memory. docs/reliability.md ("Fuzzing") describes the targets.
+#
+#   scripts/fuzz.sh [SECONDS_PER_TARGET [TARGET...]]    default: 100 seconds each, every target
+#
+# Each target's run is kept in build-fuzz/fuzz-runs/<target>/: log, corpus/ (what it found worth keeping, reused
+# by the next run) and crashes/, where libFuzzer saves a failing input (crash-*, leak-*, timeout-*, oom-*).
+# Replay one with `build-fuzz/tests/fuzz/fuzz_<target> <file>`; once the reader is fixed, move it to
+# tests/fuzz/regressions/<target>/, named after what it found, so that the test suite replays it.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+seconds=${1:-100}
+shift $(($# > 0 ? 1 : 0))
+build="$root/build-fuzz"
+runs="$build/fuzz-runs"
+
+targets=("$@")
+if ((${#targets[@]} == 0)); then
+  for source in "$root"/tests/fuzz/fuzz_*.cpp; do
+    name=$(basename "$source" .cpp)
+    targets+=("${name#fuzz_}")
+  done
+fi
+
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_CXX_COMPILER=clang++ -DNJ_ENABLE_CUDA=OFF -DNJ_BUILD_FUZZERS=ON >/dev/null
+cmake --build "$build" -j "${NJ_BUILD_JOBS:-2}" --target "${targets[@]/#/fuzz_}"
+
+# Leaks are checked after every input; a sanitizer report ends the run with a stack trace.
+export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+
+rows=()
+failed=0
+for target in "${targets[@]}"; do
+  dir="$runs/$target"
+  mkdir -p "$dir/corpus" "$dir/crashes" "$dir/tmp"
+  echo "fuzz: $target for ${seconds} s"
+  start=$(date +%s)
+  status=0
+  # -timeout: one input running longer is a hang. -rss_limit_mb: the process growing beyond it is a failure
+  # (and so is one allocation of that size). The outer timeout only guards against libFuzzer itself stalling.
+  TMPDIR="$dir/tmp" timeout $((seconds + 300)) "$build/tests/fuzz/fuzz_$target" \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$dir/crashes/" "$dir/corpus" "$root/tests/fuzz/corpus/$target" \
+    $([[ -d "$root/tests/fuzz/regressions/$target" ]] && echo "$root/tests/fuzz/regressions/$target") \
+    >"$dir/log" 2>&1 || status=$?
+  elapsed=$(($(date +%s) - start))
+  executed=$(awk '/stat::number_of_executed_units/ {print $2}' "$dir/log")
+  rate=$(awk '/stat::average_exec_per_sec/ {print $2}' "$dir/log")
+  peak=$(awk '/stat::peak_rss_mb/ {print $2}' "$dir/log")
+  if ((status == 0)); then
+    result=ok
+  else
+    failed=1
+    artifact=$(grep -o "Test unit written to [^ ]*" "$dir/log" | tail -1 | sed 's/Test unit written to //' || true)
+    result="FAILED (exit $status) ${artifact:-see $dir/log}"
+    # What went wrong: the target's own complaint and the message, or the sanitizer's report.
+    { grep -a -A1 "^fuzz: " "$dir/log" | head -2; grep -a -E "==ERROR|^SUMMARY" "$dir/log" | head -2; } | sed 's/^/    /'
+  fi
+  rows+=("$(printf '%-14s %12s %8s %8s %8s  %s' "$target" "${executed:-?}" "$elapsed" "${rate:-?}" "${peak:-?}" "$result")")
+done
+
+echo
+printf '%-14s %12s %8s %8s %8s  %s\n' target runs seconds runs/s "rss MB" result
+printf '%s\n' "${rows[@]}"
+if ((failed)); then
+  echo "fuzz: failures above; their inputs and logs are under $runs"
+  exit 1
+fi
+echo "fuzz: no crash, leak, hang or out-of-memory in ${#targets[@]} targets"
