@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nj/core/error.hpp"
+#include "nj/core/printable.hpp"
 #include "nj/io/hdf5.hpp"
 
 namespace nj {
@@ -154,7 +155,7 @@ Shard read_shard(const std::string& path) {
   PartitionInfo& info = shard.partition;
   info.method = file.string_attribute("partition_method");
   NJ_REQUIRE(known_method(info.method), "{}: attribute partition_method '{}' is not metis, random, contiguous or none",
-             path, info.method);
+             path, printable(info.method));
   const auto parts = file.int_attribute("partition_parts");
   NJ_REQUIRE(parts >= 1 && parts <= std::numeric_limits<int>::max(),
              "{}: attribute partition_parts must be positive, got {}", path, parts);
@@ -274,7 +275,7 @@ PartitionManifest read_manifest(const std::string& path) {
   }
   NJ_REQUIRE(document.is_object(), "{}: expected a JSON object", where);
   const auto kind = field<std::string>(document, "kind", where);
-  NJ_REQUIRE(kind == kManifestKind, "{}: kind is '{}', not '{}'", where, kind, kManifestKind);
+  NJ_REQUIRE(kind == kManifestKind, "{}: kind is '{}', not '{}'", where, printable(kind), kManifestKind);
   const auto version = field<std::int64_t>(document, "format_version", where);
   NJ_REQUIRE(version == kManifestFormatVersion, "{}: format_version {} is not supported (this build reads {})", where,
              version, kManifestFormatVersion);
@@ -292,7 +293,8 @@ PartitionManifest read_manifest(const std::string& path) {
 
   PartitionInfo& info = manifest.partition;
   info.method = field<std::string>(document, "method", where);
-  NJ_REQUIRE(known_method(info.method), "{}: method '{}' is not metis, random, contiguous or none", where, info.method);
+  NJ_REQUIRE(known_method(info.method), "{}: method '{}' is not metis, random, contiguous or none", where,
+             printable(info.method));
   info.parts = field<int>(document, "parts", where);
   NJ_REQUIRE(info.parts >= 1, "{}: parts must be positive, got {}", where, info.parts);
   info.seed = field<std::uint64_t>(document, "seed", where);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "nj/core/error.hpp"
+#include "nj/core/printable.hpp"
 
 namespace nj {
 
@@ -19,7 +20,7 @@ SelfLoopPolicy parse_self_loop_policy(const std::string& text) {
   if (text == "kept") return SelfLoopPolicy::kKept;
   if (text == "removed") return SelfLoopPolicy::kRemoved;
   if (text == "added") return SelfLoopPolicy::kAdded;
-  throw InputError(fmt::format("unknown self-loop policy '{}' (expected kept, removed or added)", text));
+  throw InputError(fmt::format("unknown self-loop policy '{}' (expected kept, removed or added)", printable(text)));
 }
 
 std::int64_t count(std::span<const std::uint8_t> mask) {

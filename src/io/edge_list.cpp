@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "nj/core/printable.hpp"
+#include "nj/io/input_limits.hpp"
+
 namespace nj {
 namespace {
 
@@ -85,7 +88,7 @@ EdgeList read_edge_list(const std::string& path, const VertexIdOptions& options)
     Fields fields(line, kWhitespaceOrComma);
     std::string_view field;
     for (int side = 0; side < 2; ++side) {
-      if (!fields.next(field)) reader.fail("expected two vertex ids `src dst`, found '{}'", line);
+      if (!fields.next(field)) reader.fail("expected two vertex ids `src dst`, found '{}'", printable(line));
       const auto id = given.parse(field, reader);
       if (options.num_vertices >= 0) given.vertex(id, reader);
       ends.push_back(id);
@@ -98,7 +101,13 @@ EdgeList read_edge_list(const std::string& path, const VertexIdOptions& options)
     edges.ids = VertexIds::relabelled(sorted_distinct(ends), options.one_based);
   } else if (options.num_vertices < 0) {
     const auto largest = *std::max_element(ends.begin(), ends.end());
-    edges.ids = VertexIds::dense(options.one_based ? largest : largest + 1, options.one_based);
+    // Compared before adding 1, which would overflow for an id near the int64 maximum.
+    NJ_REQUIRE(largest < kMaxVertices,
+               "{}: vertex id {} is beyond the {} vertices this build supports; are the ids sparse names (--relabel)?",
+               path, largest, kMaxVertices);
+    const auto count = options.one_based ? largest : largest + 1;
+    require_vertex_count(count, path);
+    edges.ids = VertexIds::dense(count, options.one_based);
   }
   const auto num_edges = ends.size() / 2;
   edges.src.resize(num_edges);
@@ -108,6 +117,12 @@ EdgeList read_edge_list(const std::string& path, const VertexIdOptions& options)
     edges.dst[e] = edges.ids.find(ends[2 * e + 1]);
   }
   return edges;
+}
+
+void require_vertex_count(std::int64_t count, const std::string& where) {
+  NJ_REQUIRE(count <= kMaxVertices, "{}: {} vertices are more than this build supports ({})", where, count,
+             kMaxVertices);
+  require_input_memory(count + 1, sizeof(eid_t), where, fmt::format("the offsets of a graph of {} vertices", count));
 }
 
 void set_graph(Dataset& dataset, const EdgeList& edges, const EdgeListOptions& options) {

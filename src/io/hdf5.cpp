@@ -1,10 +1,13 @@
 #include "nj/io/hdf5.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 #include <type_traits>
 
 #include "nj/core/error.hpp"
+#include "nj/io/input_limits.hpp"
 
 namespace nj::hdf5 {
 namespace {
@@ -25,6 +28,19 @@ hid_t native_type() {
   if constexpr (std::is_same_v<T, std::int32_t>) return H5T_NATIVE_INT32;
   if constexpr (std::is_same_v<T, std::int64_t>) return H5T_NATIVE_INT64;
   if constexpr (std::is_same_v<T, std::uint8_t>) return H5T_NATIVE_UINT8;
+}
+
+// The number of elements of a shape read from a file, saturated at the int64 maximum: the product of a corrupt
+// shape's dimensions may overflow.
+std::int64_t element_count(const std::vector<hsize_t>& shape) {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  if (std::find(shape.begin(), shape.end(), hsize_t{0}) != shape.end()) return 0;
+  std::int64_t count = 1;
+  for (const hsize_t d : shape) {
+    if (d > static_cast<hsize_t>(kMax / count)) return kMax;
+    count *= static_cast<std::int64_t>(d);
+  }
+  return count;
 }
 
 const char* class_name(H5T_class_t type_class) {
@@ -140,8 +156,10 @@ Array<T> File::read(const std::string& dataset) const {
   if (stored != wanted) {
     fail(dataset, fmt::format("expected {} data, found {}", class_name(wanted), class_name(stored)));
   }
-  const hsize_t total = std::accumulate(out.shape.begin(), out.shape.end(), hsize_t{1}, std::multiplies<>());
-  out.values.resize(total);
+  const std::int64_t total = element_count(out.shape);
+  require_input_memory(total, sizeof(T), fmt::format("{}: {}", path_, dataset),
+                       fmt::format("{} values", fmt::join(out.shape, " x ")));
+  out.values.resize(static_cast<std::size_t>(total));
   if (total > 0 && H5Dread(ds.get(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.values.data()) < 0) {
     fail(dataset, "read failed (truncated or corrupt file?)");
   }

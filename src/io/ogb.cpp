@@ -55,6 +55,9 @@ Dataset read_ogb(const std::string& folder, ConvertOptions options, const std::s
   options.ids = {};
   if (const auto count_file = csv_file(raw, "num-node-list"); !count_file.empty()) {
     options.ids.num_vertices = read_header_integers(count_file, 1).front();
+    NJ_REQUIRE(options.ids.num_vertices > 0, "{}: the vertex count must be positive, got {}", count_file,
+               options.ids.num_vertices);
+    require_vertex_count(options.ids.num_vertices, count_file);
   }
   auto& data = options.data;
   if (data.features.empty() && data.random_features == 0) data.features = csv_file(raw, "node-feat");

@@ -9,6 +9,9 @@
 #include <numbers>
 #include <random>
 
+#include "nj/core/printable.hpp"
+#include "nj/io/input_limits.hpp"
+
 namespace nj {
 namespace {
 
@@ -35,7 +38,7 @@ void read_sparse_row(std::string_view line, vid_t row, std::int64_t declared_wid
   std::string_view pair;
   while (fields.next(pair)) {
     const auto colon = pair.find(':');
-    if (colon == std::string_view::npos) at.fail("expected `column:value`, found '{}'", pair);
+    if (colon == std::string_view::npos) at.fail("expected `column:value`, found '{}'", printable(pair));
     const auto col = parse_integer(pair.substr(0, colon), at, "feature column");
     if (col < 0) at.fail("negative feature column {}", col);
     if (declared_width > 0 && col >= declared_width) {
@@ -121,6 +124,9 @@ Matrix read_features(const std::string& path, vid_t num_vertices, std::int64_t w
              num_vertices);
   const auto cols = width > 0 ? width : std::max(rows.dense_width, rows.sparse_width);
   NJ_REQUIRE(cols > 0, "{}: no feature values", path);
+  // A column index in a `col:value` pair, or a declared width, sets the width of every row.
+  require_input_memory(cols, static_cast<std::int64_t>(sizeof(float)) * num_vertices, path,
+                       fmt::format("{} x {} features", num_vertices, cols));
   NJ_REQUIRE(rows.dense_width < 0 || rows.dense_width == cols, "{}: dense rows of {} values in {} feature columns",
              path, rows.dense_width, cols);
 
@@ -146,14 +152,15 @@ std::vector<std::int32_t> read_labels(const std::string& path, const VertexIds& 
     std::string_view extra;
     fields.next(first);
     const bool pair = fields.next(second);
-    if (fields.next(extra)) reader.fail("expected `label` or `vertex label`, found '{}'", line);
+    if (fields.next(extra)) reader.fail("expected `label` or `vertex label`, found '{}'", printable(line));
     if (num_lines++ == 0) pairs = pair;
     if (pair != pairs) {
-      reader.fail("'{}' breaks the file's format of {}", line, pairs ? "`vertex label` pairs" : "one label per line");
+      reader.fail("'{}' breaks the file's format of {}", printable(line),
+                  pairs ? "`vertex label` pairs" : "one label per line");
     }
     if (pairs) {
       const auto vertex = static_cast<std::size_t>(ids.resolve(first, reader));
-      if (labels[vertex] != -1) reader.fail("vertex {} is labelled twice", first);
+      if (labels[vertex] != -1) reader.fail("vertex {} is labelled twice", printable(first));
       labels[vertex] = parse_label(second, reader, num_classes);
     } else if (num_lines <= ids.count()) {
       labels[static_cast<std::size_t>(num_lines - 1)] = parse_label(first, reader, num_classes);
@@ -174,8 +181,8 @@ std::vector<std::uint8_t> read_split(const std::string& path, const VertexIds& i
     std::string_view field;
     fields.next(field);
     const auto vertex = static_cast<std::size_t>(ids.resolve(field, reader));
-    if (labels[vertex] < 0) reader.fail("vertex {} is in the split but has no label", field);
-    if (fields.next(field)) reader.fail("expected one vertex id per line, found '{}'", line);
+    if (labels[vertex] < 0) reader.fail("vertex {} is in the split but has no label", printable(field));
+    if (fields.next(field)) reader.fail("expected one vertex id per line, found '{}'", printable(line));
     mask[vertex] = 1;
   }
   return mask;
@@ -270,6 +277,7 @@ Dataset read_plain_folder(const std::string& folder, ConvertOptions options) {
   NJ_REQUIRE(
       meta[0] > 0 && meta[1] >= 0 && meta[2] > 0 && meta[2] <= std::numeric_limits<std::int32_t>::max() && meta[3] >= 0,
       "{}: expected `vertices feature-width classes edges` with positive vertices and classes", meta_path);
+  require_vertex_count(meta[0], meta_path);
   options.ids = {.num_vertices = meta[0]};
   auto& data = options.data;
   if (data.features.empty() && data.random_features == 0) {

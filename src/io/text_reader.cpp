@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "nj/core/printable.hpp"
+
 namespace nj {
 namespace {
 
@@ -18,8 +20,9 @@ template <typename T>
 T parse_number(std::string_view field, const TextReader& at, std::string_view what) {
   T value{};
   const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
-  if (error == std::errc::result_out_of_range) at.fail("'{}' is out of range for a {}", field, what);
-  if (error != std::errc() || end != field.data() + field.size()) at.fail("'{}' is not a valid {}", field, what);
+  if (error == std::errc::result_out_of_range) at.fail("'{}' is out of range for a {}", printable(field), what);
+  if (error != std::errc() || end != field.data() + field.size())
+    at.fail("'{}' is not a valid {}", printable(field), what);
   return value;
 }
 
@@ -47,14 +50,25 @@ TextReader::~TextReader() { gzclose(file_); }
 
 bool TextReader::next_line(std::string_view& line) {
   line_.clear();
-  // gzgets stops at a newline or a full chunk; a line longer than the chunk takes several calls.
-  while (gzgets(file_, chunk_.data(), static_cast<int>(chunk_.size())) != nullptr) {
-    line_.append(chunk_.data());
-    if (line_.back() == '\n') break;
+  // Lines are cut at '\n' here rather than by gzgets, which cannot tell a NUL byte in a line from its end.
+  while (true) {
+    if (chunk_begin_ == chunk_end_) {
+      const int read = gzread(file_, chunk_.data(), static_cast<unsigned>(chunk_.size()));
+      int status = Z_OK;
+      const char* message = gzerror(file_, &status);
+      if (status < 0) throw InputError(fmt::format("{}: read error: {}", path_, message));  // e.g. a truncated .gz
+      if (read <= 0) break;
+      chunk_begin_ = 0;
+      chunk_end_ = static_cast<std::size_t>(read);
+    }
+    const char* begin = chunk_.data() + chunk_begin_;
+    const auto* newline = static_cast<const char*>(std::memchr(begin, '\n', chunk_end_ - chunk_begin_));
+    const std::size_t length =
+        newline != nullptr ? static_cast<std::size_t>(newline - begin) + 1 : chunk_end_ - chunk_begin_;
+    line_.append(begin, length);
+    chunk_begin_ += length;
+    if (newline != nullptr) break;
   }
-  int status = Z_OK;
-  const char* message = gzerror(file_, &status);
-  if (status < 0) throw InputError(fmt::format("{}: read error: {}", path_, message));  // e.g. a truncated .gz
   if (read_progress) {
     // gzoffset: how far into the file on disk (compressed or not) reading has got.
     const std::int64_t offset = line_.empty() ? file_bytes_ : static_cast<std::int64_t>(gzoffset(file_));

@@ -2,7 +2,8 @@
 // the readers' checks. An input is a list of edits; each is an opcode byte, a byte that picks the object (the
 // file's datasets and groups, then its root attributes, each sorted by name) and the opcode's operands:
 //   dataset    0 delete; 1 replace by a new dataset of a chosen type, shape and raw values; 2 set one element;
-//              3 change the first dimension, repeating the values;
+//              3 change the first dimension, repeating the values (or, for a length byte of 255, to the next 8
+//              bytes, leaving the values unwritten);
 //   group      any opcode deletes it;
 //   attribute  0 delete; 1 set to an integer; 2 to a float; 3 to a variable-length string; 4 to a fixed-length
 //              string.
@@ -123,7 +124,11 @@ void set_element(hid_t file, const std::string& name, ByteSource& input) {
 }
 
 void change_length(hid_t file, const std::string& name, ByteSource& input) {
-  const hsize_t length = input.byte();
+  // A length byte of 255 takes the next 8 bytes as the length: a shape beyond any file, whose values are not
+  // written (HDF5 stores none until they are), for the readers' checks of a shape before they allocate for it.
+  const std::uint8_t length_byte = input.byte();
+  const bool huge = length_byte == 255;
+  const hsize_t length = huge ? input.u64() : length_byte;
   std::vector<hsize_t> dims;
   std::vector<std::uint8_t> old_values;
   Handle type;
@@ -138,7 +143,7 @@ void change_length(hid_t file, const std::string& name, ByteSource& input) {
       return;
   }
   dims[0] = length;
-  std::vector<std::uint8_t> values(count_of(dims) * H5Tget_size(type.get()));
+  std::vector<std::uint8_t> values(huge ? 0 : count_of(dims) * H5Tget_size(type.get()));
   for (std::size_t i = 0; i < values.size() && !old_values.empty(); ++i) values[i] = old_values[i % old_values.size()];
   H5Ldelete(file, name.c_str(), H5P_DEFAULT);
   create_dataset(file, name, type.get(), dims, values);

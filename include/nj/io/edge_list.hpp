@@ -54,6 +54,10 @@ struct EdgeList {
 
 EdgeList read_edge_list(const std::string& path, const VertexIdOptions& options);
 
+// Throws InputError naming `where` (the file that gave the count) when a graph of `count` vertices is beyond this
+// build's vertex ids or its offsets beyond the input memory limit (input_limits.hpp).
+void require_vertex_count(std::int64_t count, const std::string& where);
+
 // Builds the dataset's graph from the edges and records how: `symmetrized` is set when the result is
 // symmetric (whether by `options` or because the input already was), `self_loops` from the policy applied.
 void set_graph(Dataset& dataset, const EdgeList& edges, const EdgeListOptions& options);

@@ -58,7 +58,9 @@ class TextReader {
  private:
   std::string path_;
   gzFile_s* file_ = nullptr;
-  std::vector<char> chunk_;
+  std::vector<char> chunk_;  // decompressed bytes; those in [chunk_begin_, chunk_end_) are not yet in a line
+  std::size_t chunk_begin_ = 0;
+  std::size_t chunk_end_ = 0;
   std::string line_;
   std::int64_t line_number_ = 0;
   std::int64_t file_bytes_ = 0;
