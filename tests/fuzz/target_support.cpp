@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 
 // Enough for every valid input the targets build, small enough that the sanitizers' copy of it stays far
 // below libFuzzer's -rss_limit_mb.
-constexpr std::int64_t kFuzzInputMemoryLimit = std::int64_t{64} << 20U;
+constexpr std::int64_t kFuzzInputMemoryLimit = std::int64_t{16} << 20U;
 
 constexpr std::string_view kHdf5Signature = "\x89HDF\r\n\x1a\n";
 
