@@ -4,6 +4,8 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <type_traits>
+#include <utility>
 
 #include "nj/core/error.hpp"
 #include "nj/core/printable.hpp"
@@ -40,6 +42,9 @@ void read_lists(const hdf5::File& file, const std::string& name, std::vector<Pee
              "{}: {}_offsets: must run from 0 to the length of {} ({})", file.path(), name, name, values.size());
   for (std::size_t i = 0; i < peers.size(); ++i) {
     NJ_REQUIRE(offsets[i] <= offsets[i + 1], "{}: {}_offsets: decrease at peer {}", file.path(), name, i);
+  }
+  // Checked whole before any list is cut: only offsets that never decrease all lie within `values`.
+  for (std::size_t i = 0; i < peers.size(); ++i) {
     peers[i].*list = std::vector<vid_t>(values.begin() + offsets[i], values.begin() + offsets[i + 1]);
   }
 }
@@ -57,6 +62,15 @@ template <typename T>
 T field(const json& object, const char* key, const std::string& where) {
   const auto it = object.find(key);
   NJ_REQUIRE(it != object.end(), "{}: key '{}' is missing", where, key);
+  // nlohmann::json converts any number with a plain cast: undefined for a float beyond T (1e20 as an int), and a
+  // wrap-around for a negative integer read as an unsigned one. Other types fail the conversion below.
+  if constexpr (std::is_integral_v<T>) {
+    const bool fits = it->is_number_unsigned()
+                          ? std::in_range<T>(it->template get<std::uint64_t>())
+                          : it->is_number_integer() && std::in_range<T>(it->template get<std::int64_t>());
+    NJ_REQUIRE(fits || !it->is_number(), "{}: key '{}' must be an integer in [{}, {}]", where, key,
+               std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+  }
   try {
     return it->get<T>();
   } catch (const json::exception&) {
@@ -272,6 +286,8 @@ PartitionManifest read_manifest(const std::string& path) {
     document = json::parse(in);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON (byte {})", where, e.byte));
+  } catch (const json::exception& e) {  // e.g. a number beyond a double
+    throw InputError(fmt::format("{}: not valid JSON ({})", where, printable(e.what())));
   }
   NJ_REQUIRE(document.is_object(), "{}: expected a JSON object", where);
   const auto kind = field<std::string>(document, "kind", where);
