@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "nj/comm/communicator.hpp"
+#include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 
 namespace nj::cli {
@@ -43,6 +44,18 @@ struct ExecutorChoice {
   SubgraphExecutorOptions options;
 };
 ExecutorChoice parse_executor_choice(const ExecutorArguments& args);
+
+// What rank `rank` of `ranks` will load, from a dataset file or a partition folder, read from the files' shapes
+// and the manifest without loading them.
+RankShape rank_shape(const std::string& dataset, const std::string& partitions, int rank, int ranks);
+// The host memory a rank may use: --host-memory where given, else what the machine has available (the least of
+// MemAvailable and the cgroup's limit) shared among the ranks on this node; -1 where unknown.
+struct HostMemoryLimit {
+  std::int64_t bytes = -1;
+  std::string source;  // "available on this machine", ...
+};
+HostMemoryLimit host_memory_limit(const std::string& option);
+RunLayout run_layout(const ExecutorChoice& choice, bool device_in_host_memory);
 // Logs a plan's subgraphs, pool and step budgets and predicted traffic.
 void log_plan(const EpochPlan& plan);
 // " | h2d 1.2M d2h 0.3M | hit 93.1% | recompute 1.00 | peak 4.0M" for an epoch's console line.

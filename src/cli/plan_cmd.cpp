@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "nj/core/host_memory.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/partition/shard_file.hpp"
 
@@ -36,6 +37,33 @@ std::int64_t exchange_bytes_sent(const Model& model, const LocalGraph& local) {
   return bytes;
 }
 
+// Plans the epoch, forecasts its device memory, and measures what the plan's structures hold in host memory.
+struct MeasuredPlan {
+  EpochPlan plan;
+  std::int64_t plan_host_bytes = 0;
+};
+MeasuredPlan plan_and_measure(Model& model, const LocalGraph& local, ConstRows features,
+                              const SubgraphExecutorOptions& options) {
+  const std::int64_t before = heap_bytes_in_use();
+  MeasuredPlan measured{plan_epoch(model, local, options), 0};
+  measured.plan_host_bytes = std::max<std::int64_t>(0, heap_bytes_in_use() - before);
+  measured.plan.memory = forecast_device_memory(*make_cpu_backend(), model, local, features, measured.plan);
+  return measured;
+}
+
+// The host memory of one rank running this plan on the CPU device (where the device is emulated in host memory).
+HostFootprint rank_footprint(const PlanArguments& args, const LocalGraph& local, std::int64_t features,
+                             std::int64_t classes, const MeasuredPlan& measured) {
+  const RankShape shape{.owned = local.num_owned,
+                        .local = local.num_local(),
+                        .in_edges = local.graph.num_edges(),
+                        .features = features,
+                        .classes = classes};
+  return planned_host_footprint(args.model.resolve(), shape,
+                                run_layout(ExecutorChoice{.options = measured.plan.options}, true),
+                                measured.plan.memory.peak_footprint_bytes, measured.plan_host_bytes);
+}
+
 // Every rank of a partition folder, planned as `nj train --partitions` would run it with the same options.
 void run_partition_plan(const PlanArguments& args) {
   const PartitionManifest manifest = read_manifest(args.dataset);
@@ -45,14 +73,15 @@ void run_partition_plan(const PlanArguments& args) {
     std::cout << fmt::format("{} ({} parts by {}), {} at {} per rank; bytes per epoch:\n", manifest.dataset_name,
                              manifest.partition.parts, manifest.partition.method, to_string(choice.options.mode),
                              format_bytes(choice.options.device_budget));
-    std::cout << fmt::format("{:>4} {:>10} {:>10} {:>12} {:>12} {:>14} {:>12}\n", "rank", "owned", "mirrors", "h2d",
-                             "d2h", "exchange sent", "device peak");
+    std::cout << fmt::format("{:>4} {:>10} {:>10} {:>12} {:>12} {:>14} {:>12} {:>12}\n", "rank", "owned", "mirrors",
+                             "h2d", "d2h", "exchange sent", "device peak", "host peak");
   }
   for (std::size_t part = 0; part < manifest.shard_files.size(); ++part) {
     Shard shard = read_shard((std::filesystem::path(manifest.directory) / manifest.shard_files[part]).string());
     Model model(args.model.resolve(), shard.features.cols(), shard.num_classes);
-    EpochPlan plan = plan_epoch(model, shard.local, choice.options);
-    plan.memory = forecast_device_memory(*make_cpu_backend(), model, shard.local, shard.features.view(), plan);
+    const MeasuredPlan measured = plan_and_measure(model, shard.local, shard.features.view(), choice.options);
+    const EpochPlan& plan = measured.plan;
+    const HostFootprint host = rank_footprint(args, shard.local, shard.features.cols(), shard.num_classes, measured);
     const std::int64_t exchange = exchange_bytes_sent(model, shard.local);
     ranks.push_back({{"rank", part},
                      {"owned", shard.local.num_owned},
@@ -62,11 +91,13 @@ void run_partition_plan(const PlanArguments& args) {
                      {"d2h_bytes", plan.d2h_bytes},
                      {"exchange_bytes_sent", exchange},
                      {"device_peak_bytes", plan.memory.peak_footprint_bytes},
+                     {"host_peak_bytes", host.total()},
                      {"steps", plan.num_steps}});
     if (!args.json) {
-      std::cout << fmt::format("{:>4} {:>10} {:>10} {:>12} {:>12} {:>14} {:>12}\n", part, shard.local.num_owned,
+      std::cout << fmt::format("{:>4} {:>10} {:>10} {:>12} {:>12} {:>14} {:>12} {:>12}\n", part, shard.local.num_owned,
                                shard.local.num_mirrors(), format_bytes(plan.h2d_bytes), format_bytes(plan.d2h_bytes),
-                               format_bytes(exchange), format_bytes(plan.memory.peak_footprint_bytes));
+                               format_bytes(exchange), format_bytes(plan.memory.peak_footprint_bytes),
+                               format_bytes(host.total()));
     }
   }
   if (args.json) {
@@ -91,8 +122,8 @@ void run_plan(PlanArguments& args) {
   const ExecutorChoice choice = parse_executor_choice(args.executor);
 
   const auto start = std::chrono::steady_clock::now();
-  EpochPlan plan = plan_epoch(model, local, choice.options);
-  plan.memory = forecast_device_memory(*make_cpu_backend(), model, local, dataset.features.view(), plan);
+  const MeasuredPlan measured = plan_and_measure(model, local, dataset.features.view(), choice.options);
+  const EpochPlan& plan = measured.plan;
   spdlog::info("planned in {:.2f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   log_plan(plan);
   // Each category at the moment the footprint peaked, and at its own highest.
@@ -106,6 +137,8 @@ void run_plan(PlanArguments& args) {
   }
   std::cout << fmt::format("  {:<26} {:>12}\n", "alignment, fragmentation",
                            format_bytes(plan.memory.padding_at_peak()));
+  const HostFootprint host = rank_footprint(args, local, dataset.features.cols(), dataset.num_classes, measured);
+  std::cout << fmt::format("host memory (CPU device): peak {} ({})\n", format_bytes(host.total()), host.describe());
   if (const std::int64_t short_by = device_memory_shortfall(plan); short_by > 0) {
     std::cout << fmt::format("the budget {} is {} short\n", format_bytes(plan.options.device_budget),
                              format_bytes(short_by));

@@ -48,6 +48,7 @@ struct TrainArguments {
   bool resume = false;
   std::string partitions;
   std::string partition_method = "metis";
+  std::string host_memory;     // --host-memory; empty: what the machine has available
   std::string inject_failure;  // "RANK:EPOCH[:HOW]", for tests of failure handling
 };
 
@@ -219,6 +220,15 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
   if (!args.dataset.empty()) require_file(args.dataset, "dataset");
   NJ_REQUIRE(args.partitions.empty() || std::filesystem::is_directory(args.partitions),
              "--partitions {}: no such folder", args.partitions);
+  // Before loading: a run that cannot fit in host memory is an error now, not the operating system's kill later.
+  const HostFootprint footprint =
+      predict_host_footprint(rank.config, rank_shape(args.dataset, args.partitions, comm.rank(), comm.size()),
+                             run_layout(rank.choice, device.kind == DeviceKind::kCpu));
+  const HostMemoryLimit limit = host_memory_limit(args.host_memory);
+  require_host_memory(footprint, limit.bytes, comm.size() > 1 ? "this rank" : "this run",
+                      limit.source);
+  spdlog::info("host memory: at least {} ({}) of {} {}", format_bytes(footprint.total()), footprint.describe(),
+               limit.bytes < 0 ? "an unknown amount" : format_bytes(limit.bytes), limit.source);
   const auto load_start = std::chrono::steady_clock::now();
   rank.shard = load_rank_shard(args, comm);
   const Shard& shard = rank.shard;
@@ -397,6 +407,9 @@ void add_train_command(CLI::App& app, Communicator& comm) {
                   "How several ranks partition a dataset given without --partitions (in memory, on every rank)")
       ->check(CLI::IsMember({"metis", "random", "contiguous"}))
       ->capture_default_str();
+  cmd->add_option("--host-memory", args->host_memory,
+                  "Host memory this rank may use, e.g. 16G (default: what the machine has available, shared by the "
+                  "ranks on it); a run predicted to need more stops before loading");
   cmd->add_option("--inject-failure", args->inject_failure, "Raise an error on rank R in epoch E (tests)")->group("");
   add_model_options(*cmd, args->model);
   cmd->add_option("--epochs", args->options.epochs, "Epochs (one optimizer step each)")->capture_default_str();

@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
+#include "nj/core/bytes.hpp"
 #include "nj/device/cuda.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "support/test_support.hpp"
@@ -107,6 +109,40 @@ TEST_F(TrainCli, CheckpointResumeContinuesTheLossTrace) {
   ASSERT_EQ(b.size(), 3U);  // epochs 2 and 3, then the summary
   EXPECT_EQ(a[2]["loss"], b[0]["loss"]);
   EXPECT_EQ(a[3]["loss"], b[1]["loss"]);
+}
+
+TEST_F(TrainCli, ARunThatCannotFitInHostMemoryStopsBeforeLoading) {
+  const auto line =
+      test::expect_one_line_error(test::run_nj("train " + shell_quote(dataset) + " --epochs 1 --host-memory 100K"));
+  EXPECT_NE(line.find("this run needs at least "), std::string::npos) << line;
+  EXPECT_NE(line.find("(dataset "), std::string::npos) << line;
+  EXPECT_NE(line.find("more than the 100.0K given by --host-memory"), std::string::npos) << line;
+}
+
+// What `nj plan` predicts for the host is what `nj train` then holds above its baseline, within 15 %, in memory
+// (where the emulated device holds every row) and within a budget (where the plan and the host rows dominate).
+TEST_F(TrainCli, PlanPredictsTheHostPeakOfTraining) {
+  const std::string graph = dir.file("host.h5");
+  ASSERT_EQ(test::run_nj("generate --vertices 60000 --edges 600000 --features 64 --classes 8 --seed 6 -o " +
+                         shell_quote(graph))
+                .exit_code,
+            0);
+  static const std::regex predicted(R"(host memory \(CPU device\): peak ([0-9.]+[KMG]))");
+  for (const std::string budget : {"unlimited", "4M"}) {
+    const auto plan = test::run_nj("plan " + shell_quote(graph) + " --hidden 32 --device-memory " + budget);
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(plan.output, match, predicted)) << plan.output;
+    const auto metrics = dir.file("host-" + budget + ".jsonl");
+    ASSERT_EQ(test::run_nj("train " + shell_quote(graph) +
+                           " --hidden 32 --epochs 1 --eval-every 0 --execution reuse "
+                           "--device-memory " +
+                           budget + " --metrics-out " + shell_quote(metrics))
+                  .exit_code,
+              0);
+    const auto measured = read_jsonl(metrics).back()["host_peak_above_baseline_bytes"]["max"].get<double>();
+    const auto expected = static_cast<double>(parse_byte_size(match[1]));
+    EXPECT_NEAR(measured / expected, 1.0, 0.15) << budget << ": predicted " << match[1] << ", measured " << measured;
+  }
 }
 
 TEST_F(TrainCli, BudgetedRunsReportTransfersWithinTheBudget) {

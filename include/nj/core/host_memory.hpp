@@ -1,5 +1,5 @@
 #pragma once
-// This process's resident host memory, as the kernel counts it (Linux /proc/self/status).
+// This process's host memory, as the kernel and the allocator count it, and what the machine has left.
 #include <cstdint>
 
 namespace nj {
@@ -11,5 +11,13 @@ struct ResidentMemory {
 
 // Zeros where /proc is not there to read.
 ResidentMemory resident_memory();
+
+// Bytes malloc has handed out and not yet taken back (glibc's mallinfo2): how planning measures what its own
+// structures hold.
+std::int64_t heap_bytes_in_use();
+
+// Bytes this process can still take before the kernel runs out: the least of /proc/meminfo's MemAvailable and,
+// inside a cgroup (v2) with a limit, the limit less the group's usage; -1 where neither can be read.
+std::int64_t available_host_bytes();
 
 }  // namespace nj

@@ -1,0 +1,60 @@
+#pragma once
+// The host memory one rank's run holds at its peak, by part: what `nj plan` reports per rank and what
+// `nj train` checks, before it loads anything, against the memory the rank may use, so that a run that cannot
+// fit stops with an error naming the parts instead of being killed by the operating system.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nj/model/model.hpp"
+
+namespace nj {
+
+// What a rank loads and computes on.
+struct RankShape {
+  std::int64_t owned = 0;     // vertices whose rows it holds
+  std::int64_t local = 0;     // owned and mirrored
+  std::int64_t in_edges = 0;  // stored in-edges of its owned vertices
+  std::int64_t features = 0;
+  std::int64_t classes = 0;
+  // Ranks that partition in memory read the whole dataset first and hold it while they cut their shard.
+  std::int64_t whole_dataset_bytes = 0;
+};
+
+struct HostFootprint {
+  struct Part {
+    std::string name;
+    std::int64_t bytes = 0;
+  };
+  std::vector<Part> parts;
+  std::int64_t total() const;
+  std::string describe() const;  // "dataset 300M, host rows 1.2G, ..."
+};
+
+// Host bytes of a loaded dataset or shard of this shape: features, graph, ids, degrees, labels and masks.
+std::int64_t shard_bytes(const RankShape& shape);
+
+// How a rank's run is set up, as far as its host memory goes.
+struct RunLayout {
+  bool in_memory = true;
+  // The CPU device keeps its "device" memory in host memory; a GPU's is not the host's.
+  bool device_in_host_memory = true;
+  // The subgraph executor's device budget (kUnlimited: none).
+  std::int64_t device_budget = 0;
+};
+
+// Before anything is loaded: the dataset or shard, the rows the executor keeps on the host, and where the
+// device is emulated, what it holds (the budget, or in memory every row of every layer and the graph).
+HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout);
+
+// Once planned: the same with the device's forecast peak in place of its bound, and the planner's own
+// structures, measured while planning (heap_bytes_in_use before and after).
+HostFootprint planned_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout,
+                                     std::int64_t device_peak_bytes, std::int64_t plan_bytes);
+
+// Throws nj::InputError naming the parts where the footprint exceeds `available_bytes` (< 0: unknown, no
+// check). `whose`: "rank 2", or "this run".
+void require_host_memory(const HostFootprint& footprint, std::int64_t available_bytes, const std::string& whose,
+                         const std::string& source);
+
+}  // namespace nj

@@ -1,0 +1,72 @@
+// What a rank will hold in host memory, from the files' shapes before anything is loaded, and what it may use.
+#include "nj/core/host_memory.hpp"
+
+#include <filesystem>
+
+#include "cli/commands.hpp"
+#include "nj/core/bytes.hpp"
+#include "nj/device/resources.hpp"
+#include "nj/io/hdf5.hpp"
+#include "nj/partition/shard_file.hpp"
+
+namespace nj::cli {
+namespace {
+
+std::int64_t first_dimension(const hdf5::File& file, const std::string& dataset, std::size_t dimension) {
+  const std::vector<hsize_t> shape = file.shape(dataset);
+  NJ_REQUIRE(shape.size() > dimension, "{}: {}: expected at least {} dimensions, found {}", file.path(), dataset,
+             dimension + 1, shape.size());
+  return static_cast<std::int64_t>(shape[dimension]);
+}
+
+}  // namespace
+
+RankShape rank_shape(const std::string& dataset, const std::string& partitions, int rank, int ranks) {
+  RankShape shape;
+  if (!partitions.empty()) {
+    const PartitionManifest manifest = read_manifest(partitions);
+    NJ_REQUIRE(rank < manifest.partition.parts && manifest.partition.owned.size() > static_cast<std::size_t>(rank),
+               "{}: has {} parts, not enough for rank {}", partitions, manifest.partition.parts, rank);
+    const auto part = static_cast<std::size_t>(rank);
+    const auto file =
+        hdf5::File::open_read((std::filesystem::path(manifest.directory) / manifest.shard_files[part]).string());
+    shape.owned = manifest.partition.owned[part];
+    shape.local = shape.owned + manifest.partition.mirrors[part];
+    shape.in_edges = manifest.partition.in_edges[part];
+    shape.features = first_dimension(file, "/features", 1);
+    shape.classes = file.int_attribute("num_classes");
+    return shape;
+  }
+  const auto file = hdf5::File::open_read(dataset);
+  shape.owned = first_dimension(file, "/features", 0);
+  shape.local = shape.owned;
+  shape.in_edges = first_dimension(file, "/graph/indices", 0);
+  shape.features = first_dimension(file, "/features", 1);
+  shape.classes = file.int_attribute("num_classes");
+  if (ranks > 1) {
+    // Partitioned in memory: the whole dataset is read first; a part's mirrors are not known before.
+    shape.whole_dataset_bytes = shard_bytes(shape);
+    shape.owned = (shape.owned + ranks - 1) / ranks;
+    shape.local = shape.owned;
+    shape.in_edges = (shape.in_edges + ranks - 1) / ranks;
+  }
+  return shape;
+}
+
+HostMemoryLimit host_memory_limit(const std::string& option) {
+  if (!option.empty()) return {parse_byte_size(option), "given by --host-memory"};
+  const std::int64_t available = available_host_bytes();
+  if (available < 0) return {-1, "unknown"};
+  const int ranks_here = local_size();
+  if (ranks_here == 1) return {available, "available on this machine"};
+  return {available / ranks_here, fmt::format("available on this machine, shared by its {} ranks ({} in all)",
+                                              ranks_here, format_bytes(available))};
+}
+
+RunLayout run_layout(const ExecutorChoice& choice, bool device_in_host_memory) {
+  return {.in_memory = choice.in_memory,
+          .device_in_host_memory = device_in_host_memory,
+          .device_budget = choice.options.device_budget};
+}
+
+}  // namespace nj::cli

@@ -1,0 +1,100 @@
+#include "nj/exec/host_footprint.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "nj/core/bytes.hpp"
+#include "nj/core/error.hpp"
+
+namespace nj {
+namespace {
+
+constexpr std::int64_t kFloat = sizeof(float);
+// The pinned buffer an upload stages through is pooled and capped (the CPU device's staging pool).
+constexpr std::int64_t kStagingCap = std::int64_t{128} << 20;
+
+// The rows the subgraph executor keeps on the host: per layer its outputs and their gradients for the owned
+// rows, and the transformed rows and their gradients for every local row, plus the boundary rows sent and the
+// gradients received (mirrors stand in for the boundary before partitioning is known), and the logits.
+std::int64_t subgraph_host_rows(const Model& model, const RankShape& s) {
+  std::int64_t bytes = s.owned * s.classes * kFloat;
+  const std::int64_t mirrors = s.local - s.owned;
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    const Layer& layer = model.layer(l);
+    bytes += kFloat * (2 * s.owned * layer.out_dim() + 2 * (s.local + mirrors) * layer.row_width());
+  }
+  return bytes;
+}
+
+// What the in-memory executor puts on its device: the features, per layer the transformed rows and their
+// gradients (local rows), the outputs and their gradients and the dropped-out inputs (owned rows), and the
+// graph's blocks with their by-source index; plus one layer's widest rows of kernel workspace.
+std::int64_t in_memory_device_bytes(const Model& model, const RankShape& s) {
+  std::int64_t bytes = s.owned * s.features * kFloat;
+  std::int64_t widest = 0;
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    const Layer& layer = model.layer(l);
+    const std::int64_t dropped = model.config().dropout > 0.0F ? s.owned * layer.in_dim() : 0;
+    bytes += kFloat * (2 * s.local * layer.row_width() + 2 * s.owned * layer.out_dim() + dropped);
+    widest = std::max({widest, layer.row_width(), layer.out_dim()});
+  }
+  const std::int64_t edges = s.in_edges + s.owned;  // with a self-loop each
+  bytes += edges * 4 * 4 + (s.owned + 1) * 8 * 2;
+  return bytes + s.local * widest * kFloat;
+}
+
+}  // namespace
+
+std::int64_t HostFootprint::total() const {
+  return std::accumulate(parts.begin(), parts.end(), std::int64_t{0},
+                         [](std::int64_t sum, const Part& p) { return sum + p.bytes; });
+}
+
+std::string HostFootprint::describe() const {
+  std::string text;
+  for (const Part& p : parts) text += (text.empty() ? "" : ", ") + p.name + " " + format_bytes(p.bytes);
+  return text;
+}
+
+std::int64_t shard_bytes(const RankShape& s) {
+  // Features; CSR offsets (64-bit) and sources (32-bit); per local vertex its global id, global in-degree and
+  // self-loop flag; per owned vertex its label and three mask bytes.
+  return s.owned * s.features * kFloat + (s.local + 1) * 8 + s.in_edges * 4 + s.local * (8 + 8 + 1) + s.owned * 7;
+}
+
+HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout) {
+  const Model model(config, shape.features, shape.classes);
+  HostFootprint footprint;
+  if (shape.whole_dataset_bytes > 0) footprint.parts.push_back({"whole dataset", shape.whole_dataset_bytes});
+  footprint.parts.push_back({"dataset", shard_bytes(shape)});
+  footprint.parts.push_back(
+      {"host rows", layout.in_memory ? 2 * shape.owned * shape.classes * kFloat : subgraph_host_rows(model, shape)});
+  if (layout.device_in_host_memory) {
+    const bool bounded = !layout.in_memory && layout.device_budget != kUnlimited;
+    footprint.parts.push_back(
+        {"device (emulated)", bounded ? layout.device_budget : in_memory_device_bytes(model, shape)});
+    footprint.parts.push_back({"staging", std::min(kStagingCap, shape.owned * shape.features * kFloat)});
+  }
+  return footprint;
+}
+
+HostFootprint planned_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout,
+                                     std::int64_t device_peak_bytes, std::int64_t plan_bytes) {
+  HostFootprint footprint = predict_host_footprint(config, shape, layout);
+  for (HostFootprint::Part& part : footprint.parts) {
+    if (part.name == "device (emulated)") part.bytes = device_peak_bytes;
+  }
+  footprint.parts.push_back({"plan", plan_bytes});
+  return footprint;
+}
+
+void require_host_memory(const HostFootprint& footprint, std::int64_t available_bytes, const std::string& whose,
+                         const std::string& source) {
+  if (available_bytes < 0 || footprint.total() <= available_bytes) return;
+  throw InputError(fmt::format(
+      "{} needs at least {} of host memory ({}), more than the {} {}; use more ranks (mpirun -np), a smaller "
+      "--device-memory, or --host-memory to state what it may use",
+      whose, format_bytes(footprint.total()), footprint.describe(), format_bytes(available_bytes), source));
+}
+
+}  // namespace nj

@@ -1,0 +1,71 @@
+// The host-memory prediction: the loaded data it counts is what a shard holds, to the byte, and the machine's
+// own figures it compares with are read.
+#include <gtest/gtest.h>
+
+#include "nj/core/bytes.hpp"
+#include "nj/core/host_memory.hpp"
+#include "nj/exec/host_footprint.hpp"
+#include "nj/graph/shard.hpp"
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+template <typename T>
+std::int64_t bytes_of(const std::vector<T>& values) {
+  return static_cast<std::int64_t>(values.size() * sizeof(T));
+}
+
+TEST(HostFootprint, ShardBytesAreWhatALoadedShardHolds) {
+  const Shard shard = whole_graph_shard(test::random_dataset(500, 3000, 12, 4, 7));
+  const LocalGraph& local = shard.local;
+  const std::int64_t held = static_cast<std::int64_t>(shard.features.span().size_bytes()) +
+                            bytes_of(local.graph.offsets) + bytes_of(local.graph.sources) + bytes_of(local.global_id) +
+                            bytes_of(local.global_in_degree) + bytes_of(local.global_self_loop) +
+                            bytes_of(shard.labels) + bytes_of(shard.train_mask) + bytes_of(shard.val_mask) +
+                            bytes_of(shard.test_mask);
+  const RankShape shape{.owned = shard.num_owned(),
+                        .local = local.num_local(),
+                        .in_edges = local.graph.num_edges(),
+                        .features = shard.features.cols(),
+                        .classes = shard.num_classes};
+  EXPECT_EQ(shard_bytes(shape), held);
+}
+
+TEST(HostFootprint, TheDeviceCountsOnlyWhereItIsEmulatedInHostMemory) {
+  ModelConfig config;
+  config.hidden = 32;
+  const RankShape shape{.owned = 10000, .local = 10000, .in_edges = 100000, .features = 64, .classes = 8};
+  const auto emulated = predict_host_footprint(config, shape, {.in_memory = true, .device_in_host_memory = true});
+  const auto on_gpu = predict_host_footprint(config, shape, {.in_memory = true, .device_in_host_memory = false});
+  EXPECT_GT(emulated.total(), on_gpu.total() + 10000 * 64 * 4);  // the device's copy of the features, at least
+  const auto budgeted = predict_host_footprint(
+      config, shape, {.in_memory = false, .device_in_host_memory = true, .device_budget = 1 << 20});
+  EXPECT_NE(budgeted.describe().find("device (emulated) 1.00M"), std::string::npos) << budgeted.describe();
+}
+
+TEST(HostFootprint, AFootprintOverTheLimitIsAnErrorNamingItsParts) {
+  const HostFootprint footprint{{{"dataset", 3 << 20}, {"plan", 1 << 20}}};
+  EXPECT_NO_THROW(require_host_memory(footprint, 4 << 20, "this run", "available"));
+  EXPECT_NO_THROW(require_host_memory(footprint, -1, "this run", "unknown"));
+  try {
+    require_host_memory(footprint, 2 << 20, "this run", "available on this machine");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "this run needs at least 4.00M of host memory (dataset 3.00M, plan 1.00M), more than the 2.00M "
+                 "available on this machine; use more ranks (mpirun -np), a smaller --device-memory, or "
+                 "--host-memory to state what it may use");
+  }
+}
+
+TEST(HostMemory, TheMachineAndTheHeapAreRead) {
+  EXPECT_GT(available_host_bytes(), 0);
+  const std::int64_t before = heap_bytes_in_use();
+  std::vector<char> held(std::size_t{64} << 20, 1);
+  EXPECT_GE(heap_bytes_in_use() - before, std::int64_t{64} << 20);
+  EXPECT_EQ(held[12345], 1);
+}
+
+}  // namespace
+}  // namespace nj
