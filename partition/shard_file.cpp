@@ -154,8 +154,14 @@ Shard read_shard(const std::string& path) {
 
   Shard shard;
   shard.name = file.string_attribute("name");
-  shard.part = static_cast<int>(file.int_attribute("part"));
-  shard.num_classes = static_cast<std::int32_t>(file.int_attribute("num_classes"));
+  // Checked before narrowing to 32 bits, which would turn 2^32 + 1 into part 1; the shard's validation checks
+  // the values.
+  const auto part = file.int_attribute("part");
+  const auto num_classes = file.int_attribute("num_classes");
+  NJ_REQUIRE(std::in_range<int>(part) && std::in_range<std::int32_t>(num_classes),
+             "{}: attributes part ({}) and num_classes ({}) must be 32-bit integers", path, part, num_classes);
+  shard.part = static_cast<int>(part);
+  shard.num_classes = static_cast<std::int32_t>(num_classes);
   shard.global_vertices = file.int_attribute("global_vertices");
   shard.global_edges = file.int_attribute("global_edges");
   shard.global_train = file.int_attribute("global_train");
@@ -324,7 +330,11 @@ PartitionManifest read_manifest(const std::string& path) {
     const auto part_where = fmt::format("{}: per_part[{}]", where, p);
     NJ_REQUIRE(parts[p].is_object(), "{}: expected a JSON object", part_where);
     NJ_REQUIRE(field<std::size_t>(parts[p], "part", part_where) == p, "{}: part must be {}", part_where, p);
-    manifest.shard_files.push_back(field<std::string>(parts[p], "file", part_where));
+    const fs::path file_name = field<std::string>(parts[p], "file", part_where);
+    // Shards lie in the manifest's folder; a path that leaves it makes errors about a file the user never named.
+    NJ_REQUIRE(!file_name.empty() && file_name.is_relative() && *file_name.lexically_normal().begin() != "..",
+               "{}: file '{}' is not inside the partition folder", part_where, printable(file_name.string()));
+    manifest.shard_files.push_back(file_name.string());
     info.owned.push_back(field<std::int64_t>(parts[p], "owned", part_where));
     info.mirrors.push_back(field<std::int64_t>(parts[p], "mirrors", part_where));
     info.train.push_back(field<std::int64_t>(parts[p], "train", part_where));

@@ -1,5 +1,7 @@
 #include "nj/io/dataset_file.hpp"
 
+#include <limits>
+
 #include "nj/core/error.hpp"
 #include "nj/io/hdf5.hpp"
 
@@ -41,8 +43,12 @@ Dataset read_dataset(const std::string& path) {
              version, kDatasetFormatVersion);
   Dataset d;
   d.name = file.has_attribute("name") ? file.string_attribute("name") : "";
-  d.num_classes = static_cast<std::int32_t>(file.int_attribute("num_classes"));
-  NJ_REQUIRE(d.num_classes > 0, "{}: attribute num_classes must be positive, got {}", path, d.num_classes);
+  // Checked before narrowing to 32 bits, which would turn 2^32 + 3 into 3.
+  const auto num_classes = file.int_attribute("num_classes");
+  NJ_REQUIRE(num_classes > 0 && num_classes <= std::numeric_limits<std::int32_t>::max(),
+             "{}: attribute num_classes must be in [1, {}], got {}", path, std::numeric_limits<std::int32_t>::max(),
+             num_classes);
+  d.num_classes = static_cast<std::int32_t>(num_classes);
   d.symmetrized = file.int_attribute("symmetrized") != 0;
   try {
     d.self_loops = parse_self_loop_policy(file.string_attribute("self_loops"));

@@ -112,6 +112,11 @@ TEST_F(DatasetFile, RejectsNonFiniteFeaturesNamingTheVertexAndColumn) {
   EXPECT_THROW(write_dataset(dir_.file("poisoned.h5"), poisoned), InputError) << "nor is such a dataset written";
 }
 
+TEST_F(DatasetFile, RejectsNumClassesBeyond32Bits) {
+  hdf5::File::open_write(path_).set_attribute("num_classes", (std::int64_t{1} << 32) + 3);  // 3 once narrowed
+  expect_rejected({"num_classes", "4294967299"});
+}
+
 TEST_F(DatasetFile, RejectsMissingSplit) {
   remove("/masks/test");
   expect_rejected({"/masks/test", "missing"});

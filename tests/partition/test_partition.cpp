@@ -10,6 +10,7 @@
 
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/edge_list.hpp"
+#include "nj/io/hdf5.hpp"
 #include "nj/io/plain_text.hpp"
 #include "nj/partition/partition.hpp"
 #include "nj/partition/shard_file.hpp"
@@ -291,6 +292,18 @@ TEST(ShardFile, NonFiniteFeaturesAreRejectedNamingTheGlobalVertex) {
   const std::string message = input_error([&] { read_shard(path); });
   EXPECT_NE(message.find(fmt::format("vertex {}, column 1 is inf", shard.local.global_id[3])), std::string::npos)
       << message;
+}
+
+TEST(ShardFile, APartBeyond32BitsIsRejected) {
+  const test::TempDir dir;
+  const Dataset d = small_dataset();
+  PartitionInfo info;
+  const auto part_of = assign_parts(d, {PartitionMethod::kContiguous, kParts, 0}, info);
+  const auto path = dir.file("part-1.h5");
+  write_shard(path, make_shard(d, part_of, 1, info));
+  hdf5::File::open_write(path).set_attribute("part", (std::int64_t{1} << 32) + 1);  // part 1 once narrowed
+  const std::string message = input_error([&] { read_shard(path); });
+  EXPECT_NE(message.find("part (4294967297)"), std::string::npos) << message;
 }
 
 TEST(ShardFile, ADatasetFileIsNotAShard) {
