@@ -4,9 +4,9 @@
 # trains without a budget (in-memory execution). Fails when a rank's resident memory grows after the warm-up
 # (epoch 20) by more than 2 % or 4 MiB, or when the two executors do not compute the same function (the loss at
 # the same weights, at the start and after 500 epochs, and one more step from there, within 1e-5 relative).
-# Writes docs/plots/soak-rss.png and prints a summary (docs/reliability.md, "Soak"). About half an hour on two
-# cores. The logic is scripts/soak.py; its options (--epochs, --vertices, --model, --budget-percent, ...) may be
-# given here.
+# Writes docs/plots/soak-rss.png and prints a summary (docs/reliability.md, "Soak"). About 45 minutes on two
+# busy cores. The logic is scripts/soak.py; its options (--epochs, --vertices, --model, --budget-percent, ...) may
+# be given here.
 #
 # Environment:
 #   NJ_BIN     nj binary                (default: build/nj)
