@@ -85,9 +85,14 @@ std::vector<hsize_t> dims_of(hid_t dataset) {
   return dims;
 }
 
+// Datasets with more elements than this (an earlier edit's huge length) are not read back: their values were
+// never written, and reading them would take the memory the readers are checked for not taking.
+constexpr hsize_t kMaxElementsReadBack = hsize_t{1} << 20U;
+
+// The element count of a shape, saturated: an earlier edit may have made it huge.
 hsize_t count_of(const std::vector<hsize_t>& dims) {
   hsize_t count = 1;
-  for (const hsize_t d : dims) count *= d;
+  for (const hsize_t d : dims) count = d != 0 && count > ~hsize_t{0} / d ? ~hsize_t{0} : count * d;
   return count;
 }
 
@@ -112,7 +117,7 @@ void set_element(hid_t file, const std::string& name, ByteSource& input) {
   if (dataset.get() < 0) return;
   const Handle type(H5Dget_type(dataset.get()), H5Tclose);
   const hsize_t count = count_of(dims_of(dataset.get()));
-  if (count == 0) return;
+  if (count == 0 || count > kMaxElementsReadBack) return;
   // Integers are changed as int64 and floats as double; HDF5 converts (and clips) to the stored type.
   const H5T_class_t type_class = H5Tget_class(type.get());
   if (type_class != H5T_INTEGER && type_class != H5T_FLOAT) return;
@@ -138,9 +143,11 @@ void change_length(hid_t file, const std::string& name, ByteSource& input) {
     type = Handle(H5Dget_type(dataset.get()), H5Tclose);
     if (H5Tis_variable_str(type.get()) != 0) return;
     dims = dims_of(dataset.get());
-    old_values.resize(count_of(dims) * H5Tget_size(type.get()));
-    if (dims.empty() || H5Dread(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, old_values.data()) < 0)
-      return;
+    if (dims.empty()) return;
+    if (count_of(dims) <= kMaxElementsReadBack) {
+      old_values.resize(count_of(dims) * H5Tget_size(type.get()));
+      if (H5Dread(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, old_values.data()) < 0) return;
+    }
   }
   dims[0] = length;
   std::vector<std::uint8_t> values(huge ? 0 : count_of(dims) * H5Tget_size(type.get()));
