@@ -42,8 +42,10 @@ if [[ ! -f "$seeds/shard_file/part-1.h5" ]]; then
   cp "$seeds/partition/"part-*.h5 "$seeds/shard_file/"
 fi
 
-# Leaks are checked after every input; a sanitizer report ends the run with a stack trace.
+# Leaks are checked after every input (except libhdf5's own, tests/fuzz/lsan.supp); a sanitizer report ends the
+# run with a stack trace.
 export ASAN_OPTIONS="detect_leaks=1:${ASAN_OPTIONS:-}"
+export LSAN_OPTIONS="suppressions=$root/tests/fuzz/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 
 rows=()

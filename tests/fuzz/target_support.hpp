@@ -56,7 +56,8 @@ const std::filesystem::path& base_partition_dir();
 
 // The HDF5 file of an input, written to `scratch_dir()/name`: an input that starts with the HDF5 signature is
 // the file's bytes; any other is a list of edits (hdf5_edits.cpp) to a copy of `base`, a valid file, so that
-// the fuzzer reaches the reader's own checks as well as the HDF5 library's. Returns the file's path.
+// the fuzzer reaches the reader's own checks as well as the HDF5 library's. A raw file that libhdf5 1.10 would
+// loop forever on (a corrupt global heap, see hangs_hdf5) is replaced by `base`. Returns the file's path.
 std::string hdf5_input(Bytes input, const std::filesystem::path& base, const std::string& name);
 // Applies the edits that `edits` encodes to the HDF5 file at `path`.
 void edit_hdf5_file(const std::string& path, Bytes edits);
