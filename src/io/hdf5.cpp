@@ -52,6 +52,10 @@ const char* class_name(H5T_class_t type_class) {
   }
 }
 
+// The widest number of the project's formats. HDF5 reads a dataset through a conversion buffer of the stored
+// width, which a corrupt type can state as gigabytes.
+constexpr std::size_t kMaxNumberBytes = 8;
+
 }  // namespace
 
 Handle& Handle::operator=(Handle&& other) noexcept {
@@ -155,6 +159,10 @@ Array<T> File::read(const std::string& dataset) const {
   const H5T_class_t wanted = std::is_floating_point_v<T> ? H5T_FLOAT : H5T_INTEGER;
   if (stored != wanted) {
     fail(dataset, fmt::format("expected {} data, found {}", class_name(wanted), class_name(stored)));
+  }
+  if (H5Tget_size(type.get()) > kMaxNumberBytes) {
+    fail(dataset, fmt::format("stored as {}-byte numbers (at most {} in this format)", H5Tget_size(type.get()),
+                              kMaxNumberBytes));
   }
   const std::int64_t total = element_count(out.shape);
   require_input_memory(total, sizeof(T), fmt::format("{}: {}", path_, dataset),
