@@ -20,6 +20,8 @@ void apply_config_file(CLI::App& command, const std::string& path) {
     NJ_REQUIRE(option != nullptr && key != "config", "{}: unknown option '{}' for nj {}", path, printable(key),
                command.get_name());
     if (option->count() > 0) continue;  // the command line wins
+    // CLI11 2.1 converts an option's first value without checking that it has one (`seed = [` has none).
+    NJ_REQUIRE(!item.inputs.empty(), "{}: option '{}' has no value", path, key);
     try {
       for (const std::string& value : item.inputs) option->add_result(value);
       option->run_callback();
