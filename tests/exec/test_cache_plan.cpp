@@ -15,6 +15,7 @@
 
 #include "nj/core/error.hpp"
 #include "nj/exec/cache_plan.hpp"
+#include "support/test_support.hpp"
 
 namespace nj {
 namespace {
@@ -898,7 +899,7 @@ TEST(CachePlanScale, PlansTenMillionAccessesInSeconds) {
     const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
     std::printf("  %-9s planned in %.2f s: %.1f MB moved\n", to_string(policy), seconds.count(),
                 static_cast<double>(plan.total_bytes()) / 1e6);
-    EXPECT_LT(seconds.count(), 30.0) << to_string(policy);
+    EXPECT_LT(seconds.count(), 30.0 * test::time_scale()) << to_string(policy);
   }
 }
 

@@ -18,6 +18,12 @@ std::filesystem::path data_dir() {
   return std::filesystem::is_directory(dir) ? dir : std::filesystem::path{};
 }
 
+double time_scale() {
+  const char* env = std::getenv("NJ_TEST_TIME_SCALE");
+  const double scale = env != nullptr ? std::strtod(env, nullptr) : 1.0;
+  return scale > 1.0 ? scale : 1.0;
+}
+
 TempDir::TempDir() {
   std::random_device device;
   const auto base = std::filesystem::temp_directory_path();

@@ -22,6 +22,10 @@ std::filesystem::path data_dir();
     if (::nj::test::data_dir().empty()) GTEST_SKIP() << "shared data folder not found (set NJ_DATA_DIR)"; \
   } while (false)
 
+// How many times longer than in a plain build a test's own time limits allow: NJ_TEST_TIME_SCALE, which the
+// sanitizer test presets set since instrumented code runs several times slower; 1 where unset.
+double time_scale();
+
 // A fresh, empty temporary folder for one test, removed by the destructor.
 class TempDir {
  public:
