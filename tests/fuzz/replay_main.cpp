@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   nj::fuzz::print_outcomes(true);
+  nj::fuzz::take_raw_hdf5(true);
   for (const fs::path& path : inputs) {
     fmt::print("replay: {}\n", path.string());
     std::fflush(stdout);  // a crash below is then seen to be this input's

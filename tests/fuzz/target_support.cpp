@@ -35,6 +35,7 @@ constexpr std::int64_t kFuzzInputMemoryLimit = std::int64_t{16} << 20U;
 constexpr std::string_view kHdf5Signature = "\x89HDF\r\n\x1a\n";
 
 bool printing_outcomes = false;
+bool taking_raw_hdf5 = false;
 
 [[noreturn]] void fail(std::string_view problem, std::string_view message) {
   fmt::print(stderr, "fuzz: {}:\n{}\n", problem, message);
@@ -57,6 +58,8 @@ class ScratchDir {
     fs::create_directories(path_);
     spdlog::set_level(spdlog::level::off);
     set_input_memory_limit(kFuzzInputMemoryLimit);
+    const char* raw = std::getenv("NJ_FUZZ_RAW_HDF5");
+    if (raw != nullptr && std::string_view(raw) == "1") taking_raw_hdf5 = true;
   }
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
@@ -156,6 +159,8 @@ std::vector<Bytes> split(Bytes input, std::uint8_t separator) {
 
 void print_outcomes(bool print) { printing_outcomes = print; }
 
+void take_raw_hdf5(bool take) { taking_raw_hdf5 = take; }
+
 void expect_clean_outcome(const std::string& subject, const std::function<void()>& read) {
   try {
     read();
@@ -222,7 +227,7 @@ const fs::path& base_partition_dir() {
 
 std::string hdf5_input(Bytes input, const fs::path& base, const std::string& name) {
   const fs::path path = scratch_dir() / name;
-  const bool raw = input.size() >= kHdf5Signature.size() &&
+  const bool raw = taking_raw_hdf5 && input.size() >= kHdf5Signature.size() &&
                    std::memcmp(input.data(), kHdf5Signature.data(), kHdf5Signature.size()) == 0;
   if (raw && !hangs_hdf5(input)) {
     write_file(path, input);

@@ -49,15 +49,21 @@ class ByteSource {
   Bytes rest_;
 };
 
+// Whether hdf5_input takes raw files: on in the replay, and under libFuzzer where NJ_FUZZ_RAW_HDF5=1. Mutated raw
+// files soon crash Debian's libhdf5 1.10.8 in its own code (reading a corrupt global heap), which no reader can
+// prevent; fuzzed without them, the HDF5 targets test the readers, with them also the library.
+void take_raw_hdf5(bool take);
+
 // Valid files for the targets to start from, written once into scratch_dir(): a small generated dataset (12
 // vertices), and its contiguous partition into 2 parts (manifest.json, part-0.h5, part-1.h5).
 const std::filesystem::path& base_dataset_file();
 const std::filesystem::path& base_partition_dir();
 
 // The HDF5 file of an input, written to `scratch_dir()/name`: an input that starts with the HDF5 signature is
-// the file's bytes; any other is a list of edits (hdf5_edits.cpp) to a copy of `base`, a valid file, so that
-// the fuzzer reaches the reader's own checks as well as the HDF5 library's. A raw file that libhdf5 1.10 would
-// loop forever on (a corrupt global heap, see hangs_hdf5) is replaced by `base`. Returns the file's path.
+// the file's bytes, where raw files are taken (take_raw_hdf5); any other is a list of edits (hdf5_edits.cpp) to a
+// copy of `base`, a valid file, so that the fuzzer reaches the reader's own checks as well as the HDF5 library's.
+// A raw file that libhdf5 1.10 would loop forever on (a corrupt global heap, see hangs_hdf5) is replaced by
+// `base`. Returns the file's path.
 std::string hdf5_input(Bytes input, const std::filesystem::path& base, const std::string& name);
 // Applies the edits that `edits` encodes to the HDF5 file at `path`.
 void edit_hdf5_file(const std::string& path, Bytes edits);
