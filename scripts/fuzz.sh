@@ -76,6 +76,7 @@ for target in "${targets[@]}"; do
     done) \
     >"$dir/log" 2>&1 || status=$?
   elapsed=$(($(date +%s) - start))
+  rmdir "$scratch" 2>/dev/null || true # what a crashed target left there stays for a look
   executed=$(awk '/stat::number_of_executed_units/ {print $2}' "$dir/log")
   rate=$(awk '/stat::average_exec_per_sec/ {print $2}' "$dir/log")
   peak=$(awk '/stat::peak_rss_mb/ {print $2}' "$dir/log")
