@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "nj/core/printable.hpp"
 #include "nj/io/hdf5.hpp"
 
 namespace nj {
@@ -143,7 +144,8 @@ TrainingProgress load_checkpoint(const std::string& path, const RunIdentity& run
   NJ_REQUIRE(file.has_attribute("format") && file.string_attribute("format") == kFormat,
              "{}: not a NeutronJittor checkpoint (no '{}' format attribute)", path, kFormat);
   RunIdentity stored;
-  for (const IdentityPart& part : kIdentityParts) stored.*part.field = file.string_attribute(part.name);
+  // Quoted into a one-line error: control characters escaped.
+  for (const IdentityPart& part : kIdentityParts) stored.*part.field = printable(file.string_attribute(part.name));
   const std::string differences = describe_differences(stored, run);
   if (!differences.empty())
     throw CheckpointMismatch(fmt::format("{}: written by a different run: {}", path, differences));
