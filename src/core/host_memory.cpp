@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -24,7 +25,13 @@ ResidentMemory resident_memory() {
   return memory;
 }
 
+// Defined where a sanitizer runtime (ASan, TSan) replaces malloc: mallinfo2 then sees no allocations at all.
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes() __attribute__((weak));
+
 std::int64_t heap_bytes_in_use() {
+  if (__sanitizer_get_current_allocated_bytes != nullptr) {
+    return static_cast<std::int64_t>(__sanitizer_get_current_allocated_bytes());
+  }
   const struct mallinfo2 info = mallinfo2();
   return static_cast<std::int64_t>(info.uordblks + info.hblkhd);
 }

@@ -12,8 +12,8 @@ struct ResidentMemory {
 // Zeros where /proc is not there to read.
 ResidentMemory resident_memory();
 
-// Bytes malloc has handed out and not yet taken back (glibc's mallinfo2): how planning measures what its own
-// structures hold.
+// Bytes malloc has handed out and not yet taken back (glibc's mallinfo2, or the sanitizer allocator's count): how
+// planning measures what its own structures hold.
 std::int64_t heap_bytes_in_use();
 
 // Bytes this process can still take before the kernel runs out: the least of /proc/meminfo's MemAvailable and,
