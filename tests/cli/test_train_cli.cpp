@@ -122,6 +122,7 @@ TEST_F(TrainCli, ARunThatCannotFitInHostMemoryStopsBeforeLoading) {
 // What `nj plan` predicts for the host is what `nj train` then holds above its baseline, within 15 %, in memory
 // (where the emulated device holds every row) and within a budget (where the plan and the host rows dominate).
 TEST_F(TrainCli, PlanPredictsTheHostPeakOfTraining) {
+  if (test::sanitizer_allocator()) GTEST_SKIP() << "the sanitizer's shadow memory and quarantine are resident too";
   const std::string graph = dir.file("host.h5");
   ASSERT_EQ(test::run_nj("generate --vertices 60000 --edges 600000 --features 64 --classes 8 --seed 6 -o " +
                          shell_quote(graph))

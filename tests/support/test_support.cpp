@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -23,6 +24,10 @@ double time_scale() {
   const double scale = env != nullptr ? std::strtod(env, nullptr) : 1.0;
   return scale > 1.0 ? scale : 1.0;
 }
+
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes() __attribute__((weak));
+
+bool sanitizer_allocator() { return __sanitizer_get_current_allocated_bytes != nullptr; }
 
 TempDir::TempDir() {
   std::random_device device;

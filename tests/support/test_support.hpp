@@ -26,6 +26,10 @@ std::filesystem::path data_dir();
 // sanitizer test presets set since instrumented code runs several times slower; 1 where unset.
 double time_scale();
 
+// Whether a sanitizer's allocator (ASan, TSan) replaced malloc in this build, and so in the nj it runs: the resident
+// set then also holds the sanitizer's shadow memory and quarantine.
+bool sanitizer_allocator();
+
 // A fresh, empty temporary folder for one test, removed by the destructor.
 class TempDir {
  public:
