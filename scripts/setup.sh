@@ -14,6 +14,7 @@ packages=(
   python3 python3-numpy python3-scipy python3-h5py python3-matplotlib
   slurm-wlm munge
   clang libclang-rt-14-dev # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes
+  libomp-dev # the tsan preset (scripts/test-sanitizers.sh): LLVM's OpenMP runtime and Archer, which TSan understands
 )
 # Extra packages for optional tasks, e.g. NJ_SETUP_EXTRA="python3-torch" for the PyTorch baseline benchmark.
 read -r -a extra <<<"${NJ_SETUP_EXTRA:-}"
