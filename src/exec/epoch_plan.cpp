@@ -195,6 +195,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
   pass.transform_chunks.resize(layers);
   // A subgraph that reads a mirror must wait for the exchange; the others run while it is in flight.
   std::vector<std::vector<char>> part_reads_mirror(layers);
+  SubgraphBuilder builder(rows.graph, rows.weights, rows.global_id, pass.vertices);
   for (std::size_t l = 0; l < layers; ++l) {
     const auto dsts = rows.order.first(static_cast<std::size_t>(rows.out_rows[l]));
     const auto parts = partition_in_order(
@@ -203,8 +204,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
           return describe_minimum_budget(plan.options.device_budget, l, minimum, plan.resident_bytes);
         });
     for (const auto& part_dsts : parts) {
-      const Subgraph& part = pass.layer_parts[l].emplace_back(
-          make_subgraph(rows.graph, rows.weights, part_dsts, rows.global_id, pass.vertices));
+      const Subgraph& part = pass.layer_parts[l].emplace_back(builder.build(part_dsts));
       const ClosureSize size{{part.num_dst(), static_cast<std::int64_t>(part.sources.size())},
                              {static_cast<std::int64_t>(part.block.src_index.size())}};
       pass.largest_step_bytes = std::max(pass.largest_step_bytes, step_bytes(dims[l], size));

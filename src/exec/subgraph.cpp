@@ -1,6 +1,7 @@
 #include "nj/exec/subgraph.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 #include "nj/core/error.hpp"
@@ -11,51 +12,97 @@ bool reads_mirror(const Subgraph& part, vid_t first_mirror) {
   return std::any_of(part.sources.begin(), part.sources.end(), [&](vid_t v) { return v >= first_mirror; });
 }
 
-Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,
-                       std::span<const gid_t> global_id, std::span<const vid_t> vertex_of) {
-  Subgraph sub;
-  sub.sources.assign(dsts.begin(), dsts.end());
-  std::vector<vid_t> others;
-  for (const vid_t d : dsts) {
-    for (const vid_t s : graph.in_neighbors(d)) others.push_back(s);
-  }
-  std::sort(others.begin(), others.end());
-  others.erase(std::unique(others.begin(), others.end()), others.end());
-  std::vector<vid_t> sorted_dsts(dsts.begin(), dsts.end());
-  std::sort(sorted_dsts.begin(), sorted_dsts.end());
-  std::set_difference(others.begin(), others.end(), sorted_dsts.begin(), sorted_dsts.end(),
-                      std::back_inserter(sub.sources));
+namespace {
 
-  // Local id of each vertex among the sources, by binary search in the two sorted runs.
+constexpr vid_t kOutside = -1;  // not a source of the subgraph being built
+constexpr vid_t kOther = -2;    // a source that is not a destination, not yet numbered
+
+}  // namespace
+
+SubgraphBuilder::SubgraphBuilder(const CsrGraph& graph, std::span<const float> edge_weight,
+                                 std::span<const gid_t> global_id, std::span<const vid_t> vertex_of)
+    : graph_(graph),
+      edge_weight_(edge_weight),
+      global_id_(global_id),
+      vertex_of_(vertex_of),
+      local_(static_cast<std::size_t>(graph.num_vertices()), kOutside),
+      seen_((static_cast<std::size_t>(graph.num_vertices()) + 63) / 64, 0) {}
+
+Subgraph SubgraphBuilder::build(std::span<const vid_t> dsts) {
+  Subgraph sub;
   const auto num_dst = static_cast<vid_t>(dsts.size());
-  std::vector<vid_t> dst_local(dsts.size());
-  std::iota(dst_local.begin(), dst_local.end(), 0);
-  std::sort(dst_local.begin(), dst_local.end(), [&](vid_t a, vid_t b) { return dsts[a] < dsts[b]; });
-  auto local_of = [&](vid_t v) -> vid_t {
-    const auto it = std::lower_bound(dst_local.begin(), dst_local.end(), v,
-                                     [&](vid_t local, vid_t vertex) { return dsts[local] < vertex; });
-    if (it != dst_local.end() && dsts[*it] == v) return *it;
-    const auto rest = sub.sources.begin() + num_dst;
-    return static_cast<vid_t>(std::lower_bound(rest, sub.sources.end(), v) - sub.sources.begin());
-  };
+  eid_t edges = 0;
+  for (vid_t i = 0; i < num_dst; ++i) {
+    const vid_t d = dsts[static_cast<std::size_t>(i)];
+    NJ_EXPECTS(local_[static_cast<std::size_t>(d)] == kOutside, "destination {} is listed twice", d);
+    local_[static_cast<std::size_t>(d)] = i;
+    edges += graph_.in_degree(d);
+  }
+  // The other sources, each once, then in ascending vertex id: by a scan of the bitmap where that costs less than
+  // sorting them.
+  others_.clear();
+  for (const vid_t d : dsts) {
+    for (const vid_t s : graph_.in_neighbors(d)) {
+      vid_t& mark = local_[static_cast<std::size_t>(s)];
+      if (mark != kOutside) continue;
+      mark = kOther;
+      others_.push_back(s);
+    }
+  }
+  const std::size_t words = seen_.size();
+  if (others_.size() * 4 >= words) {
+    for (const vid_t s : others_) seen_[static_cast<std::size_t>(s) / 64] |= std::uint64_t{1} << (s % 64);
+    others_.clear();
+    for (std::size_t w = 0; w < words; ++w) {
+      for (std::uint64_t bits = seen_[w]; bits != 0; bits &= bits - 1) {
+        others_.push_back(static_cast<vid_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
+      }
+      seen_[w] = 0;
+    }
+  } else {
+    std::sort(others_.begin(), others_.end());
+  }
+  sub.sources.reserve(dsts.size() + others_.size());
+  sub.sources.assign(dsts.begin(), dsts.end());
+  for (const vid_t s : others_) {
+    local_[static_cast<std::size_t>(s)] = static_cast<vid_t>(sub.sources.size());
+    sub.sources.push_back(s);
+  }
 
   SparseBlock& b = sub.block;
   b.num_src = static_cast<vid_t>(sub.sources.size());
-  b.dst_offsets.assign(1, 0);
-  for (const vid_t d : dsts) {
-    const eid_t first = graph.offsets[static_cast<std::size_t>(d)];
-    for (eid_t e = first; e < graph.offsets[static_cast<std::size_t>(d) + 1]; ++e) {
-      b.src_index.push_back(local_of(graph.sources[static_cast<std::size_t>(e)]));
-      if (!edge_weight.empty()) b.edge_weight.push_back(edge_weight[static_cast<std::size_t>(e)]);
+  b.dst_offsets.resize(dsts.size() + 1);
+  b.dst_offsets[0] = 0;
+  b.src_index.resize(static_cast<std::size_t>(edges));
+  if (!edge_weight_.empty()) b.edge_weight.resize(static_cast<std::size_t>(edges));
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < dsts.size(); ++i) {
+    const auto d = static_cast<std::size_t>(dsts[i]);
+    const auto first = static_cast<std::size_t>(graph_.offsets[d]);
+    const auto last = static_cast<std::size_t>(graph_.offsets[d + 1]);
+    for (std::size_t e = first; e < last; ++e) {
+      b.src_index[at + e - first] = local_[static_cast<std::size_t>(graph_.sources[e])];
     }
-    b.dst_offsets.push_back(static_cast<eid_t>(b.src_index.size()));
+    if (!edge_weight_.empty()) {
+      std::copy(edge_weight_.begin() + static_cast<std::ptrdiff_t>(first),
+                edge_weight_.begin() + static_cast<std::ptrdiff_t>(last),
+                b.edge_weight.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+    at += last - first;
+    b.dst_offsets[i + 1] = static_cast<eid_t>(at);
   }
+  for (const vid_t v : sub.sources) local_[static_cast<std::size_t>(v)] = kOutside;
   b.index_by_source();
   b.src_gid.resize(sub.sources.size());
   std::transform(sub.sources.begin(), sub.sources.end(), b.src_gid.begin(), [&](vid_t v) {
-    return global_id[static_cast<std::size_t>(vertex_of.empty() ? v : vertex_of[static_cast<std::size_t>(v)])];
+    return global_id_[static_cast<std::size_t>(vertex_of_.empty() ? v : vertex_of_[static_cast<std::size_t>(v)])];
   });
   return sub;
+}
+
+Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,
+                       std::span<const gid_t> global_id, std::span<const vid_t> vertex_of) {
+  return SubgraphBuilder(graph, edge_weight, global_id, vertex_of).build(dsts);
 }
 
 std::vector<vid_t> locality_order(const CsrGraph& graph) {

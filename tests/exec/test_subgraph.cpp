@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
+#include <random>
 #include <set>
 
 #include "nj/exec/subgraph.hpp"
@@ -45,6 +47,77 @@ TEST(ClosureLister, EveryLevelIsAPrefixAndListsRepeatFromOneLister) {
     std::vector<std::int64_t> fresh_levels;
     EXPECT_EQ(ClosureLister(data.graph, 2).list(dsts, fresh_levels), order);
     EXPECT_EQ(fresh_levels, levels);
+  }
+}
+
+// The subgraph as first written: sources sorted and deduplicated, local ids by binary search.
+Subgraph reference_subgraph(const CsrGraph& graph, std::span<const float> weights, std::span<const vid_t> dsts,
+                            std::span<const gid_t> global_id) {
+  Subgraph sub;
+  sub.sources.assign(dsts.begin(), dsts.end());
+  std::vector<vid_t> others;
+  for (const vid_t d : dsts) {
+    for (const vid_t s : graph.in_neighbors(d)) {
+      if (std::find(dsts.begin(), dsts.end(), s) == dsts.end()) others.push_back(s);
+    }
+  }
+  std::sort(others.begin(), others.end());
+  others.erase(std::unique(others.begin(), others.end()), others.end());
+  sub.sources.insert(sub.sources.end(), others.begin(), others.end());
+  SparseBlock& b = sub.block;
+  b.num_src = static_cast<vid_t>(sub.sources.size());
+  for (const vid_t d : dsts) {
+    for (eid_t e = graph.offsets[static_cast<std::size_t>(d)]; e < graph.offsets[static_cast<std::size_t>(d) + 1];
+         ++e) {
+      const vid_t s = graph.sources[static_cast<std::size_t>(e)];
+      b.src_index.push_back(
+          static_cast<vid_t>(std::find(sub.sources.begin(), sub.sources.end(), s) - sub.sources.begin()));
+      if (!weights.empty()) b.edge_weight.push_back(weights[static_cast<std::size_t>(e)]);
+    }
+    b.dst_offsets.push_back(static_cast<eid_t>(b.src_index.size()));
+  }
+  b.index_by_source();
+  for (const vid_t v : sub.sources) b.src_gid.push_back(global_id[static_cast<std::size_t>(v)]);
+  return sub;
+}
+
+void expect_same_subgraph(const Subgraph& a, const Subgraph& b) {
+  EXPECT_EQ(a.sources, b.sources);
+  EXPECT_EQ(a.block.num_src, b.block.num_src);
+  EXPECT_EQ(a.block.dst_offsets, b.block.dst_offsets);
+  EXPECT_EQ(a.block.src_index, b.block.src_index);
+  EXPECT_EQ(a.block.edge_weight, b.block.edge_weight);
+  EXPECT_EQ(a.block.by_source.offsets, b.block.by_source.offsets);
+  EXPECT_EQ(a.block.by_source.destinations, b.block.by_source.destinations);
+  EXPECT_EQ(a.block.by_source.edge_position, b.block.by_source.edge_position);
+  EXPECT_EQ(a.block.out_weight, b.block.out_weight);
+  EXPECT_EQ(a.block.src_gid, b.block.src_gid);
+}
+
+// One builder makes many subgraphs of a graph in time linear in their edges; each is the subgraph the plain
+// construction makes, whether its other sources are listed by sorting (small subgraphs) or by a scan of the
+// bitmap (large ones), and whatever the builder made before.
+TEST(SubgraphBuilder, BuildsWhatThePlainConstructionBuilds) {
+  const Dataset data = test::random_dataset(700, 6000, 4, 3, 17);
+  std::vector<float> weights(data.graph.sources.size());
+  for (std::size_t e = 0; e < weights.size(); ++e) weights[e] = 0.5F + static_cast<float>(e % 7);
+  std::vector<gid_t> global_id(static_cast<std::size_t>(data.num_vertices()));
+  for (std::size_t v = 0; v < global_id.size(); ++v) global_id[v] = static_cast<gid_t>(3 * v + 11);
+  SubgraphBuilder builder(data.graph, weights, global_id);
+  SubgraphBuilder unweighted(data.graph, {}, global_id);
+  std::vector<vid_t> order(static_cast<std::size_t>(data.num_vertices()));
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937 random(5);
+  std::shuffle(order.begin(), order.end(), random);
+  // Sizes from one vertex (sorted) to most of the graph (bitmap), in an order that revisits vertices.
+  for (const std::size_t size : {1UL, 3UL, 40UL, 2UL, 500UL, 7UL, 700UL, 1UL}) {
+    std::shuffle(order.begin(), order.end(), random);
+    const std::span<const vid_t> dsts(order.data(), size);
+    SCOPED_TRACE(fmt::format("{} destinations", size));
+    expect_same_subgraph(builder.build(dsts), reference_subgraph(data.graph, weights, dsts, global_id));
+    expect_same_subgraph(unweighted.build(dsts), reference_subgraph(data.graph, {}, dsts, global_id));
+    expect_same_subgraph(make_subgraph(data.graph, weights, dsts, global_id),
+                         reference_subgraph(data.graph, weights, dsts, global_id));
   }
 }
 

@@ -29,6 +29,26 @@ bool reads_mirror(const Subgraph& part, vid_t first_mirror);
 Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,
                        std::span<const gid_t> global_id, std::span<const vid_t> vertex_of = {});
 
+// make_subgraph for many subgraphs of one graph: its per-vertex scratch (a local id per vertex and a bitmap) is
+// kept between calls, so that each subgraph costs time linear in its own edges, plus one bit per graph vertex
+// where that is less than sorting its sources. The arguments must outlive the builder.
+class SubgraphBuilder {
+ public:
+  SubgraphBuilder(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const gid_t> global_id,
+                  std::span<const vid_t> vertex_of = {});
+  // `dsts` must be distinct.
+  Subgraph build(std::span<const vid_t> dsts);
+
+ private:
+  const CsrGraph& graph_;
+  std::span<const float> edge_weight_;
+  std::span<const gid_t> global_id_;
+  std::span<const vid_t> vertex_of_;
+  std::vector<vid_t> local_;         // per vertex: its local id in the subgraph being built, or a mark
+  std::vector<std::uint64_t> seen_;  // per vertex: one bit, set for the non-destination sources being listed
+  std::vector<vid_t> others_;        // scratch: the non-destination sources
+};
+
 // Reverse Cuthill-McKee-style order: breadth-first over in-neighbours, lower degree first, one component after
 // another, starting each from its lowest-degree unvisited vertex. Neighbouring vertices get nearby positions.
 std::vector<vid_t> locality_order(const CsrGraph& graph);

@@ -1,0 +1,256 @@
+// Planning is made faster and smaller without changing what it plans: these tests hash everything an epoch plan
+// tells the executor (subgraphs and their blocks, steps, exchange chunks, every slot and transfer of the cache
+// plan, the predicted bytes) for a set of graphs, models, budgets and policies, and compare the hashes with the
+// ones the planner of commit 33b933c produced. A change that is meant to change plans updates the hashes and says
+// why in its commit.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <type_traits>
+
+#include "nj/exec/subgraph_executor.hpp"
+#include "nj/graph/generate.hpp"
+#include "nj/partition/partition.hpp"
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+// FNV-1a over the bytes of every value, with sizes in front of every list.
+class Digest {
+ public:
+  template <typename T>
+  requires std::is_arithmetic_v<T> || std::is_enum_v<T>
+  void add(T value) {
+    unsigned char bytes[sizeof(T)];
+    std::memcpy(bytes, &value, sizeof(T));
+    for (const unsigned char b : bytes) hash_ = (hash_ ^ b) * 1099511628211ULL;
+  }
+  template <typename T>
+  void add(const std::vector<T>& values) {
+    add(static_cast<std::uint64_t>(values.size()));
+    for (const T& v : values) add(v);
+  }
+  void add(const std::string& text) {
+    add(static_cast<std::uint64_t>(text.size()));
+    for (const char c : text) add(c);
+  }
+  void add(const RowRef& r) {
+    add(r.tensor);
+    add(r.row);
+  }
+  void add(const SlotAssignment& a) {
+    add(a.row);
+    add(a.slot);
+  }
+  std::uint64_t value() const { return hash_; }
+
+ private:
+  std::uint64_t hash_ = 14695981039346656037ULL;
+};
+
+void add_block(Digest& d, const Subgraph& part) {
+  d.add(part.sources);
+  const SparseBlock& b = part.block;
+  d.add(b.num_src);
+  d.add(b.dst_offsets);
+  d.add(b.src_index);
+  d.add(b.edge_weight);
+  d.add(b.by_source.offsets);
+  d.add(b.by_source.destinations);
+  d.add(b.by_source.edge_position);
+  d.add(b.out_weight);
+  d.add(b.src_gid);
+}
+
+void add_pass(Digest& d, const Pass& pass) {
+  d.add(pass.vertices);
+  d.add(pass.num_rows);
+  d.add(pass.num_outputs);
+  d.add(pass.aggregated_rows);
+  for (const auto& chunks : pass.transform_chunks) {
+    for (const auto& chunk : chunks) d.add(chunk);
+  }
+  for (const auto& parts : pass.layer_parts) {
+    d.add(static_cast<std::uint64_t>(parts.size()));
+    for (const Subgraph& part : parts) add_block(d, part);
+  }
+  for (const PlannedStep& s : pass.steps) {
+    d.add(s.kind);
+    d.add(s.layer);
+    d.add(s.index);
+  }
+  d.add(static_cast<std::uint64_t>(pass.forward_steps));
+  for (const LayerExchange& e : pass.exchange) {
+    for (const auto& c : e.send_rows) d.add(c);
+    for (const auto& c : e.send_gradients) d.add(c);
+    for (const auto& c : e.receive_gradients) d.add(c);
+    d.add(e.receive_first);
+  }
+  for (const ExchangePoints& p : pass.exchange_points) {
+    d.add(static_cast<std::uint64_t>(p.start));
+    d.add(static_cast<std::uint64_t>(p.finish));
+  }
+  const AccessTrace& trace = pass.trace;
+  for (const TensorSpec& t : trace.tensors) {
+    d.add(t.name);
+    d.add(t.row_bytes);
+    d.add(t.keep_on_host);
+  }
+  for (const auto& phase : trace.capacity_rows) d.add(phase);
+  for (const TraceStep& s : trace.steps) {
+    d.add(s.phase);
+    d.add(s.fence);
+  }
+  const CachePlan& cache = pass.cache;
+  for (const StepPlan& s : cache.steps) {
+    d.add(s.evict_writeback);
+    d.add(s.drops);
+    d.add(s.loads);
+    d.add(s.allocations);
+    d.add(s.zeroed);
+    d.add(s.prefetch);
+    d.add(s.read_slots);
+    d.add(s.write_slots);
+    d.add(s.accumulate_slots);
+  }
+  for (const PhaseEnd& e : cache.phase_ends) d.add(e.writeback);
+  d.add(cache.h2d_bytes);
+  d.add(cache.d2h_bytes);
+  d.add(cache.hits);
+  d.add(cache.misses);
+  for (const auto& phase : cache.peak_rows) d.add(phase);
+  d.add(pass.largest_step_bytes);
+  d.add(pass.stream_h2d_bytes);
+  d.add(pass.stream_d2h_bytes);
+  d.add(pass.rows_computed);
+}
+
+std::uint64_t digest(const EpochPlan& plan) {
+  Digest d;
+  d.add(plan.options.device_budget);
+  d.add(plan.options.mode);
+  d.add(plan.options.policy);
+  for (const Pass& pass : plan.passes) add_pass(d, pass);
+  for (const auto& closure : plan.closures) d.add(closure);
+  for (const std::int64_t value :
+       {plan.resident_bytes, plan.pool_bytes, plan.step_limit_bytes, plan.staging_limit_bytes, plan.largest_step_bytes,
+        plan.largest_pass_rows, plan.largest_aggregated_rows, plan.num_steps, plan.peak_bytes_bound, plan.rows_computed,
+        plan.rows_needed, plan.h2d_bytes, plan.d2h_bytes, plan.cache_h2d_bytes, plan.cache_d2h_bytes, plan.cache_hits,
+        plan.cache_misses}) {
+    d.add(value);
+  }
+  return d.value();
+}
+
+Dataset generated(std::int64_t vertices, std::int64_t edges, std::uint64_t seed) {
+  GeneratorOptions options;
+  options.vertices = vertices;
+  options.edges = edges;
+  options.features = 12;
+  options.classes = 4;
+  options.seed = seed;
+  return generate_dataset(options);
+}
+
+ModelConfig gcn(int layers, int hidden) {
+  ModelConfig config;
+  config.layers = layers;
+  config.hidden = hidden;
+  return config;
+}
+
+ModelConfig gat(int hidden, int heads) {
+  ModelConfig config;
+  config.kind = ModelKind::kGat;
+  config.hidden = hidden;
+  config.heads = heads;
+  return config;
+}
+
+// Every case's hash, keyed by a name that says what was planned; printed so that a deliberate change can copy
+// them.
+std::map<std::string, std::uint64_t> plan_hashes() {
+  std::map<std::string, std::uint64_t> hashes;
+  const Dataset sbm = generated(3000, 40000, 1);
+  const LocalGraph whole = whole_local_graph(sbm.graph);
+  const auto plan_of = [&](const std::string& name, const ModelConfig& config, const LocalGraph& local,
+                           double budget_factor, ExecutionMode mode, CachePolicy policy) {
+    const Model model(config, sbm.features.cols(), sbm.num_classes);
+    const std::int64_t budget =
+        budget_factor > 0
+            ? static_cast<std::int64_t>(budget_factor * static_cast<double>(minimum_device_budget(model, local)))
+            : kUnlimited;
+    const EpochPlan plan = plan_epoch(model, local, {budget, mode, policy});
+    std::uint64_t hash = digest(plan);
+    if (!plan.closures.empty()) {  // the recompute baseline's passes are cut when they run
+      ClosurePlanner planner(model, local);
+      Digest d;
+      d.add(hash);
+      for (const auto& dsts : plan.closures) add_pass(d, planner.plan(plan, dsts));
+      hash = d.value();
+    }
+    hashes[name] = hash;
+  };
+  for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kLru, CachePolicy::kFifo, CachePolicy::kDegree,
+                                   CachePolicy::kSizeOrder, CachePolicy::kBelady, CachePolicy::kNone}) {
+    plan_of(fmt::format("gcn2 x4 {}", to_string(policy)), gcn(2, 16), whole, 4, ExecutionMode::kReuse, policy);
+  }
+  plan_of("gcn2 x16 st-aware", gcn(2, 16), whole, 16, ExecutionMode::kReuse, CachePolicy::kStAware);
+  plan_of("gcn2 unlimited st-aware", gcn(2, 16), whole, 0, ExecutionMode::kReuse, CachePolicy::kStAware);
+  plan_of("gcn3 x3 belady", gcn(3, 8), whole, 3, ExecutionMode::kReuse, CachePolicy::kBelady);
+  for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kLru, CachePolicy::kDegree}) {
+    plan_of(fmt::format("gat x6 {}", to_string(policy)), gat(4, 2), whole, 6, ExecutionMode::kReuse, policy);
+  }
+  plan_of("gcn2 recompute x3 size-order", gcn(2, 16), whole, 3, ExecutionMode::kRecompute, CachePolicy::kSizeOrder);
+  plan_of("gat recompute x4 st-aware", gat(4, 2), whole, 4, ExecutionMode::kRecompute, CachePolicy::kStAware);
+
+  // A rank's shard: mirrors, boundary rows and the exchange's chunks.
+  PartitionOptions options;
+  options.parts = 3;
+  PartitionInfo info;
+  const auto part_of = assign_parts(sbm, options, info);
+  for (int part = 0; part < options.parts; ++part) {
+    const Shard shard = make_shard(sbm, part_of, part, info);
+    plan_of(fmt::format("gcn2 part {} x6 st-aware", part), gcn(2, 16), shard.local, 6, ExecutionMode::kReuse,
+            CachePolicy::kStAware);
+    plan_of(fmt::format("gat part {} x6 belady", part), gat(4, 2), shard.local, 6, ExecutionMode::kReuse,
+            CachePolicy::kBelady);
+  }
+  return hashes;
+}
+
+TEST(PlanIdentity, PlansAreTheReferencePlannersBitForBit) {
+  const std::map<std::string, std::uint64_t> expected = {
+      {"gat part 0 x6 belady", 0x9a787c095181b528ULL},
+      {"gat part 1 x6 belady", 0x6871e83fe12a8e9cULL},
+      {"gat part 2 x6 belady", 0x08292fcaac491ad5ULL},
+      {"gat recompute x4 st-aware", 0x590c2543d9c6f063ULL},
+      {"gat x6 degree", 0xc7f4d507e1c24400ULL},
+      {"gat x6 lru", 0x3cc541f05988192eULL},
+      {"gat x6 st-aware", 0xbad5296a8719403bULL},
+      {"gcn2 part 0 x6 st-aware", 0xfff157d5e746c56aULL},
+      {"gcn2 part 1 x6 st-aware", 0x802cccd7c6c89434ULL},
+      {"gcn2 part 2 x6 st-aware", 0x8489421fcfacdf29ULL},
+      {"gcn2 recompute x3 size-order", 0x069d766f589636a3ULL},
+      {"gcn2 unlimited st-aware", 0x9328a279d0b36900ULL},
+      {"gcn2 x16 st-aware", 0x417b137ed811d995ULL},
+      {"gcn2 x4 belady", 0x5e94ed332a2bd001ULL},
+      {"gcn2 x4 degree", 0x1a26eddb5cfe4207ULL},
+      {"gcn2 x4 fifo", 0xec3bec1456216f7aULL},
+      {"gcn2 x4 lru", 0x85db0608ca23c1bdULL},
+      {"gcn2 x4 none", 0xda521fba947a724eULL},
+      {"gcn2 x4 size-order", 0x48ee936efce34f15ULL},
+      {"gcn2 x4 st-aware", 0xd94f41f101896080ULL},
+      {"gcn3 x3 belady", 0x98eb1f11bf3f1e98ULL},
+  };
+  const std::map<std::string, std::uint64_t> actual = plan_hashes();
+  std::string listing;
+  for (const auto& [name, hash] : actual) listing += fmt::format("      {{\"{}\", 0x{:016x}ULL}},\n", name, hash);
+  EXPECT_EQ(actual, expected) << "the planner's hashes:\n" << listing;
+}
+
+}  // namespace
+}  // namespace nj
