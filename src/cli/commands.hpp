@@ -5,6 +5,7 @@
 #include "nj/comm/communicator.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
+#include "nj/graph/vertex_order.hpp"
 
 namespace nj::cli {
 
@@ -35,6 +36,7 @@ struct ExecutorArguments {
   std::string execution = "reuse";
   std::string device_memory = "unlimited";
   std::string cache_policy = "st-aware";
+  std::string vertex_order = "community";
 };
 // With allow_in_memory (nj train) the default execution is auto.
 void add_executor_options(CLI::App& command, ExecutorArguments& args, bool allow_in_memory);
@@ -42,6 +44,7 @@ struct ExecutorChoice {
   bool in_memory = false;
   bool automatic = false;  // --execution auto chose it
   SubgraphExecutorOptions options;
+  VertexOrder vertex_order = VertexOrder::kCommunity;
 };
 ExecutorChoice parse_executor_choice(const ExecutorArguments& args);
 

@@ -58,6 +58,11 @@ void add_executor_options(CLI::App& cmd, ExecutorArguments& args, bool allow_in_
                  "What stays on the device: st-aware, lru, fifo, degree, size-order, belady or none")
       ->check(CLI::IsMember({"st-aware", "lru", "fifo", "degree", "size-order", "belady", "none"}))
       ->capture_default_str();
+  cmd.add_option("--vertex-order", args.vertex_order,
+                 "How a rank numbers its vertices: community (neighbours together, for cache locality) or input "
+                 "(as stored); results differ only in rounding")
+      ->check(CLI::IsMember({"community", "input"}))
+      ->capture_default_str();
 }
 
 ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
@@ -68,6 +73,7 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
   if (!choice.in_memory)
     choice.options.mode = choice.automatic ? ExecutionMode::kReuse : parse_execution_mode(args.execution);
   choice.options.policy = parse_cache_policy(args.cache_policy);
+  choice.vertex_order = parse_vertex_order(args.vertex_order);
   NJ_REQUIRE(!choice.in_memory || choice.options.device_budget == kUnlimited,
              "--device-memory needs --execution reuse or recompute (in-memory training has no budget)");
   return choice;

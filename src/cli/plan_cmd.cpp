@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>  // NJ_STAGE
 
 #include "cli/commands.hpp"
 #include "nj/core/host_memory.hpp"
+#include "nj/core/stage_timer_tmp.hpp"  // NJ_STAGE
 #include "nj/io/dataset_file.hpp"
 #include "nj/partition/shard_file.hpp"
 
@@ -45,8 +47,12 @@ struct MeasuredPlan {
 MeasuredPlan plan_and_measure(Model& model, const LocalGraph& local, ConstRows features,
                               const SubgraphExecutorOptions& options) {
   const std::int64_t before = heap_bytes_in_use();
+  std::optional<StageTimer> pe;
+  pe.emplace(StageTimer{"plan_epoch"});  // NJ_STAGE
   MeasuredPlan measured{plan_epoch(model, local, options), 0};
+  pe.reset();  // NJ_STAGE
   measured.plan_host_bytes = std::max<std::int64_t>(0, heap_bytes_in_use() - before);
+  NJ_STAGE("forecast");
   measured.plan.memory = forecast_device_memory(*make_cpu_backend(), model, local, features, measured.plan);
   return measured;
 }
@@ -78,6 +84,7 @@ void run_partition_plan(const PlanArguments& args) {
   }
   for (std::size_t part = 0; part < manifest.shard_files.size(); ++part) {
     Shard shard = read_shard((std::filesystem::path(manifest.directory) / manifest.shard_files[part]).string());
+    order_vertices(shard.local, choice.vertex_order);
     Model model(args.model.resolve(), shard.features.cols(), shard.num_classes);
     const MeasuredPlan measured = plan_and_measure(model, shard.local, shard.features.view(), choice.options);
     const EpochPlan& plan = measured.plan;
@@ -118,8 +125,9 @@ void run_plan(PlanArguments& args) {
   }
   Dataset dataset = read_dataset(args.dataset);
   Model model(args.model.resolve(), dataset.features.cols(), dataset.num_classes);
-  const LocalGraph local = whole_local_graph(std::move(dataset.graph));
   const ExecutorChoice choice = parse_executor_choice(args.executor);
+  LocalGraph local = whole_local_graph(std::move(dataset.graph));
+  order_vertices(local, choice.vertex_order);
 
   const auto start = std::chrono::steady_clock::now();
   const MeasuredPlan measured = plan_and_measure(model, local, dataset.features.view(), choice.options);

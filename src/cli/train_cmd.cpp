@@ -225,18 +225,20 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
       predict_host_footprint(rank.config, rank_shape(args.dataset, args.partitions, comm.rank(), comm.size()),
                              run_layout(rank.choice, device.kind == DeviceKind::kCpu));
   const HostMemoryLimit limit = host_memory_limit(args.host_memory);
-  require_host_memory(footprint, limit.bytes, comm.size() > 1 ? "this rank" : "this run",
-                      limit.source);
+  require_host_memory(footprint, limit.bytes, comm.size() > 1 ? "this rank" : "this run", limit.source);
   spdlog::info("host memory: at least {} ({}) of {} {}", format_bytes(footprint.total()), footprint.describe(),
                limit.bytes < 0 ? "an unknown amount" : format_bytes(limit.bytes), limit.source);
   const auto load_start = std::chrono::steady_clock::now();
   rank.shard = load_rank_shard(args, comm);
+  order_vertices(rank.shard, rank.choice.vertex_order);
   const Shard& shard = rank.shard;
   if (args.feature_norm == "row") row_normalize(rank.shard.features);
-  spdlog::info("dataset {}: {} vertices, {} edges, {} features, {} classes, {} training vertices (loaded in {:.2f} s)",
-               shard.name.empty() ? args.dataset : shard.name, shard.global_vertices, shard.global_edges,
-               shard.features.cols(), shard.num_classes, shard.global_train,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+  spdlog::info(
+      "dataset {}: {} vertices, {} edges, {} features, {} classes, {} training vertices (loaded and "
+      "ordered in {:.2f} s)",
+      shard.name.empty() ? args.dataset : shard.name, shard.global_vertices, shard.global_edges, shard.features.cols(),
+      shard.num_classes, shard.global_train,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   if (comm.size() > 1) {
     spdlog::info("{} ranks, {} partition: edge cut {:.1f}%, rank 0 owns {} vertices and mirrors {}", comm.size(),
                  shard.partition.method, 100.0 * shard.partition.cut_fraction(), shard.num_owned(),

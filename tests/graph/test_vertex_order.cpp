@@ -1,0 +1,176 @@
+// Vertex orders: communities gather neighbours within the cap, renumbering keeps every vertex's data and what
+// ranks exchange, and training under the community order is the training of the input order up to rounding.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "nj/exec/executor.hpp"
+#include "nj/graph/vertex_order.hpp"
+#include "nj/train/trainer.hpp"
+#include "support/backends.hpp"
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+// Two cliques of `size` vertices, interleaved: the even ids form one, the odd ids the other.
+LocalGraph interleaved_cliques(vid_t size) {
+  std::vector<vid_t> src;
+  std::vector<vid_t> dst;
+  for (vid_t a = 0; a < 2 * size; ++a) {
+    for (vid_t b = a % 2; b < 2 * size; b += 2) {
+      if (a != b) src.push_back(a), dst.push_back(b);
+    }
+  }
+  return whole_local_graph(build_csr(2 * size, src, dst));
+}
+
+std::set<gid_t> in_neighbour_ids(const LocalGraph& local, vid_t v) {
+  std::set<gid_t> ids;
+  for (const vid_t s : local.graph.in_neighbors(v)) ids.insert(local.global_id[static_cast<std::size_t>(s)]);
+  return ids;
+}
+
+std::vector<vid_t> shuffled(vid_t n, std::uint64_t seed) {
+  std::vector<vid_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), vid_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(seed));
+  return order;
+}
+
+TEST(VertexOrder, CommunityOrderPutsEachCliqueTogether) {
+  const LocalGraph local = interleaved_cliques(6);
+  const std::vector<vid_t> order = owned_order(local, VertexOrder::kCommunity);
+  EXPECT_EQ(order, (std::vector<vid_t>{0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11}));
+  EXPECT_EQ(owned_order(local, VertexOrder::kInput), (std::vector<vid_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+}
+
+TEST(VertexOrder, CommunitiesStayWithinTheCap) {
+  const Dataset data = test::grid_dataset(100, 100, 1);  // 10,000 vertices, connected
+  const LocalGraph local = whole_local_graph(data.graph);
+  std::map<vid_t, vid_t> size;
+  for (const vid_t label : communities(local)) ++size[label];
+  EXPECT_GE(size.size(), 3U);
+  for (const auto& [label, members] : size) EXPECT_LE(members, kCommunityVertices) << "community " << label;
+  EXPECT_EQ(communities(local), communities(local));
+}
+
+TEST(VertexOrder, UnknownOrderIsAnInputError) {
+  EXPECT_EQ(parse_vertex_order("community"), VertexOrder::kCommunity);
+  EXPECT_EQ(parse_vertex_order("input"), VertexOrder::kInput);
+  EXPECT_THROW(parse_vertex_order("rcm"), InputError);
+}
+
+TEST(VertexOrder, RenumberingKeepsEveryVertexWithItsEdgesAndData) {
+  const Dataset data = test::random_dataset(300, 1500, 5, 3, 11);
+  const Shard before = whole_graph_shard(data);
+  Shard after = before;
+  const std::vector<vid_t> order = shuffled(before.num_owned(), 5);
+  renumber_owned(after, order);
+  after.validate("renumbered");
+  for (vid_t v = 0; v < after.num_owned(); ++v) {
+    const auto old = static_cast<std::size_t>(order[static_cast<std::size_t>(v)]);
+    const auto now = static_cast<std::size_t>(v);
+    EXPECT_EQ(after.local.global_id[now], before.local.global_id[old]);
+    EXPECT_EQ(after.local.global_in_degree[now], before.local.global_in_degree[old]);
+    EXPECT_EQ(after.local.global_self_loop[now], before.local.global_self_loop[old]);
+    EXPECT_EQ(in_neighbour_ids(after.local, v), in_neighbour_ids(before.local, static_cast<vid_t>(old)));
+    const auto sources = after.local.graph.in_neighbors(v);
+    EXPECT_TRUE(std::is_sorted(sources.begin(), sources.end()));
+    EXPECT_TRUE(std::equal(after.features.row(v), after.features.row(v) + after.features.cols(),
+                           before.features.row(static_cast<std::int64_t>(old))));
+    EXPECT_EQ(after.labels[now], before.labels[old]);
+    EXPECT_EQ(after.train_mask[now], before.train_mask[old]);
+    EXPECT_EQ(after.val_mask[now], before.val_mask[old]);
+    EXPECT_EQ(after.test_mask[now], before.test_mask[old]);
+  }
+  EXPECT_THROW(renumber_owned(after, std::vector<vid_t>(static_cast<std::size_t>(after.num_owned()), 0)), Error);
+}
+
+TEST(VertexOrder, RenumberingAShardKeepsWhatItsPeersExchange) {
+  const Dataset data = test::grid_dataset(12, 12, 2);
+  std::vector<std::int32_t> part_of(static_cast<std::size_t>(data.num_vertices()));
+  for (vid_t v = 0; v < data.num_vertices(); ++v) part_of[static_cast<std::size_t>(v)] = v % 3 == 0 ? 1 : 0;
+  PartitionInfo info;
+  info.parts = 2;
+  for (const int part : {0, 1}) {
+    const Shard before = make_shard(data, part_of, part, info);
+    Shard after = before;
+    renumber_owned(after, shuffled(before.num_owned(), 7));
+    after.local.validate("renumbered");
+    ASSERT_EQ(after.local.peers.size(), before.local.peers.size());
+    for (std::size_t p = 0; p < before.local.peers.size(); ++p) {
+      const PeerRows& was = before.local.peers[p];
+      const PeerRows& now = after.local.peers[p];
+      ASSERT_EQ(now.send.size(), was.send.size());
+      for (std::size_t k = 0; k < was.send.size(); ++k) {
+        EXPECT_EQ(after.local.global_id[static_cast<std::size_t>(now.send[k])],
+                  before.local.global_id[static_cast<std::size_t>(was.send[k])]);
+      }
+      EXPECT_EQ(now.receive, was.receive);
+    }
+    for (vid_t v = before.num_owned(); v < before.local.num_local(); ++v) {
+      EXPECT_EQ(after.local.global_id[static_cast<std::size_t>(v)],
+                before.local.global_id[static_cast<std::size_t>(v)]);
+    }
+  }
+}
+
+struct Trained {
+  std::vector<double> losses;
+  std::vector<std::vector<float>> weights;
+};
+
+Trained train_in_memory(const Shard& shard, ModelKind kind) {
+  ModelConfig config;
+  config.kind = kind;
+  config.hidden = 8;
+  config.heads = 2;
+  config.dropout = 0.5F;
+  config.attention_dropout = 0.3F;
+  config.seed = 4;
+  Resources resources = test::backend_resources(DeviceKind::kCpu, kUnlimited, 2);
+  auto comm = make_single_process_communicator();
+  Model model(config, shard.features.cols(), shard.num_classes);
+  InMemoryExecutor executor(resources, model, shard.local, shard.features.view());
+  TrainOptions options;
+  options.epochs = 4;
+  options.eval_every = 0;
+  Trained result;
+  Trainer trainer(model, executor, *comm, targets_of(shard), options);
+  trainer.fit([&](const EpochMetrics& m) { result.losses.push_back(m.loss); });
+  for (const Parameter* p : model.parameters())
+    result.weights.emplace_back(p->value.span().begin(), p->value.span().end());
+  return result;
+}
+
+// Any order trains the same: the community order on a graph that forms several communities, and a random one.
+TEST(VertexOrder, TrainingUnderAnyOrderIsTrainingUnderTheInputOrder) {
+  const Shard input = whole_graph_shard(test::grid_dataset(100, 100, 5));
+  Shard community = input;
+  order_vertices(community, VertexOrder::kCommunity);
+  ASSERT_NE(community.local.global_id, input.local.global_id);  // the order did change
+  Shard random = input;
+  renumber_owned(random, shuffled(input.num_owned(), 9));
+  for (const ModelKind kind : {ModelKind::kGcn, ModelKind::kGat}) {
+    SCOPED_TRACE(kind == ModelKind::kGcn ? "gcn" : "gat");
+    const Trained a = train_in_memory(input, kind);
+    for (const Shard* ordered : {&community, &random}) {
+      const Trained b = train_in_memory(*ordered, kind);
+      ASSERT_EQ(a.losses.size(), b.losses.size());
+      for (std::size_t e = 0; e < a.losses.size(); ++e) EXPECT_NEAR(a.losses[e], b.losses[e], 1e-5 * a.losses[e]);
+      for (std::size_t p = 0; p < a.weights.size(); ++p) {
+        for (std::size_t k = 0; k < a.weights[p].size(); ++k) {
+          EXPECT_NEAR(a.weights[p][k], b.weights[p][k], 1e-5F * std::max(1.0F, std::abs(a.weights[p][k])));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nj
