@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "nj/device/arena.hpp"
 #include "nj/device/device.hpp"
@@ -68,6 +69,84 @@ auto find_containing(Map& ranges, const void* ptr) {
   return address(ptr) < it->first + static_cast<std::uintptr_t>(it->second.bytes) ? it : ranges.end();
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+// The host blocks behind device allocations, kept for reuse once freed. An epoch allocates the same sizes in the
+// same order every time; handing a freed block out again instead of returning it to the operating system saves
+// a page fault and a zeroed page per 4 KiB on every use (a quarter of the subgraph executor's epoch). What is
+// kept plus what is live never exceeds the most that was ever live at once, so the host holds no more than the
+// emulated device's peak. Under AddressSanitizer nothing is kept, so that a use after free is still reported.
+class HostBlocks {
+ public:
+  HostBlocks() = default;
+  HostBlocks(const HostBlocks&) = delete;
+  HostBlocks& operator=(const HostBlocks&) = delete;
+  ~HostBlocks() {
+    for (const auto& [bytes, block] : kept_) ::operator delete(block, kAlignment);
+  }
+
+  void* take(std::int64_t bytes) {
+    std::vector<void*> evicted;
+    {
+      std::lock_guard lock(mutex_);
+      if (const auto it = kept_.find(bytes); it != kept_.end()) {
+        void* block = it->second;
+        kept_.erase(it);
+        kept_bytes_ -= bytes;
+        live_bytes_ += bytes;
+        return block;
+      }
+      // Room for a new block within the most ever live, the largest kept blocks going first.
+      while (!kept_.empty() && live_bytes_ + kept_bytes_ + bytes > std::max(peak_live_bytes_, live_bytes_ + bytes)) {
+        const auto largest = std::prev(kept_.end());
+        kept_bytes_ -= largest->first;
+        evicted.push_back(largest->second);
+        kept_.erase(largest);
+      }
+      live_bytes_ += bytes;
+      peak_live_bytes_ = std::max(peak_live_bytes_, live_bytes_);
+    }
+    for (void* block : evicted) ::operator delete(block, kAlignment);
+    try {
+      return ::operator new(static_cast<std::size_t>(bytes), kAlignment);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      live_bytes_ -= bytes;
+      throw;
+    }
+  }
+
+  void give_back(void* block, std::int64_t bytes) noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      live_bytes_ -= bytes;
+      if (!kAddressSanitizer && live_bytes_ + kept_bytes_ + bytes <= peak_live_bytes_) {
+        kept_.emplace(bytes, block);
+        kept_bytes_ += bytes;
+        return;
+      }
+    }
+    ::operator delete(block, kAlignment);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::multimap<std::int64_t, void*> kept_;  // by size
+  std::int64_t kept_bytes_ = 0;
+  std::int64_t live_bytes_ = 0;
+  std::int64_t peak_live_bytes_ = 0;
+};
+
 class CpuDevice final : public Device {
  public:
   explicit CpuDevice(std::int64_t budget_bytes)
@@ -89,10 +168,10 @@ class CpuDevice final : public Device {
       spdlog::warn("device '{}' destroyed with {} live allocations ({} bytes); freeing them", name(),
                    allocations_.size(), arena_.requested_in_use());
       for (const auto& [start, allocation] : allocations_) {
-        ::operator delete(reinterpret_cast<void*>(start), kAlignment);
+        host_blocks_.give_back(reinterpret_cast<void*>(start), allocation.bytes);
       }
     }
-    for (const auto& [start, block] : pinned_) ::operator delete(reinterpret_cast<void*>(start), kAlignment);
+    for (const auto& [start, block] : pinned_) pinned_blocks_.give_back(reinterpret_cast<void*>(start), block.bytes);
   }
 
   std::string_view name() const override { return "cpu"; }
@@ -106,7 +185,7 @@ class CpuDevice final : public Device {
     lock.unlock();
     void* ptr = nullptr;
     try {
-      ptr = ::operator new(static_cast<std::size_t>(bytes), kAlignment);
+      ptr = host_blocks_.take(bytes);
     } catch (...) {
       lock.lock();
       arena_.deallocate(block.offset);  // the host is out of memory: the budget must not keep the bytes
@@ -141,16 +220,17 @@ class CpuDevice final : public Device {
     host_passed(last_use);
     it = allocations_.find(address(ptr));
     NJ_EXPECTS(it != allocations_.end(), "{} deallocated twice at once", fmt::ptr(ptr));
+    const std::int64_t bytes = it->second.bytes;
     arena_.deallocate(it->second.offset);
     allocations_.erase(it);
     lock.unlock();
-    ::operator delete(ptr, kAlignment);
+    host_blocks_.give_back(ptr, bytes);
   }
 
   void* allocate_pinned(std::int64_t bytes) override {
     NJ_EXPECTS(bytes >= 0, "negative pinned allocation of {} bytes", bytes);
     if (bytes == 0) return nullptr;
-    void* ptr = ::operator new(static_cast<std::size_t>(bytes), kAlignment);
+    void* ptr = pinned_blocks_.take(bytes);
     std::lock_guard lock(mutex_);
     pinned_.emplace(address(ptr), PinnedBlock{bytes, {}});
     pinned_bytes_ += bytes;
@@ -159,6 +239,7 @@ class CpuDevice final : public Device {
 
   void deallocate_pinned(void* ptr) noexcept override {
     if (ptr == nullptr) return;
+    std::int64_t bytes = 0;
     {
       std::lock_guard lock(mutex_);
       auto it = pinned_.find(address(ptr));
@@ -170,10 +251,11 @@ class CpuDevice final : public Device {
                    "page-locked memory at {} freed while a copy on the {} stream still uses it", fmt::ptr(ptr),
                    to_string(e.stream));
       }
-      pinned_bytes_ -= it->second.bytes;
+      bytes = it->second.bytes;
+      pinned_bytes_ -= bytes;
       pinned_.erase(it);
     }
-    ::operator delete(ptr, kAlignment);
+    pinned_blocks_.give_back(ptr, bytes);
   }
 
   Event copy_to_device(void* device_dst, const void* host_src, std::int64_t bytes) override {
@@ -485,6 +567,8 @@ class CpuDevice final : public Device {
   }
 
   SizeLimitedArena arena_;
+  HostBlocks host_blocks_;    // behind device allocations
+  HostBlocks pinned_blocks_;  // page-locked staging
   mutable std::mutex mutex_;
   std::condition_variable done_;  // threads wait here for completions
   int sleepers_ = 0;              // threads waiting on done_
