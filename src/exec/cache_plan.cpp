@@ -24,27 +24,18 @@ constexpr std::uint8_t kLive = 16;  // its value after the step is read again, o
 
 // One distinct row of one step, with what the rest of the epoch does to it.
 struct Touch {
-  std::uint32_t row;  // dense over all tensors: tensor base + vertex id
-  std::uint32_t tensor;
+  std::uint32_t row;       // dense over all tensors: tensor base + vertex id
   std::int32_t next;       // step of the row's next touch in the same phase, kNever if none
   std::int32_t remaining;  // touches of the row later in the same phase
+  std::uint16_t tensor;
   std::uint8_t bits;
 };
-
-// The trace reduced to what planning needs: distinct rows per step, with next-use information from one
-// backward sweep, so that no policy has to look ahead at run time.
-struct IndexedTrace {
-  std::vector<std::uint32_t> base;       // per tensor: dense id of its row 0; back() = number of rows
-  std::vector<std::size_t> phase_begin;  // steps of phase p: [phase_begin[p], phase_begin[p + 1])
-  std::vector<std::size_t> step_begin;   // touches of step i: [step_begin[i], step_begin[i + 1])
-  std::vector<Touch> touches;
-  std::span<const Touch> step(std::size_t i) const {
-    return {touches.data() + step_begin[i], step_begin[i + 1] - step_begin[i]};
-  }
-};
+static_assert(sizeof(Touch) == 16);
 
 void validate_shape(const AccessTrace& trace) {
   const std::size_t num_tensors = trace.tensors.size();
+  NJ_REQUIRE(num_tensors <= std::numeric_limits<std::uint16_t>::max(), "cache trace: {} tensors, more than {}",
+             num_tensors, std::numeric_limits<std::uint16_t>::max());
   for (const TensorSpec& tensor : trace.tensors) {
     NJ_REQUIRE(tensor.row_bytes > 0, "cache trace: tensor '{}' has row_bytes {} (must be positive)", tensor.name,
                tensor.row_bytes);
@@ -88,96 +79,156 @@ std::vector<std::int64_t> validate_steps(const AccessTrace& trace, bool needs_de
   return rows;
 }
 
-IndexedTrace index_trace(const AccessTrace& trace, bool needs_degree) {
-  validate_shape(trace);
-  const std::vector<std::int64_t> rows = validate_steps(trace, needs_degree);
-  const std::size_t num_tensors = trace.tensors.size();
-  const std::size_t num_steps = trace.steps.size();
+// The trace reduced to what planning needs, one phase at a time: distinct rows per step, with next-use
+// information from one backward sweep over the phase, so that no policy has to look ahead at run time. Only the
+// phase being planned is indexed (16 bytes per distinct row of a step); of the others, what a phase needs to know
+// about the rest of the epoch is kept: which rows each later phase touches, and whether it first reads them.
+class TraceIndex {
+ public:
+  TraceIndex(const AccessTrace& trace, bool needs_degree) : trace_(trace) {
+    validate_shape(trace);
+    const std::vector<std::int64_t> rows = validate_steps(trace, needs_degree);
+    const std::size_t num_tensors = trace.tensors.size();
+    const std::size_t num_steps = trace.steps.size();
+    const std::size_t num_phases = trace.capacity_rows.size();
+    base.resize(num_tensors + 1, 0);
+    std::int64_t total = 0;
+    for (std::size_t t = 0; t < num_tensors; ++t) {
+      base[t] = static_cast<std::uint32_t>(total);
+      total += rows[t];
+      NJ_REQUIRE(total < std::int64_t{kNoRow}, "cache trace: {} rows over all tensors is more than the planner indexes",
+                 total);
+    }
+    base[num_tensors] = static_cast<std::uint32_t>(total);
+    phase_begin.assign(num_phases + 1, num_steps);
+    for (std::size_t i = num_steps; i-- > 0;) phase_begin[trace.steps[i].phase] = i;
+    for (std::size_t p = num_phases; p-- > 0;) phase_begin[p] = std::min(phase_begin[p], phase_begin[p + 1]);
 
-  IndexedTrace ix;
-  ix.base.resize(num_tensors + 1, 0);
-  std::int64_t total = 0;
-  for (std::size_t t = 0; t < num_tensors; ++t) {
-    ix.base[t] = static_cast<std::uint32_t>(total);
-    total += rows[t];
-    NJ_REQUIRE(total < std::int64_t{kNoRow}, "cache trace: {} rows over all tensors is more than the planner indexes",
-               total);
-  }
-  ix.base[num_tensors] = static_cast<std::uint32_t>(total);
-  ix.phase_begin.assign(trace.capacity_rows.size() + 1, num_steps);
-  for (std::size_t i = num_steps; i-- > 0;) ix.phase_begin[trace.steps[i].phase] = i;
-  for (std::size_t p = trace.capacity_rows.size(); p-- > 0;) {
-    ix.phase_begin[p] = std::min(ix.phase_begin[p], ix.phase_begin[p + 1]);
-  }
-
-  // Distinct rows per step, in order of first appearance over reads, writes, accumulates.
-  const auto num_rows = static_cast<std::size_t>(total);
-  std::vector<std::int32_t> seen_in(num_rows, -1);
-  std::vector<std::uint32_t> touch_of(num_rows);
-  std::vector<std::int64_t> rows_of_tensor(num_tensors, 0);
-  std::size_t occurrences = 0;
-  for (const TraceStep& step : trace.steps)
-    occurrences += step.reads.size() + step.writes.size() + step.accumulates.size();
-  ix.touches.reserve(occurrences);
-  ix.step_begin.reserve(num_steps + 1);
-  for (std::size_t i = 0; i < num_steps; ++i) {
-    const TraceStep& step = trace.steps[i];
-    const auto step_id = static_cast<std::int32_t>(i);
-    ix.step_begin.push_back(ix.touches.size());
-    const std::array<std::pair<const std::vector<RowRef>*, std::uint8_t>, 3> lists = {
-        {{&step.reads, kRead}, {&step.writes, kWrite}, {&step.accumulates, kAccumulate}}};
-    for (const auto& [list, kind] : lists) {
-      for (const RowRef& ref : *list) {
-        const std::uint32_t row = ix.base[ref.tensor] + static_cast<std::uint32_t>(ref.row);
-        if (seen_in[row] == step_id) {
-          ix.touches[touch_of[row]].bits |= kind;
-          continue;
-        }
-        seen_in[row] = step_id;
-        touch_of[row] = static_cast<std::uint32_t>(ix.touches.size());
-        ix.touches.push_back({row, ref.tensor, kNever, 0, kind});
+    // What each phase does first to each row it touches: the kinds of its first step's touches.
+    scratch_.assign(static_cast<std::size_t>(total), -1);
+    first_.resize(num_phases * num_tensors);
+    for (std::size_t p = 0; p < num_phases; ++p) {
+      const auto phase_start = static_cast<std::int32_t>(phase_begin[p]);
+      for (std::size_t i = phase_begin[p]; i < phase_begin[p + 1]; ++i) {
+        const auto step = static_cast<std::int32_t>(i);
+        for_each_ref(trace.steps[i], [&](const RowRef& ref, std::uint8_t kind) {
+          std::vector<std::uint8_t>& first = first_[p * num_tensors + ref.tensor];
+          if (first.empty()) first.assign(static_cast<std::size_t>(rows[ref.tensor]), 0);
+          std::int32_t& first_step = scratch_[base[ref.tensor] + static_cast<std::uint32_t>(ref.row)];
+          std::uint8_t& kinds = first[static_cast<std::size_t>(ref.row)];
+          if (first_step < phase_start) {
+            first_step = step;
+            kinds = kind;
+          } else if (first_step == step) {
+            kinds |= kind;
+          }
+        });
       }
     }
-    const std::span<const Touch> touched(ix.touches.data() + ix.step_begin.back(),
-                                         ix.touches.size() - ix.step_begin.back());
-    for (const Touch& touch : touched) ++rows_of_tensor[touch.tensor];
-    for (const Touch& touch : touched) {
-      std::int64_t& count = rows_of_tensor[touch.tensor];
-      const std::int64_t capacity = trace.capacity_rows[step.phase][touch.tensor];
-      NJ_REQUIRE(count <= capacity,
-                 "cache trace: step {} (phase {}) touches {} rows of tensor '{}', but its pool holds {} rows in "
-                 "that phase: give the tensor more capacity or split the step",
-                 i, step.phase, count, trace.tensors[touch.tensor].name, capacity);
-      count = 0;
-    }
+    std::fill(scratch_.begin(), scratch_.end(), -1);
   }
-  ix.step_begin.push_back(ix.touches.size());
-  std::vector<std::int32_t>().swap(seen_in);
-  std::vector<std::uint32_t>().swap(touch_of);
 
-  // Backward sweep: each touch learns the row's next touch and how many touches it has left in the phase.
-  std::vector<std::int32_t> next_step(num_rows, kNever);
-  std::vector<std::uint8_t> next_bits(num_rows, 0);
-  std::vector<std::int32_t> count_from_next(num_rows, 0);
-  for (std::size_t i = num_steps; i-- > 0;) {
-    const std::uint32_t phase = trace.steps[i].phase;
-    for (std::size_t k = ix.step_begin[i]; k < ix.step_begin[i + 1]; ++k) {
-      Touch& touch = ix.touches[k];
-      const std::int32_t next = next_step[touch.row];
-      const bool later = next != kNever;
-      const bool live =
-          later ? (next_bits[touch.row] & (kRead | kAccumulate)) != 0 : trace.tensors[touch.tensor].keep_on_host;
-      const bool same_phase = later && trace.steps[static_cast<std::size_t>(next)].phase == phase;
-      touch.next = same_phase ? next : kNever;
-      touch.remaining = same_phase ? count_from_next[touch.row] : 0;
-      touch.bits |= static_cast<std::uint8_t>((later ? kLater : 0) | (live ? kLive : 0));
-      count_from_next[touch.row] = touch.remaining + 1;
-      next_step[touch.row] = static_cast<std::int32_t>(i);
-      next_bits[touch.row] = touch.bits;
+  std::vector<std::uint32_t> base;       // per tensor: dense id of its row 0; back() = number of rows
+  std::vector<std::size_t> phase_begin;  // steps of phase p: [phase_begin[p], phase_begin[p + 1])
+
+  // Indexes phase p: distinct rows per step, in order of first appearance over reads, writes, accumulates, each
+  // with its next touch and the touches it has left in the phase.
+  void index_phase(std::size_t p) {
+    phase_ = p;
+    touches_.clear();
+    step_begin_.clear();
+    const std::size_t num_tensors = trace_.tensors.size();
+    std::vector<std::int64_t> rows_of_tensor(num_tensors, 0);
+    for (std::size_t i = phase_begin[p]; i < phase_begin[p + 1]; ++i) {
+      const TraceStep& step = trace_.steps[i];
+      const std::size_t step_start = touches_.size();
+      step_begin_.push_back(step_start);
+      for_each_ref(step, [&](const RowRef& ref, std::uint8_t kind) {
+        const std::uint32_t row = base[ref.tensor] + static_cast<std::uint32_t>(ref.row);
+        const auto k = static_cast<std::size_t>(static_cast<std::uint32_t>(scratch_[row]));
+        if (k >= step_start && k < touches_.size() && touches_[k].row == row) {
+          touches_[k].bits |= kind;
+          return;
+        }
+        scratch_[row] = static_cast<std::int32_t>(touches_.size());
+        touches_.push_back({row, kNever, 0, static_cast<std::uint16_t>(ref.tensor), kind});
+      });
+      const std::span<const Touch> touched(touches_.data() + step_start, touches_.size() - step_start);
+      for (const Touch& touch : touched) ++rows_of_tensor[touch.tensor];
+      for (const Touch& touch : touched) {
+        std::int64_t& count = rows_of_tensor[touch.tensor];
+        const std::int64_t capacity = trace_.capacity_rows[step.phase][touch.tensor];
+        NJ_REQUIRE(count <= capacity,
+                   "cache trace: step {} (phase {}) touches {} rows of tensor '{}', but its pool holds {} rows in "
+                   "that phase: give the tensor more capacity or split the step",
+                   i, step.phase, count, trace_.tensors[touch.tensor].name, capacity);
+        count = 0;
+      }
     }
+    step_begin_.push_back(touches_.size());
+
+    // Backward sweep: each touch learns the row's next touch and how many touches it has left in the phase; the
+    // last one in the phase, whether a later phase touches the row and first reads it.
+    for (const Touch& touch : touches_) scratch_[touch.row] = -1;
+    next_bits_.resize(scratch_.size());
+    count_from_next_.resize(scratch_.size());
+    const std::size_t num_phases = trace_.capacity_rows.size();
+    for (std::size_t j = step_begin_.size() - 1; j-- > 0;) {
+      const auto step = static_cast<std::int32_t>(phase_begin[p] + j);
+      for (std::size_t k = step_begin_[j]; k < step_begin_[j + 1]; ++k) {
+        Touch& touch = touches_[k];
+        const std::int32_t next = scratch_[touch.row];
+        bool later = next >= 0;
+        bool live = false;
+        if (later) {
+          live = (next_bits_[touch.row] & (kRead | kAccumulate)) != 0;
+          touch.next = next;
+          touch.remaining = count_from_next_[touch.row];
+        } else {
+          const std::uint32_t vertex = touch.row - base[touch.tensor];
+          for (std::size_t q = p + 1; q < num_phases && !later; ++q) {
+            const std::vector<std::uint8_t>& first = first_[q * num_tensors + touch.tensor];
+            if (first.empty() || first[vertex] == 0) continue;
+            later = true;
+            live = (first[vertex] & (kRead | kAccumulate)) != 0;
+          }
+          if (!later) live = trace_.tensors[touch.tensor].keep_on_host;
+        }
+        touch.bits |= static_cast<std::uint8_t>((later ? kLater : 0) | (live ? kLive : 0));
+        count_from_next_[touch.row] = touch.remaining + 1;
+        scratch_[touch.row] = step;
+        next_bits_[touch.row] = touch.bits;
+      }
+    }
+    for (const Touch& touch : touches_) scratch_[touch.row] = -1;
   }
-  return ix;
-}
+
+  // The touches of step i of the indexed phase, and of the whole phase.
+  std::span<const Touch> step(std::size_t i) const {
+    const std::size_t j = i - phase_begin[phase_];
+    return {touches_.data() + step_begin_[j], step_begin_[j + 1] - step_begin_[j]};
+  }
+  std::span<const Touch> phase_touches() const { return touches_; }
+
+ private:
+  template <typename Fn>
+  static void for_each_ref(const TraceStep& step, Fn&& fn) {
+    for (const RowRef& ref : step.reads) fn(ref, kRead);
+    for (const RowRef& ref : step.writes) fn(ref, kWrite);
+    for (const RowRef& ref : step.accumulates) fn(ref, kAccumulate);
+  }
+
+  const AccessTrace& trace_;
+  // [phase * tensors + tensor]: per row of the tensor, the kinds of the phase's first touch of it (0: none);
+  // empty where the phase does not touch the tensor.
+  std::vector<std::vector<std::uint8_t>> first_;
+  std::vector<std::int32_t> scratch_;  // per row: the touch of the step being indexed, then the next touch's step
+  std::vector<std::uint8_t> next_bits_;
+  std::vector<std::int32_t> count_from_next_;
+  std::size_t phase_ = 0;
+  std::vector<std::size_t> step_begin_;  // touches of the phase's j-th step: [step_begin_[j], step_begin_[j + 1])
+  std::vector<Touch> touches_;
+};
 
 // One tensor's slots in the current phase. Free slots form a queue: a load takes the slot freed longest ago,
 // the least likely to be one the previous step used (which would forbid prefetching it); an allocation
@@ -321,6 +372,7 @@ class NextUseEvictor {
     first_step_ = first_step;
     for (Candidates& pool : pools_) {
       pool.buckets.assign(static_cast<std::size_t>(end_step - first_step), {});
+      pool.heaped.assign(static_cast<std::size_t>(end_step - first_step), 0);
       pool.never.clear();
       pool.never_head = 0;
       pool.top = first_step - 1;
@@ -341,7 +393,7 @@ class NextUseEvictor {
       pool.ranked_at = step;
     }
     while (pool.frontier > step) {
-      const std::vector<Entry>& entries = bucket(pool, pool.frontier);
+      const std::vector<Entry>& entries = heap_of(pool, pool.frontier);
       if (!entries.empty()) {
         // Nearer buckets only win with a strictly lower priority: ties go to the farther next use, as in Belady.
         if (!pool.ranked.empty() && priority(1, pool.frontier, step) >= pool.ranked.front().priority) break;
@@ -354,7 +406,7 @@ class NextUseEvictor {
     std::pop_heap(pool.ranked.begin(), pool.ranked.end(), ranked_after);
     const std::int32_t next = pool.ranked.back().next;
     pool.ranked.pop_back();
-    std::vector<Entry>& entries = bucket(pool, next);
+    std::vector<Entry>& entries = heap_of(pool, next);
     std::pop_heap(entries.begin(), entries.end(), std::greater<>());
     const std::uint32_t victim = entries.back().row;
     entries.pop_back();
@@ -372,7 +424,9 @@ class NextUseEvictor {
     }
     std::vector<Entry>& entries = bucket(pool, touch.next);
     entries.push_back({touch.remaining, touch.row});
-    std::push_heap(entries.begin(), entries.end(), std::greater<>());
+    if (pool.heaped[static_cast<std::size_t>(touch.next - first_step_)] != 0) {
+      std::push_heap(entries.begin(), entries.end(), std::greater<>());
+    }
     pool.top = std::max(pool.top, touch.next);
   }
 
@@ -388,7 +442,10 @@ class NextUseEvictor {
   };
   struct Candidates {
     std::vector<std::vector<Entry>> buckets;  // by next touch - first step of the phase
-    std::vector<std::uint32_t> never;         // a queue: the oldest, least likely used by the last step, first
+    // Whether the bucket is a heap yet: most buckets are never evicted from (their step arrives first and takes
+    // them whole), so a bucket becomes a heap only when a victim is first sought in it.
+    std::vector<char> heaped;
+    std::vector<std::uint32_t> never;  // a queue: the oldest, least likely used by the last step, first
     std::size_t never_head = 0;
     std::int32_t top = 0;         // no bucket above this step holds rows
     std::int32_t ranked_at = -1;  // the step `ranked` and `frontier` belong to
@@ -398,6 +455,15 @@ class NextUseEvictor {
 
   std::vector<Entry>& bucket(Candidates& pool, std::int32_t step) const {
     return pool.buckets[static_cast<std::size_t>(step - first_step_)];
+  }
+  // The bucket of a step as a min-heap by remaining touches.
+  std::vector<Entry>& heap_of(Candidates& pool, std::int32_t step) const {
+    const auto b = static_cast<std::size_t>(step - first_step_);
+    if (pool.heaped[b] == 0) {
+      std::make_heap(pool.buckets[b].begin(), pool.buckets[b].end(), std::greater<>());
+      pool.heaped[b] = 1;
+    }
+    return pool.buckets[b];
   }
   double priority(std::int32_t remaining, std::int32_t next, std::int32_t now) const {
     const double uses = structural_ ? static_cast<double>(remaining) : 1.0;
@@ -432,14 +498,12 @@ constexpr std::uint8_t kArrived = 16;  // became resident in the current step
 template <class Evictor>
 class Planner {
  public:
-  Planner(const AccessTrace& trace, const IndexedTrace& ix, Traits traits, Evictor& evictor)
+  Planner(const AccessTrace& trace, TraceIndex& ix, Traits traits, Evictor& evictor)
       : trace_(trace),
         ix_(ix),
         traits_(traits),
         evictor_(evictor),
-        slot_(ix.base.back(), -1),
-        flags_(ix.base.back(), 0),
-        last_step_(ix.base.back(), -1),
+        rows_(ix.base.back()),
         pools_(trace.tensors.size()) {}
 
   CachePlan run() {
@@ -449,6 +513,7 @@ class Planner {
     plan_.peak_rows.assign(num_phases, std::vector<std::int64_t>(trace_.tensors.size(), 0));
     for (std::size_t p = 0; p < num_phases; ++p) {
       if (ix_.phase_begin[p] == ix_.phase_begin[p + 1]) continue;
+      ix_.index_phase(p);
       start_phase(p);
       for (std::size_t i = ix_.phase_begin[p]; i < ix_.phase_begin[p + 1]; ++i) run_step(i, i == ix_.phase_begin[p]);
       end_phase(p);
@@ -467,23 +532,22 @@ class Planner {
   // PaGraph: of the rows each pool sees in the phase, the highest-degree ones, up to half its slots.
   void pin_by_degree(std::size_t p) {
     std::vector<std::vector<std::uint32_t>> seen(pools_.size());
-    for (std::size_t k = ix_.step_begin[ix_.phase_begin[p]]; k < ix_.step_begin[ix_.phase_begin[p + 1]]; ++k) {
-      const Touch& touch = ix_.touches[k];
-      if (flags_[touch.row] & kPinned) continue;
-      flags_[touch.row] |= kPinned;
+    for (const Touch& touch : ix_.phase_touches()) {
+      if (rows_[touch.row].flags & kPinned) continue;
+      rows_[touch.row].flags |= kPinned;
       seen[touch.tensor].push_back(touch.row);
     }
     pinned_.clear();
     for (std::size_t t = 0; t < pools_.size(); ++t) {
       std::vector<std::uint32_t>& rows = seen[t];
-      for (const std::uint32_t row : rows) flags_[row] &= static_cast<std::uint8_t>(~kPinned);
+      for (const std::uint32_t row : rows) rows_[row].flags &= static_cast<std::uint8_t>(~kPinned);
       const auto pinned = std::min(rows.size(), static_cast<std::size_t>(trace_.capacity_rows[p][t] / 2));
       const auto degree = [&](std::uint32_t row) { return trace_.vertex_degree[row - ix_.base[t]]; };
       std::nth_element(
           rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(pinned), rows.end(),
           [&](std::uint32_t a, std::uint32_t b) { return degree(a) != degree(b) ? degree(a) > degree(b) : a < b; });
       for (std::size_t k = 0; k < pinned; ++k) {
-        flags_[rows[k]] |= kPinned;
+        rows_[rows[k]].flags |= kPinned;
         pinned_.push_back(rows[k]);
       }
     }
@@ -502,15 +566,15 @@ class Planner {
       }
     }
     pending_drops_.clear();
-    for (const std::uint32_t row : pinned_) flags_[row] &= static_cast<std::uint8_t>(~kPinned);
+    for (const std::uint32_t row : pinned_) rows_[row].flags &= static_cast<std::uint8_t>(~kPinned);
   }
 
   bool needs_value(const Touch& touch) const {
-    return (touch.bits & kRead) || ((touch.bits & kAccumulate) && (flags_[touch.row] & kTouched));
+    return (touch.bits & kRead) || ((touch.bits & kAccumulate) && (rows_[touch.row].flags & kTouched));
   }
   bool must_write_back(std::uint32_t row, bool at_phase_end) const {
     const bool knows_liveness = traits_.aware || (at_phase_end && traits_.drops_dead_at_phase_end);
-    return (flags_[row] & kDirty) && (!knows_liveness || (flags_[row] & kRowLive));
+    return (rows_[row].flags & kDirty) && (!knows_liveness || (rows_[row].flags & kRowLive));
   }
   RowRef ref(std::uint32_t row, std::uint32_t tensor) const {
     return {tensor, static_cast<vid_t>(row - ix_.base[tensor])};
@@ -519,7 +583,8 @@ class Planner {
   // Takes the row off the device, recording the copy if its value must survive; returns its slot.
   std::int32_t leave(std::uint32_t row, std::uint32_t tensor, std::vector<SlotAssignment>& writeback,
                      std::vector<SlotAssignment>& drops, bool at_phase_end = false) {
-    const std::int32_t slot = slot_[row];
+    RowState& state = rows_[row];
+    const std::int32_t slot = state.slot;
     if (must_write_back(row, at_phase_end)) {
       writeback.push_back({ref(row, tensor), slot});
       plan_.d2h_bytes += trace_.tensors[tensor].row_bytes;
@@ -529,8 +594,8 @@ class Planner {
     Pool& pool = pools_[tensor];
     pool.slot_row[static_cast<std::size_t>(slot)] = kNoRow;
     --pool.resident;
-    slot_[row] = -1;
-    flags_[row] &= static_cast<std::uint8_t>(~kDirty);
+    state.slot = -1;
+    state.flags &= static_cast<std::uint8_t>(~kDirty);
     return slot;
   }
 
@@ -538,8 +603,8 @@ class Planner {
     Pool& pool = pools_[tensor];
     if (pool.free_count > 0) return load ? pool.take_oldest() : pool.take_newest();
     const std::uint32_t victim = evictor_.pop(tensor, step);
-    NJ_EXPECTS(last_step_[victim] != step, "the planner evicted row {} that step {} touches", victim, step);
-    if (last_step_[victim] == step - 1 && must_write_back(victim, false)) prefetch_blocked_ = true;
+    NJ_EXPECTS(rows_[victim].last_step != step, "the planner evicted row {} that step {} touches", victim, step);
+    if (rows_[victim].last_step == step - 1 && must_write_back(victim, false)) prefetch_blocked_ = true;
     return leave(victim, tensor, plan.evict_writeback, plan.drops);
   }
 
@@ -556,20 +621,20 @@ class Planner {
 
     const std::span<const Touch> touches = ix_.step(i);
     for (const Touch& touch : touches) {
-      if (slot_[touch.row] < 0) continue;
+      if (rows_[touch.row].slot < 0) continue;
       evictor_.pin(touch);
       if (needs_value(touch)) ++plan_.hits;
     }
     // Loads first, so they get the free slots the previous step is least likely to have used.
     for (const bool load : {true, false}) {
       for (const Touch& touch : touches) {
-        if (slot_[touch.row] >= 0 || needs_value(touch) != load) continue;
+        if (rows_[touch.row].slot >= 0 || needs_value(touch) != load) continue;
         const std::int32_t slot = acquire(touch.tensor, step, load, plan);
         Pool& pool = pools_[touch.tensor];
         pool.slot_row[static_cast<std::size_t>(slot)] = touch.row;
         pool.peak = std::max(pool.peak, ++pool.resident);
-        slot_[touch.row] = slot;
-        flags_[touch.row] |= kArrived;
+        rows_[touch.row].slot = slot;
+        rows_[touch.row].flags |= kArrived;
         const SlotAssignment assignment{ref(touch.row, touch.tensor), slot};
         if (!load) {
           plan.allocations.push_back(assignment);
@@ -584,23 +649,24 @@ class Planner {
     }
 
     for (const Touch& touch : touches) {
-      std::uint8_t& flags = flags_[touch.row];
-      flags = static_cast<std::uint8_t>((flags & ~kRowLive) | kTouched | ((touch.bits & kLive) ? kRowLive : 0) |
-                                        ((touch.bits & (kWrite | kAccumulate)) ? kDirty : 0));
-      last_step_[touch.row] = step;
-      pools_[touch.tensor].slot_step[static_cast<std::size_t>(slot_[touch.row])] = step;
+      RowState& state = rows_[touch.row];
+      state.flags =
+          static_cast<std::uint8_t>((state.flags & ~kRowLive) | kTouched | ((touch.bits & kLive) ? kRowLive : 0) |
+                                    ((touch.bits & (kWrite | kAccumulate)) ? kDirty : 0));
+      state.last_step = step;
+      pools_[touch.tensor].slot_step[static_cast<std::size_t>(state.slot)] = step;
     }
     record_slots(trace_.steps[i].reads, plan.read_slots);
     record_slots(trace_.steps[i].writes, plan.write_slots);
     record_slots(trace_.steps[i].accumulates, plan.accumulate_slots);
 
     for (const Touch& touch : touches) {
-      const bool arrived = flags_[touch.row] & kArrived;
-      flags_[touch.row] &= static_cast<std::uint8_t>(~kArrived);
+      const bool arrived = rows_[touch.row].flags & kArrived;
+      rows_[touch.row].flags &= static_cast<std::uint8_t>(~kArrived);
       if (!traits_.reuse || (traits_.aware && !(touch.bits & kLater))) {
         pools_[touch.tensor].push_free(leave(touch.row, touch.tensor, pending_writeback_, pending_drops_));
       } else {
-        evictor_.insert(touch, arrived, flags_[touch.row] & kPinned);
+        evictor_.insert(touch, arrived, rows_[touch.row].flags & kPinned);
       }
     }
     plan.prefetch =
@@ -609,16 +675,21 @@ class Planner {
 
   void record_slots(const std::vector<RowRef>& refs, std::vector<std::int32_t>& slots) const {
     slots.reserve(refs.size());
-    for (const RowRef& r : refs) slots.push_back(slot_[ix_.base[r.tensor] + static_cast<std::uint32_t>(r.row)]);
+    for (const RowRef& r : refs) slots.push_back(rows_[ix_.base[r.tensor] + static_cast<std::uint32_t>(r.row)].slot);
   }
 
+  // Per row, together so that a touch reads one cache line.
+  struct RowState {
+    std::int32_t slot = -1;  // -1 when not resident
+    std::int32_t last_step = -1;
+    std::uint8_t flags = 0;
+  };
+
   const AccessTrace& trace_;
-  const IndexedTrace& ix_;
+  TraceIndex& ix_;
   Traits traits_;
   Evictor& evictor_;
-  std::vector<std::int32_t> slot_;  // per row: its slot, -1 when not resident
-  std::vector<std::uint8_t> flags_;
-  std::vector<std::int32_t> last_step_;
+  std::vector<RowState> rows_;
   std::vector<Pool> pools_;
   std::vector<std::uint32_t> pinned_;
   // Rows released after a step; the executor applies that before the next step (or at the phase end).
@@ -647,7 +718,7 @@ Traits traits_of(CachePolicy policy, bool release_dead_rows) {
 }
 
 template <class Evictor>
-CachePlan run_planner(const AccessTrace& trace, const IndexedTrace& ix, Traits traits, Evictor evictor) {
+CachePlan run_planner(const AccessTrace& trace, TraceIndex& ix, Traits traits, Evictor evictor) {
   return Planner<Evictor>(trace, ix, traits, evictor).run();
 }
 
@@ -680,7 +751,7 @@ const char* to_string(CachePolicy policy) {
 }
 
 CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy) {
-  const IndexedTrace ix = index_trace(trace, policy == CachePolicy::kDegree);
+  TraceIndex ix(trace, policy == CachePolicy::kDegree);
   const Traits traits = traits_of(policy, trace.release_dead_rows);
   const std::size_t rows = ix.base.back();
   const std::size_t tensors = trace.tensors.size();

@@ -359,11 +359,14 @@ struct SmallestStep {
   std::int64_t bytes = 0;
 };
 
-SmallestStep smallest_step(const std::vector<LayerDims>& dims, const CsrGraph& prepared, std::span<const vid_t> order) {
+SmallestStep smallest_step(const std::vector<LayerDims>& dims, const CsrGraph& prepared) {
+  // Every vertex is some subgraph's destination; in id order, their in-edges are read front to back.
+  std::vector<vid_t> vertices(static_cast<std::size_t>(prepared.num_vertices()));
+  std::iota(vertices.begin(), vertices.end(), 0);
   SmallestStep largest;
   for (std::size_t l = 0; l < dims.size(); ++l) {
     const std::int64_t bytes = largest_single_vertex_cost(
-        prepared, order, 1, [&](const ClosureSize& size) { return step_bytes(dims[l], size); });
+        prepared, vertices, 1, [&](const ClosureSize& size) { return step_bytes(dims[l], size); });
     if (bytes > largest.bytes) largest = {l, bytes};
   }
   return largest;
@@ -461,9 +464,7 @@ const char* to_string(ExecutionMode mode) { return mode == ExecutionMode::kReuse
 
 std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local) {
   const PreparedGraph prepared = model.prepare(local);
-  return minimum_budget(
-      smallest_step(layer_dims(model), prepared.graph, owned_locality_order(prepared.graph, local)).bytes,
-      resident_bytes(model));
+  return minimum_budget(smallest_step(layer_dims(model), prepared.graph).bytes, resident_bytes(model));
 }
 
 EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const SubgraphExecutorOptions& options) {
@@ -489,7 +490,7 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   const std::size_t layers = dims.size();
   const std::int64_t owned = local.num_owned;
   // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges.
-  const SmallestStep smallest = smallest_step(dims, prepared.graph, order);
+  const SmallestStep smallest = smallest_step(dims, prepared.graph);
   if (smallest.bytes > plan.step_limit_bytes) {
     throw InputError(
         describe_minimum_budget(plan.options.device_budget, smallest.layer, smallest.bytes, plan.resident_bytes));

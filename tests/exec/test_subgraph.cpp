@@ -139,6 +139,33 @@ TEST(PartitionInOrder, AVertexOverTheLimitRunsAloneOrThrows) {
                InputError);
 }
 
+// The smallest limit is the largest one-vertex closure's cost, counted without marks where in-neighbours are
+// sorted and with them where not; either way what a plain breadth-first search finds.
+TEST(PartitionInOrder, TheLargestSingleVertexCostIsTheLargestClosure) {
+  Dataset data = test::random_dataset(200, 1500, 4, 3, 23);
+  CsrGraph& graph = data.graph;
+  // Unsort one vertex's in-neighbours and give another a repeated in-neighbour and a self-loop.
+  const auto busiest =
+      static_cast<vid_t>(std::max_element(graph.offsets.begin() + 1, graph.offsets.end(),
+                                          [&](const eid_t& a, const eid_t& b) { return a - (&a)[-1] < b - (&b)[-1]; }) -
+                         graph.offsets.begin() - 1);
+  ASSERT_GE(graph.in_degree(busiest), 2);
+  const auto first = graph.sources.begin() + graph.offsets[static_cast<std::size_t>(busiest)];
+  std::reverse(first, first + graph.in_degree(busiest));
+  std::vector<vid_t> order(static_cast<std::size_t>(data.num_vertices()));
+  std::iota(order.begin(), order.end(), 0);
+  const SubgraphCost sources = [](const ClosureSize& size) { return size.vertices.back() * 1000 + size.edges[0]; };
+  for (const int hops : {1, 2}) {
+    std::int64_t expected = 0;
+    for (const vid_t v : order) {
+      const std::vector<vid_t> one = {v};
+      const auto closure = static_cast<std::int64_t>(closure_of(graph, one, hops).size());
+      expected = std::max(expected, closure * 1000 + graph.in_degree(v));
+    }
+    EXPECT_EQ(largest_single_vertex_cost(graph, order, hops, sources), expected) << hops << " hops";
+  }
+}
+
 TEST(ClosurePlanner, APassHoldsEachLayersRowsAndAllTheirInEdges) {
   const Dataset data = test::random_dataset(400, 1600, 6, 3, 5);
   ModelConfig config;
