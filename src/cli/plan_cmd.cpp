@@ -7,11 +7,9 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <optional>  // NJ_STAGE
 
 #include "cli/commands.hpp"
 #include "nj/core/host_memory.hpp"
-#include "nj/core/stage_timer_tmp.hpp"  // NJ_STAGE
 #include "nj/io/dataset_file.hpp"
 #include "nj/partition/shard_file.hpp"
 
@@ -47,12 +45,8 @@ struct MeasuredPlan {
 MeasuredPlan plan_and_measure(Model& model, const LocalGraph& local, ConstRows features,
                               const SubgraphExecutorOptions& options) {
   const std::int64_t before = heap_bytes_in_use();
-  std::optional<StageTimer> pe;
-  pe.emplace(StageTimer{"plan_epoch"});  // NJ_STAGE
   MeasuredPlan measured{plan_epoch(model, local, options), 0};
-  pe.reset();  // NJ_STAGE
   measured.plan_host_bytes = std::max<std::int64_t>(0, heap_bytes_in_use() - before);
-  NJ_STAGE("forecast");
   measured.plan.memory = forecast_device_memory(*make_cpu_backend(), model, local, features, measured.plan);
   return measured;
 }
