@@ -24,6 +24,11 @@ void Transfers::upload(ConstRows host, std::span<const vid_t> rows, DeviceRows d
 Event Transfers::start_upload(ConstRows host, std::span<const vid_t> rows, DeviceRows dst,
                               PinnedArray<std::byte>& staging) {
   check_rows(host.rows, static_cast<std::int64_t>(rows.size()), dst.rows, host.cols, dst.cols);
+  h2d_row_bytes_ += dst.bytes();
+  if (!device_.moves_data()) {
+    order_after_kernels();
+    return device_.record(Stream::kHostToDevice);
+  }
   auto* packed = reinterpret_cast<float*>(staging.reserve(dst.bytes()));
   if (rows.empty()) {
     std::copy(host.data, host.data + dst.size(), packed);
@@ -33,15 +38,15 @@ Event Transfers::start_upload(ConstRows host, std::span<const vid_t> rows, Devic
       std::copy(row, row + host.cols, packed + i * static_cast<std::size_t>(host.cols));
     }
   }
-  h2d_row_bytes_ += dst.bytes();
   order_after_kernels();
   return nj::upload(device_, dst, ConstRows{packed, dst.rows, dst.cols});
 }
 
 void Transfers::download(ConstDeviceRows src, Rows host, std::span<const vid_t> rows) {
   check_rows(host.rows, static_cast<std::int64_t>(rows.size()), src.rows, host.cols, src.cols);
-  auto* packed = reinterpret_cast<float*>(reuse_staging(src.bytes()));
   d2h_row_bytes_ += src.bytes();
+  if (!device_.moves_data()) return;
+  auto* packed = reinterpret_cast<float*>(reuse_staging(src.bytes()));
   device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
   device_.synchronize(nj::download(device_, Rows{packed, src.rows, src.cols}, src));
   if (rows.empty()) {

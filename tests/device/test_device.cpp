@@ -5,6 +5,7 @@
 // every time. Kernel checks need a backend and live in test_checked_backend.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -20,6 +21,8 @@
 
 #include "nj/device/arena.hpp"
 #include "nj/device/device.hpp"
+#include "nj/device/planning_device.hpp"
+#include "nj/device/transfers.hpp"
 #include "support/backends.hpp"
 #include "support/device_checks.hpp"
 
@@ -476,6 +479,28 @@ TEST_P(DeviceContract, DestructionCompletesPendingCopiesAndFreesLiveMemory) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, DeviceContract, test::all_backends(), test::BackendName());
+
+}  // namespace
+}  // namespace nj
+
+namespace nj {
+namespace {
+
+// A replay on the planning device forecasts memory only: Transfers moves no row, so host rows keep what they held
+// and a replay never makes them resident, while the allocations and the row counts are what a run makes.
+TEST(PlanningDevice, TransfersMoveNoRowsButCountThem) {
+  PlanningDevice device;
+  Transfers transfers(device);
+  Matrix host(8, 4, 7.0F);
+  DeviceMatrix rows(device, 3, 4, "rows: test");
+  const std::vector<vid_t> picked = {6, 1, 3};
+  transfers.upload(host.view(), picked, rows.view());
+  transfers.download(rows.view(), host.view(), picked);
+  EXPECT_TRUE(std::all_of(host.span().begin(), host.span().end(), [](float v) { return v == 7.0F; }));
+  const DeviceArray<vid_t> slots = to_device<vid_t>(transfers, picked, "index: test");
+  EXPECT_EQ(transfers.take_row_bytes(), std::make_pair(std::int64_t{3 * 4 * 4}, std::int64_t{3 * 4 * 4}));
+  EXPECT_EQ(device.forecast().peak_bytes, 3 * 4 * 4 + 3 * 4);
+}
 
 }  // namespace
 }  // namespace nj

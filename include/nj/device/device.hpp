@@ -61,6 +61,9 @@ class Device {
   virtual std::string_view name() const = 0;
   // kUnlimited when the device has no budget.
   virtual std::int64_t budget_bytes() const = 0;
+  // Whether copies move data. The planning device only forecasts memory: Transfers then neither gathers rows
+  // into staging nor scatters them into host rows, which a replay on it leaves as they were.
+  virtual bool moves_data() const { return true; }
 
   // ---- memory ----
   // Device memory, charged against the budget at exactly `bytes` and placed in the device's arena. A request

@@ -31,6 +31,7 @@ class PlanningDevice final : public Device {
   ~PlanningDevice() override;
   std::string_view name() const override { return "planning"; }
   std::int64_t budget_bytes() const override { return kUnlimited; }
+  bool moves_data() const override { return false; }
   void* allocate(std::int64_t bytes, std::string_view what) override;
   void deallocate(void* ptr) noexcept override;
   void* allocate_pinned(std::int64_t bytes) override;

@@ -40,6 +40,7 @@ class Transfers {
   template <typename T, typename Fill>
   void upload_with(DeviceSpan<T> dst, Fill&& fill) {
     if (dst.size == 0) return;
+    if (!device_.moves_data()) return;
     std::byte* packed = reuse_staging(dst.bytes());
     fill(packed);
     order_after_kernels();
