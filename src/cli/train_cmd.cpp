@@ -221,9 +221,10 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
   NJ_REQUIRE(args.partitions.empty() || std::filesystem::is_directory(args.partitions),
              "--partitions {}: no such folder", args.partitions);
   // Before loading: a run that cannot fit in host memory is an error now, not the operating system's kill later.
+  RunLayout layout = run_layout(rank.choice, device.kind == DeviceKind::kCpu);
+  layout.threads = args.threads;
   const HostFootprint footprint =
-      predict_host_footprint(rank.config, rank_shape(args.dataset, args.partitions, comm.rank(), comm.size()),
-                             run_layout(rank.choice, device.kind == DeviceKind::kCpu));
+      predict_host_footprint(rank.config, rank_shape(args.dataset, args.partitions, comm.rank(), comm.size()), layout);
   const HostMemoryLimit limit = host_memory_limit(args.host_memory);
   require_host_memory(footprint, limit.bytes, comm.size() > 1 ? "this rank" : "this run", limit.source);
   spdlog::info("host memory: at least {} ({}) of {} {}", format_bytes(footprint.total()), footprint.describe(),

@@ -1,5 +1,7 @@
 #include "nj/exec/host_footprint.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -12,6 +14,10 @@ namespace {
 constexpr std::int64_t kFloat = sizeof(float);
 // The pinned buffer an upload stages through is pooled and capped (the CPU device's staging pool).
 constexpr std::int64_t kStagingCap = std::int64_t{128} << 20;
+// What each compute thread holds once it has run a GEMM over the whole graph: OpenBLAS's packing buffers and the
+// thread's stack, as measured (the peak of an in-memory 60k-vertex run rose by 16 MB from 1 to 2 threads). Packing
+// copies no more than a GEMM's operands, which a device budget bounds.
+constexpr std::int64_t kThreadWorkspace = std::int64_t{16} << 20;
 
 // The rows the subgraph executor keeps on the host: per layer its outputs and their gradients for the owned
 // rows, and the transformed rows and their gradients for every local row, plus the boundary rows sent and the
@@ -65,16 +71,19 @@ std::int64_t shard_bytes(const RankShape& s) {
 HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout) {
   const Model model(config, shape.features, shape.classes);
   HostFootprint footprint;
+  const bool bounded = !layout.in_memory && layout.device_budget != kUnlimited;
   if (shape.whole_dataset_bytes > 0) footprint.parts.push_back({"whole dataset", shape.whole_dataset_bytes});
   footprint.parts.push_back({"dataset", shard_bytes(shape)});
   footprint.parts.push_back(
       {"host rows", layout.in_memory ? 2 * shape.owned * shape.classes * kFloat : subgraph_host_rows(model, shape)});
   if (layout.device_in_host_memory) {
-    const bool bounded = !layout.in_memory && layout.device_budget != kUnlimited;
     footprint.parts.push_back(
         {"device (emulated)", bounded ? layout.device_budget : in_memory_device_bytes(model, shape)});
     footprint.parts.push_back({"staging", std::min(kStagingCap, shape.owned * shape.features * kFloat)});
   }
+  const int threads = layout.threads > 0 ? layout.threads : omp_get_max_threads();
+  footprint.parts.push_back(
+      {"threads", threads * (bounded ? std::min(kThreadWorkspace, layout.device_budget) : kThreadWorkspace)});
   return footprint;
 }
 

@@ -44,6 +44,19 @@ TEST(HostFootprint, TheDeviceCountsOnlyWhereItIsEmulatedInHostMemory) {
   EXPECT_NE(budgeted.describe().find("device (emulated) 1.00M"), std::string::npos) << budgeted.describe();
 }
 
+TEST(HostFootprint, EachComputeThreadCountsItsWorkspace) {
+  ModelConfig config;
+  const RankShape shape{.owned = 1000, .local = 1000, .in_edges = 5000, .features = 16, .classes = 4};
+  const auto one = predict_host_footprint(config, shape, {.threads = 1});
+  const auto three = predict_host_footprint(config, shape, {.threads = 3});
+  EXPECT_EQ(three.total() - one.total(), std::int64_t{32} << 20);
+  EXPECT_NE(three.describe().find("threads 48.00M"), std::string::npos) << three.describe();
+  // A budget bounds what a GEMM packs.
+  const auto budgeted =
+      predict_host_footprint(config, shape, {.in_memory = false, .device_budget = 1 << 20, .threads = 2});
+  EXPECT_NE(budgeted.describe().find("threads 2.00M"), std::string::npos) << budgeted.describe();
+}
+
 TEST(HostFootprint, AFootprintOverTheLimitIsAnErrorNamingItsParts) {
   const HostFootprint footprint{{{"dataset", 3 << 20}, {"plan", 1 << 20}}};
   EXPECT_NO_THROW(require_host_memory(footprint, 4 << 20, "this run", "available"));

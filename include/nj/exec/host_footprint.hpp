@@ -41,6 +41,8 @@ struct RunLayout {
   bool device_in_host_memory = true;
   // The subgraph executor's device budget (kUnlimited: none).
   std::int64_t device_budget = 0;
+  // Compute threads (0: OpenMP's default), each with its own BLAS packing buffers.
+  int threads = 0;
 };
 
 // Before anything is loaded: the dataset or shard, the rows the executor keeps on the host, and where the
