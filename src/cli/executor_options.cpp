@@ -63,6 +63,11 @@ void add_executor_options(CLI::App& cmd, ExecutorArguments& args, bool allow_in_
                  "(as stored); results differ only in rounding")
       ->check(CLI::IsMember({"community", "input"}))
       ->capture_default_str();
+  cmd.add_option("--host-blocks", args.host_blocks,
+                 "Within a budget: keep every subgraph's graph block in host memory when they take at most this much "
+                 "together; otherwise each step builds its block as it runs, holding one at a time (less memory, "
+                 "a little more time per step)")
+      ->capture_default_str();
 }
 
 ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
@@ -73,6 +78,7 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
   if (!choice.in_memory)
     choice.options.mode = choice.automatic ? ExecutionMode::kReuse : parse_execution_mode(args.execution);
   choice.options.policy = parse_cache_policy(args.cache_policy);
+  choice.options.kept_block_bytes = parse_byte_size(args.host_blocks);
   choice.vertex_order = parse_vertex_order(args.vertex_order);
   NJ_REQUIRE(!choice.in_memory || choice.options.device_budget == kUnlimited,
              "--device-memory needs --execution reuse or recompute (in-memory training has no budget)");
@@ -94,6 +100,10 @@ void log_plan(const EpochPlan& plan) {
                to_string(plan.options.mode), to_string(plan.options.policy), format_bytes(plan.options.device_budget),
                format_bytes(unlimited ? kUnlimited : plan.pool_bytes),
                format_bytes(unlimited ? kUnlimited : plan.step_limit_bytes), parts, plan.num_steps);
+  const bool built = !plan.passes.empty() && !plan.passes.front().keeps_blocks();
+  spdlog::info("plan: subgraph blocks {} (--host-blocks {})",
+               built ? "built by each step as it runs" : "kept in host memory",
+               format_bytes(plan.options.kept_block_bytes));
   spdlog::info("plan: device peak {} of {} ({}), largest step {}", format_bytes(plan.memory.peak_footprint_bytes),
                format_bytes(plan.options.device_budget), describe_forecast(plan.memory),
                format_bytes(plan.largest_step_bytes));

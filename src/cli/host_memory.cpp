@@ -66,7 +66,8 @@ HostMemoryLimit host_memory_limit(const std::string& option) {
 RunLayout run_layout(const ExecutorChoice& choice, bool device_in_host_memory) {
   return {.in_memory = choice.in_memory,
           .device_in_host_memory = device_in_host_memory,
-          .device_budget = choice.options.device_budget};
+          .device_budget = choice.options.device_budget,
+          .recompute = choice.options.mode == ExecutionMode::kRecompute};
 }
 
 }  // namespace nj::cli

@@ -149,9 +149,9 @@ void run_plan(PlanArguments& args) {
     for (const Pass& pass : plan.passes) {
       for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
         for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
-          const Subgraph& s = pass.layer_parts[l][k];
+          const PartSize& s = pass.layer_parts[l][k];
           std::cout << fmt::format("layer {} subgraph {}: {} destinations, {} sources, {} edges\n", l + 1, k,
-                                   s.num_dst(), s.sources.size(), s.block.src_index.size());
+                                   pass.destinations(l, k).size(), s.num_src, s.num_edges);
         }
       }
     }

@@ -13,6 +13,8 @@ namespace nj {
 namespace {
 
 constexpr std::int32_t kNever = std::numeric_limits<std::int32_t>::max();
+// How many rows ahead a pass over a step's touches fetches per-row state it is about to read.
+constexpr std::size_t kAhead = 16;
 constexpr std::uint32_t kNoRow = std::numeric_limits<std::uint32_t>::max();
 
 // Touch::bits
@@ -63,16 +65,25 @@ std::vector<std::int64_t> validate_steps(const AccessTrace& trace, bool needs_de
                "cache trace: step {} is in phase {} after a step of phase {} (phases must not decrease)", i, step.phase,
                previous_phase);
     previous_phase = step.phase;
+    const auto check = [&](std::uint32_t tensor, vid_t row) {
+      NJ_REQUIRE(tensor < trace.tensors.size(), "cache trace: step {} touches tensor {} of {}", i, tensor,
+                 trace.tensors.size());
+      NJ_REQUIRE(row >= 0, "cache trace: step {} touches row {} of tensor '{}'", i, row, trace.tensors[tensor].name);
+      NJ_REQUIRE(!needs_degree || static_cast<std::size_t>(row) < trace.vertex_degree.size(),
+                 "cache trace: step {} touches vertex {}, but vertex_degree covers {} (the degree policy needs it)", i,
+                 row, trace.vertex_degree.size());
+      rows[tensor] = std::max<std::int64_t>(rows[tensor], std::int64_t{row} + 1);
+    };
     for (const auto* list : {&step.reads, &step.writes, &step.accumulates}) {
-      for (const RowRef& ref : *list) {
-        NJ_REQUIRE(ref.tensor < trace.tensors.size(), "cache trace: step {} touches tensor {} of {}", i, ref.tensor,
-                   trace.tensors.size());
-        NJ_REQUIRE(ref.row >= 0, "cache trace: step {} touches row {} of tensor '{}'", i, ref.row,
-                   trace.tensors[ref.tensor].name);
-        NJ_REQUIRE(!needs_degree || static_cast<std::size_t>(ref.row) < trace.vertex_degree.size(),
-                   "cache trace: step {} touches vertex {}, but vertex_degree covers {} (the degree policy needs it)",
-                   i, ref.row, trace.vertex_degree.size());
-        rows[ref.tensor] = std::max<std::int64_t>(rows[ref.tensor], std::int64_t{ref.row} + 1);
+      for (const RowRef& ref : *list) check(ref.tensor, ref.row);
+    }
+    for (const auto* runs : {&step.read_runs, &step.write_runs, &step.accumulate_runs}) {
+      for (const RowRun& run : *runs) {
+        if (run.rows.empty()) continue;
+        // The largest and smallest row decide whether all of them are in range.
+        const auto [low, high] = std::minmax_element(run.rows.begin(), run.rows.end());
+        check(run.tensor, *low);
+        check(run.tensor, *high);
       }
     }
   }
@@ -105,7 +116,7 @@ class TraceIndex {
     for (std::size_t p = num_phases; p-- > 0;) phase_begin[p] = std::min(phase_begin[p], phase_begin[p + 1]);
 
     // What each phase does first to each row it touches: the kinds of its first step's touches.
-    scratch_.assign(static_cast<std::size_t>(total), -1);
+    scratch_.assign(static_cast<std::size_t>(total), RowScratch{});
     first_.resize(num_phases * num_tensors);
     for (std::size_t p = 0; p < num_phases; ++p) {
       const auto phase_start = static_cast<std::int32_t>(phase_begin[p]);
@@ -114,7 +125,7 @@ class TraceIndex {
         for_each_ref(trace.steps[i], [&](const RowRef& ref, std::uint8_t kind) {
           std::vector<std::uint8_t>& first = first_[p * num_tensors + ref.tensor];
           if (first.empty()) first.assign(static_cast<std::size_t>(rows[ref.tensor]), 0);
-          std::int32_t& first_step = scratch_[base[ref.tensor] + static_cast<std::uint32_t>(ref.row)];
+          std::int32_t& first_step = scratch_[base[ref.tensor] + static_cast<std::uint32_t>(ref.row)].mark;
           std::uint8_t& kinds = first[static_cast<std::size_t>(ref.row)];
           if (first_step < phase_start) {
             first_step = step;
@@ -125,7 +136,7 @@ class TraceIndex {
         });
       }
     }
-    std::fill(scratch_.begin(), scratch_.end(), -1);
+    std::fill(scratch_.begin(), scratch_.end(), RowScratch{});
   }
 
   std::vector<std::uint32_t> base;       // per tensor: dense id of its row 0; back() = number of rows
@@ -145,12 +156,12 @@ class TraceIndex {
       step_begin_.push_back(step_start);
       for_each_ref(step, [&](const RowRef& ref, std::uint8_t kind) {
         const std::uint32_t row = base[ref.tensor] + static_cast<std::uint32_t>(ref.row);
-        const auto k = static_cast<std::size_t>(static_cast<std::uint32_t>(scratch_[row]));
+        const auto k = static_cast<std::size_t>(static_cast<std::uint32_t>(scratch_[row].mark));
         if (k >= step_start && k < touches_.size() && touches_[k].row == row) {
           touches_[k].bits |= kind;
           return;
         }
-        scratch_[row] = static_cast<std::int32_t>(touches_.size());
+        scratch_[row].mark = static_cast<std::int32_t>(touches_.size());
         touches_.push_back({row, kNever, 0, static_cast<std::uint16_t>(ref.tensor), kind});
       });
       const std::span<const Touch> touched(touches_.data() + step_start, touches_.size() - step_start);
@@ -169,21 +180,21 @@ class TraceIndex {
 
     // Backward sweep: each touch learns the row's next touch and how many touches it has left in the phase; the
     // last one in the phase, whether a later phase touches the row and first reads it.
-    for (const Touch& touch : touches_) scratch_[touch.row] = -1;
-    next_bits_.resize(scratch_.size());
-    count_from_next_.resize(scratch_.size());
+    for (const Touch& touch : touches_) scratch_[touch.row].mark = -1;
     const std::size_t num_phases = trace_.capacity_rows.size();
     for (std::size_t j = step_begin_.size() - 1; j-- > 0;) {
       const auto step = static_cast<std::int32_t>(phase_begin[p] + j);
       for (std::size_t k = step_begin_[j]; k < step_begin_[j + 1]; ++k) {
+        if (k + kAhead < step_begin_[j + 1]) __builtin_prefetch(&scratch_[touches_[k + kAhead].row]);
         Touch& touch = touches_[k];
-        const std::int32_t next = scratch_[touch.row];
+        RowScratch& row = scratch_[touch.row];
+        const std::int32_t next = row.mark;
         bool later = next >= 0;
         bool live = false;
         if (later) {
-          live = (next_bits_[touch.row] & (kRead | kAccumulate)) != 0;
+          live = (row.bits & (kRead | kAccumulate)) != 0;
           touch.next = next;
-          touch.remaining = count_from_next_[touch.row];
+          touch.remaining = row.count;
         } else {
           const std::uint32_t vertex = touch.row - base[touch.tensor];
           for (std::size_t q = p + 1; q < num_phases && !later; ++q) {
@@ -195,12 +206,12 @@ class TraceIndex {
           if (!later) live = trace_.tensors[touch.tensor].keep_on_host;
         }
         touch.bits |= static_cast<std::uint8_t>((later ? kLater : 0) | (live ? kLive : 0));
-        count_from_next_[touch.row] = touch.remaining + 1;
-        scratch_[touch.row] = step;
-        next_bits_[touch.row] = touch.bits;
+        row.count = touch.remaining + 1;
+        row.mark = step;
+        row.bits = touch.bits;
       }
     }
-    for (const Touch& touch : touches_) scratch_[touch.row] = -1;
+    for (const Touch& touch : touches_) scratch_[touch.row].mark = -1;
   }
 
   // The touches of step i of the indexed phase, and of the whole phase.
@@ -211,20 +222,38 @@ class TraceIndex {
   std::span<const Touch> phase_touches() const { return touches_; }
 
  private:
+  // fn(ref, kind) for every entry of the step's lists; fetches the per-row scratch of runs' rows a few ahead.
   template <typename Fn>
-  static void for_each_ref(const TraceStep& step, Fn&& fn) {
-    for (const RowRef& ref : step.reads) fn(ref, kRead);
-    for (const RowRef& ref : step.writes) fn(ref, kWrite);
-    for (const RowRef& ref : step.accumulates) fn(ref, kAccumulate);
+  void for_each_ref(const TraceStep& step, Fn&& fn) const {
+    const auto list = [&](const std::vector<RowRef>& refs, const std::vector<RowRun>& runs, std::uint8_t kind) {
+      for (const RowRef& ref : refs) fn(ref, kind);
+      for (const RowRun& run : runs) {
+        const std::uint32_t first = base[run.tensor];
+        for (std::size_t i = 0; i < run.rows.size(); ++i) {
+          if (i + kAhead < run.rows.size()) {
+            __builtin_prefetch(&scratch_[first + static_cast<std::uint32_t>(run.rows[i + kAhead])]);
+          }
+          fn(RowRef{run.tensor, run.rows[i]}, kind);
+        }
+      }
+    };
+    list(step.reads, step.read_runs, kRead);
+    list(step.writes, step.write_runs, kWrite);
+    list(step.accumulates, step.accumulate_runs, kAccumulate);
   }
 
   const AccessTrace& trace_;
   // [phase * tensors + tensor]: per row of the tensor, the kinds of the phase's first touch of it (0: none);
   // empty where the phase does not touch the tensor.
   std::vector<std::vector<std::uint8_t>> first_;
-  std::vector<std::int32_t> scratch_;  // per row: the touch of the step being indexed, then the next touch's step
-  std::vector<std::uint8_t> next_bits_;
-  std::vector<std::int32_t> count_from_next_;
+  // Per row: the touch of the step being indexed, then (sweeping backward) the step of its next touch, how many
+  // touches it has from there on and that touch's kinds; together, so that a touch reads one cache line.
+  struct RowScratch {
+    std::int32_t mark = -1;
+    std::int32_t count = 0;
+    std::uint8_t bits = 0;
+  };
+  std::vector<RowScratch> scratch_;
   std::size_t phase_ = 0;
   std::vector<std::size_t> step_begin_;  // touches of the phase's j-th step: [step_begin_[j], step_begin_[j + 1])
   std::vector<Touch> touches_;
@@ -498,11 +527,12 @@ constexpr std::uint8_t kArrived = 16;  // became resident in the current step
 template <class Evictor>
 class Planner {
  public:
-  Planner(const AccessTrace& trace, TraceIndex& ix, Traits traits, Evictor& evictor)
+  Planner(const AccessTrace& trace, TraceIndex& ix, Traits traits, Evictor& evictor, bool full)
       : trace_(trace),
         ix_(ix),
         traits_(traits),
         evictor_(evictor),
+        full_(full),
         rows_(ix.base.back()),
         pools_(trace.tensors.size()) {}
 
@@ -588,7 +618,7 @@ class Planner {
     if (must_write_back(row, at_phase_end)) {
       writeback.push_back({ref(row, tensor), slot});
       plan_.d2h_bytes += trace_.tensors[tensor].row_bytes;
-    } else {
+    } else if (full_) {
       drops.push_back({ref(row, tensor), slot});
     }
     Pool& pool = pools_[tensor];
@@ -620,7 +650,10 @@ class Planner {
     evictor_.begin_step(step);
 
     const std::span<const Touch> touches = ix_.step(i);
-    for (const Touch& touch : touches) {
+    for (std::size_t j = 0; j < touches.size(); ++j) {
+      // The first look at each row's state: fetch the rows a few touches ahead meanwhile.
+      if (j + kAhead < touches.size()) __builtin_prefetch(&rows_[touches[j + kAhead].row]);
+      const Touch& touch = touches[j];
       if (rows_[touch.row].slot < 0) continue;
       evictor_.pin(touch);
       if (needs_value(touch)) ++plan_.hits;
@@ -656,9 +689,12 @@ class Planner {
       state.last_step = step;
       pools_[touch.tensor].slot_step[static_cast<std::size_t>(state.slot)] = step;
     }
-    record_slots(trace_.steps[i].reads, plan.read_slots);
-    record_slots(trace_.steps[i].writes, plan.write_slots);
-    record_slots(trace_.steps[i].accumulates, plan.accumulate_slots);
+    if (full_) {
+      const TraceStep& traced = trace_.steps[i];
+      record_slots(traced.reads, traced.read_runs, plan.read_slots);
+      record_slots(traced.writes, traced.write_runs, plan.write_slots);
+      record_slots(traced.accumulates, traced.accumulate_runs, plan.accumulate_slots);
+    }
 
     for (const Touch& touch : touches) {
       const bool arrived = rows_[touch.row].flags & kArrived;
@@ -673,9 +709,16 @@ class Planner {
         traits_.prefetch && !first_of_phase && !trace_.steps[i].fence && !plan.loads.empty() && !prefetch_blocked_;
   }
 
-  void record_slots(const std::vector<RowRef>& refs, std::vector<std::int32_t>& slots) const {
-    slots.reserve(refs.size());
+  void record_slots(const std::vector<RowRef>& refs, const std::vector<RowRun>& runs,
+                    std::vector<std::int32_t>& slots) const {
+    std::size_t count = refs.size();
+    for (const RowRun& run : runs) count += run.rows.size();
+    slots.reserve(count);
     for (const RowRef& r : refs) slots.push_back(rows_[ix_.base[r.tensor] + static_cast<std::uint32_t>(r.row)].slot);
+    for (const RowRun& run : runs) {
+      const std::uint32_t base = ix_.base[run.tensor];
+      for (const vid_t row : run.rows) slots.push_back(rows_[base + static_cast<std::uint32_t>(row)].slot);
+    }
   }
 
   // Per row, together so that a touch reads one cache line.
@@ -689,6 +732,7 @@ class Planner {
   TraceIndex& ix_;
   Traits traits_;
   Evictor& evictor_;
+  bool full_;  // CachePlanDetail::kFull: drops and every entry's slot too
   std::vector<RowState> rows_;
   std::vector<Pool> pools_;
   std::vector<std::uint32_t> pinned_;
@@ -718,8 +762,8 @@ Traits traits_of(CachePolicy policy, bool release_dead_rows) {
 }
 
 template <class Evictor>
-CachePlan run_planner(const AccessTrace& trace, TraceIndex& ix, Traits traits, Evictor evictor) {
-  return Planner<Evictor>(trace, ix, traits, evictor).run();
+CachePlan run_planner(const AccessTrace& trace, TraceIndex& ix, Traits traits, bool full, Evictor evictor) {
+  return Planner<Evictor>(trace, ix, traits, evictor, full).run();
 }
 
 constexpr std::array<std::pair<CachePolicy, const char*>, 7> kPolicyNames = {{
@@ -750,16 +794,17 @@ const char* to_string(CachePolicy policy) {
   return "";
 }
 
-CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy) {
+CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy, CachePlanDetail detail) {
+  const bool full = detail == CachePlanDetail::kFull;
   TraceIndex ix(trace, policy == CachePolicy::kDegree);
   const Traits traits = traits_of(policy, trace.release_dead_rows);
   const std::size_t rows = ix.base.back();
   const std::size_t tensors = trace.tensors.size();
   switch (policy) {
-    case CachePolicy::kStAware: return run_planner(trace, ix, traits, NextUseEvictor(tensors, true));
-    case CachePolicy::kBelady: return run_planner(trace, ix, traits, NextUseEvictor(tensors, false));
-    case CachePolicy::kLru: return run_planner(trace, ix, traits, KeyedEvictor(rows, tensors, true));
-    default: return run_planner(trace, ix, traits, KeyedEvictor(rows, tensors, false));
+    case CachePolicy::kStAware: return run_planner(trace, ix, traits, full, NextUseEvictor(tensors, true));
+    case CachePolicy::kBelady: return run_planner(trace, ix, traits, full, NextUseEvictor(tensors, false));
+    case CachePolicy::kLru: return run_planner(trace, ix, traits, full, KeyedEvictor(rows, tensors, true));
+    default: return run_planner(trace, ix, traits, full, KeyedEvictor(rows, tensors, false));
   }
 }
 

@@ -39,7 +39,7 @@ DeviceArray<vid_t> slots_on_device(Transfers& transfers, std::span<const vid_t> 
 }
 
 CachePools::CachePools(Backend& backend, Transfers& transfers, std::size_t tensors, std::int64_t staging_limit_bytes,
-                       std::function<Matrix&(std::uint32_t)> home, double& wait_seconds)
+                       std::function<Rows(std::uint32_t)> home, double& wait_seconds)
     : backend_(backend),
       transfers_(transfers),
       staging_limit_bytes_(staging_limit_bytes),
@@ -86,7 +86,7 @@ void CachePools::copy_to_home(std::uint32_t tensor, std::span<const vid_t> slots
                       "rows: staging to host");
   backend_.copy_rows(pools_[tensor].view(), on_device.view(), packed.view(), {}, packed.rows());
   const auto start = std::chrono::steady_clock::now();
-  transfers_.download(packed.view(), home_(tensor).view(), rows);
+  transfers_.download(packed.view(), home_(tensor), rows);
   wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -95,7 +95,7 @@ CachePools::PendingLoads CachePools::issue_loads(std::span<const SlotAssignment>
   for_each_tensor(rows, [&](std::uint32_t tensor, std::span<const SlotAssignment> group) {
     auto& g = pending.groups.emplace_back(
         PendingLoads::Group{tensor, slots_of(group), PinnedArray<std::byte>(transfers_.device()), DeviceMatrix()});
-    const ConstRows host = home_(tensor).view();
+    const ConstRows host = home_(tensor);
     g.packed =
         DeviceMatrix(transfers_.device(), static_cast<std::int64_t>(group.size()), host.cols, "rows: load staging");
     pending.copied = transfers_.start_upload(host, rows_of(group), g.packed.view(), g.host);

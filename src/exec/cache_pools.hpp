@@ -21,7 +21,7 @@ class CachePools {
   // `home(tensor)`: the host rows of a trace tensor. One packed transfer stages at most `staging_limit_bytes`
   // of rows and slots. Time the host waits for copies is added to `wait_seconds`.
   CachePools(Backend& backend, Transfers& transfers, std::size_t tensors, std::int64_t staging_limit_bytes,
-             std::function<Matrix&(std::uint32_t)> home, double& wait_seconds);
+             std::function<Rows(std::uint32_t)> home, double& wait_seconds);
 
   // Allocates the phase's pools, as the trace sizes them.
   void begin_phase(const AccessTrace& trace, std::uint32_t phase);
@@ -56,7 +56,7 @@ class CachePools {
   Backend& backend_;
   Transfers& transfers_;
   std::int64_t staging_limit_bytes_;
-  std::function<Matrix&(std::uint32_t)> home_;
+  std::function<Rows(std::uint32_t)> home_;
   double& wait_seconds_;
   std::vector<DeviceMatrix> pools_;  // per trace tensor, during its phase
 };

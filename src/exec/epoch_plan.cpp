@@ -126,13 +126,6 @@ std::vector<std::int64_t> out_degrees(const CsrGraph& graph) {
   return degree;
 }
 
-std::vector<RowRef> rows_of(std::uint32_t tensor, std::span<const vid_t> rows) {
-  std::vector<RowRef> refs;
-  refs.reserve(rows.size());
-  for (const vid_t r : rows) refs.push_back({tensor, r});
-  return refs;
-}
-
 // Tensor 2l holds layer l's transformed rows Z, tensor 2l+1 their gradient.
 std::uint32_t z_tensor(std::size_t l) { return static_cast<std::uint32_t>(2 * l); }
 std::uint32_t grad_tensor(std::size_t l) { return static_cast<std::uint32_t>(2 * l + 1); }
@@ -157,12 +150,10 @@ std::string describe_minimum_budget(std::int64_t budget, std::size_t layer, std:
       suggested_budget(minimum));
 }
 
-// The rows of a pass: `graph` in pass rows, listed in `order`. Layer l aggregates the first out_rows[l] rows of
-// the order and reads (transforms) the first in_rows[l]. With peers, the rows after the owned ones are mirrors:
-// no layer transforms them, their rows come from the exchange.
+// The rows of a pass, listed in `order` (its graph in pass rows is given beside). Layer l aggregates the first
+// out_rows[l] rows of the order and reads (transforms) the first in_rows[l]. With peers, the rows after the owned
+// ones are mirrors: no layer transforms them, their rows come from the exchange.
 struct PassRows {
-  const CsrGraph& graph;
-  std::span<const float> weights;
   std::span<const vid_t> order;
   std::vector<std::int64_t> in_rows;
   std::vector<std::int64_t> out_rows;
@@ -181,47 +172,92 @@ std::vector<std::vector<vid_t>> chunks_of(std::span<const vid_t> rows, std::int6
   return chunks;
 }
 
-// Plans one pass: per layer, subgraphs over its destinations and transform chunks over its inputs, sized to
-// the step limit; then the steps, their access trace and the cache plan.
-Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const PassRows& rows,
+// What rows_of_step lists, given whether the step's layer has attention (its backward reads Z rows too).
+StepRows step_rows(const Pass& pass, std::size_t k, bool attention, std::span<const vid_t> sources) {
+  const PlannedStep& s = pass.steps[k];
+  const std::uint32_t z = z_tensor(s.layer);
+  const std::uint32_t grad = grad_tensor(s.layer);
+  const auto run = [](std::uint32_t tensor, std::span<const vid_t> rows) { return RowRun{tensor, rows}; };
+  StepRows rows;
+  switch (s.kind) {
+    case StepKind::kTransform: rows.writes = run(z, pass.transform_chunks[s.layer][s.index]); break;
+    case StepKind::kAggregate: rows.reads = run(z, sources); break;
+    case StepKind::kAggregateBackward:
+      if (attention) rows.reads = run(z, sources);
+      rows.accumulates = run(grad, sources);
+      break;
+    case StepKind::kTransformBackward: rows.reads = run(grad, pass.transform_chunks[s.layer][s.index]); break;
+    case StepKind::kSendRows: rows.reads = run(z, pass.exchange[s.layer].send_rows[s.index]); break;
+    case StepKind::kSendGradients: rows.reads = run(grad, pass.exchange[s.layer].send_gradients[s.index]); break;
+    case StepKind::kReceiveGradients:
+      rows.accumulates = run(grad, pass.exchange[s.layer].receive_gradients[s.index]);
+      break;
+  }
+  return rows;
+}
+
+// Plans one pass over `graph` (in pass rows): per layer, subgraphs over its destinations and transform chunks
+// over its inputs, sized to the step limit; then the steps, their access trace and the cache plan. The pass keeps
+// its subgraphs' blocks where they are small enough, and otherwise `graph`, to build them from as steps run.
+Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, PreparedGraph graph, const PassRows& rows,
                std::vector<vid_t> vertices, std::span<const std::int64_t> vertex_degree) {
   const std::size_t layers = dims.size();
   Pass pass;
   pass.vertices = std::move(vertices);
-  pass.num_rows = rows.graph.num_vertices();
+  pass.num_rows = graph.graph.num_vertices();
   pass.num_outputs = rows.out_rows.back();
   pass.aggregated_rows = *std::max_element(rows.out_rows.begin(), rows.out_rows.end());
   pass.layer_parts.resize(layers);
   pass.transform_chunks.resize(layers);
-  // A subgraph that reads a mirror must wait for the exchange; the others run while it is in flight.
-  std::vector<std::vector<char>> part_reads_mirror(layers);
-  SubgraphBuilder builder(rows.graph, rows.weights, rows.global_id, pass.vertices);
-  for (std::size_t l = 0; l < layers; ++l) {
-    const auto dsts = rows.order.first(static_cast<std::size_t>(rows.out_rows[l]));
-    const auto parts = partition_in_order(
-        rows.graph, dsts, 1, [&](const ClosureSize& size) { return step_bytes(dims[l], size); }, plan.step_limit_bytes,
-        [&](std::int64_t minimum) {
-          return describe_minimum_budget(plan.options.device_budget, l, minimum, plan.resident_bytes);
-        });
-    for (const auto& part_dsts : parts) {
-      const Subgraph& part = pass.layer_parts[l].emplace_back(builder.build(part_dsts));
-      const ClosureSize size{{part.num_dst(), static_cast<std::int64_t>(part.sources.size())},
-                             {static_cast<std::int64_t>(part.block.src_index.size())}};
-      pass.largest_step_bytes = std::max(pass.largest_step_bytes, step_bytes(dims[l], size));
-      pass.transform_chunks[l].push_back(part_dsts);
-      part_reads_mirror[l].push_back(rows.exchange && reads_mirror(part, static_cast<vid_t>(rows.in_rows[l])));
+  const bool weighted = !graph.weights.empty();
+  // Every subgraph's sources, while planning: the trace lists them.
+  std::vector<std::vector<std::vector<vid_t>>> sources(layers);
+  std::int64_t block_bytes = 0;
+  {
+    SubgraphBuilder builder(graph.graph, graph.weights, rows.global_id, pass.vertices);
+    for (std::size_t l = 0; l < layers; ++l) {
+      const auto dsts = rows.order.first(static_cast<std::size_t>(rows.out_rows[l]));
+      auto parts = partition_in_order(
+          graph.graph, dsts, 1, [&](const ClosureSize& size) { return step_bytes(dims[l], size); },
+          plan.step_limit_bytes,
+          [&](std::int64_t minimum) {
+            return describe_minimum_budget(plan.options.device_budget, l, minimum, plan.resident_bytes);
+          });
+      for (auto& part_dsts : parts) {
+        std::vector<vid_t>& listed = sources[l].emplace_back();
+        const eid_t edges = builder.list_sources(part_dsts, listed);
+        const auto num_dst = static_cast<std::int64_t>(part_dsts.size());
+        const auto num_src = static_cast<std::int64_t>(listed.size());
+        pass.largest_step_bytes = std::max(pass.largest_step_bytes, step_bytes(dims[l], {{num_dst, num_src}, {edges}}));
+        // A subgraph that reads a mirror must wait for the exchange; the others run while it is in flight.
+        const bool reads_mirrors = rows.exchange && std::any_of(listed.begin(), listed.end(), [&](vid_t v) {
+                                     return v >= static_cast<vid_t>(rows.in_rows[l]);
+                                   });
+        pass.layer_parts[l].push_back({static_cast<vid_t>(num_src), edges, reads_mirrors});
+        block_bytes += host_block_bytes(num_dst, num_src, edges, weighted);
+        pass.transform_chunks[l].push_back(std::move(part_dsts));
+      }
+      // Inputs that this layer does not aggregate (closure rows further out) are transformed in chunks of their
+      // own. A one-row chunk never costs more than the smallest subgraph, which fits.
+      const auto extra = rows.order.subspan(dsts.size(), static_cast<std::size_t>(rows.in_rows[l] - rows.out_rows[l]));
+      const std::int64_t chunk_rows =
+          transform_chunk_rows(dims[l], plan.step_limit_bytes, static_cast<std::int64_t>(extra.size()));
+      NJ_EXPECTS(extra.empty() || chunk_rows > 0, "layer {} cannot transform one row within {} bytes", l + 1,
+                 plan.step_limit_bytes);
+      for (auto& chunk : chunks_of(extra, chunk_rows)) {
+        pass.largest_step_bytes =
+            std::max(pass.largest_step_bytes, transform_step_bytes(dims[l], static_cast<std::int64_t>(chunk.size())));
+        pass.transform_chunks[l].push_back(std::move(chunk));
+      }
     }
-    // Inputs that this layer does not aggregate (closure rows further out) are transformed in chunks of their
-    // own. A one-row chunk never costs more than the smallest subgraph, which fits.
-    const auto extra = rows.order.subspan(dsts.size(), static_cast<std::size_t>(rows.in_rows[l] - rows.out_rows[l]));
-    const std::int64_t chunk_rows =
-        transform_chunk_rows(dims[l], plan.step_limit_bytes, static_cast<std::int64_t>(extra.size()));
-    NJ_EXPECTS(extra.empty() || chunk_rows > 0, "layer {} cannot transform one row within {} bytes", l + 1,
-               plan.step_limit_bytes);
-    for (auto& chunk : chunks_of(extra, chunk_rows)) {
-      pass.largest_step_bytes =
-          std::max(pass.largest_step_bytes, transform_step_bytes(dims[l], static_cast<std::int64_t>(chunk.size())));
-      pass.transform_chunks[l].push_back(std::move(chunk));
+    if (block_bytes <= plan.options.kept_block_bytes) {
+      pass.blocks.resize(layers);
+      for (std::size_t l = 0; l < layers; ++l) {
+        for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+          pass.blocks[l].push_back(builder.build(pass.destinations(l, k)));
+          std::vector<vid_t>().swap(sources[l][k]);
+        }
+      }
     }
   }
 
@@ -230,18 +266,20 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     trace.tensors.push_back({fmt::format("z{}", l), dims[l].width * kFloat, false});
     trace.tensors.push_back({fmt::format("grad_z{}", l), dims[l].width * kFloat, false});
   }
-  trace.vertex_degree.assign(vertex_degree.begin(), vertex_degree.end());
+  if (plan.options.policy == CachePolicy::kDegree)
+    trace.vertex_degree.assign(vertex_degree.begin(), vertex_degree.end());
   const std::size_t phases = 2 * layers;
   trace.capacity_rows.assign(phases, std::vector<std::int64_t>(trace.tensors.size(), 0));
-  auto add_step = [&](StepKind kind, std::size_t l, std::size_t index, std::uint32_t phase, std::vector<RowRef> reads,
-                      std::vector<RowRef> writes, std::vector<RowRef> accumulates) {
+  // Steps first; their rows, which point into the pass's chunks and the subgraphs' sources, once every list is
+  // in place.
+  auto add_step = [&](StepKind kind, std::size_t l, std::size_t index, std::uint32_t phase) {
     pass.steps.push_back({kind, static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(index)});
-    trace.steps.push_back({phase, std::move(reads), std::move(writes), std::move(accumulates)});
+    trace.steps.emplace_back().phase = phase;
   };
   // Exchange steps move packed rows through a staging buffer of their own, within the step limit and the pool.
   std::vector<vid_t> mirrors;
   if (rows.exchange) {
-    for (auto v = static_cast<vid_t>(rows.in_rows[0]); v < rows.graph.num_vertices(); ++v) mirrors.push_back(v);
+    for (auto v = static_cast<vid_t>(rows.in_rows[0]); v < graph.graph.num_vertices(); ++v) mirrors.push_back(v);
   }
   pass.exchange.resize(rows.exchange ? layers : 0);
   auto exchange_chunk_rows = [&](std::size_t l, std::uint32_t phase, std::uint32_t tensor) {
@@ -263,7 +301,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     trace.capacity_rows[phase][z_tensor(l)] = slots_for(plan.pool_bytes, dims[l].width * kFloat, pass.num_rows);
     const auto& chunks = pass.transform_chunks[l];
     for (std::size_t k = 0; k < chunks.size(); ++k) {
-      add_step(StepKind::kTransform, l, k, phase, {}, rows_of(z_tensor(l), chunks[k]), {});
+      add_step(StepKind::kTransform, l, k, phase);
       pass.stream_h2d_bytes += static_cast<std::int64_t>(chunks[k].size()) * dims[l].in * kFloat;
     }
     ExchangePoints points;
@@ -272,7 +310,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
       exchange.send_rows = chunks_of(rows.boundary, exchange_chunk_rows(l, phase, z_tensor(l)));
       exchange_step_bytes(l, exchange.send_rows);
       for (std::size_t k = 0; k < exchange.send_rows.size(); ++k) {
-        add_step(StepKind::kSendRows, l, k, phase, rows_of(z_tensor(l), exchange.send_rows[k]), {}, {});
+        add_step(StepKind::kSendRows, l, k, phase);
         pass.stream_d2h_bytes += static_cast<std::int64_t>(exchange.send_rows[k].size()) * dims[l].width * kFloat;
       }
     }
@@ -283,9 +321,9 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     for (const bool after_exchange : {false, true}) {
       if (after_exchange) points.finish = pass.steps.size();
       for (std::size_t k = parts.size(); k-- > 0;) {
-        if ((part_reads_mirror[l][k] != 0) != after_exchange) continue;
-        add_step(StepKind::kAggregate, l, k, phase, rows_of(z_tensor(l), parts[k].sources), {}, {});
-        pass.stream_d2h_bytes += parts[k].num_dst() * dims[l].out * kFloat;
+        if (parts[k].reads_mirror != after_exchange) continue;
+        add_step(StepKind::kAggregate, l, k, phase);
+        pass.stream_d2h_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].out * kFloat;
       }
     }
     if (points.finish < pass.steps.size()) trace.steps[points.finish].fence = true;
@@ -305,18 +343,16 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     ExchangePoints points;
     for (const bool reading_mirrors : {true, false}) {
       for (std::size_t k = 0; k < parts.size(); ++k) {
-        if ((part_reads_mirror[l][k] != 0) != reading_mirrors) continue;
-        add_step(StepKind::kAggregateBackward, l, k, phase,
-                 dims[l].attention() ? rows_of(z_tensor(l), parts[k].sources) : std::vector<RowRef>{}, {},
-                 rows_of(grad_tensor(l), parts[k].sources));
-        pass.stream_h2d_bytes += static_cast<std::int64_t>(parts[k].num_dst()) * dims[l].out * kFloat;
+        if (parts[k].reads_mirror != reading_mirrors) continue;
+        add_step(StepKind::kAggregateBackward, l, k, phase);
+        pass.stream_h2d_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].out * kFloat;
       }
       if (!reading_mirrors || !rows.exchange) continue;
       LayerExchange& exchange = pass.exchange[l];
       exchange.send_gradients = chunks_of(mirrors, exchange_chunk_rows(l, phase, grad_tensor(l)));
       exchange_step_bytes(l, exchange.send_gradients);
       for (std::size_t k = 0; k < exchange.send_gradients.size(); ++k) {
-        add_step(StepKind::kSendGradients, l, k, phase, rows_of(grad_tensor(l), exchange.send_gradients[k]), {}, {});
+        add_step(StepKind::kSendGradients, l, k, phase);
         pass.stream_d2h_bytes += static_cast<std::int64_t>(exchange.send_gradients[k].size()) * dims[l].width * kFloat;
       }
       points.start = pass.steps.size();
@@ -328,8 +364,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
       points.finish = pass.steps.size();
       std::int64_t first = 0;
       for (std::size_t k = 0; k < exchange.receive_gradients.size(); ++k) {
-        add_step(StepKind::kReceiveGradients, l, k, phase, {}, {},
-                 rows_of(grad_tensor(l), exchange.receive_gradients[k]));
+        add_step(StepKind::kReceiveGradients, l, k, phase);
         trace.steps.back().fence = k == 0;
         exchange.receive_first.push_back(first);
         const auto chunk_rows = static_cast<std::int64_t>(exchange.receive_gradients[k].size());
@@ -342,13 +377,30 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, const 
     pass.exchange_points.push_back(points);
     const auto& chunks = pass.transform_chunks[l];
     for (std::size_t k = chunks.size(); k-- > 0;) {
-      add_step(StepKind::kTransformBackward, l, k, phase, rows_of(grad_tensor(l), chunks[k]), {}, {});
+      add_step(StepKind::kTransformBackward, l, k, phase);
       const auto chunk_rows = static_cast<std::int64_t>(chunks[k].size());
       pass.stream_h2d_bytes += chunk_rows * dims[l].in * kFloat;
       if (l > 0) pass.stream_d2h_bytes += chunk_rows * dims[l].in * kFloat;
     }
   }
-  pass.cache = plan_cache(trace, plan.options.policy);
+  for (std::size_t k = 0; k < pass.steps.size(); ++k) {
+    const PlannedStep& s = pass.steps[k];
+    const bool aggregation = s.kind == StepKind::kAggregate || s.kind == StepKind::kAggregateBackward;
+    const std::span<const vid_t> part_sources = !aggregation ? std::span<const vid_t>{}
+                                                : pass.keeps_blocks()
+                                                    ? std::span<const vid_t>(pass.blocks[s.layer][s.index].sources)
+                                                    : std::span<const vid_t>(sources[s.layer][s.index]);
+    const StepRows listed = step_rows(pass, k, dims[s.layer].attention(), part_sources);
+    TraceStep& traced = trace.steps[k];
+    if (!listed.reads.rows.empty()) traced.read_runs.push_back(listed.reads);
+    if (!listed.writes.rows.empty()) traced.write_runs.push_back(listed.writes);
+    if (!listed.accumulates.rows.empty()) traced.accumulate_runs.push_back(listed.accumulates);
+  }
+  pass.cache = plan_cache(trace, plan.options.policy, plan.options.cache_detail);
+  // The runs point into `sources`, which goes now.
+  for (TraceStep& traced : trace.steps) traced.read_runs = traced.write_runs = traced.accumulate_runs = {};
+  std::vector<std::int64_t>().swap(trace.vertex_degree);
+  if (!pass.keeps_blocks()) pass.graph = std::move(graph);
   return pass;
 }
 
@@ -405,6 +457,27 @@ void add_to_totals(EpochPlan& plan, const Pass& pass) {
 
 }  // namespace
 
+std::int64_t host_block_bytes(std::int64_t destinations, std::int64_t sources, std::int64_t edges, bool weighted) {
+  // Sources and their global ids and out-edge offsets; per in-edge its source, and per out-edge its destination
+  // and in-edge position; the weights in both orders; the in-edge offsets.
+  return sources * (kSlot + kId + 8) + edges * (kSlot + kSlot + 8 + (weighted ? 2 * kFloat : 0)) +
+         (destinations + 2) * 8;
+}
+
+StepRows rows_of_step(const Model& model, const Pass& pass, std::size_t step, std::span<const vid_t> sources) {
+  return step_rows(pass, step, model.layer(pass.steps[step].layer).attention_heads() > 0, sources);
+}
+
+PassSubgraphs::PassSubgraphs(const Pass& pass, std::span<const gid_t> global_id) : pass_(pass) {
+  if (!pass.keeps_blocks()) builder_.emplace(pass.graph.graph, pass.graph.weights, global_id, pass.vertices);
+}
+
+const Subgraph& PassSubgraphs::get(std::size_t layer, std::size_t part) {
+  if (pass_.keeps_blocks()) return pass_.blocks[layer][part];
+  builder_->build(pass_.destinations(layer, part), built_);
+  return built_;
+}
+
 ClosurePlanner::ClosurePlanner(const Model& model, const LocalGraph& local)
     : model_(model),
       prepared_(model.prepare(local)),
@@ -446,12 +519,13 @@ Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
 
   std::vector<vid_t> order(closure.size());
   std::iota(order.begin(), order.end(), 0);
-  PassRows rows{local, local_weights, order, {}, {}, global_id_, {}, false};
+  PassRows rows{order, {}, {}, global_id_, {}, false};
   for (std::size_t l = 0; l < layers; ++l) {
     rows.in_rows.push_back(level_sizes[layers - l]);
     rows.out_rows.push_back(level_sizes[layers - 1 - l]);
   }
-  return plan_pass(plan, dims, rows, std::move(closure), local_degree);
+  return plan_pass(plan, dims, PreparedGraph{std::move(local), std::move(local_weights)}, rows, std::move(closure),
+                   local_degree);
 }
 
 ExecutionMode parse_execution_mode(const std::string& text) {
@@ -484,7 +558,7 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   plan.step_limit_bytes = budget / kStepsPerBudget;
   plan.staging_limit_bytes = std::max<std::int64_t>(0, plan.step_limit_bytes - kStepPadding);
 
-  const PreparedGraph prepared = model.prepare(local);
+  PreparedGraph prepared = model.prepare(local);
   const std::vector<vid_t> order = owned_locality_order(prepared.graph, local);
   const auto dims = layer_dims(model);
   const std::size_t layers = dims.size();
@@ -497,15 +571,14 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   }
   if (options.mode == ExecutionMode::kReuse) {
     const std::vector<vid_t> boundary = local.boundary_rows();
-    const PassRows rows{prepared.graph,
-                        prepared.weights,
-                        order,
+    const PassRows rows{order,
                         std::vector<std::int64_t>(layers, owned),
                         std::vector<std::int64_t>(layers, owned),
                         local.global_id,
                         boundary,
                         !local.peers.empty()};
-    add_to_totals(plan, plan.passes.emplace_back(plan_pass(plan, dims, rows, {}, out_degrees(prepared.graph))));
+    const std::vector<std::int64_t> degree = out_degrees(prepared.graph);
+    add_to_totals(plan, plan.passes.emplace_back(plan_pass(plan, dims, std::move(prepared), rows, {}, degree)));
   } else {
     plan.closures = partition_in_order(
         prepared.graph, order, static_cast<int>(layers),

@@ -19,16 +19,19 @@ constexpr std::int64_t kStagingCap = std::int64_t{128} << 20;
 // copies no more than a GEMM's operands, which a device budget bounds.
 constexpr std::int64_t kThreadWorkspace = std::int64_t{16} << 20;
 
-// The rows the subgraph executor keeps on the host: per layer its outputs and their gradients for the owned
-// rows, and the transformed rows and their gradients for every local row, plus the boundary rows sent and the
-// gradients received (mirrors stand in for the boundary before partitioning is known), and the logits.
-std::int64_t subgraph_host_rows(const Model& model, const RankShape& s) {
-  std::int64_t bytes = s.owned * s.classes * kFloat;
+// The rows the subgraph executor keeps on the host: per layer its outputs for the owned rows (a layer's output
+// gradients overwrite them in place, except the last layer's, which the loss writes beside the logits), the
+// shared homes of the transformed rows and their gradients for every local row, and the boundary rows sent and
+// the gradients received (mirrors stand in for the boundary before partitioning is known); the recompute
+// baseline's logits too.
+std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool recompute) {
+  std::int64_t bytes = s.owned * s.classes * kFloat * (recompute ? 2 : 1);
   const std::int64_t mirrors = s.local - s.owned;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
-    bytes += kFloat * (2 * s.owned * layer.out_dim() + 2 * (s.local + mirrors) * layer.row_width());
+    bytes += kFloat * (s.owned * layer.out_dim() + 2 * mirrors * layer.row_width());
   }
+  for (const std::int64_t width : host_homes(model).width) bytes += kFloat * s.local * width;
   return bytes;
 }
 
@@ -50,6 +53,39 @@ std::int64_t in_memory_device_bytes(const Model& model, const RankShape& s) {
 }
 
 }  // namespace
+
+HostHomes host_homes(const Model& model) {
+  // Phases: forward layer l is phase l, backward layer l is phase 2L-1-l. Layer l's transformed rows live from its
+  // forward phase to its backward phase where the backward reads them (attention), else through the forward only;
+  // their gradients through the backward phase.
+  const std::size_t layers = model.num_layers();
+  struct Span {
+    std::size_t tensor, first, last;
+  };
+  std::vector<Span> spans(2 * layers);
+  for (std::size_t l = 0; l < layers; ++l) {
+    const std::size_t backward = 2 * layers - 1 - l;
+    spans[2 * l] = {2 * l, l, model.layer(l).attention_heads() > 0 ? backward : l};
+    spans[2 * l + 1] = {2 * l + 1, backward, backward};
+  }
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.first != b.first ? a.first < b.first : a.tensor < b.tensor; });
+  HostHomes homes;
+  homes.buffer_of.assign(spans.size(), 0);
+  homes.width.assign(spans.size(), 0);
+  std::vector<std::size_t> free_after(spans.size(), 0);  // per buffer: the last phase of the tensors in it so far
+  std::size_t buffers = 0;
+  for (const Span& span : spans) {
+    std::size_t buffer = 0;
+    while (buffer < buffers && free_after[buffer] >= span.first) ++buffer;
+    buffers = std::max(buffers, buffer + 1);
+    free_after[buffer] = span.last;
+    homes.buffer_of[span.tensor] = buffer;
+    homes.width[buffer] = std::max(homes.width[buffer], model.layer(span.tensor / 2).row_width());
+  }
+  homes.width.resize(buffers);
+  return homes;
+}
 
 std::int64_t HostFootprint::total() const {
   return std::accumulate(parts.begin(), parts.end(), std::int64_t{0},
@@ -74,8 +110,8 @@ HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape&
   const bool bounded = !layout.in_memory && layout.device_budget != kUnlimited;
   if (shape.whole_dataset_bytes > 0) footprint.parts.push_back({"whole dataset", shape.whole_dataset_bytes});
   footprint.parts.push_back({"dataset", shard_bytes(shape)});
-  footprint.parts.push_back(
-      {"host rows", layout.in_memory ? 2 * shape.owned * shape.classes * kFloat : subgraph_host_rows(model, shape)});
+  footprint.parts.push_back({"host rows", layout.in_memory ? 2 * shape.owned * shape.classes * kFloat
+                                                           : subgraph_host_rows(model, shape, layout.recompute)});
   if (layout.device_in_host_memory) {
     footprint.parts.push_back(
         {"device (emulated)", bounded ? layout.device_budget : in_memory_device_bytes(model, shape)});

@@ -1,5 +1,7 @@
 #include "nj/exec/subgraph.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <bit>
 #include <numeric>
@@ -16,73 +18,141 @@ bool reads_mirror(const Subgraph& part, vid_t first_mirror) {
 namespace {
 
 constexpr vid_t kOutside = -1;  // not a source of the subgraph being built
-constexpr vid_t kOther = -2;    // a source that is not a destination, not yet numbered
+
+bool test_bit(const std::vector<std::uint64_t>& bits, vid_t v) {
+  return ((bits[static_cast<std::size_t>(v) / 64] >> (static_cast<std::size_t>(v) % 64)) & 1U) != 0;
+}
+void set_bit(std::vector<std::uint64_t>& bits, vid_t v) {
+  bits[static_cast<std::size_t>(v) / 64] |= std::uint64_t{1} << (static_cast<std::size_t>(v) % 64);
+}
 
 }  // namespace
 
 SubgraphBuilder::SubgraphBuilder(const CsrGraph& graph, std::span<const float> edge_weight,
-                                 std::span<const gid_t> global_id, std::span<const vid_t> vertex_of)
+                                 std::span<const gid_t> global_id, std::span<const vid_t> vertex_of,
+                                 eid_t parallel_edges)
     : graph_(graph),
       edge_weight_(edge_weight),
       global_id_(global_id),
       vertex_of_(vertex_of),
       local_(static_cast<std::size_t>(graph.num_vertices()), kOutside),
-      seen_((static_cast<std::size_t>(graph.num_vertices()) + 63) / 64, 0) {}
+      is_dst_((static_cast<std::size_t>(graph.num_vertices()) + 63) / 64, 0),
+      seen_(is_dst_.size(), 0),
+      rank_(is_dst_.size() + 1, 0),
+      parallel_edges_(parallel_edges) {}
 
-Subgraph SubgraphBuilder::build(std::span<const vid_t> dsts) {
-  Subgraph sub;
+eid_t SubgraphBuilder::number_sources(std::span<const vid_t> dsts, std::vector<vid_t>& sources,
+                                      std::vector<vid_t>* in_edges) {
   const auto num_dst = static_cast<vid_t>(dsts.size());
   eid_t edges = 0;
   for (vid_t i = 0; i < num_dst; ++i) {
     const vid_t d = dsts[static_cast<std::size_t>(i)];
-    NJ_EXPECTS(local_[static_cast<std::size_t>(d)] == kOutside, "destination {} is listed twice", d);
+    NJ_EXPECTS(!test_bit(is_dst_, d), "destination {} is listed twice", d);
+    set_bit(is_dst_, d);
     local_[static_cast<std::size_t>(d)] = i;
     edges += graph_.in_degree(d);
   }
-  // The other sources, each once, then in ascending vertex id: by a scan of the bitmap where that costs less than
-  // sorting them.
+  // The other sources, each once, in ascending vertex id: marked in a bitmap (cache-resident: one bit per vertex)
+  // and read off it in order where that costs less than sorting them. The destinations' in-edges lie anywhere in
+  // the graph: fetch a few destinations ahead. Their sources, as vertex ids, go to `in_edges` on the way.
+  if (in_edges != nullptr) in_edges->resize(static_cast<std::size_t>(edges));
+  vid_t* copied = in_edges != nullptr ? in_edges->data() : nullptr;
   others_.clear();
-  for (const vid_t d : dsts) {
-    for (const vid_t s : graph_.in_neighbors(d)) {
-      vid_t& mark = local_[static_cast<std::size_t>(s)];
-      if (mark != kOutside) continue;
-      mark = kOther;
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t i = 0; i < dsts.size(); ++i) {
+    if (i + 2 * kAhead < dsts.size())
+      __builtin_prefetch(&graph_.offsets[static_cast<std::size_t>(dsts[i + 2 * kAhead])]);
+    if (i + kAhead < dsts.size()) {
+      __builtin_prefetch(graph_.sources.data() + graph_.offsets[static_cast<std::size_t>(dsts[i + kAhead])]);
+    }
+    const std::span<const vid_t> row = graph_.in_neighbors(dsts[i]);
+    if (copied != nullptr) copied = std::copy(row.begin(), row.end(), copied);
+    for (const vid_t s : row) {
+      const std::size_t word = static_cast<std::size_t>(s) / 64;
+      const std::uint64_t bit = std::uint64_t{1} << (static_cast<std::size_t>(s) % 64);
+      if (((is_dst_[word] | seen_[word]) & bit) != 0) continue;
+      seen_[word] |= bit;
       others_.push_back(s);
     }
   }
   const std::size_t words = seen_.size();
-  if (others_.size() * 4 >= words) {
-    for (const vid_t s : others_) seen_[static_cast<std::size_t>(s) / 64] |= std::uint64_t{1} << (s % 64);
-    others_.clear();
+  ranked_ = others_.size() * 4 >= words;
+  sources.reserve(dsts.size() + others_.size());
+  sources.assign(dsts.begin(), dsts.end());
+  if (ranked_) {
+    std::uint32_t before = 0;
     for (std::size_t w = 0; w < words; ++w) {
+      rank_[w] = before;
       for (std::uint64_t bits = seen_[w]; bits != 0; bits &= bits - 1) {
-        others_.push_back(static_cast<vid_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
+        sources.push_back(static_cast<vid_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
+        ++before;
       }
-      seen_[w] = 0;
     }
   } else {
+    for (const vid_t s : others_) seen_[static_cast<std::size_t>(s) / 64] = 0;
     std::sort(others_.begin(), others_.end());
+    for (const vid_t s : others_) {
+      local_[static_cast<std::size_t>(s)] = static_cast<vid_t>(sources.size());
+      sources.push_back(s);
+    }
   }
-  sub.sources.reserve(dsts.size() + others_.size());
-  sub.sources.assign(dsts.begin(), dsts.end());
-  for (const vid_t s : others_) {
-    local_[static_cast<std::size_t>(s)] = static_cast<vid_t>(sub.sources.size());
-    sub.sources.push_back(s);
-  }
+  return edges;
+}
 
+vid_t SubgraphBuilder::local_of(vid_t v, vid_t num_dst) const {
+  if (!ranked_ || test_bit(is_dst_, v)) return local_[static_cast<std::size_t>(v)];
+  const std::size_t word = static_cast<std::size_t>(v) / 64;
+  const std::uint64_t below = seen_[word] & ((std::uint64_t{1} << (static_cast<std::size_t>(v) % 64)) - 1);
+  return num_dst + static_cast<vid_t>(rank_[word]) + static_cast<vid_t>(std::popcount(below));
+}
+
+void SubgraphBuilder::forget(std::span<const vid_t> dsts, std::span<const vid_t> sources) {
+  for (const vid_t d : dsts) {
+    is_dst_[static_cast<std::size_t>(d) / 64] = 0;
+    local_[static_cast<std::size_t>(d)] = kOutside;
+  }
+  if (ranked_) {
+    std::fill(seen_.begin(), seen_.end(), 0);
+  } else {
+    for (const vid_t s : sources.subspan(dsts.size())) local_[static_cast<std::size_t>(s)] = kOutside;
+  }
+}
+
+eid_t SubgraphBuilder::list_sources(std::span<const vid_t> dsts, std::vector<vid_t>& sources) {
+  const eid_t edges = number_sources(dsts, sources, nullptr);
+  forget(dsts, sources);
+  return edges;
+}
+
+Subgraph SubgraphBuilder::build(std::span<const vid_t> dsts) {
+  Subgraph sub;
+  build(dsts, sub);
+  return sub;
+}
+
+void SubgraphBuilder::build(std::span<const vid_t> dsts, Subgraph& sub) {
+  eid_t edges = 0;
+  for (const vid_t d : dsts) edges += graph_.in_degree(d);
+  const int threads = edges >= parallel_edges_ ? std::max(1, omp_get_max_threads()) : 1;
+  if (threads > 1) {
+    build_in_parallel(dsts, sub, threads);
+    return;
+  }
   SparseBlock& b = sub.block;
+  number_sources(dsts, sub.sources, &b.src_index);
+  const auto num_dst = static_cast<vid_t>(dsts.size());
   b.num_src = static_cast<vid_t>(sub.sources.size());
   b.dst_offsets.resize(dsts.size() + 1);
   b.dst_offsets[0] = 0;
-  b.src_index.resize(static_cast<std::size_t>(edges));
-  if (!edge_weight_.empty()) b.edge_weight.resize(static_cast<std::size_t>(edges));
+  for (vid_t& s : b.src_index) s = local_of(s, num_dst);  // vertex ids, as number_sources copied them
+  b.edge_weight.resize(edge_weight_.empty() ? 0 : static_cast<std::size_t>(edges));
   std::size_t at = 0;
   for (std::size_t i = 0; i < dsts.size(); ++i) {
     const auto d = static_cast<std::size_t>(dsts[i]);
     const auto first = static_cast<std::size_t>(graph_.offsets[d]);
     const auto last = static_cast<std::size_t>(graph_.offsets[d + 1]);
-    for (std::size_t e = first; e < last; ++e) {
-      b.src_index[at + e - first] = local_[static_cast<std::size_t>(graph_.sources[e])];
+    if (!edge_weight_.empty() && i + 8 < dsts.size()) {
+      __builtin_prefetch(edge_weight_.data() + graph_.offsets[static_cast<std::size_t>(dsts[i + 8])]);
     }
     if (!edge_weight_.empty()) {
       std::copy(edge_weight_.begin() + static_cast<std::ptrdiff_t>(first),
@@ -92,13 +162,153 @@ Subgraph SubgraphBuilder::build(std::span<const vid_t> dsts) {
     at += last - first;
     b.dst_offsets[i + 1] = static_cast<eid_t>(at);
   }
-  for (const vid_t v : sub.sources) local_[static_cast<std::size_t>(v)] = kOutside;
-  b.index_by_source();
+  forget(dsts, sub.sources);
+  finish_block(sub, 1);
+}
+
+// The same block by `threads` threads, each over a run of destinations with about equal in-edges: each marks the
+// sources it reads in a bitmap of its own and counts its in-edges per source, so that its out-edges go after those
+// of the runs before it, in the order one thread would have put them.
+void SubgraphBuilder::build_in_parallel(std::span<const vid_t> dsts, Subgraph& sub, int threads) {
+  SparseBlock& b = sub.block;
+  const auto num_dst = static_cast<vid_t>(dsts.size());
+  b.dst_offsets.resize(dsts.size() + 1);
+  b.dst_offsets[0] = 0;
+  for (vid_t i = 0; i < num_dst; ++i) {
+    const vid_t d = dsts[static_cast<std::size_t>(i)];
+    NJ_EXPECTS(!test_bit(is_dst_, d), "destination {} is listed twice", d);
+    set_bit(is_dst_, d);
+    local_[static_cast<std::size_t>(d)] = i;
+    b.dst_offsets[static_cast<std::size_t>(i) + 1] = b.dst_offsets[static_cast<std::size_t>(i)] + graph_.in_degree(d);
+  }
+  const eid_t edges = b.dst_offsets.back();
+  b.src_index.resize(static_cast<std::size_t>(edges));
+  b.edge_weight.resize(edge_weight_.empty() ? 0 : static_cast<std::size_t>(edges));
+  const std::size_t words = seen_.size();
+  if (thread_seen_.size() + 1 < static_cast<std::size_t>(threads))
+    thread_seen_.resize(static_cast<std::size_t>(threads) - 1);
+  for (auto& bits : thread_seen_) bits.resize(words, 0);
+  // Thread t's destinations: [first[t], first[t + 1]), cut where the in-edges before them reach t / threads.
+  std::vector<vid_t> first(static_cast<std::size_t>(threads) + 1, num_dst);
+  for (int t = 0; t < threads; ++t) {
+    const eid_t target = edges * t / threads;
+    first[static_cast<std::size_t>(t)] = static_cast<vid_t>(
+        std::lower_bound(b.dst_offsets.begin(), b.dst_offsets.end() - 1, target) - b.dst_offsets.begin());
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    std::vector<std::uint64_t>& seen = t == 0 ? seen_ : thread_seen_[t - 1];
+    for (auto i = static_cast<std::size_t>(first[t]); i < static_cast<std::size_t>(first[t + 1]); ++i) {
+      if (i + 8 < static_cast<std::size_t>(first[t + 1])) {
+        __builtin_prefetch(graph_.sources.data() + graph_.offsets[static_cast<std::size_t>(dsts[i + 8])]);
+      }
+      const auto d = static_cast<std::size_t>(dsts[i]);
+      const auto from = static_cast<std::ptrdiff_t>(graph_.offsets[d]);
+      const auto to = static_cast<std::ptrdiff_t>(graph_.offsets[d + 1]);
+      const auto at = static_cast<std::ptrdiff_t>(b.dst_offsets[i]);
+      std::copy(graph_.sources.begin() + from, graph_.sources.begin() + to, b.src_index.begin() + at);
+      if (!edge_weight_.empty()) {
+        std::copy(edge_weight_.begin() + from, edge_weight_.begin() + to, b.edge_weight.begin() + at);
+      }
+      for (auto e = from; e < to; ++e) {
+        const auto s = static_cast<std::size_t>(graph_.sources[static_cast<std::size_t>(e)]);
+        const std::uint64_t bit = std::uint64_t{1} << (s % 64);
+        if ((is_dst_[s / 64] & bit) == 0) seen[s / 64] |= bit;
+      }
+    }
+  }
+  // One bitmap of the other sources; their ranks; the sources in order.
+  for (auto& bits : thread_seen_) {
+    for (std::size_t w = 0; w < words; ++w) {
+      seen_[w] |= bits[w];
+      bits[w] = 0;
+    }
+  }
+  ranked_ = true;
+  sub.sources.assign(dsts.begin(), dsts.end());
+  std::uint32_t before = 0;
+  for (std::size_t w = 0; w < words; ++w) {
+    rank_[w] = before;
+    for (std::uint64_t bits = seen_[w]; bits != 0; bits &= bits - 1) {
+      sub.sources.push_back(static_cast<vid_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits))));
+      ++before;
+    }
+  }
+  b.num_src = static_cast<vid_t>(sub.sources.size());
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::size_t e = 0; e < b.src_index.size(); ++e) b.src_index[e] = local_of(b.src_index[e], num_dst);
+  forget(dsts, sub.sources);
+  finish_block(sub, threads);
+}
+
+void SubgraphBuilder::finish_block(Subgraph& sub, int threads) {
+  SparseBlock& b = sub.block;
+  const auto num_dst = static_cast<vid_t>(b.dst_offsets.size() - 1);
+  const auto num_src = static_cast<std::size_t>(b.num_src);
+  // The out-edge view, as SparseBlock::index_by_source makes it, into the block's own arrays: each thread counts
+  // the in-edges of its run of destinations per source; a source's out-edges from thread t's run go after those
+  // from the runs before it, which keeps them in destination order.
+  CsrTranspose& t = b.by_source;
+  t.offsets.assign(num_src + 1, 0);
+  t.destinations.resize(b.src_index.size());
+  t.edge_position.resize(b.src_index.size());
+  if (thread_cursor_.size() < static_cast<std::size_t>(threads))
+    thread_cursor_.resize(static_cast<std::size_t>(threads));
+  const eid_t edges = b.dst_offsets.back();
+  std::vector<vid_t> first(static_cast<std::size_t>(threads) + 1, num_dst);
+  for (int k = 0; k < threads; ++k) {
+    first[static_cast<std::size_t>(k)] = static_cast<vid_t>(
+        std::lower_bound(b.dst_offsets.begin(), b.dst_offsets.end() - 1, edges * k / threads) - b.dst_offsets.begin());
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const auto k = static_cast<std::size_t>(omp_get_thread_num());
+    std::vector<eid_t>& cursor = thread_cursor_[k];
+    cursor.assign(num_src, 0);
+    const eid_t from = b.dst_offsets[static_cast<std::size_t>(first[k])];
+    const eid_t to = b.dst_offsets[static_cast<std::size_t>(first[k + 1])];
+    for (eid_t e = from; e < to; ++e) ++cursor[static_cast<std::size_t>(b.src_index[static_cast<std::size_t>(e)])];
+#pragma omp barrier
+#pragma omp single
+    {
+      eid_t total = 0;
+      for (std::size_t s = 0; s < num_src; ++s) {
+        t.offsets[s] = total;
+        for (int j = 0; j < threads; ++j) {
+          eid_t& count = thread_cursor_[static_cast<std::size_t>(j)][s];
+          const eid_t next = total + count;
+          count = total;  // now where thread j's out-edges of s start
+          total = next;
+        }
+      }
+      t.offsets[num_src] = total;
+    }
+    for (auto d = first[k]; d < first[k + 1]; ++d) {
+      for (eid_t e = b.dst_offsets[static_cast<std::size_t>(d)]; e < b.dst_offsets[static_cast<std::size_t>(d) + 1];
+           ++e) {
+        const auto slot =
+            static_cast<std::size_t>(cursor[static_cast<std::size_t>(b.src_index[static_cast<std::size_t>(e)])]++);
+        t.destinations[slot] = d;
+        t.edge_position[slot] = e;
+      }
+    }
+  }
+  b.out_weight.resize(b.edge_weight.size());
   b.src_gid.resize(sub.sources.size());
-  std::transform(sub.sources.begin(), sub.sources.end(), b.src_gid.begin(), [&](vid_t v) {
-    return global_id_[static_cast<std::size_t>(vertex_of_.empty() ? v : vertex_of_[static_cast<std::size_t>(v)])];
-  });
-  return sub;
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for schedule(static) nowait
+    for (std::size_t k = 0; k < b.out_weight.size(); ++k) {
+      b.out_weight[k] = b.edge_weight[static_cast<std::size_t>(t.edge_position[k])];
+    }
+#pragma omp for schedule(static)
+    for (std::size_t s = 0; s < sub.sources.size(); ++s) {
+      const vid_t v = sub.sources[s];
+      b.src_gid[s] =
+          global_id_[static_cast<std::size_t>(vertex_of_.empty() ? v : vertex_of_[static_cast<std::size_t>(v)])];
+    }
+  }
 }
 
 Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,

@@ -8,9 +8,11 @@
 #include <tuple>
 
 #include "cache_pools.hpp"
+#include "host_rows.hpp"
 #include "nj/device/arena.hpp"
 #include "nj/device/planning_device.hpp"
 #include "nj/device/transfers.hpp"
+#include "nj/exec/host_footprint.hpp"
 #include "nj/kernels/device_block.hpp"
 #include "nj/model/device_parameters.hpp"
 
@@ -20,6 +22,18 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+// The slot of each entry of a step's lists (what CachePlanDetail::kFull would have recorded).
+struct StepSlots {
+  std::vector<vid_t> reads, writes, accumulates;
+};
+
+// A subgraph's block on the device; replayed on a planning device, which moves nothing, only its allocation.
+struct StepBlock {
+  DeviceBlock block;
+  DeviceArray<std::byte> placeholder;
+  SparseBlockView view(DeviceSpan<const vid_t> src_row = {}) const { return block.view(src_row); }
+};
 
 }  // namespace
 
@@ -35,31 +49,47 @@ struct SubgraphExecutor::State {
         plan(p),
         exchange(comm, local, model.num_layers()),
         parameters(transfers, model),
-        logits(local.num_owned, model.layer(model.num_layers() - 1).out_dim()),
         pools(
             backend, transfers, 2 * model.num_layers(), plan.staging_limit_bytes,
-            [this](std::uint32_t tensor) -> Matrix& { return host_tensor(tensor); }, metrics.wait_seconds) {
+            [this](std::uint32_t tensor) { return homes[tensor]; }, metrics.wait_seconds),
+        model_of_run(&model),
+        moves_data(device.moves_data()) {
     if (!plan.closures.empty()) closure_planner.emplace(model, local);
-    // Transformed rows and their gradients have homes for mirrors too; layer outputs only for aggregated rows.
+    // Transformed rows and their gradients have homes for mirrors too, shared by tensors whose phases do not
+    // overlap; layer outputs only for aggregated rows, and a layer's output gradients overwrite its outputs in
+    // place (the step that writes a row's gradient is the last to read the row), except the last layer's, which
+    // the loss writes while it reads the logits.
     const std::int64_t rows = plan.largest_pass_rows;
     const std::int64_t aggregated = plan.largest_aggregated_rows;
     const auto boundary = static_cast<std::int64_t>(exchange.boundary_rows().size());
-    for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    const std::size_t layers = model.num_layers();
+    const HostHomes layout = host_homes(model);
+    for (const std::int64_t width : layout.width) home_buffers.emplace_back(rows, width);
+    for (std::size_t t = 0; t < 2 * layers; ++t) {
+      homes.push_back(home_buffers[layout.buffer_of[t]].view(model.layer(t / 2).row_width()));
+      slot_of.emplace_back(static_cast<std::size_t>(rows), -1);
+    }
+    for (std::size_t l = 0; l < layers; ++l) {
       const Layer& layer = model.layer(l);
-      outputs.emplace_back(aggregated, layer.out_dim());
-      grad_outputs.emplace_back(aggregated, layer.out_dim());
-      z.emplace_back(rows, layer.row_width());
-      grad_z.emplace_back(rows, layer.row_width());
+      output_rows.emplace_back(aggregated, layer.out_dim());
+      outputs.push_back(output_rows.back().view());
+      grad_outputs.push_back(outputs.back());
       received_gradients.emplace_back(boundary, layer.row_width());
       boundary_rows.emplace_back(boundary, layer.row_width());
     }
+    last_gradients = HostRows(aggregated, model.layer(layers - 1).out_dim());
+    grad_outputs.back() = last_gradients.view();
+    // Reuse's one pass has the owned vertices as its first rows: the last layer's outputs are the logits.
+    if (plan.closures.empty()) {
+      logits = ConstRows(outputs.back()).slice(0, num_owned);
+    } else {
+      own_logits = HostRows(num_owned, model.layer(layers - 1).out_dim());
+      logits = own_logits.view();
+    }
   }
 
-  // The host home of a trace tensor's rows: tensor 2l is layer l's transformed rows, 2l+1 their gradients.
-  Matrix& host_tensor(std::uint32_t tensor) { return tensor % 2 == 0 ? z[tensor / 2] : grad_z[tensor / 2]; }
-
   // Layer l's input rows `rows` of the running pass, as host rows and the indices to read there.
-  ConstRows layer_input(std::size_t l) const { return l == 0 ? features : ConstRows(outputs[l - 1].view()); }
+  ConstRows layer_input(std::size_t l) const { return l == 0 ? features : ConstRows(outputs[l - 1]); }
   std::vector<vid_t> layer_input_rows(std::size_t l, std::span<const vid_t> rows) const {
     if (l > 0 || pass->vertices.empty()) return {rows.begin(), rows.end()};
     std::vector<vid_t> vertices;
@@ -121,6 +151,7 @@ struct SubgraphExecutor::State {
         loads = pools.issue_loads(cache.steps[k + 1].loads);
       }
       const auto start = std::chrono::steady_clock::now();
+      prepare_step(k);
       run_step(k);
       metrics.compute_seconds += seconds_since(start);
       exchange.poll();
@@ -147,13 +178,13 @@ struct SubgraphExecutor::State {
         if (forward) {
           start_rows(layer);
         } else {
-          exchange.start_gradients(layer, mirror_rows(grad_z[layer]));
+          exchange.start_gradients(layer, mirror_rows(homes[grad_index(layer)]));
         }
         exchange_started = true;
       }
       if (points[phase].finish > k) return;
       if (forward) {
-        exchange.finish_rows(mirror_rows(z[layer]));
+        exchange.finish_rows(mirror_rows(homes[z_index(layer)]));
       } else {
         exchange.finish_gradients(received_gradients[layer].view());
       }
@@ -167,14 +198,64 @@ struct SubgraphExecutor::State {
     const std::vector<vid_t>& rows = exchange.boundary_rows();
     Matrix& packed = boundary_rows[layer];
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      const float* row = z[layer].row(rows[i]);
+      const float* row = homes[z_index(layer)].row(rows[i]);
       std::copy(row, row + packed.cols(), packed.row(static_cast<std::int64_t>(i)));
     }
     exchange.start_rows(layer, packed.view());
   }
 
   // The mirrors' rows of a host home (reuse runs one pass whose rows are the local vertices).
-  Rows mirror_rows(Matrix& home) const { return home.view().slice(num_owned, home.rows() - num_owned); }
+  Rows mirror_rows(Rows home) const { return home.slice(num_owned, home.rows - num_owned); }
+
+  // Where step k's rows are: its loads and allocations take their slots (a row that left keeps a stale entry,
+  // which nothing reads before a later load or allocation gives it a new one); an aggregation's subgraph is made
+  // ready (its kept block, or one built now). A replay on a planning device builds nothing: the slots' values do
+  // not matter there, only how many there are.
+  void prepare_step(std::size_t k) {
+    const StepPlan& step = pass->cache.steps[k];
+    for (const auto* assignments : {&step.loads, &step.allocations}) {
+      for (const SlotAssignment& a : *assignments) {
+        slot_of[a.row.tensor][static_cast<std::size_t>(a.row.row)] = static_cast<vid_t>(a.slot);
+      }
+    }
+    const PlannedStep& s = pass->steps[k];
+    part = nullptr;
+    std::span<const vid_t> sources;
+    if (s.kind == StepKind::kAggregate || s.kind == StepKind::kAggregateBackward) {
+      if (moves_data || pass->keeps_blocks()) {
+        part = &subgraphs->get(s.layer, s.index);
+        sources = part->sources;
+      } else {
+        replay_sources.assign(static_cast<std::size_t>(pass->layer_parts[s.layer][s.index].num_src), 0);
+        sources = replay_sources;
+      }
+    }
+    const StepRows rows = rows_of_step(*model_of_run, *pass, k, sources);
+    const auto find = [&](const RowRun& run, std::vector<vid_t>& found) {
+      found.resize(run.rows.size());
+      const std::vector<vid_t>& slot_of_row = slot_of[run.tensor];
+      for (std::size_t i = 0; i < run.rows.size(); ++i) found[i] = slot_of_row[static_cast<std::size_t>(run.rows[i])];
+    };
+    find(rows.reads, slots.reads);
+    find(rows.writes, slots.writes);
+    find(rows.accumulates, slots.accumulates);
+  }
+
+  // The running aggregation's block on the device.
+  StepBlock step_block(std::size_t l, std::size_t k) {
+    StepBlock b;
+    if (part != nullptr) {
+      b.block = DeviceBlock(transfers, part->block, "graph: subgraph");
+    } else {
+      const PartSize& size = pass->layer_parts[l][k];
+      b.placeholder =
+          DeviceArray<std::byte>(device,
+                                 DeviceBlock::bytes_for(static_cast<std::int64_t>(pass->destinations(l, k).size()),
+                                                        size.num_src, size.num_edges, !pass->graph.weights.empty()),
+                                 "graph: subgraph");
+    }
+    return b;
+  }
 
   // ---- steps ----
 
@@ -187,51 +268,50 @@ struct SubgraphExecutor::State {
                     p, values);
   }
 
-  void transform(Model& model, std::size_t l, std::span<const vid_t> rows, const StepPlan& step, std::uint32_t epoch,
-                 bool training) {
+  void transform(Model& model, std::size_t l, std::span<const vid_t> rows, std::uint32_t epoch, bool training) {
     DeviceMatrix x = upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
     dropout_rows(model, l, epoch, training, rows, x.view());
     DeviceMatrix out(device, x.rows(), model.layer(l).row_width(), "rows: transformed rows");
     Layer::transform(backend, parameters.layer(l).weight.view(), x.view(), out.view());
-    const DeviceArray<vid_t> slots = slots_on_device(transfers, step.write_slots);
-    backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), slots.view(), out.rows());
+    const DeviceArray<vid_t> write_slots = slots_on_device(transfers, slots.writes);
+    backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), write_slots.view(), out.rows());
   }
 
-  void aggregate(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step, std::uint32_t epoch,
-                 bool training) {
-    const DeviceBlock block(transfers, part.block, "graph: subgraph");
-    const DeviceArray<vid_t> slots = slots_on_device(transfers, step.read_slots);
+  void aggregate(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch, bool training) {
+    const std::span<const vid_t> destinations = pass->destinations(l, k);
+    const StepBlock block = step_block(l, k);
+    const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
     Layer& layer = model.layer(l);
-    DeviceMatrix out(device, part.num_dst(), layer.out_dim(), "rows: aggregated rows");
-    layer.aggregate(backend, block.view(slots.view()),
+    DeviceMatrix out(device, static_cast<std::int64_t>(destinations.size()), layer.out_dim(), "rows: aggregated rows");
+    layer.aggregate(backend, block.view(read_slots.view()),
                     attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training,
                     pools.pool(z_index(l)), out.view());
     backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
-    download(out.view(), outputs[l].view(), part.destinations());
+    download(out.view(), outputs[l], destinations);
   }
 
-  void aggregate_backward(Model& model, std::size_t l, const Subgraph& part, const StepPlan& step,
-                          std::uint32_t epoch) {
+  void aggregate_backward(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch) {
     Layer& layer = model.layer(l);
+    const std::span<const vid_t> destinations = pass->destinations(l, k);
+    const PartSize& size = pass->layer_parts[l][k];
     // grad_outputs[l] already holds ∂L/∂Y: the activation's backward ran where ∂L/∂H was computed.
-    const DeviceMatrix grad_y = upload(grad_outputs[l].view(), part.destinations(), "rows: output gradients");
+    const DeviceMatrix grad_y = upload(grad_outputs[l], destinations, "rows: output gradients");
     backend.column_sums(grad_y.view(), parameters.layer(l).bias_grad.view().span(), true);
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
-    const DeviceBlock block(transfers, part.block, "graph: subgraph");
-    const DeviceArray<vid_t> accumulate_slots = slots_on_device(transfers, step.accumulate_slots);
+    const StepBlock block = step_block(l, k);
+    const DeviceArray<vid_t> accumulate_slots = slots_on_device(transfers, slots.accumulates);
     DeviceArray<float> workspace(
-        device,
-        layer.aggregate_backward_workspace(backend, part.num_dst(), static_cast<eid_t>(part.block.src_index.size())),
+        device, layer.aggregate_backward_workspace(backend, static_cast<vid_t>(destinations.size()), size.num_edges),
         "workspace: attention");
     const DeviceRows grad_pool = pools.pool(grad_index(l));
-    if (step.read_slots.empty()) {  // the gradient reads no rows: accumulate straight into the slots
+    if (slots.reads.empty()) {  // the gradient reads no rows: accumulate straight into the slots
       layer.aggregate_backward(backend, block.view(accumulate_slots.view()), attention, true, ConstDeviceRows{},
                                grad_y.view(), grad_pool, true, workspace.view());
       return;
     }
     // Rows and gradients sit in different pools: work on packed copies and scatter the sums back.
-    const auto sources = static_cast<std::int64_t>(part.sources.size());
-    const DeviceArray<vid_t> read_slots = slots_on_device(transfers, step.read_slots);
+    const auto sources = static_cast<std::int64_t>(size.num_src);
+    const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
     DeviceMatrix z_rows(device, sources, layer.row_width(), "rows: attention rows");
     DeviceMatrix grad_rows(device, sources, layer.row_width(), "rows: attention gradients");
     backend.copy_rows(pools.pool(z_index(l)), read_slots.view(), z_rows.view(), {}, sources);
@@ -241,16 +321,15 @@ struct SubgraphExecutor::State {
     backend.copy_rows(grad_rows.view(), {}, grad_pool, accumulate_slots.view(), sources);
   }
 
-  void transform_backward(Model& model, std::size_t l, std::span<const vid_t> rows, const StepPlan& step,
-                          std::uint32_t epoch) {
+  void transform_backward(Model& model, std::size_t l, std::span<const vid_t> rows, std::uint32_t epoch) {
     Layer& layer = model.layer(l);
     const DeviceMatrix input = upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
     DeviceMatrix dropped(device, input.rows(), input.cols(), "rows: dropped inputs");
     backend.copy_rows(input.view(), {}, dropped.view(), {}, input.rows());
     dropout_rows(model, l, epoch, true, rows, dropped.view());
     DeviceMatrix grad_z_rows(device, input.rows(), layer.row_width(), "rows: transformed-row gradients");
-    const DeviceArray<vid_t> slots = slots_on_device(transfers, step.read_slots);
-    backend.copy_rows(pools.pool(grad_index(l)), slots.view(), grad_z_rows.view(), {}, grad_z_rows.rows());
+    const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
+    backend.copy_rows(pools.pool(grad_index(l)), read_slots.view(), grad_z_rows.view(), {}, grad_z_rows.rows());
     DeviceMatrix grad_x =
         l > 0 ? DeviceMatrix(device, input.rows(), layer.in_dim(), "rows: input gradients") : DeviceMatrix();
     LayerParameters& p = parameters.layer(l);
@@ -261,24 +340,22 @@ struct SubgraphExecutor::State {
       // output rows are already on the device, so that its aggregation backward reads only ∂L/∂Y.
       dropout_rows(model, l, epoch, true, rows, grad_x.view());
       backend.activation_backward(model.activation_after(l - 1), input.view(), grad_x.view(), grad_x.view());
-      download(grad_x.view(), grad_outputs[l - 1].view(), rows);
+      download(grad_x.view(), grad_outputs[l - 1], rows);
     }
   }
 
   // Rows of a pool leave the device for their host home, from where the exchange sends them.
-  void send_rows(std::uint32_t tensor, std::span<const vid_t> rows, const StepPlan& step) {
-    pools.copy_to_home(tensor, step.read_slots, rows);
-  }
+  void send_rows(std::uint32_t tensor, std::span<const vid_t> rows) { pools.copy_to_home(tensor, slots.reads, rows); }
 
   // What the mirrors sent for a chunk of boundary rows is added into their gradients.
-  void receive_gradients(std::size_t l, std::size_t chunk, const StepPlan& step) {
+  void receive_gradients(std::size_t l, std::size_t chunk) {
     const LayerExchange& e = pass->exchange[l];
     const auto rows = static_cast<std::int64_t>(e.receive_gradients[chunk].size());
     const ConstRows sums = ConstRows(received_gradients[l].view()).slice(e.receive_first[chunk], rows);
     DeviceMatrix packed(device, rows, sums.cols, "rows: exchange staging");
     timed([&] { transfers.upload(sums, {}, packed.view()); });
-    const DeviceArray<vid_t> slots = slots_on_device(transfers, step.accumulate_slots);
-    backend.add_rows(packed.view(), {}, pools.pool(grad_index(l)), slots.view(), rows);
+    const DeviceArray<vid_t> accumulate_slots = slots_on_device(transfers, slots.accumulates);
+    backend.add_rows(packed.view(), {}, pools.pool(grad_index(l)), accumulate_slots.view(), rows);
   }
 
   std::uint32_t z_index(std::size_t l) const { return static_cast<std::uint32_t>(2 * l); }
@@ -293,42 +370,39 @@ struct SubgraphExecutor::State {
     in_backward = false;
     run_steps(0, pass->forward_steps, [&](std::size_t k) {
       const PlannedStep& s = pass->steps[k];
-      const StepPlan& step = pass->cache.steps[k];
       if (s.kind == StepKind::kTransform) {
-        transform(model, s.layer, pass->transform_chunks[s.layer][s.index], step, epoch, training);
+        transform(model, s.layer, pass->transform_chunks[s.layer][s.index], epoch, training);
       } else if (s.kind == StepKind::kSendRows) {
-        send_rows(z_index(s.layer), pass->exchange[s.layer].send_rows[s.index], step);
+        send_rows(z_index(s.layer), pass->exchange[s.layer].send_rows[s.index]);
       } else {
-        aggregate(model, s.layer, pass->layer_parts[s.layer][s.index], step, epoch, training);
+        aggregate(model, s.layer, s.index, epoch, training);
       }
     });
-    const Matrix& last = outputs.back();
+    if (own_logits.rows() == 0 || !moves_data) return;  // reuse: the last layer's outputs are the logits
+    const ConstRows last = outputs.back();
     for (vid_t r = 0; r < pass->num_outputs; ++r) {
-      std::copy(last.row(r), last.row(r) + last.cols(), logits.row(pass->vertex(r)));
+      std::copy(last.row(r), last.row(r) + last.cols, own_logits.view().row(pass->vertex(r)));
     }
   }
 
   // The pass's loss, whose gradient seeds its backward half.
   double take_loss(const LossFunction& loss) {
-    const ConstRows pass_logits = ConstRows(outputs.back().view()).slice(0, pass->num_outputs);
+    const ConstRows pass_logits = ConstRows(outputs.back()).slice(0, pass->num_outputs);
     return loss(pass_logits, pass->vertices.empty() ? nullptr : pass->vertices.data(),
-                grad_outputs.back().view().slice(0, pass->num_outputs));
+                grad_outputs.back().slice(0, pass->num_outputs));
   }
 
   void run_backward(Model& model, std::uint32_t epoch) {
     in_backward = true;
     run_steps(pass->forward_steps, pass->steps.size(), [&](std::size_t k) {
       const PlannedStep& s = pass->steps[k];
-      const StepPlan& step = pass->cache.steps[k];
       switch (s.kind) {
-        case StepKind::kAggregateBackward:
-          aggregate_backward(model, s.layer, pass->layer_parts[s.layer][s.index], step, epoch);
-          break;
+        case StepKind::kAggregateBackward: aggregate_backward(model, s.layer, s.index, epoch); break;
         case StepKind::kSendGradients:
-          send_rows(grad_index(s.layer), pass->exchange[s.layer].send_gradients[s.index], step);
+          send_rows(grad_index(s.layer), pass->exchange[s.layer].send_gradients[s.index]);
           break;
-        case StepKind::kReceiveGradients: receive_gradients(s.layer, s.index, step); break;
-        default: transform_backward(model, s.layer, pass->transform_chunks[s.layer][s.index], step, epoch);
+        case StepKind::kReceiveGradients: receive_gradients(s.layer, s.index); break;
+        default: transform_backward(model, s.layer, pass->transform_chunks[s.layer][s.index], epoch);
       }
       const bool layer_done = k + 1 == pass->steps.size() || pass->steps[k + 1].layer != s.layer;
       if (layer_done) parameters.finish_backward(backend, model, s.layer);
@@ -380,6 +454,7 @@ struct SubgraphExecutor::State {
   void for_each_pass(Fn&& fn) {
     for (const Pass& p : plan.passes) {
       pass = &p;
+      subgraphs.emplace(p, global_id);
       fn();
     }
     for (const auto& destinations : plan.closures) {
@@ -387,8 +462,10 @@ struct SubgraphExecutor::State {
       const Pass closure_pass = closure_planner->plan(plan, destinations);
       metrics.plan_seconds += seconds_since(start);
       pass = &closure_pass;
+      subgraphs.emplace(closure_pass, global_id);
       fn();
     }
+    subgraphs.reset();
     pass = nullptr;
   }
 
@@ -406,16 +483,29 @@ struct SubgraphExecutor::State {
   bool in_backward = false;                       // the running pass runs its backward half
   std::optional<ClosurePlanner> closure_planner;  // recompute
   const Pass* pass = nullptr;                     // the running pass
-  Matrix logits;                                  // per vertex: the last layer's outputs
+  // Per trace tensor (2l: layer l's transformed rows, 2l+1: their gradients), the host home of rows that leave
+  // the device, in buffers tensors share where their phases do not overlap; and where each row is on the device.
+  std::vector<HostRows> home_buffers;
+  std::vector<Rows> homes;
+  std::vector<std::vector<vid_t>> slot_of;
   // Per layer, in the running pass's rows:
-  std::vector<Matrix> outputs;             // H^{l+1}; the last holds the logits
-  std::vector<Matrix> grad_outputs;        // ∂L/∂Y^l, the gradient before layer l's activation
-  std::vector<Matrix> z;                   // host home of transformed rows that leave the device
-  std::vector<Matrix> grad_z;              // host home of their gradients
+  std::vector<HostRows> output_rows;
+  std::vector<Rows> outputs;       // H^{l+1}; the last holds the logits
+  std::vector<Rows> grad_outputs;  // ∂L/∂Y^l, the gradient before layer l's activation: outputs[l] but the last
+  HostRows last_gradients;         // grad_outputs.back()
+  HostRows own_logits;             // recompute: per vertex, gathered from every pass
+  ConstRows logits;                // per vertex: the last layer's outputs
   std::vector<Matrix> received_gradients;  // per layer: what the mirrors sent for each boundary row
   std::vector<Matrix> boundary_rows;       // per layer: the boundary rows leaving, packed
   CachePools pools;
   ExecutionMetrics metrics;
+  // The running step's subgraph (null for other steps, and where a replay builds none) and slots.
+  const Model* model_of_run = nullptr;
+  bool moves_data = true;  // false: replaying on the planning device
+  std::optional<PassSubgraphs> subgraphs;
+  const Subgraph* part = nullptr;
+  StepSlots slots;
+  std::vector<vid_t> replay_sources;
 };
 
 namespace {
@@ -486,7 +576,7 @@ ConstRows SubgraphExecutor::evaluate(Model& model) {
     s.parameters.upload(s.backend, model);
     s.for_each_pass([&] { s.run_forward(model, 0, false); });
   });
-  return s.logits.view();
+  return s.logits;
 }
 
 double SubgraphExecutor::train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) {

@@ -503,6 +503,72 @@ TEST(CachePlanReplay, EveryPolicyGivesAConsistentPlan) {
 }
 
 // Tensor 0 is a temporary written by step 0 and read once by steps 1 and 2; tensor 1 is kept on the host.
+// A step's lists given as runs of rows held elsewhere (how the executor lists a subgraph's sources) plan as the
+// same lists given row by row, RowRefs first; and kTransfers records the same plan without the drops and the
+// entries' slots.
+TEST(CachePlanRuns, RunsPlanAsTheirRowsDo) {
+  for (const bool release : {true, false}) {
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+      const AccessTrace trace = random_trace(seed, release);
+      // Each list: its first half stays RowRefs, the rest goes to runs of one tensor each.
+      AccessTrace as_runs = trace;
+      std::vector<std::vector<vid_t>> held;
+      held.reserve(trace.steps.size() * 3 * 8);
+      for (TraceStep& step : as_runs.steps) {
+        const auto split = [&](std::vector<RowRef>& refs, std::vector<RowRun>& runs) {
+          std::vector<RowRef> rest(refs.begin() + static_cast<std::ptrdiff_t>(refs.size() / 2), refs.end());
+          refs.resize(refs.size() / 2);
+          for (std::size_t first = 0; first < rest.size();) {
+            std::size_t last = first;
+            std::vector<vid_t>& rows = held.emplace_back();
+            while (last < rest.size() && rest[last].tensor == rest[first].tensor) rows.push_back(rest[last++].row);
+            runs.push_back({rest[first].tensor, rows});
+            first = last;
+          }
+        };
+        split(step.reads, step.read_runs);
+        split(step.writes, step.write_runs);
+        split(step.accumulates, step.accumulate_runs);
+      }
+      for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kLru, CachePolicy::kDegree,
+                                       CachePolicy::kSizeOrder, CachePolicy::kBelady, CachePolicy::kNone}) {
+        SCOPED_TRACE(testing::Message() << "seed " << seed << " policy " << to_string(policy));
+        const CachePlan expected = plan_cache(trace, policy);
+        const CachePlan full = plan_cache(as_runs, policy);
+        const CachePlan transfers = plan_cache(as_runs, policy, CachePlanDetail::kTransfers);
+        ASSERT_EQ(full.steps.size(), expected.steps.size());
+        for (std::size_t i = 0; i < expected.steps.size(); ++i) {
+          const StepPlan& e = expected.steps[i];
+          for (const StepPlan* p : {&full.steps[i], &transfers.steps[i]}) {
+            EXPECT_EQ(p->evict_writeback, e.evict_writeback);
+            EXPECT_EQ(p->loads, e.loads);
+            EXPECT_EQ(p->allocations, e.allocations);
+            EXPECT_EQ(p->zeroed, e.zeroed);
+            EXPECT_EQ(p->prefetch, e.prefetch);
+          }
+          EXPECT_EQ(full.steps[i].drops, e.drops);
+          EXPECT_EQ(full.steps[i].read_slots, e.read_slots);
+          EXPECT_EQ(full.steps[i].write_slots, e.write_slots);
+          EXPECT_EQ(full.steps[i].accumulate_slots, e.accumulate_slots);
+          EXPECT_TRUE(transfers.steps[i].drops.empty() && transfers.steps[i].read_slots.empty() &&
+                      transfers.steps[i].write_slots.empty() && transfers.steps[i].accumulate_slots.empty());
+        }
+        for (const CachePlan* p : {&full, &transfers}) {
+          EXPECT_EQ(p->h2d_bytes, expected.h2d_bytes);
+          EXPECT_EQ(p->d2h_bytes, expected.d2h_bytes);
+          EXPECT_EQ(p->hits, expected.hits);
+          EXPECT_EQ(p->misses, expected.misses);
+          EXPECT_EQ(p->peak_rows, expected.peak_rows);
+          ASSERT_EQ(p->phase_ends.size(), expected.phase_ends.size());
+          for (std::size_t e = 0; e < expected.phase_ends.size(); ++e) {
+            EXPECT_EQ(p->phase_ends[e].writeback, expected.phase_ends[e].writeback);
+          }
+        }
+      }
+    }
+  }
+}
+
 AccessTrace temporary_and_kept_trace(bool release_dead_rows) {
   AccessTrace trace;
   trace.tensors = {{"z", 16, false}, {"logits", 8, true}};

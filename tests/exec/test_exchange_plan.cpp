@@ -37,7 +37,7 @@ TEST(ExchangePlan, InteriorSubgraphsRunWhileBoundaryRowsTravel) {
       const std::size_t layer = forward ? phase : 2 * layers - 1 - phase;
       const ExchangePoints& points = pass.exchange_points[phase];
       ASSERT_LE(points.start, points.finish);
-      const std::vector<Subgraph>& parts = pass.layer_parts[layer];
+      PassSubgraphs parts(pass, shard.local.global_id);
       for (std::size_t k = 0; k < pass.steps.size(); ++k) {
         const PlannedStep& step = pass.steps[k];
         if (step.layer != layer || (k < pass.forward_steps) != forward) continue;
@@ -47,13 +47,13 @@ TEST(ExchangePlan, InteriorSubgraphsRunWhileBoundaryRowsTravel) {
           case StepKind::kAggregateBackward:
             // While rows travel, only subgraphs that read no mirror; forward, none that reads one before.
             if (in_flight) {
-              EXPECT_FALSE(reads_mirror(parts[step.index], owned)) << "step " << k;
+              EXPECT_FALSE(reads_mirror(parts.get(layer, step.index), owned)) << "step " << k;
               ++overlapped;
             }
             if (forward && k < points.start) {
-              EXPECT_FALSE(reads_mirror(parts[step.index], owned)) << "step " << k;
+              EXPECT_FALSE(reads_mirror(parts.get(layer, step.index), owned)) << "step " << k;
             }
-            if (!forward && reads_mirror(parts[step.index], owned)) {
+            if (!forward && reads_mirror(parts.get(layer, step.index), owned)) {
               EXPECT_LT(k, points.start) << "a mirror's gradient is not complete when it leaves";
             }
             break;

@@ -84,3 +84,40 @@ TEST(HostMemory, TheMachineAndTheHeapAreRead) {
 
 }  // namespace
 }  // namespace nj
+
+namespace nj {
+namespace {
+
+// The subgraph executor's host homes: tensors whose phases do not overlap share a buffer as wide as the widest of
+// them. GCN's transformed rows live through their forward phase only and their gradients through the backward
+// phase: one buffer. GAT's backward reads the transformed rows again, which keeps each layer's alive from its
+// forward phase to its backward one.
+TEST(HostFootprint, TensorsWhosePhasesDoNotOverlapShareAHome) {
+  ModelConfig config;
+  config.hidden = 32;
+  const Model gcn(config, 64, 8);
+  const HostHomes one = host_homes(gcn);
+  EXPECT_EQ(one.buffer_of, (std::vector<std::size_t>{0, 0, 0, 0}));
+  EXPECT_EQ(one.width, (std::vector<std::int64_t>{32}));
+  config.layers = 3;
+  EXPECT_EQ(host_homes(Model(config, 64, 8)).width.size(), 1U);
+  config.layers = 2;
+  config.kind = ModelKind::kGat;
+  config.hidden = 4;
+  config.heads = 2;
+  const Model gat(config, 64, 8);
+  const HostHomes homes = host_homes(gat);
+  // Phases 0..3: z0 [0, 3], z1 [1, 2], grad_z1 [2, 2], grad_z0 [3, 3].
+  ASSERT_EQ(homes.buffer_of.size(), 4U);
+  EXPECT_NE(homes.buffer_of[0], homes.buffer_of[2]);
+  EXPECT_NE(homes.buffer_of[2], homes.buffer_of[3]);
+  EXPECT_NE(homes.buffer_of[0], homes.buffer_of[1]);
+  EXPECT_NE(homes.buffer_of[0], homes.buffer_of[3]);
+  EXPECT_EQ(homes.width.size(), 3U);
+  for (std::size_t t = 0; t < 4; ++t) {
+    EXPECT_GE(homes.width[homes.buffer_of[t]], gat.layer(t / 2).row_width()) << "tensor " << t;
+  }
+}
+
+}  // namespace
+}  // namespace nj

@@ -65,7 +65,7 @@ void add_block(Digest& d, const Subgraph& part) {
   d.add(b.src_gid);
 }
 
-void add_pass(Digest& d, const Pass& pass) {
+void add_pass(Digest& d, const Pass& pass, std::span<const gid_t> global_id) {
   d.add(pass.vertices);
   d.add(pass.num_rows);
   d.add(pass.num_outputs);
@@ -73,9 +73,10 @@ void add_pass(Digest& d, const Pass& pass) {
   for (const auto& chunks : pass.transform_chunks) {
     for (const auto& chunk : chunks) d.add(chunk);
   }
-  for (const auto& parts : pass.layer_parts) {
-    d.add(static_cast<std::uint64_t>(parts.size()));
-    for (const Subgraph& part : parts) add_block(d, part);
+  PassSubgraphs subgraphs(pass, global_id);
+  for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
+    d.add(static_cast<std::uint64_t>(pass.layer_parts[l].size()));
+    for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) add_block(d, subgraphs.get(l, k));
   }
   for (const PlannedStep& s : pass.steps) {
     d.add(s.kind);
@@ -128,12 +129,12 @@ void add_pass(Digest& d, const Pass& pass) {
   d.add(pass.rows_computed);
 }
 
-std::uint64_t digest(const EpochPlan& plan) {
+std::uint64_t digest(const EpochPlan& plan, std::span<const gid_t> global_id) {
   Digest d;
   d.add(plan.options.device_budget);
   d.add(plan.options.mode);
   d.add(plan.options.policy);
-  for (const Pass& pass : plan.passes) add_pass(d, pass);
+  for (const Pass& pass : plan.passes) add_pass(d, pass, global_id);
   for (const auto& closure : plan.closures) d.add(closure);
   for (const std::int64_t value :
        {plan.resident_bytes, plan.pool_bytes, plan.step_limit_bytes, plan.staging_limit_bytes, plan.largest_step_bytes,
@@ -171,8 +172,8 @@ ModelConfig gat(int hidden, int heads) {
 }
 
 // Every case's hash, keyed by a name that says what was planned; printed so that a deliberate change can copy
-// them.
-std::map<std::string, std::uint64_t> plan_hashes() {
+// them. `kept_block_bytes`: what a pass may keep of its blocks (0: steps build every one, as they run).
+std::map<std::string, std::uint64_t> plan_hashes(std::int64_t kept_block_bytes) {
   std::map<std::string, std::uint64_t> hashes;
   const Dataset sbm = generated(3000, 40000, 1);
   const LocalGraph whole = whole_local_graph(sbm.graph);
@@ -183,13 +184,19 @@ std::map<std::string, std::uint64_t> plan_hashes() {
         budget_factor > 0
             ? static_cast<std::int64_t>(budget_factor * static_cast<double>(minimum_device_budget(model, local)))
             : kUnlimited;
-    const EpochPlan plan = plan_epoch(model, local, {budget, mode, policy});
-    std::uint64_t hash = digest(plan);
+    SubgraphExecutorOptions options{budget, mode, policy};
+    options.kept_block_bytes = kept_block_bytes;
+    options.cache_detail = CachePlanDetail::kFull;
+    const EpochPlan plan = plan_epoch(model, local, options);
+    for (const Pass& pass : plan.passes) {
+      EXPECT_EQ(pass.keeps_blocks(), kept_block_bytes > 0) << name;
+    }
+    std::uint64_t hash = digest(plan, local.global_id);
     if (!plan.closures.empty()) {  // the recompute baseline's passes are cut when they run
       ClosurePlanner planner(model, local);
       Digest d;
       d.add(hash);
-      for (const auto& dsts : plan.closures) add_pass(d, planner.plan(plan, dsts));
+      for (const auto& dsts : plan.closures) add_pass(d, planner.plan(plan, dsts), local.global_id);
       hash = d.value();
     }
     hashes[name] = hash;
@@ -246,10 +253,105 @@ TEST(PlanIdentity, PlansAreTheReferencePlannersBitForBit) {
       {"gcn2 x4 st-aware", 0xd94f41f101896080ULL},
       {"gcn3 x3 belady", 0x98eb1f11bf3f1e98ULL},
   };
-  const std::map<std::string, std::uint64_t> actual = plan_hashes();
-  std::string listing;
-  for (const auto& [name, hash] : actual) listing += fmt::format("      {{\"{}\", 0x{:016x}ULL}},\n", name, hash);
-  EXPECT_EQ(actual, expected) << "the planner's hashes:\n" << listing;
+  // Blocks kept, and blocks built by the steps that run them: the same subgraphs.
+  for (const std::int64_t kept : {kDefaultKeptBlockBytes, std::int64_t{0}}) {
+    const std::map<std::string, std::uint64_t> actual = plan_hashes(kept);
+    std::string listing;
+    for (const auto& [name, hash] : actual) listing += fmt::format("      {{\"{}\", 0x{:016x}ULL}},\n", name, hash);
+    EXPECT_EQ(actual, expected) << "kept_block_bytes " << kept << ", the planner's hashes:\n" << listing;
+  }
+}
+
+}  // namespace
+}  // namespace nj
+
+namespace nj {
+namespace {
+
+// The executor's plans leave out the drops and the slot of every list entry (CachePlanDetail::kTransfers); it finds
+// each entry's slot as the slot its row was last loaded or allocated into. That is the full plan's slot, entry for
+// entry, for reuse on one rank and on a rank's shard and for the recompute baseline's passes, GCN and GAT.
+TEST(PlanIdentity, TheExecutorFindsEverySlotFromLoadsAndAllocations) {
+  const Dataset sbm = generated(2000, 24000, 2);
+  PartitionOptions partition;
+  partition.parts = 2;
+  PartitionInfo info;
+  const auto part_of = assign_parts(sbm, partition, info);
+  const Shard shard = make_shard(sbm, part_of, 1, info);
+  const LocalGraph whole = whole_local_graph(sbm.graph);
+  struct Case {
+    ModelConfig config;
+    const LocalGraph* local;
+    ExecutionMode mode;
+    CachePolicy policy;
+  };
+  for (const Case& c : {Case{gcn(2, 16), &whole, ExecutionMode::kReuse, CachePolicy::kStAware},
+                        Case{gat(4, 2), &whole, ExecutionMode::kReuse, CachePolicy::kLru},
+                        Case{gat(4, 2), &shard.local, ExecutionMode::kReuse, CachePolicy::kNone},
+                        Case{gcn(2, 16), &shard.local, ExecutionMode::kReuse, CachePolicy::kBelady},
+                        Case{gcn(2, 16), &whole, ExecutionMode::kRecompute, CachePolicy::kSizeOrder}}) {
+    const Model model(c.config, sbm.features.cols(), sbm.num_classes);
+    SubgraphExecutorOptions options{4 * minimum_device_budget(model, *c.local), c.mode, c.policy};
+    options.kept_block_bytes = 0;
+    options.cache_detail = CachePlanDetail::kFull;
+    const EpochPlan full = plan_epoch(model, *c.local, options);
+    options.cache_detail = CachePlanDetail::kTransfers;
+    const EpochPlan compact = plan_epoch(model, *c.local, options);
+    std::vector<Pass> full_passes;
+    std::vector<Pass> compact_passes;
+    if (c.mode == ExecutionMode::kRecompute) {
+      ClosurePlanner planner(model, *c.local);
+      for (std::size_t k = 0; k < full.closures.size() && k < 5; ++k) {
+        full_passes.push_back(planner.plan(full, full.closures[k]));
+        compact_passes.push_back(planner.plan(compact, compact.closures[k]));
+      }
+    } else {
+      full_passes.push_back(full.passes.front());
+      compact_passes.push_back(compact.passes.front());
+    }
+    for (std::size_t p = 0; p < full_passes.size(); ++p) {
+      const Pass& pass = compact_passes[p];
+      const CachePlan& expected = full_passes[p].cache;
+      const CachePlan& plan = pass.cache;
+      ASSERT_EQ(plan.steps.size(), expected.steps.size());
+      EXPECT_EQ(plan.total_bytes(), expected.total_bytes());
+      EXPECT_EQ(plan.hits, expected.hits);
+      std::vector<std::vector<vid_t>> slot_of(pass.trace.tensors.size(),
+                                              std::vector<vid_t>(static_cast<std::size_t>(pass.num_rows), -1));
+      PassSubgraphs subgraphs(pass, c.local->global_id);
+      for (std::size_t k = 0; k < plan.steps.size(); ++k) {
+        const StepPlan& step = plan.steps[k];
+        const StepPlan& reference = expected.steps[k];
+        EXPECT_TRUE(step.drops.empty() && step.read_slots.empty() && step.write_slots.empty() &&
+                    step.accumulate_slots.empty());
+        EXPECT_EQ(step.evict_writeback, reference.evict_writeback);
+        EXPECT_EQ(step.loads, reference.loads);
+        EXPECT_EQ(step.allocations, reference.allocations);
+        EXPECT_EQ(step.zeroed, reference.zeroed);
+        EXPECT_EQ(step.prefetch, reference.prefetch);
+        for (const auto* assignments : {&step.loads, &step.allocations}) {
+          for (const SlotAssignment& a : *assignments) {
+            slot_of[a.row.tensor][static_cast<std::size_t>(a.row.row)] = a.slot;
+          }
+        }
+        const PlannedStep& s = pass.steps[k];
+        const bool aggregation = s.kind == StepKind::kAggregate || s.kind == StepKind::kAggregateBackward;
+        const std::vector<vid_t> sources = aggregation ? subgraphs.get(s.layer, s.index).sources : std::vector<vid_t>{};
+        const StepRows rows = rows_of_step(model, pass, k, sources);
+        const auto found = [&](const RowRun& run) {
+          std::vector<std::int32_t> slots;
+          for (const vid_t r : run.rows) slots.push_back(slot_of[run.tensor][static_cast<std::size_t>(r)]);
+          return slots;
+        };
+        ASSERT_EQ(found(rows.reads), reference.read_slots) << "step " << k;
+        ASSERT_EQ(found(rows.writes), reference.write_slots) << "step " << k;
+        ASSERT_EQ(found(rows.accumulates), reference.accumulate_slots) << "step " << k;
+      }
+      for (std::size_t e = 0; e < plan.phase_ends.size(); ++e) {
+        EXPECT_EQ(plan.phase_ends[e].writeback, expected.phase_ends[e].writeback);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Subgraph building blocks: closures listed as nested prefixes, runs cut to a cost limit, and the recompute
 // baseline's closure passes, which must hold exactly the rows and in-edges each layer needs.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <numeric>
@@ -105,6 +106,10 @@ TEST(SubgraphBuilder, BuildsWhatThePlainConstructionBuilds) {
   for (std::size_t v = 0; v < global_id.size(); ++v) global_id[v] = static_cast<gid_t>(3 * v + 11);
   SubgraphBuilder builder(data.graph, weights, global_id);
   SubgraphBuilder unweighted(data.graph, {}, global_id);
+  // Every block by three threads: runs of destinations, a bitmap and counts per thread.
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(3);
+  SubgraphBuilder in_parallel(data.graph, weights, global_id, {}, 0);
   std::vector<vid_t> order(static_cast<std::size_t>(data.num_vertices()));
   std::iota(order.begin(), order.end(), 0);
   std::mt19937 random(5);
@@ -118,7 +123,14 @@ TEST(SubgraphBuilder, BuildsWhatThePlainConstructionBuilds) {
     expect_same_subgraph(unweighted.build(dsts), reference_subgraph(data.graph, {}, dsts, global_id));
     expect_same_subgraph(make_subgraph(data.graph, weights, dsts, global_id),
                          reference_subgraph(data.graph, weights, dsts, global_id));
+    Subgraph reused;
+    in_parallel.build(dsts, reused);
+    expect_same_subgraph(reused, reference_subgraph(data.graph, weights, dsts, global_id));
+    std::vector<vid_t> sources;
+    EXPECT_EQ(builder.list_sources(dsts, sources), static_cast<eid_t>(reused.block.src_index.size()));
+    EXPECT_EQ(sources, reused.sources);
   }
+  omp_set_num_threads(threads);
 }
 
 TEST(PartitionInOrder, AVertexOverTheLimitRunsAloneOrThrows) {
@@ -185,13 +197,15 @@ TEST(ClosurePlanner, APassHoldsEachLayersRowsAndAllTheirInEdges) {
   std::set<vid_t> outputs;
   for (const auto& dsts : plan.closures) {
     const Pass pass = planner.plan(plan, dsts);
+    PassSubgraphs subgraphs(pass, shifted.global_id);
     ASSERT_EQ(pass.num_outputs, static_cast<std::int64_t>(dsts.size()));
     for (std::int64_t r = 0; r < pass.num_outputs; ++r)
       EXPECT_TRUE(outputs.insert(pass.vertex(static_cast<vid_t>(r))).second);
     for (std::size_t l = 0; l < 3; ++l) {
       // Layer l aggregates the rows within 2-l hops of the subgraph and transforms those within 3-l.
       std::multiset<vid_t> aggregated;
-      for (const Subgraph& part : pass.layer_parts[l]) {
+      for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+        const Subgraph& part = subgraphs.get(l, k);
         for (vid_t i = 0; i < part.num_dst(); ++i) {
           const vid_t v = pass.vertex(part.sources[static_cast<std::size_t>(i)]);
           aggregated.insert(v);

@@ -231,10 +231,11 @@ TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
   EXPECT_GT(recompute.closures.size(), 1U);
   EXPECT_GT(recompute.rows_computed, recompute.rows_needed);
   // Every vertex is a destination of exactly one subgraph in each layer.
-  for (const auto& parts : reuse.passes.front().layer_parts) {
+  const Pass& pass = reuse.passes.front();
+  for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
     std::vector<int> seen(static_cast<std::size_t>(data.num_vertices()), 0);
-    for (const Subgraph& part : parts) {
-      for (const vid_t v : part.destinations()) ++seen[static_cast<std::size_t>(v)];
+    for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+      for (const vid_t v : pass.destinations(l, k)) ++seen[static_cast<std::size_t>(v)];
     }
     EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int count) { return count == 1; }));
   }

@@ -3,6 +3,7 @@
 // the epoch's access trace once (it is the same every epoch: static graph, fixed subgraph order, fixed
 // layers), asks a policy for a plan, and replays that plan physically every epoch. See docs/scheduler.md.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,12 @@ struct TensorSpec {
   bool keep_on_host = false;
 };
 
+// Rows of one tensor that a trace step lists without owning them: they must outlive planning.
+struct RowRun {
+  std::uint32_t tensor = 0;
+  std::span<const vid_t> rows;
+};
+
 // A step transforms one chunk of rows or aggregates one subgraph, forward or backward. A row may appear in
 // several lists of one step (read and written in place): it then has one slot for the whole step.
 struct TraceStep {
@@ -33,6 +40,9 @@ struct TraceStep {
   std::vector<RowRef> writes;       // produced by the step: a slot is allocated without a load
   std::vector<RowRef> accumulates;  // read-modify-write: the first touch in the epoch gets a zeroed slot;
                                     // a later touch of a row that left the device loads it first
+  // The rest of each list, after its RowRefs: runs of rows held elsewhere, at no cost per row (the executor's
+  // traces list a subgraph's sources or a chunk's rows this way).
+  std::vector<RowRun> read_runs, write_runs, accumulate_runs;
   // The step's loads wait for something outside the trace (rows received from other ranks): they are never
   // prefetched during the previous step.
   bool fence = false;
@@ -71,6 +81,7 @@ const char* to_string(CachePolicy policy);
 struct SlotAssignment {
   RowRef row;
   std::int32_t slot = 0;  // in the pool of row.tensor for the step's phase
+  friend bool operator==(const SlotAssignment&, const SlotAssignment&) = default;
 };
 
 // What the executor does for one step, in this order: evict_writeback (device->host, frees the slots), drops
@@ -78,7 +89,7 @@ struct SlotAssignment {
 // accumulates; zero the latter), then run the step.
 struct StepPlan {
   std::vector<SlotAssignment> evict_writeback;
-  std::vector<SlotAssignment> drops;
+  std::vector<SlotAssignment> drops;  // empty under CachePlanDetail::kTransfers
   std::vector<SlotAssignment> loads;
   std::vector<SlotAssignment> allocations;
   // The allocations of first-touch accumulates, whose slots start from zero (the others are written whole).
@@ -87,7 +98,8 @@ struct StepPlan {
   // a row the previous step touched or loads into a slot it used. Never set on a phase's first step, on a
   // fenced step or on a step without loads.
   bool prefetch = false;
-  // The slot of each entry of the step's reads, writes and accumulates, in the same order.
+  // The slot of each entry of the step's reads, writes and accumulates, in the same order (RowRefs, then runs);
+  // empty under CachePlanDetail::kTransfers.
   std::vector<std::int32_t> read_slots, write_slots, accumulate_slots;
 };
 
@@ -110,7 +122,12 @@ struct CachePlan {
   std::int64_t total_bytes() const { return h2d_bytes + d2h_bytes; }
 };
 
+// How much of the plan to record. kTransfers leaves out what the executor does not need: the drops (a dropped
+// row's slot is simply taken by a later load or allocation) and the slot of every list entry (the slot a row
+// was last loaded or allocated into, which the executor tracks); every other field is as kFull records it.
+enum class CachePlanDetail { kFull, kTransfers };
+
 // Throws InputError for a malformed trace or a step that does not fit its pools.
-CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy);
+CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy, CachePlanDetail detail = CachePlanDetail::kFull);
 
 }  // namespace nj

@@ -10,6 +10,16 @@
 
 namespace nj {
 
+// How the subgraph executor keeps the trace tensors' rows on the host (tensor 2l: layer l's transformed rows, 2l+1:
+// their gradients; docs/scheduler.md): a tensor's rows live there only during the phases that touch it (its
+// layer's forward phase, and its backward phase where that reads them), so tensors whose phases do not overlap
+// share one buffer. Per tensor, its buffer; per buffer, the widest row it holds.
+struct HostHomes {
+  std::vector<std::size_t> buffer_of;
+  std::vector<std::int64_t> width;
+};
+HostHomes host_homes(const Model& model);
+
 // What a rank loads and computes on.
 struct RankShape {
   std::int64_t owned = 0;     // vertices whose rows it holds
@@ -41,6 +51,8 @@ struct RunLayout {
   bool device_in_host_memory = true;
   // The subgraph executor's device budget (kUnlimited: none).
   std::int64_t device_budget = 0;
+  // The recompute baseline gathers each pass's logits into rows of their own; reuse's last layer outputs are them.
+  bool recompute = false;
   // Compute threads (0: OpenMP's default), each with its own BLAS packing buffers.
   int threads = 0;
 };

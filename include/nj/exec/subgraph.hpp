@@ -29,24 +29,47 @@ bool reads_mirror(const Subgraph& part, vid_t first_mirror);
 Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,
                        std::span<const gid_t> global_id, std::span<const vid_t> vertex_of = {});
 
-// make_subgraph for many subgraphs of one graph: its per-vertex scratch (a local id per vertex and a bitmap) is
-// kept between calls, so that each subgraph costs time linear in its own edges, plus one bit per graph vertex
-// where that is less than sorting its sources. The arguments must outlive the builder.
+// make_subgraph for many subgraphs of one graph: its per-vertex scratch (bitmaps, and a local id for each
+// destination) is kept between calls, so that each subgraph costs time linear in its own edges, plus one bit per
+// graph vertex where that is less than sorting its sources. A step that runs a subgraph builds its block this way
+// when the plan does not keep it. The arguments must outlive the builder.
 class SubgraphBuilder {
  public:
+  // A block of at least `parallel_edges` in-edges is built by OpenMP's threads (the same block as one thread
+  // builds).
   SubgraphBuilder(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const gid_t> global_id,
-                  std::span<const vid_t> vertex_of = {});
+                  std::span<const vid_t> vertex_of = {}, eid_t parallel_edges = eid_t{1} << 16);
   // `dsts` must be distinct.
   Subgraph build(std::span<const vid_t> dsts);
+  // The same into `out`, reusing its arrays' memory.
+  void build(std::span<const vid_t> dsts, Subgraph& out);
+  // Only the sources of the subgraph (what its block's src_gid lists), in the same order; returns its in-edges.
+  eid_t list_sources(std::span<const vid_t> dsts, std::vector<vid_t>& sources);
 
  private:
+  // Lists the sources into `sources` and leaves what numbers them: local_ for the destinations (and for the other
+  // sources where they were sorted), the bitmap and its prefix counts otherwise; copies the in-edges' sources into
+  // `in_edges` where given. Returns the number of in-edges.
+  eid_t number_sources(std::span<const vid_t> dsts, std::vector<vid_t>& sources, std::vector<vid_t>* in_edges);
+  void forget(std::span<const vid_t> dsts, std::span<const vid_t> sources);
+  vid_t local_of(vid_t v, vid_t num_dst) const;
+  void build_in_parallel(std::span<const vid_t> dsts, Subgraph& out, int threads);
+  // The out-edge view, out-edge weights and global ids of a block whose in-edge arrays are set.
+  void finish_block(Subgraph& out, int threads);
+
   const CsrGraph& graph_;
   std::span<const float> edge_weight_;
   std::span<const gid_t> global_id_;
   std::span<const vid_t> vertex_of_;
-  std::vector<vid_t> local_;         // per vertex: its local id in the subgraph being built, or a mark
-  std::vector<std::uint64_t> seen_;  // per vertex: one bit, set for the non-destination sources being listed
-  std::vector<vid_t> others_;        // scratch: the non-destination sources
+  std::vector<vid_t> local_;           // per vertex: its local id, where numbered through it
+  std::vector<std::uint64_t> is_dst_;  // per vertex: one bit, set for the destinations
+  std::vector<std::uint64_t> seen_;    // per vertex: one bit, set for the other sources
+  std::vector<std::uint32_t> rank_;    // per bitmap word: the other sources in the words before it
+  bool ranked_ = false;                // the other sources are numbered by seen_ and rank_, not local_
+  std::vector<vid_t> others_;          // scratch: the non-destination sources
+  eid_t parallel_edges_;
+  std::vector<std::vector<std::uint64_t>> thread_seen_;  // scratch: each further thread's bitmap of sources
+  std::vector<std::vector<eid_t>> thread_cursor_;        // scratch: per thread, the next out-edge of each source
 };
 
 // Reverse Cuthill-McKee-style order: breadth-first over in-neighbours, lower degree first, one component after

@@ -12,6 +12,8 @@
 // Both compute exactly the gradients of full-graph training: dropout masks depend only on global ids, and
 // gradients of shared rows are summed over the subgraphs that read them.
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,10 +29,17 @@ enum class ExecutionMode { kReuse, kRecompute };
 ExecutionMode parse_execution_mode(const std::string& text);
 const char* to_string(ExecutionMode mode);
 
+// A pass keeps its subgraphs' blocks on the host when they take at most this many bytes together; otherwise each
+// step builds its subgraph's block from the pass's graph when it runs (SubgraphBuilder), holding one at a time.
+constexpr std::int64_t kDefaultKeptBlockBytes = std::int64_t{2} << 30;
+
 struct SubgraphExecutorOptions {
   std::int64_t device_budget = kUnlimited;  // bytes
   ExecutionMode mode = ExecutionMode::kReuse;
   CachePolicy policy = CachePolicy::kStAware;
+  std::int64_t kept_block_bytes = kDefaultKeptBlockBytes;
+  // What the cache plans record: the executor needs only kTransfers; tests that compare every slot ask for kFull.
+  CachePlanDetail cache_detail = CachePlanDetail::kTransfers;
 };
 
 // A step of a pass: `index` is a transform chunk of its layer (transform steps), a subgraph of its layer
@@ -67,6 +76,14 @@ struct ExchangePoints {
   std::size_t finish = 0;
 };
 
+// The size of one subgraph of a pass. Subgraph k of layer l has destinations transform_chunks[l][k] (a layer's
+// subgraphs come first among its chunks) with all their in-edges.
+struct PartSize {
+  vid_t num_src = 0;
+  eid_t num_edges = 0;
+  bool reads_mirror = false;  // some source is a mirror, whose row the exchange brings
+};
+
 // One run of the layer-by-layer schedule over a set of rows, forward and backward. Reuse makes one pass over
 // the whole graph. The recompute baseline makes one pass per subgraph over its L-hop closure: layer l computes
 // the rows within L-1-l hops of the subgraph, and nothing a pass computed is kept for the next one.
@@ -76,15 +93,19 @@ struct Pass {
   std::int64_t num_outputs = 0;      // the last layer's outputs: the first num_outputs rows, whose loss the pass takes
   std::int64_t aggregated_rows = 0;  // the most rows a layer aggregates (mirrors never are)
   std::vector<std::vector<std::vector<vid_t>>> transform_chunks;  // per layer: the rows each transform step takes
-  std::vector<std::vector<Subgraph>> layer_parts;  // per layer: its subgraphs, in pass rows (src_gid: global ids)
-  std::vector<PlannedStep> steps;                  // in execution order: the trace's steps, one to one
-  std::size_t forward_steps = 0;                   // the first forward_steps steps are the forward pass
+  std::vector<std::vector<PartSize>> layer_parts;                 // per layer: its subgraphs
+  // Per layer, every subgraph's block (in pass rows, src_gid: global ids) where the pass keeps them
+  // (SubgraphExecutorOptions::kept_block_bytes); empty where steps build them from `graph` as they run.
+  std::vector<std::vector<Subgraph>> blocks;
+  PreparedGraph graph;             // in pass rows, with its edge weights; empty where the blocks are kept
+  std::vector<PlannedStep> steps;  // in execution order: the trace's steps, one to one
+  std::size_t forward_steps = 0;   // the first forward_steps steps are the forward pass
   // Multi-rank reuse: rows [num_outputs, num_rows) are mirrors, received from their owners. Per layer, the
   // chunks of exchanged rows; per phase (forward layers, then backward layers from the last), where the
   // exchange runs. Subgraphs that read no mirror run while it is in flight.
   std::vector<LayerExchange> exchange;
   std::vector<ExchangePoints> exchange_points;
-  AccessTrace trace;
+  AccessTrace trace;  // once planned, without its steps' row lists (they pointed into planning's own data)
   CachePlan cache;
   std::int64_t largest_step_bytes = 0;  // what the largest step uses besides the pools
   std::int64_t stream_h2d_bytes = 0;    // predicted bytes of rows streamed to the device (not cached)
@@ -92,7 +113,35 @@ struct Pass {
   std::int64_t rows_computed = 0;       // forward aggregations
 
   vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
+  std::span<const vid_t> destinations(std::size_t layer, std::size_t part) const {
+    return transform_chunks[layer][part];
+  }
+  bool keeps_blocks() const { return !blocks.empty(); }
 };
+
+// The subgraphs of a pass as its steps run them: a kept block as it is, or one built into a buffer this holds
+// (valid until the next get). `global_id`: per graph vertex; both must outlive this.
+class PassSubgraphs {
+ public:
+  PassSubgraphs(const Pass& pass, std::span<const gid_t> global_id);
+  const Subgraph& get(std::size_t layer, std::size_t part);
+
+ private:
+  const Pass& pass_;
+  std::optional<SubgraphBuilder> builder_;
+  Subgraph built_;
+};
+
+// The rows a step of a pass lists (its trace step's lists, each one run of one tensor's rows), in list order:
+// what the plan gives each of them a slot for. Tensor 2l holds layer l's transformed rows, 2l+1 their gradients.
+// `sources`: an aggregation step's subgraph sources (unused by other steps).
+struct StepRows {
+  RowRun reads, writes, accumulates;
+};
+StepRows rows_of_step(const Model& model, const Pass& pass, std::size_t step, std::span<const vid_t> sources);
+
+// Host bytes of a subgraph's block with `sources` and `edges` (what Pass::blocks holds per subgraph).
+std::int64_t host_block_bytes(std::int64_t destinations, std::int64_t sources, std::int64_t edges, bool weighted);
 
 // The plan of one epoch, made once: every epoch runs it alike (the recompute baseline cuts the same passes
 // again each epoch).
