@@ -21,6 +21,8 @@ void expect_spmm_shapes(const SparseBlockView& block, ConstDeviceRows sources, C
 }
 
 void expect_gat_shapes(const SparseBlockView& block, const GatShape& shape, ConstDeviceRows z, ConstDeviceRows out) {
+  NJ_EXPECTS(shape.heads >= 1 && shape.heads <= rowmath::kMaxGatHeads && shape.channels >= 1,
+             "gat shapes: {} heads of {} channels (1 to {} heads)", shape.heads, shape.channels, rowmath::kMaxGatHeads);
   NJ_EXPECTS(z.cols == shape.row_width() && out.cols == shape.output_width() && out.rows == block.num_dst &&
                  reaches_sources(block, z),
              "gat shapes: z {}x{} (row width {}), out {}x{} (output width {}), block {}->{}", z.rows, z.cols,

@@ -85,25 +85,20 @@ class CpuBackend final : public Backend {
     expect_gat_shapes(block, shape, grad_z, grad_out);
     NJ_EXPECTS(workspace.size >= gat_backward_workspace(block.num_dst, block.num_edges(), shape.heads),
                "gat_backward workspace of {} floats", workspace.size);
-    // Per edge and head: the coefficient and the score gradient; per destination and head: its score gradient.
-    const std::int64_t edges = block.num_edges() * shape.heads;
-    const DeviceSpan<float> coefficient = workspace.subspan(0, edges);
-    const DeviceSpan<float> score_grad = workspace.subspan(edges, edges);
-    const DeviceSpan<float> dst_score_grad = workspace.subspan(2 * edges, std::int64_t{block.num_dst} * shape.heads);
+    // Per edge: its heads' coefficients and score gradients; then per destination its heads' score gradients.
+    float* edge_workspace = workspace.data;
+    float* dst_score_grad = workspace.data + rowmath::gat_dst_score_grad_offset(block.num_edges(), shape.heads);
 #pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * z.cols))
     for (vid_t i = 0; i < block.num_dst; ++i) {
-      rowmath::gat_backward_row(block, shape, attention, i, z.data, grad_out.row(i), coefficient.data, score_grad.data,
-                                dst_score_grad.data + static_cast<std::int64_t>(i) * shape.heads);
+      rowmath::gat_backward_row(block, shape, attention, i, z.data, grad_out.row(i), edge_workspace,
+                                dst_score_grad + static_cast<std::int64_t>(i) * shape.heads);
     }
+    // Destinations are the first sources: each adds its own score gradient after its out-edges.
 #pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * z.cols))
     for (vid_t j = 0; j < block.num_src; ++j) {
-      rowmath::gat_backward_source_row(block, shape, j, coefficient.data, score_grad.data, grad_out.data,
-                                       grad_z.row(block.row_of(j)), accumulate);
-    }
-#pragma omp parallel for schedule(static) if (worth_threads(block.num_edges() * z.cols))
-    for (vid_t i = 0; i < block.num_dst; ++i) {
-      rowmath::gat_add_dst_score_grad(shape, dst_score_grad.data + static_cast<std::int64_t>(i) * shape.heads,
-                                      grad_z.row(block.row_of(i)));
+      const float* own = j < block.num_dst ? dst_score_grad + static_cast<std::int64_t>(j) * shape.heads : nullptr;
+      rowmath::gat_backward_source_row(block, shape, j, edge_workspace, own, grad_out.data, grad_z.row(block.row_of(j)),
+                                       accumulate);
     }
   }
 

@@ -35,6 +35,9 @@ Model::Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_cl
   NJ_REQUIRE(config.attention_dropout >= 0.0F && config.attention_dropout < 1.0F,
              "attention dropout must be in [0, 1), got {}", config.attention_dropout);
   NJ_REQUIRE(config.heads >= 1 && config.output_heads >= 1, "GAT heads must be positive");
+  NJ_REQUIRE(config.heads <= rowmath::kMaxGatHeads && config.output_heads <= rowmath::kMaxGatHeads,
+             "GAT supports at most {} heads per layer, got {} (output layer {})", rowmath::kMaxGatHeads, config.heads,
+             config.output_heads);
   NJ_REQUIRE(in_dim >= 1 && num_classes >= 1, "model needs input width and classes, got {} and {}", in_dim,
              num_classes);
   std::int64_t width = in_dim;

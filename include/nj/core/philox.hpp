@@ -94,14 +94,57 @@ struct RandomStream {
                    offset >> 4U);
   }
 
-  // Uniform for edge (src -> dst) and head, by global ids.
-  NJ_HD float edge_uniform(std::int64_t src_gid, std::int64_t dst_gid, std::int32_t head) const {
+  // The Philox block of edge (src -> dst), by global ids, that serves heads 8g..8g+7 (g = head / 8): head h
+  // takes half h % 8 of it, so that one block covers eight heads.
+  NJ_HD void edge_block(std::int64_t src_gid, std::int64_t dst_gid, std::int32_t head, std::uint32_t out[4]) const {
     const auto s = static_cast<std::uint64_t>(src_gid);
     const auto d = static_cast<std::uint64_t>(dst_gid);
     const std::uint32_t high = static_cast<std::uint32_t>(s >> 32U) * Philox4x32::kWeyl0 ^
                                static_cast<std::uint32_t>(d >> 32U) ^ (static_cast<std::uint32_t>(head >> 3) << 20U);
-    return uniform(static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(d), high,
-                   static_cast<std::uint32_t>(head & 7));
+    block(static_cast<std::uint32_t>(s), static_cast<std::uint32_t>(d), high, out);
+  }
+
+  // edge_block for kLanes edges into one destination at once (source src_gid[lane]), laid out so that the rounds
+  // vectorise across the edges; equal, word for word, to edge_block lane by lane.
+  template <int kLanes>
+  NJ_HD void edge_blocks(const std::int64_t* src_gid, std::int64_t dst_gid, std::int32_t head,
+                         std::uint32_t out[4][kLanes]) const {
+    const auto d = static_cast<std::uint64_t>(dst_gid);
+    const std::uint32_t high = static_cast<std::uint32_t>(d >> 32U) ^ (static_cast<std::uint32_t>(head >> 3) << 20U);
+    for (int lane = 0; lane < kLanes; ++lane) {
+      const auto s = static_cast<std::uint64_t>(src_gid[lane]);
+      out[0][lane] = static_cast<std::uint32_t>(s);
+      out[1][lane] = static_cast<std::uint32_t>(d);
+      out[2][lane] = static_cast<std::uint32_t>(s >> 32U) * Philox4x32::kWeyl0 ^ high;
+      out[3][lane] = epoch;
+    }
+    std::uint32_t k0 = key0();
+    std::uint32_t k1 = key1();
+    for (int round = 0; round < 10; ++round) {
+      NJ_SIMD
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const std::uint64_t p0 = static_cast<std::uint64_t>(Philox4x32::kMul0) * out[0][lane];
+        const std::uint64_t p1 = static_cast<std::uint64_t>(Philox4x32::kMul1) * out[2][lane];
+        const auto hi0 = static_cast<std::uint32_t>(p0 >> 32U);
+        const auto lo0 = static_cast<std::uint32_t>(p0);
+        const auto hi1 = static_cast<std::uint32_t>(p1 >> 32U);
+        const auto lo1 = static_cast<std::uint32_t>(p1);
+        out[0][lane] = hi1 ^ out[1][lane] ^ k0;
+        out[1][lane] = lo1;
+        out[2][lane] = hi0 ^ out[3][lane] ^ k1;
+        out[3][lane] = lo0;
+      }
+      k0 += Philox4x32::kWeyl0;
+      k1 += Philox4x32::kWeyl1;
+    }
+  }
+
+  // Uniform for edge (src -> dst) and head, by global ids.
+  NJ_HD float edge_uniform(std::int64_t src_gid, std::int64_t dst_gid, std::int32_t head) const {
+    std::uint32_t words[4];
+    edge_block(src_gid, dst_gid, head, words);
+    return uniform_from_half(words[(static_cast<std::uint32_t>(head) & 7U) >> 1U],
+                             static_cast<std::uint32_t>(head) & 1U);
   }
 };
 

@@ -3,6 +3,7 @@
 // function computes one destination row (or one element) from raw pointers, so the CPU tests exercise the
 // same arithmetic the device runs.
 #include <cmath>
+#include <cstring>
 
 #include "nj/core/hd.hpp"
 #include "nj/core/philox.hpp"
@@ -41,6 +42,49 @@ NJ_HD inline float activation_backward_element(Activation act, float h, float gr
 NJ_HD inline float dropout_scale(float uniform, float p) { return uniform < p ? 0.0F : 1.0F / (1.0F - p); }
 
 NJ_HD inline float leaky_relu(float x, float slope) { return x > 0.0F ? x : slope * x; }
+
+// e^x within 1.03 ulp of the exact value over the whole float range (checked against double for every float;
+// below -87.34, where e^x is denormal, it is 0), with no call and no branch, so that the loops over a GAT
+// layer's heads vectorise; the CPU and CUDA kernels share it. Cephes' expf: x = n ln 2 + r with |r| <= ln 2 / 2,
+// e^r by its polynomial, scaled by 2^n in two steps so that both factors stay normal.
+NJ_HD inline float exp_vectorisable(float x) {
+  constexpr float kLow = -87.33654F;
+  constexpr float kHigh = 88.72283F;
+  const float clamped = x > kLow ? (x < kHigh ? x : kHigh) : kLow;  // also NaN, whose conversion would be undefined
+  // n = round(x / ln 2): adding 1.5 · 2^23 leaves no fraction bits (|x / ln 2| < 2^22), which rounds to nearest.
+  constexpr float kRound = 12582912.0F;
+  const float n = (clamped * 1.44269504088896341F + kRound) - kRound;
+  const float r = (clamped - n * 0.693359375F) - n * -2.12194440e-4F;
+  float p = 1.9875691500e-4F;
+  p = p * r + 1.3981999507e-3F;
+  p = p * r + 8.3334519073e-3F;
+  p = p * r + 4.1665795894e-2F;
+  p = p * r + 1.6666665459e-1F;
+  p = p * r + 5.0000001201e-1F;
+  p = p * r * r + r + 1.0F;
+  const auto whole = static_cast<std::int32_t>(n);
+  const std::int32_t half = whole / 2;
+  const std::int32_t bits_low = (half + 127) * (std::int32_t{1} << 23);
+  const std::int32_t bits_high = (whole - half + 127) * (std::int32_t{1} << 23);
+  float scale_low = 0.0F;
+  float scale_high = 0.0F;
+  std::memcpy(&scale_low, &bits_low, sizeof scale_low);
+  std::memcpy(&scale_high, &bits_high, sizeof scale_high);
+  const float y = p * scale_low * scale_high;
+  return x != x ? x : (x < kLow ? 0.0F : (x > kHigh ? INFINITY : y));
+}
+
+// <a, b> over n floats, in eight interleaved partial sums (so that it vectorises) added pairwise at the end.
+NJ_HD inline float dot_row(const float* __restrict__ a, const float* __restrict__ b, std::int64_t n) {
+  float part[8] = {0.0F, 0.0F, 0.0F, 0.0F, 0.0F, 0.0F, 0.0F, 0.0F};
+  std::int64_t c = 0;
+  for (; c + 8 <= n; c += 8) {
+    NJ_SIMD
+    for (int k = 0; k < 8; ++k) part[k] += a[c + k] * b[c + k];
+  }
+  for (int k = 0; c + k < n; ++k) part[k] += a[c + k] * b[c + k];
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
 
 // out[i] = Σ_e w_e in[src_e] for one destination row (w_e = 1 without weights).
 // out += w · x over a row; the rows never overlap, which lets the compiler vectorise.
@@ -104,34 +148,15 @@ struct GatShape {
   NJ_HD std::int64_t dst_score(int h) const { return features() + heads + h; }
 };
 
-// Attention of edge e (into destination i) for head h, before dropout: softmax over i's in-edges of
-// LeakyReLU(s_src[j] + s_dst[i]). max and sum are the row's softmax statistics.
-// z holds the block's source rows (row b.row_of(j) for local source j); z_dst_row is destination i's row.
+// The GAT row functions keep a few floats per head on the stack (a destination visits its in-edges once for
+// all heads); expect_gat_shapes and the model refuse more heads than this.
+inline constexpr int kMaxGatHeads = 64;
+
+// Attention of edge e (into destination i) for head h, before dropout: softmax over i's in-edges of the logit
+// LeakyReLU(s_src[j] + s_dst[i]). z holds the block's source rows (row b.row_of(j) for local source j); the
+// destination's own row is local source i.
 NJ_HD inline const float* gat_source_row(const SparseBlockView& b, const GatShape& s, const float* z, vid_t j) {
   return z + b.row_of(j) * s.row_width();
-}
-
-NJ_HD inline float gat_pre_activation(const SparseBlockView& b, const GatShape& s, const float* z,
-                                      const float* z_dst_row, vid_t j, int h) {
-  return gat_source_row(b, s, z, j)[s.src_score(h)] + z_dst_row[s.dst_score(h)];
-}
-
-NJ_HD inline float gat_logit(const SparseBlockView& b, const GatShape& s, const float* z, const float* z_dst_row,
-                             vid_t j, int h) {
-  return leaky_relu(gat_pre_activation(b, s, z, z_dst_row, j, h), s.negative_slope);
-}
-
-// Softmax statistics (max, sum of exp) of destination i's logits for head h.
-NJ_HD inline void gat_softmax_stats(const SparseBlockView& b, const GatShape& s, vid_t i, const float* z_src,
-                                    const float* z_dst_row, int h, float& max_logit, float& sum_exp) {
-  max_logit = -INFINITY;
-  for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
-    max_logit = fmaxf(max_logit, gat_logit(b, s, z_src, z_dst_row, b.src_index[e], h));
-  }
-  sum_exp = 0.0F;
-  for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
-    sum_exp += expf(gat_logit(b, s, z_src, z_dst_row, b.src_index[e], h) - max_logit);
-  }
 }
 
 // The dropout factor of edge e for head h: 1 without attention dropout.
@@ -141,102 +166,295 @@ NJ_HD inline float gat_edge_dropout(const SparseBlockView& b, const GatShape& s,
   return dropout_scale(stream.edge_uniform(b.src_gid[b.src_index[e]], b.src_gid[i], h), s.attention_dropout);
 }
 
+// The factor a kept edge's attention is scaled by: gat_edge_dropout's value where it keeps the edge.
+NJ_HD inline float gat_kept_scale(const GatShape& s) {
+  return s.attention_dropout > 0.0F ? dropout_scale(1.0F, s.attention_dropout) : 1.0F;
+}
+
+// In-edges whose attention dropout is drawn together: on the CPU the Philox rounds vectorise across them; on the
+// GPU, where a thread computes one destination row, one at a time.
+#if defined(__CUDA_ARCH__)
+inline constexpr int kGatDropoutLanes = 1;
+#else
+inline constexpr int kGatDropoutLanes = 16;
+#endif
+
+// Which heads keep in-edges e .. e + count - 1 of destination i (count <= kGatDropoutLanes): bit h of kept[k] is
+// set where gat_edge_dropout(.., e + k, h) keeps the edge. One Philox block serves eight heads of an edge.
+NJ_HD inline void gat_edge_keep_masks(const SparseBlockView& b, const GatShape& s, const RandomStream& stream, vid_t i,
+                                      eid_t e, int count, std::uint64_t* kept) {
+  for (int k = 0; k < kGatDropoutLanes; ++k) kept[k] = 0;
+  if (s.attention_dropout <= 0.0F) {
+    for (int k = 0; k < kGatDropoutLanes; ++k) kept[k] = ~std::uint64_t{0};
+    return;
+  }
+  gid_t src[kGatDropoutLanes];
+  for (int k = 0; k < kGatDropoutLanes; ++k) src[k] = b.src_gid[b.src_index[e + (k < count ? k : 0)]];
+  const gid_t dst = b.src_gid[i];
+  for (int first = 0; first < s.heads; first += 8) {
+    std::uint32_t words[4][kGatDropoutLanes];
+    stream.edge_blocks<kGatDropoutLanes>(src, dst, first, words);
+    const int last = first + 8 < s.heads ? first + 8 : s.heads;
+    for (int h = first; h < last; ++h) {
+      const auto half = static_cast<std::uint32_t>(h & 7);
+      const std::uint32_t* word = words[half >> 1U];
+      NJ_SIMD
+      for (int k = 0; k < kGatDropoutLanes; ++k) {
+        const bool keep = !(uniform_from_half(word[k], half & 1U) < s.attention_dropout);
+        kept[k] |= static_cast<std::uint64_t>(keep) << static_cast<unsigned>(h);
+      }
+    }
+  }
+}
+
+// keep[h] = the dropout factor of head h from an edge's mask: kept_scale where its bit is set, else 0.
+NJ_HD inline void gat_keep_factors(const GatShape& s, std::uint64_t kept, float kept_scale, float* __restrict__ keep) {
+  NJ_SIMD
+  for (int h = 0; h < s.heads; ++h) keep[h] = ((kept >> static_cast<unsigned>(h)) & 1U) != 0 ? kept_scale : 0.0F;
+}
+
+// Asks for what edge e reads of its source, a few edges ahead: the row (width floats from its start) and, with
+// attention dropout, its global id.
+NJ_HD inline void gat_prefetch_source(const SparseBlockView& b, const GatShape& s, const float* z, eid_t e,
+                                      std::int64_t width) {
+#if !defined(__CUDA_ARCH__)
+  if (e >= b.num_edges()) return;
+  const vid_t j = b.src_index[e];
+  prefetch_row(gat_source_row(b, s, z, j), width);
+  if (s.attention_dropout > 0.0F) __builtin_prefetch(b.src_gid + j);
+#else
+  (void)b;
+  (void)s;
+  (void)z;
+  (void)e;
+  (void)width;
+#endif
+}
+
+// s_dst[i] of every head, from destination i's row.
+NJ_HD inline void gat_dst_scores(const SparseBlockView& b, const GatShape& s, const float* z, vid_t i,
+                                 float* dst_score) {
+  const float* row = gat_source_row(b, s, z, i);
+  for (int h = 0; h < s.heads; ++h) dst_score[h] = row[s.dst_score(h)];
+}
+
+// First pass over destination i's in-edges, reading only the sources' scores: each head's largest logit. It
+// asks for the whole rows the next pass gathers, so that the next pass finds them in cache.
+NJ_HD inline void gat_max_logits(const SparseBlockView& b, const GatShape& s, vid_t i, const float* z,
+                                 const float* __restrict__ dst_score, float* __restrict__ max_logit) {
+  for (int h = 0; h < s.heads; ++h) max_logit[h] = -INFINITY;
+  const std::int64_t width = s.row_width();
+  for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
+    gat_prefetch_source(b, s, z, e + kPrefetchDistance, width);
+    const float* __restrict__ row = gat_source_row(b, s, z, b.src_index[e]);
+    const float* __restrict__ src_score = row + s.features();
+    // The rest of the row too, once its scores are asked for: the look-ahead alone leaves most of it to the next
+    // pass, which then waits (measured on an AMD EPYC; the scores' load brings the row's page in).
+    prefetch_row(row, s.features());
+    NJ_SIMD
+    for (int h = 0; h < s.heads; ++h) {
+      // As fmaxf (a NaN logit is skipped), but inline and vectorisable.
+      const float logit = leaky_relu(src_score[h] + dst_score[h], s.negative_slope);
+      max_logit[h] = logit > max_logit[h] ? logit : max_logit[h];
+    }
+  }
+}
+
 // One destination row of GAT aggregation: out[i] = Σ_e dropout(α_e) x'_src (heads concatenated or averaged).
+// The in-edges are visited with all heads at once, so each source row is gathered once (after the pass that
+// finds each head's largest logit): where every head owns its output columns (concatenated, or one head),
+// out_h gathers Σ exp(logit − max) · x' and is divided by the head's Σ exp(logit − max) at the end; averaged
+// heads share their columns, so there each head's sum comes from a pass of its own first.
 NJ_HD inline void gat_forward_row(const SparseBlockView& b, const GatShape& s, const RandomStream& stream, vid_t i,
-                                  const float* z_src, float* out) {
-  const float* z_dst_row = gat_source_row(b, s, z_src, i);
+                                  const float* z_src, float* __restrict__ out) {
   const std::int64_t width = s.output_width();
   for (std::int64_t c = 0; c < width; ++c) out[c] = 0.0F;
-  const float head_scale = s.concat ? 1.0F : 1.0F / static_cast<float>(s.heads);
-  for (int h = 0; h < s.heads; ++h) {
-    float max_logit = 0.0F;
-    float sum_exp = 0.0F;
-    gat_softmax_stats(b, s, i, z_src, z_dst_row, h, max_logit, sum_exp);
-    float* out_h = out + (s.concat ? static_cast<std::int64_t>(h) * s.channels : 0);
-    for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
-      const vid_t j = b.src_index[e];
-      const float alpha = expf(gat_logit(b, s, z_src, z_dst_row, j, h) - max_logit) / sum_exp;
-      const float coefficient = alpha * gat_edge_dropout(b, s, stream, i, e, h) * head_scale;
-      const float* x = gat_source_row(b, s, z_src, j) + static_cast<std::int64_t>(h) * s.channels;
-      for (int c = 0; c < s.channels; ++c) out_h[c] += coefficient * x[c];
+  const eid_t first = b.dst_offsets[i];
+  const eid_t end = b.dst_offsets[i + 1];
+  if (first == end) return;
+  const int heads = s.heads;
+  const int channels = s.channels;
+  const float head_scale = s.concat ? 1.0F : 1.0F / static_cast<float>(heads);
+  const bool divide_after = s.concat || heads == 1;
+  float dst_score[kMaxGatHeads];
+  float max_logit[kMaxGatHeads];
+  float sum_exp[kMaxGatHeads];
+  float coefficient[kMaxGatHeads];
+  gat_dst_scores(b, s, z_src, i, dst_score);
+  gat_max_logits(b, s, i, z_src, dst_score, max_logit);
+  for (int h = 0; h < heads; ++h) sum_exp[h] = 0.0F;
+  if (!divide_after) {
+    for (eid_t e = first; e < end; ++e) {
+      const float* __restrict__ src_score = gat_source_row(b, s, z_src, b.src_index[e]) + s.features();
+      NJ_SIMD
+      for (int h = 0; h < heads; ++h) {
+        sum_exp[h] += exp_vectorisable(leaky_relu(src_score[h] + dst_score[h], s.negative_slope) - max_logit[h]);
+      }
+    }
+  }
+  const std::int64_t row_width = s.row_width();
+  const float kept_scale = gat_kept_scale(s);
+  std::uint64_t kept[kGatDropoutLanes];
+  for (eid_t e = first; e < end; ++e) {
+    const auto lane = static_cast<int>((e - first) % kGatDropoutLanes);
+    if (lane == 0) {
+      const eid_t left = end - e;
+      gat_edge_keep_masks(b, s, stream, i, e, left < kGatDropoutLanes ? static_cast<int>(left) : kGatDropoutLanes,
+                          kept);
+    }
+    gat_prefetch_source(b, s, z_src, e + kPrefetchDistance, row_width);  // the next destination's, for its first pass
+    const float* __restrict__ x = gat_source_row(b, s, z_src, b.src_index[e]);
+    const float* __restrict__ src_score = x + s.features();
+    gat_keep_factors(s, kept[lane], kept_scale, coefficient);
+    if (divide_after) {
+      NJ_SIMD
+      for (int h = 0; h < heads; ++h) {
+        const float p = exp_vectorisable(leaky_relu(src_score[h] + dst_score[h], s.negative_slope) - max_logit[h]);
+        sum_exp[h] += p;
+        coefficient[h] *= p;
+      }
+    } else {
+      NJ_SIMD
+      for (int h = 0; h < heads; ++h) {
+        const float p = exp_vectorisable(leaky_relu(src_score[h] + dst_score[h], s.negative_slope) - max_logit[h]);
+        coefficient[h] *= p / sum_exp[h] * head_scale;
+      }
+    }
+    for (int h = 0; h < heads; ++h) {
+      axpy_row(coefficient[h], x + static_cast<std::int64_t>(h) * channels,
+               out + (s.concat ? static_cast<std::int64_t>(h) * channels : 0), channels);
+    }
+  }
+  if (divide_after) {
+    for (int h = 0; h < heads; ++h) {
+      const float scale = head_scale / sum_exp[h];
+      float* out_h = out + static_cast<std::int64_t>(h) * channels;
+      NJ_SIMD
+      for (int c = 0; c < channels; ++c) out_h[c] *= scale;
     }
   }
 }
 
-// Backward of one destination row, first half: for each in-edge e and head h, the coefficient that carries
-// grad_out into x'_src (dropped-out, head-scaled attention) and the gradient of the pre-LeakyReLU score
-// (which flows to s_src[j] and s_dst[i]). Softmax backward: ∂e = α (g − Σ_k α_k g_k).
-// edge_coefficient and edge_score_grad are [num_edges, heads]; dst_score_grad receives Σ_e ∂score for i.
-NJ_HD inline void gat_backward_row(const SparseBlockView& b, const GatShape& s, const RandomStream& stream, vid_t i,
-                                   const float* z_src, const float* grad_out_row, float* edge_coefficient,
-                                   float* edge_score_grad, float* dst_score_grad) {
-  const float* z_dst_row = gat_source_row(b, s, z_src, i);
-  const float head_scale = s.concat ? 1.0F : 1.0F / static_cast<float>(s.heads);
-  for (int h = 0; h < s.heads; ++h) {
-    float max_logit = 0.0F;
-    float sum_exp = 0.0F;
-    gat_softmax_stats(b, s, i, z_src, z_dst_row, h, max_logit, sum_exp);
-    const float* g_h = grad_out_row + (s.concat ? static_cast<std::int64_t>(h) * s.channels : 0);
-    // grad of α_e (before dropout): dropout · head_scale · <g_h, x'_j,h>; accumulate Σ α g for the softmax.
-    float weighted_sum = 0.0F;
-    for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
-      const vid_t j = b.src_index[e];
-      const float alpha = expf(gat_logit(b, s, z_src, z_dst_row, j, h) - max_logit) / sum_exp;
-      const float keep = gat_edge_dropout(b, s, stream, i, e, h) * head_scale;
-      const float* x = gat_source_row(b, s, z_src, j) + static_cast<std::int64_t>(h) * s.channels;
-      float dot = 0.0F;
-      for (int c = 0; c < s.channels; ++c) dot += g_h[c] * x[c];
-      const float grad_alpha = keep * dot;
-      edge_coefficient[e * s.heads + h] = alpha * keep;
-      edge_score_grad[e * s.heads + h] = grad_alpha;  // holds ∂α until the softmax pass below
-      weighted_sum += alpha * grad_alpha;
-    }
-    float dst_sum = 0.0F;
-    for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
-      const vid_t j = b.src_index[e];
-      const float pre = gat_pre_activation(b, s, z_src, z_dst_row, j, h);
-      const float alpha = expf(leaky_relu(pre, s.negative_slope) - max_logit) / sum_exp;
-      const float grad_logit = alpha * (edge_score_grad[e * s.heads + h] - weighted_sum);
-      const float grad_pre = grad_logit * (pre > 0.0F ? 1.0F : s.negative_slope);
-      edge_score_grad[e * s.heads + h] = grad_pre;
-      dst_sum += grad_pre;
-    }
-    dst_score_grad[h] = dst_sum;
-  }
-}
-
-// Floats of GAT backward's workspace: per edge and head, the coefficient and the score gradient; per destination
-// and head, its score gradient (in that order).
+// GAT backward's workspace: per in-edge e, 2·heads floats (the coefficient of each head, then the score
+// gradient of each head: one cache line per edge for the source pass at 8 heads), then per destination the score
+// gradient of each head.
 NJ_HD inline std::int64_t gat_backward_workspace_floats(std::int64_t num_dst, std::int64_t num_edges, int heads) {
   return (2 * num_edges + num_dst) * heads;
 }
+NJ_HD inline std::int64_t gat_dst_score_grad_offset(std::int64_t num_edges, int heads) { return 2 * num_edges * heads; }
 
-// Backward, second half, for local source j: grad x'_j (+)= Σ coefficient · grad_out[dst], and
-// grad s_src[j] (+)= Σ ∂score, gathered over j's out-edges in a fixed order.
-NJ_HD inline void gat_backward_source_row(const SparseBlockView& b, const GatShape& s, vid_t j,
-                                          const float* edge_coefficient, const float* edge_score_grad,
-                                          const float* grad_out, float* grad_z_row, bool accumulate) {
-  if (!accumulate) {
-    for (std::int64_t c = 0; c < s.row_width(); ++c) grad_z_row[c] = 0.0F;
+// Backward of one destination row, first half: for each in-edge e and head h, the coefficient that carries
+// grad_out into x'_src (dropped-out, head-scaled attention) and the gradient of the pre-LeakyReLU score
+// (which flows to s_src[j] and s_dst[i]). Softmax backward: ∂logit_e = α_e (∂α_e − Σ_k α_k ∂α_k).
+// Three passes over the in-edges, all heads at once: the largest logits (scores only); each source row gathered
+// once for p = exp(logit − max) and ∂α = dropout · head_scale · <g_h, x'_j,h>, kept in the edge's workspace
+// while Σ p and Σ p ∂α are summed; then, from the workspace alone (no gather, no exp, no random draw), the
+// coefficient and the score gradient. In between, a kept edge's slots hold (±p, ∂α) and a dropped edge's
+// (±inf, p), the sign being the score's (for LeakyReLU's slope): p = exp(logit − max) lies in [0, 1], so an
+// infinity marks the edge dropped. dst_score_grad receives Σ_e ∂score for i.
+NJ_HD inline void gat_backward_row(const SparseBlockView& b, const GatShape& s, const RandomStream& stream, vid_t i,
+                                   const float* z_src, const float* __restrict__ grad_out_row, float* edge_workspace,
+                                   float* __restrict__ dst_score_grad) {
+  const int heads = s.heads;
+  for (int h = 0; h < heads; ++h) dst_score_grad[h] = 0.0F;
+  const eid_t first = b.dst_offsets[i];
+  const eid_t end = b.dst_offsets[i + 1];
+  if (first == end) return;
+  const int channels = s.channels;
+  const float head_scale = s.concat ? 1.0F : 1.0F / static_cast<float>(heads);
+  float dst_score[kMaxGatHeads];
+  float max_logit[kMaxGatHeads];
+  float sum_exp[kMaxGatHeads];
+  float weighted[kMaxGatHeads];  // Σ p ∂α, then Σ α ∂α
+  float keep[kMaxGatHeads];
+  float dot[kMaxGatHeads];  // <g_h, x'_j,h> of one edge
+  gat_dst_scores(b, s, z_src, i, dst_score);
+  gat_max_logits(b, s, i, z_src, dst_score, max_logit);
+  for (int h = 0; h < heads; ++h) sum_exp[h] = weighted[h] = 0.0F;
+  const std::int64_t row_width = s.row_width();
+  const float kept_scale = gat_kept_scale(s);
+  std::uint64_t kept[kGatDropoutLanes];
+  for (eid_t e = first; e < end; ++e) {
+    const auto lane = static_cast<int>((e - first) % kGatDropoutLanes);
+    if (lane == 0) {
+      const eid_t left = end - e;
+      gat_edge_keep_masks(b, s, stream, i, e, left < kGatDropoutLanes ? static_cast<int>(left) : kGatDropoutLanes,
+                          kept);
+    }
+    gat_prefetch_source(b, s, z_src, e + kPrefetchDistance, row_width);
+    const float* __restrict__ x = gat_source_row(b, s, z_src, b.src_index[e]);
+    const float* __restrict__ src_score = x + s.features();
+    float* __restrict__ marked = edge_workspace + e * 2 * heads;  // the coefficients' slots
+    float* __restrict__ held = marked + heads;                    // the score gradients' slots
+    gat_keep_factors(s, kept[lane], kept_scale, keep);
+    for (int h = 0; h < heads; ++h) {
+      dot[h] = dot_row(grad_out_row + (s.concat ? static_cast<std::int64_t>(h) * channels : 0),
+                       x + static_cast<std::int64_t>(h) * channels, channels);
+    }
+    NJ_SIMD
+    for (int h = 0; h < heads; ++h) {
+      const float pre = src_score[h] + dst_score[h];
+      const float p = exp_vectorisable(leaky_relu(pre, s.negative_slope) - max_logit[h]);
+      const float grad_alpha = keep[h] * head_scale * dot[h];
+      const bool dropped = keep[h] == 0.0F;
+      sum_exp[h] += p;
+      weighted[h] += p * grad_alpha;
+      marked[h] = dropped ? (pre > 0.0F ? INFINITY : -INFINITY) : (pre > 0.0F ? p : -p);
+      held[h] = dropped ? p : grad_alpha;
+    }
   }
-  const std::int64_t out_width = s.output_width();
-  for (eid_t k = b.src_offsets[j]; k < b.src_offsets[j + 1]; ++k) {
-    const eid_t e = b.out_edge[k];
-    const float* g = grad_out + static_cast<std::int64_t>(b.out_dst[k]) * out_width;
-    for (int h = 0; h < s.heads; ++h) {
-      const float coefficient = edge_coefficient[e * s.heads + h];
-      const float* g_h = g + (s.concat ? static_cast<std::int64_t>(h) * s.channels : 0);
-      float* gz = grad_z_row + static_cast<std::int64_t>(h) * s.channels;
-      for (int c = 0; c < s.channels; ++c) gz[c] += coefficient * g_h[c];
-      grad_z_row[s.src_score(h)] += edge_score_grad[e * s.heads + h];
+  for (int h = 0; h < heads; ++h) weighted[h] /= sum_exp[h];
+  const float slope = s.negative_slope;
+  for (eid_t e = first; e < end; ++e) {
+    float* __restrict__ coefficient = edge_workspace + e * 2 * heads;
+    float* __restrict__ score_grad = coefficient + heads;
+    NJ_SIMD
+    for (int h = 0; h < heads; ++h) {
+      const float marked = coefficient[h];
+      const float held = score_grad[h];
+      const bool dropped = fabsf(marked) == INFINITY;
+      const float alpha = (dropped ? held : fabsf(marked)) / sum_exp[h];
+      const float grad_alpha = dropped ? 0.0F : held;
+      // p == 0 (underflow) leaves α == 0, where the slope does not matter.
+      const float grad_pre = alpha * (grad_alpha - weighted[h]) * (marked > 0.0F ? 1.0F : slope);
+      coefficient[h] = dropped ? 0.0F : alpha * kept_scale * head_scale;
+      score_grad[h] = grad_pre;
+      dst_score_grad[h] += grad_pre;
     }
   }
 }
 
-// After the source pass of GAT's backward, which may have reset the row: destination i (local source i) adds
-// the score gradients its in-edges gathered.
-NJ_HD inline void gat_add_dst_score_grad(const GatShape& s, const float* dst_score_grad, float* grad_z_row) {
-  for (int h = 0; h < s.heads; ++h) grad_z_row[s.dst_score(h)] += dst_score_grad[h];
+// Backward, second half, for local source j: grad x'_j (+)= Σ coefficient · grad_out[dst], and
+// grad s_src[j] (+)= Σ ∂score, gathered over j's out-edges in a fixed order; where j is also a destination,
+// dst_score_grad (its gat_backward_row output; nullptr otherwise) goes to its s_dst gradient.
+NJ_HD inline void gat_backward_source_row(const SparseBlockView& b, const GatShape& s, vid_t j,
+                                          const float* edge_workspace, const float* dst_score_grad,
+                                          const float* grad_out, float* __restrict__ grad_z_row, bool accumulate) {
+  if (!accumulate) {
+    for (std::int64_t c = 0; c < s.row_width(); ++c) grad_z_row[c] = 0.0F;
+  }
+  const int heads = s.heads;
+  const int channels = s.channels;
+  const std::int64_t out_width = s.output_width();
+  float* __restrict__ src_score_grad = grad_z_row + s.features();
+  const eid_t edges = b.src_offsets[b.num_src];
+  for (eid_t k = b.src_offsets[j]; k < b.src_offsets[j + 1]; ++k) {
+    if (k + kPrefetchDistance < edges) {
+      prefetch_row(grad_out + static_cast<std::int64_t>(b.out_dst[k + kPrefetchDistance]) * out_width, out_width);
+      prefetch_row(edge_workspace + b.out_edge[k + kPrefetchDistance] * 2 * heads, 2 * heads);
+    }
+    const float* __restrict__ slot = edge_workspace + b.out_edge[k] * 2 * heads;
+    const float* __restrict__ g = grad_out + static_cast<std::int64_t>(b.out_dst[k]) * out_width;
+    for (int h = 0; h < heads; ++h) {
+      axpy_row(slot[h], g + (s.concat ? static_cast<std::int64_t>(h) * channels : 0),
+               grad_z_row + static_cast<std::int64_t>(h) * channels, channels);
+    }
+    NJ_SIMD
+    for (int h = 0; h < heads; ++h) src_score_grad[h] += slot[heads + h];
+  }
+  if (dst_score_grad != nullptr) {
+    for (int h = 0; h < heads; ++h) grad_z_row[s.dst_score(h)] += dst_score_grad[h];
+  }
 }
 
 // Inverted dropout of one element, its mask addressed by (row global id, column).

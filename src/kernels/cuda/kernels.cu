@@ -36,17 +36,18 @@ __global__ void gat_forward_kernel(SparseBlockView b, rowmath::GatShape shape, R
   }
 }
 
+// gat_backward's workspace: per edge its heads' coefficients and score gradients, then per destination its
+// heads' score gradients (rowmath::gat_backward_workspace_floats).
 struct GatWorkspace {
-  float* coefficient;
-  float* score_grad;
+  float* edge;
   float* dst_score_grad;
 };
 
 __global__ void gat_backward_dst_kernel(SparseBlockView b, rowmath::GatShape shape, RandomStream attention,
                                         ConstDeviceRows z, ConstDeviceRows grad_out, GatWorkspace w) {
   for (std::int64_t i = first_item(); i < b.num_dst; i += item_stride()) {
-    rowmath::gat_backward_row(b, shape, attention, static_cast<vid_t>(i), z.data, grad_out.row(i), w.coefficient,
-                              w.score_grad, w.dst_score_grad + i * shape.heads);
+    rowmath::gat_backward_row(b, shape, attention, static_cast<vid_t>(i), z.data, grad_out.row(i), w.edge,
+                              w.dst_score_grad + i * shape.heads);
   }
 }
 
@@ -54,15 +55,10 @@ __global__ void gat_backward_src_kernel(SparseBlockView b, rowmath::GatShape sha
                                         DeviceRows grad_z, bool accumulate, GatWorkspace w) {
   for (std::int64_t j = first_item(); j < b.num_src; j += item_stride()) {
     const auto source = static_cast<vid_t>(j);
-    rowmath::gat_backward_source_row(b, shape, source, w.coefficient, w.score_grad, grad_out.data,
-                                     grad_z.row(b.row_of(source)), accumulate);
-  }
-}
-
-__global__ void gat_dst_score_kernel(SparseBlockView b, rowmath::GatShape shape, DeviceRows grad_z, GatWorkspace w) {
-  for (std::int64_t i = first_item(); i < b.num_dst; i += item_stride()) {
-    rowmath::gat_add_dst_score_grad(shape, w.dst_score_grad + i * shape.heads,
-                                    grad_z.row(b.row_of(static_cast<vid_t>(i))));
+    // Destinations are the first sources: each adds its own score gradient after its out-edges.
+    const float* own = j < b.num_dst ? w.dst_score_grad + j * shape.heads : nullptr;
+    rowmath::gat_backward_source_row(b, shape, source, w.edge, own, grad_out.data, grad_z.row(b.row_of(source)),
+                                     accumulate);
   }
 }
 
@@ -134,12 +130,11 @@ cudaError_t gat_forward(cudaStream_t stream, const SparseBlockView& block, const
 cudaError_t gat_backward(cudaStream_t stream, const SparseBlockView& block, const rowmath::GatShape& shape,
                          const RandomStream& attention, ConstDeviceRows z, ConstDeviceRows grad_out, DeviceRows grad_z,
                          bool accumulate, DeviceSpan<float> workspace) {
-  const std::int64_t edges = block.num_edges() * shape.heads;
-  const GatWorkspace w{workspace.data, workspace.data + edges, workspace.data + 2 * edges};
+  const GatWorkspace w{workspace.data,
+                       workspace.data + rowmath::gat_dst_score_grad_offset(block.num_edges(), shape.heads)};
   gat_backward_dst_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, shape, attention, z, grad_out, w);
   gat_backward_src_kernel<<<blocks_for(block.num_src), kThreads, 0, stream>>>(block, shape, grad_out, grad_z,
                                                                               accumulate, w);
-  gat_dst_score_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, shape, grad_z, w);
   return cudaPeekAtLastError();
 }
 
