@@ -1,5 +1,6 @@
 // nj plan: plans an epoch of the subgraph executor without training, and compares the cache policies; on a
 // partition folder, plans every rank's shard and reports what each rank moves per epoch.
+#include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -59,9 +60,12 @@ HostFootprint rank_footprint(const PlanArguments& args, const LocalGraph& local,
                         .in_edges = local.graph.num_edges(),
                         .features = features,
                         .classes = classes};
-  return planned_host_footprint(args.model.resolve(), shape,
-                                run_layout(ExecutorChoice{.options = measured.plan.options}, true),
-                                measured.plan.memory.peak_footprint_bytes, measured.plan_host_bytes);
+  const ModelConfig config = args.model.resolve();
+  const RunLayout layout = run_layout(ExecutorChoice{.options = measured.plan.options}, true);
+  const int threads = layout.threads > 0 ? layout.threads : omp_get_max_threads();
+  return planned_host_footprint(config, shape, layout, measured.plan.memory.peak_footprint_bytes,
+                                measured.plan_host_bytes,
+                                executor_host_bytes(measured.plan, static_cast<std::size_t>(config.layers), threads));
 }
 
 // Every rank of a partition folder, planned as `nj train --partitions` would run it with the same options.

@@ -272,6 +272,9 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
         rank.resources, *rank.model, shard.local, shard.features.view(), rank.choice.options, &training_comm);
     log_plan(subgraph_executor->plan());
     rank.executor = std::move(subgraph_executor);
+    // The executor holds what it reads of the graph (its plan, and the graph with self-loops that its steps build
+    // blocks from): the loaded in-edges, a copy, go before the rows fill (the offsets stay, for the counts).
+    std::vector<vid_t>().swap(rank.shard.local.graph.sources);
   }
   if (rank.failure.in_step(comm.rank())) rank.failing = std::make_unique<FailingExecutor>(*rank.executor, rank.failure);
   rank.trainer = std::make_unique<Trainer>(*rank.model, rank.failing ? *rank.failing : *rank.executor, training_comm,

@@ -1,7 +1,11 @@
 #include "nj/exec/cache_plan.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <span>
@@ -21,8 +25,9 @@ constexpr std::uint32_t kNoRow = std::numeric_limits<std::uint32_t>::max();
 constexpr std::uint8_t kRead = 1;
 constexpr std::uint8_t kWrite = 2;
 constexpr std::uint8_t kAccumulate = 4;
-constexpr std::uint8_t kLater = 8;  // the row is touched again later in the epoch
-constexpr std::uint8_t kLive = 16;  // its value after the step is read again, or must end on the host
+constexpr std::uint8_t kLater = 8;    // the row is touched again later in the epoch
+constexpr std::uint8_t kLive = 16;    // its value after the step is read again, or must end on the host
+constexpr std::uint8_t kBefore = 32;  // an accumulate of a row an earlier phase touched: it loads, not zeroes
 
 // One distinct row of one step, with what the rest of the epoch does to it.
 struct Touch {
@@ -38,6 +43,9 @@ void validate_shape(const AccessTrace& trace) {
   const std::size_t num_tensors = trace.tensors.size();
   NJ_REQUIRE(num_tensors <= std::numeric_limits<std::uint16_t>::max(), "cache trace: {} tensors, more than {}",
              num_tensors, std::numeric_limits<std::uint16_t>::max());
+  NJ_REQUIRE(trace.capacity_rows.size() < std::numeric_limits<std::uint16_t>::max(),
+             "cache trace: {} phases, more than {}", trace.capacity_rows.size(),
+             std::numeric_limits<std::uint16_t>::max() - 1);
   for (const TensorSpec& tensor : trace.tensors) {
     NJ_REQUIRE(tensor.row_bytes > 0, "cache trace: tensor '{}' has row_bytes {} (must be positive)", tensor.name,
                tensor.row_bytes);
@@ -90,10 +98,36 @@ std::vector<std::int64_t> validate_steps(const AccessTrace& trace, bool needs_de
   return rows;
 }
 
-// The trace reduced to what planning needs, one phase at a time: distinct rows per step, with next-use
-// information from one backward sweep over the phase, so that no policy has to look ahead at run time. Only the
-// phase being planned is indexed (16 bytes per distinct row of a step); of the others, what a phase needs to know
-// about the rest of the epoch is kept: which rows each later phase touches, and whether it first reads them.
+// Per row, what indexing a phase needs: the touch of the step being indexed, then (sweeping backward) the step of
+// its next touch, how many touches it has from there on and that touch's kinds; together, so that a touch reads one
+// cache line.
+struct RowScratch {
+  std::int32_t mark = -1;
+  std::int32_t count = 0;
+  std::uint8_t bits = 0;
+};
+
+// One phase of the trace indexed for planning: distinct rows per step, with next-use information from one backward
+// sweep over the phase, so that no policy has to look ahead at run time (16 bytes per distinct row of a step).
+struct PhaseTouches {
+  // Rows are numbered over the tensors the phase touches only: tensor t's row r is base[t] + r, of `rows`.
+  std::vector<std::uint32_t> base;
+  std::uint32_t rows = 0;
+  std::size_t first_step = 0;
+  std::vector<std::size_t> step_begin;  // touches of the phase's j-th step: [step_begin[j], step_begin[j + 1])
+  std::vector<Touch> touches;
+  std::vector<RowScratch> scratch;  // per row of the phase
+  // The touches of step i of the phase.
+  std::span<const Touch> step(std::size_t i) const {
+    const std::size_t j = i - first_step;
+    return {touches.data() + step_begin[j], step_begin[j + 1] - step_begin[j]};
+  }
+};
+
+// The trace reduced to what planning needs, one phase at a time. Only the phase being planned is indexed; of the
+// others, what a phase needs to know about the rest of the epoch is kept: which rows each phase touches, and
+// whether it first reads them, and the first phase that touches each row. Phases can so be planned apart (and at
+// once, each by a planner of its own).
 class TraceIndex {
  public:
   TraceIndex(const AccessTrace& trace, bool needs_degree) : trace_(trace) {
@@ -116,17 +150,18 @@ class TraceIndex {
     for (std::size_t p = num_phases; p-- > 0;) phase_begin[p] = std::min(phase_begin[p], phase_begin[p + 1]);
 
     // What each phase does first to each row it touches: the kinds of its first step's touches.
-    scratch_.assign(static_cast<std::size_t>(total), RowScratch{});
+    std::vector<RowScratch> scratch(static_cast<std::size_t>(total));
     first_.resize(num_phases * num_tensors);
     for (std::size_t p = 0; p < num_phases; ++p) {
       const auto phase_start = static_cast<std::int32_t>(phase_begin[p]);
       for (std::size_t i = phase_begin[p]; i < phase_begin[p + 1]; ++i) {
         const auto step = static_cast<std::int32_t>(i);
-        for_each_ref(trace.steps[i], [&](const RowRef& ref, std::uint8_t kind) {
+        for_each_ref(trace.steps[i], base, scratch, [&](const RowRef& ref, std::uint8_t kind) {
           std::vector<std::uint8_t>& first = first_[p * num_tensors + ref.tensor];
           if (first.empty()) first.assign(static_cast<std::size_t>(rows[ref.tensor]), 0);
-          std::int32_t& first_step = scratch_[base[ref.tensor] + static_cast<std::uint32_t>(ref.row)].mark;
+          std::int32_t& first_step = scratch[base[ref.tensor] + static_cast<std::uint32_t>(ref.row)].mark;
           std::uint8_t& kinds = first[static_cast<std::size_t>(ref.row)];
+          ++occurrences;
           if (first_step < phase_start) {
             first_step = step;
             kinds = kind;
@@ -136,35 +171,56 @@ class TraceIndex {
         });
       }
     }
-    std::fill(scratch_.begin(), scratch_.end(), RowScratch{});
+    // The first phase that touches each row.
+    first_phase_.assign(static_cast<std::size_t>(total), std::numeric_limits<std::uint16_t>::max());
+    for (std::size_t p = num_phases; p-- > 0;) {
+      for (std::size_t t = 0; t < num_tensors; ++t) {
+        const std::vector<std::uint8_t>& first = first_[p * num_tensors + t];
+        for (std::size_t r = 0; r < first.size(); ++r) {
+          if (first[r] != 0) first_phase_[base[t] + r] = static_cast<std::uint16_t>(p);
+        }
+      }
+    }
   }
 
   std::vector<std::uint32_t> base;       // per tensor: dense id of its row 0; back() = number of rows
   std::vector<std::size_t> phase_begin;  // steps of phase p: [phase_begin[p], phase_begin[p + 1])
+  std::int64_t occurrences = 0;          // entries over every step's lists
 
-  // Indexes phase p: distinct rows per step, in order of first appearance over reads, writes, accumulates, each
-  // with its next touch and the touches it has left in the phase.
-  void index_phase(std::size_t p) {
-    phase_ = p;
-    touches_.clear();
-    step_begin_.clear();
+  // Indexes phase p into `out`: distinct rows per step, in order of first appearance over reads, writes,
+  // accumulates, each with its next touch and the touches it has left in the phase; the last one in the phase
+  // learns whether a later phase touches the row and first reads it, and an accumulate whether an earlier phase
+  // touched the row.
+  void index_phase(std::size_t p, PhaseTouches& out) const {
     const std::size_t num_tensors = trace_.tensors.size();
+    out.base.assign(num_tensors, 0);
+    out.rows = 0;
+    for (std::size_t t = 0; t < num_tensors; ++t) {
+      out.base[t] = out.rows;
+      out.rows += static_cast<std::uint32_t>(first_[p * num_tensors + t].size());
+    }
+    out.first_step = phase_begin[p];
+    out.touches.clear();
+    out.step_begin.clear();
+    out.scratch.assign(out.rows, RowScratch{});
+    std::vector<Touch>& touches = out.touches;
+    std::vector<RowScratch>& scratch = out.scratch;
     std::vector<std::int64_t> rows_of_tensor(num_tensors, 0);
     for (std::size_t i = phase_begin[p]; i < phase_begin[p + 1]; ++i) {
       const TraceStep& step = trace_.steps[i];
-      const std::size_t step_start = touches_.size();
-      step_begin_.push_back(step_start);
-      for_each_ref(step, [&](const RowRef& ref, std::uint8_t kind) {
-        const std::uint32_t row = base[ref.tensor] + static_cast<std::uint32_t>(ref.row);
-        const auto k = static_cast<std::size_t>(static_cast<std::uint32_t>(scratch_[row].mark));
-        if (k >= step_start && k < touches_.size() && touches_[k].row == row) {
-          touches_[k].bits |= kind;
+      const std::size_t step_start = touches.size();
+      out.step_begin.push_back(step_start);
+      for_each_ref(step, out.base, scratch, [&](const RowRef& ref, std::uint8_t kind) {
+        const std::uint32_t row = out.base[ref.tensor] + static_cast<std::uint32_t>(ref.row);
+        const auto k = static_cast<std::size_t>(static_cast<std::uint32_t>(scratch[row].mark));
+        if (k >= step_start && k < touches.size() && touches[k].row == row) {
+          touches[k].bits |= kind;
           return;
         }
-        scratch_[row].mark = static_cast<std::int32_t>(touches_.size());
-        touches_.push_back({row, kNever, 0, static_cast<std::uint16_t>(ref.tensor), kind});
+        scratch[row].mark = static_cast<std::int32_t>(touches.size());
+        touches.push_back({row, kNever, 0, static_cast<std::uint16_t>(ref.tensor), kind});
       });
-      const std::span<const Touch> touched(touches_.data() + step_start, touches_.size() - step_start);
+      const std::span<const Touch> touched(touches.data() + step_start, touches.size() - step_start);
       for (const Touch& touch : touched) ++rows_of_tensor[touch.tensor];
       for (const Touch& touch : touched) {
         std::int64_t& count = rows_of_tensor[touch.tensor];
@@ -176,18 +232,18 @@ class TraceIndex {
         count = 0;
       }
     }
-    step_begin_.push_back(touches_.size());
+    out.step_begin.push_back(touches.size());
 
     // Backward sweep: each touch learns the row's next touch and how many touches it has left in the phase; the
     // last one in the phase, whether a later phase touches the row and first reads it.
-    for (const Touch& touch : touches_) scratch_[touch.row].mark = -1;
+    for (const Touch& touch : touches) scratch[touch.row].mark = -1;
     const std::size_t num_phases = trace_.capacity_rows.size();
-    for (std::size_t j = step_begin_.size() - 1; j-- > 0;) {
+    for (std::size_t j = out.step_begin.size() - 1; j-- > 0;) {
       const auto step = static_cast<std::int32_t>(phase_begin[p] + j);
-      for (std::size_t k = step_begin_[j]; k < step_begin_[j + 1]; ++k) {
-        if (k + kAhead < step_begin_[j + 1]) __builtin_prefetch(&scratch_[touches_[k + kAhead].row]);
-        Touch& touch = touches_[k];
-        RowScratch& row = scratch_[touch.row];
+      for (std::size_t k = out.step_begin[j]; k < out.step_begin[j + 1]; ++k) {
+        if (k + kAhead < out.step_begin[j + 1]) __builtin_prefetch(&scratch[touches[k + kAhead].row]);
+        Touch& touch = touches[k];
+        RowScratch& row = scratch[touch.row];
         const std::int32_t next = row.mark;
         bool later = next >= 0;
         bool live = false;
@@ -196,7 +252,7 @@ class TraceIndex {
           touch.next = next;
           touch.remaining = row.count;
         } else {
-          const std::uint32_t vertex = touch.row - base[touch.tensor];
+          const std::uint32_t vertex = touch.row - out.base[touch.tensor];
           for (std::size_t q = p + 1; q < num_phases && !later; ++q) {
             const std::vector<std::uint8_t>& first = first_[q * num_tensors + touch.tensor];
             if (first.empty() || first[vertex] == 0) continue;
@@ -205,33 +261,29 @@ class TraceIndex {
           }
           if (!later) live = trace_.tensors[touch.tensor].keep_on_host;
         }
-        touch.bits |= static_cast<std::uint8_t>((later ? kLater : 0) | (live ? kLive : 0));
+        const bool before = (touch.bits & kAccumulate) != 0 &&
+                            first_phase_[base[touch.tensor] + touch.row - out.base[touch.tensor]] < p;
+        touch.bits |= static_cast<std::uint8_t>((later ? kLater : 0) | (live ? kLive : 0) | (before ? kBefore : 0));
         row.count = touch.remaining + 1;
         row.mark = step;
         row.bits = touch.bits;
       }
     }
-    for (const Touch& touch : touches_) scratch_[touch.row].mark = -1;
+    for (const Touch& touch : touches) scratch[touch.row].mark = -1;
   }
-
-  // The touches of step i of the indexed phase, and of the whole phase.
-  std::span<const Touch> step(std::size_t i) const {
-    const std::size_t j = i - phase_begin[phase_];
-    return {touches_.data() + step_begin_[j], step_begin_[j + 1] - step_begin_[j]};
-  }
-  std::span<const Touch> phase_touches() const { return touches_; }
 
  private:
   // fn(ref, kind) for every entry of the step's lists; fetches the per-row scratch of runs' rows a few ahead.
   template <typename Fn>
-  void for_each_ref(const TraceStep& step, Fn&& fn) const {
+  void for_each_ref(const TraceStep& step, std::span<const std::uint32_t> row_base,
+                    const std::vector<RowScratch>& scratch, Fn&& fn) const {
     const auto list = [&](const std::vector<RowRef>& refs, const std::vector<RowRun>& runs, std::uint8_t kind) {
       for (const RowRef& ref : refs) fn(ref, kind);
       for (const RowRun& run : runs) {
-        const std::uint32_t first = base[run.tensor];
+        const std::uint32_t first = row_base[run.tensor];
         for (std::size_t i = 0; i < run.rows.size(); ++i) {
           if (i + kAhead < run.rows.size()) {
-            __builtin_prefetch(&scratch_[first + static_cast<std::uint32_t>(run.rows[i + kAhead])]);
+            __builtin_prefetch(&scratch[first + static_cast<std::uint32_t>(run.rows[i + kAhead])]);
           }
           fn(RowRef{run.tensor, run.rows[i]}, kind);
         }
@@ -246,17 +298,7 @@ class TraceIndex {
   // [phase * tensors + tensor]: per row of the tensor, the kinds of the phase's first touch of it (0: none);
   // empty where the phase does not touch the tensor.
   std::vector<std::vector<std::uint8_t>> first_;
-  // Per row: the touch of the step being indexed, then (sweeping backward) the step of its next touch, how many
-  // touches it has from there on and that touch's kinds; together, so that a touch reads one cache line.
-  struct RowScratch {
-    std::int32_t mark = -1;
-    std::int32_t count = 0;
-    std::uint8_t bits = 0;
-  };
-  std::vector<RowScratch> scratch_;
-  std::size_t phase_ = 0;
-  std::vector<std::size_t> step_begin_;  // touches of the phase's j-th step: [step_begin_[j], step_begin_[j + 1])
-  std::vector<Touch> touches_;
+  std::vector<std::uint16_t> first_phase_;  // per row: the first phase that touches it (none: the largest value)
 };
 
 // One tensor's slots in the current phase. Free slots form a queue: a load takes the slot freed longest ago,
@@ -401,7 +443,7 @@ class NextUseEvictor {
     first_step_ = first_step;
     for (Candidates& pool : pools_) {
       pool.buckets.assign(static_cast<std::size_t>(end_step - first_step), {});
-      pool.heaped.assign(static_cast<std::size_t>(end_step - first_step), 0);
+      pool.heap_size.assign(static_cast<std::size_t>(end_step - first_step), 0);
       pool.never.clear();
       pool.never_head = 0;
       pool.top = first_step - 1;
@@ -439,6 +481,7 @@ class NextUseEvictor {
     std::pop_heap(entries.begin(), entries.end(), std::greater<>());
     const std::uint32_t victim = entries.back().row;
     entries.pop_back();
+    pool.heap_size[static_cast<std::size_t>(next - first_step_)] = static_cast<std::uint32_t>(entries.size());
     if (!entries.empty()) {
       pool.ranked.push_back({priority(entries.front().remaining, next, step), next});
       std::push_heap(pool.ranked.begin(), pool.ranked.end(), ranked_after);
@@ -451,11 +494,7 @@ class NextUseEvictor {
       pool.never.push_back(touch.row);
       return;
     }
-    std::vector<Entry>& entries = bucket(pool, touch.next);
-    entries.push_back({touch.remaining, touch.row});
-    if (pool.heaped[static_cast<std::size_t>(touch.next - first_step_)] != 0) {
-      std::push_heap(entries.begin(), entries.end(), std::greater<>());
-    }
+    bucket(pool, touch.next).push_back({touch.remaining, touch.row});
     pool.top = std::max(pool.top, touch.next);
   }
 
@@ -471,9 +510,9 @@ class NextUseEvictor {
   };
   struct Candidates {
     std::vector<std::vector<Entry>> buckets;  // by next touch - first step of the phase
-    // Whether the bucket is a heap yet: most buckets are never evicted from (their step arrives first and takes
-    // them whole), so a bucket becomes a heap only when a victim is first sought in it.
-    std::vector<char> heaped;
+    // How many of the bucket's first entries form a heap: rows join a bucket at its end, and it is made a heap only
+    // when a victim is sought in it (most buckets never are: their step arrives first and takes them whole).
+    std::vector<std::uint32_t> heap_size;
     std::vector<std::uint32_t> never;  // a queue: the oldest, least likely used by the last step, first
     std::size_t never_head = 0;
     std::int32_t top = 0;         // no bucket above this step holds rows
@@ -485,14 +524,23 @@ class NextUseEvictor {
   std::vector<Entry>& bucket(Candidates& pool, std::int32_t step) const {
     return pool.buckets[static_cast<std::size_t>(step - first_step_)];
   }
-  // The bucket of a step as a min-heap by remaining touches.
+  // The bucket of a step as a min-heap by remaining touches: its rows that joined since it last was one are added
+  // one by one where they are few, or the whole bucket is made a heap again.
   std::vector<Entry>& heap_of(Candidates& pool, std::int32_t step) const {
     const auto b = static_cast<std::size_t>(step - first_step_);
-    if (pool.heaped[b] == 0) {
-      std::make_heap(pool.buckets[b].begin(), pool.buckets[b].end(), std::greater<>());
-      pool.heaped[b] = 1;
+    std::vector<Entry>& entries = pool.buckets[b];
+    const std::size_t heaped = pool.heap_size[b];
+    if (heaped < entries.size()) {
+      if ((entries.size() - heaped) * 8 > entries.size()) {
+        std::make_heap(entries.begin(), entries.end(), std::greater<>());
+      } else {
+        for (std::size_t n = heaped + 1; n <= entries.size(); ++n) {
+          std::push_heap(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(n), std::greater<>());
+        }
+      }
+      pool.heap_size[b] = static_cast<std::uint32_t>(entries.size());
     }
-    return pool.buckets[b];
+    return entries;
   }
   double priority(std::int32_t remaining, std::int32_t next, std::int32_t now) const {
     const double uses = structural_ ? static_cast<double>(remaining) : 1.0;
@@ -518,7 +566,7 @@ struct Traits {
 
 // Row flags
 constexpr std::uint8_t kDirty = 1;
-constexpr std::uint8_t kTouched = 2;  // touched earlier in the epoch: an accumulate must load, not zero
+constexpr std::uint8_t kTouched = 2;  // touched earlier in the phase (kBefore tells of earlier phases)
 constexpr std::uint8_t kRowLive = 4;
 constexpr std::uint8_t kPinned = 8;
 constexpr std::uint8_t kArrived = 16;  // became resident in the current step
@@ -527,28 +575,32 @@ constexpr std::uint8_t kArrived = 16;  // became resident in the current step
 template <class Evictor>
 class Planner {
  public:
-  Planner(const AccessTrace& trace, TraceIndex& ix, Traits traits, Evictor& evictor, bool full)
+  // Writes into `plan`, whose steps, phase ends and peaks are sized: a phase's own entries only, so that planners
+  // of other phases may write theirs at the same time.
+  Planner(const AccessTrace& trace, const TraceIndex& ix, Traits traits, Evictor evictor, bool full, CachePlan& plan)
       : trace_(trace),
         ix_(ix),
         traits_(traits),
-        evictor_(evictor),
+        evictor_(std::move(evictor)),
         full_(full),
-        rows_(ix.base.back()),
-        pools_(trace.tensors.size()) {}
 
-  CachePlan run() {
-    const std::size_t num_phases = trace_.capacity_rows.size();
-    plan_.steps.resize(trace_.steps.size());
-    plan_.phase_ends.resize(num_phases);
-    plan_.peak_rows.assign(num_phases, std::vector<std::int64_t>(trace_.tensors.size(), 0));
-    for (std::size_t p = 0; p < num_phases; ++p) {
-      if (ix_.phase_begin[p] == ix_.phase_begin[p + 1]) continue;
-      ix_.index_phase(p);
-      start_phase(p);
-      for (std::size_t i = ix_.phase_begin[p]; i < ix_.phase_begin[p + 1]; ++i) run_step(i, i == ix_.phase_begin[p]);
-      end_phase(p);
-    }
-    return std::move(plan_);
+        pools_(trace.tensors.size()),
+        plan_(plan) {}
+
+  // What the phases this planner planned add to the plan's totals.
+  struct Totals {
+    std::int64_t h2d_bytes = 0, d2h_bytes = 0, hits = 0, misses = 0;
+  };
+  Totals totals;
+
+  // A phase depends on the others only through what the index says of them, whatever this planner planned before.
+  void plan_phase(std::size_t p) {
+    ix_.index_phase(p, phase_);
+    // Row states last a phase: what earlier phases did to a row, the index says (kBefore).
+    rows_.assign(phase_.rows, RowState{});
+    start_phase(p);
+    for (std::size_t i = ix_.phase_begin[p]; i < ix_.phase_begin[p + 1]; ++i) run_step(i, i == ix_.phase_begin[p]);
+    end_phase(p);
   }
 
  private:
@@ -562,7 +614,7 @@ class Planner {
   // PaGraph: of the rows each pool sees in the phase, the highest-degree ones, up to half its slots.
   void pin_by_degree(std::size_t p) {
     std::vector<std::vector<std::uint32_t>> seen(pools_.size());
-    for (const Touch& touch : ix_.phase_touches()) {
+    for (const Touch& touch : phase_.touches) {
       if (rows_[touch.row].flags & kPinned) continue;
       rows_[touch.row].flags |= kPinned;
       seen[touch.tensor].push_back(touch.row);
@@ -572,7 +624,7 @@ class Planner {
       std::vector<std::uint32_t>& rows = seen[t];
       for (const std::uint32_t row : rows) rows_[row].flags &= static_cast<std::uint8_t>(~kPinned);
       const auto pinned = std::min(rows.size(), static_cast<std::size_t>(trace_.capacity_rows[p][t] / 2));
-      const auto degree = [&](std::uint32_t row) { return trace_.vertex_degree[row - ix_.base[t]]; };
+      const auto degree = [&](std::uint32_t row) { return trace_.vertex_degree[row - phase_.base[t]]; };
       std::nth_element(
           rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(pinned), rows.end(),
           [&](std::uint32_t a, std::uint32_t b) { return degree(a) != degree(b) ? degree(a) > degree(b) : a < b; });
@@ -600,14 +652,15 @@ class Planner {
   }
 
   bool needs_value(const Touch& touch) const {
-    return (touch.bits & kRead) || ((touch.bits & kAccumulate) && (rows_[touch.row].flags & kTouched));
+    return (touch.bits & kRead) ||
+           ((touch.bits & kAccumulate) && ((touch.bits & kBefore) || (rows_[touch.row].flags & kTouched)));
   }
   bool must_write_back(std::uint32_t row, bool at_phase_end) const {
     const bool knows_liveness = traits_.aware || (at_phase_end && traits_.drops_dead_at_phase_end);
     return (rows_[row].flags & kDirty) && (!knows_liveness || (rows_[row].flags & kRowLive));
   }
   RowRef ref(std::uint32_t row, std::uint32_t tensor) const {
-    return {tensor, static_cast<vid_t>(row - ix_.base[tensor])};
+    return {tensor, static_cast<vid_t>(row - phase_.base[tensor])};
   }
 
   // Takes the row off the device, recording the copy if its value must survive; returns its slot.
@@ -617,7 +670,7 @@ class Planner {
     const std::int32_t slot = state.slot;
     if (must_write_back(row, at_phase_end)) {
       writeback.push_back({ref(row, tensor), slot});
-      plan_.d2h_bytes += trace_.tensors[tensor].row_bytes;
+      totals.d2h_bytes += trace_.tensors[tensor].row_bytes;
     } else if (full_) {
       drops.push_back({ref(row, tensor), slot});
     }
@@ -649,19 +702,26 @@ class Planner {
     pending_drops_.clear();
     evictor_.begin_step(step);
 
-    const std::span<const Touch> touches = ix_.step(i);
+    const std::span<const Touch> touches = phase_.step(i);
+    // Resident rows are hits and stay; the others, in order, are placed below.
+    missing_.clear();
     for (std::size_t j = 0; j < touches.size(); ++j) {
       // The first look at each row's state: fetch the rows a few touches ahead meanwhile.
       if (j + kAhead < touches.size()) __builtin_prefetch(&rows_[touches[j + kAhead].row]);
       const Touch& touch = touches[j];
-      if (rows_[touch.row].slot < 0) continue;
+      const bool needed = needs_value(touch);
+      if (rows_[touch.row].slot < 0) {
+        missing_.push_back({static_cast<std::uint32_t>(j), needed});
+        continue;
+      }
       evictor_.pin(touch);
-      if (needs_value(touch)) ++plan_.hits;
+      if (needed) ++totals.hits;
     }
     // Loads first, so they get the free slots the previous step is least likely to have used.
     for (const bool load : {true, false}) {
-      for (const Touch& touch : touches) {
-        if (rows_[touch.row].slot >= 0 || needs_value(touch) != load) continue;
+      for (const Missing& m : missing_) {
+        if (m.load != load) continue;
+        const Touch& touch = touches[m.touch];
         const std::int32_t slot = acquire(touch.tensor, step, load, plan);
         Pool& pool = pools_[touch.tensor];
         pool.slot_row[static_cast<std::size_t>(slot)] = touch.row;
@@ -675,34 +735,43 @@ class Planner {
           continue;
         }
         plan.loads.push_back(assignment);
-        plan_.h2d_bytes += trace_.tensors[touch.tensor].row_bytes;
-        ++plan_.misses;
+        totals.h2d_bytes += trace_.tensors[touch.tensor].row_bytes;
+        ++totals.misses;
         if (pool.slot_step[static_cast<std::size_t>(slot)] == step - 1) prefetch_blocked_ = true;
       }
     }
 
-    for (const Touch& touch : touches) {
+    // Every touched row is in its slot now: it records the step, then leaves (dead, or nothing is reused) or
+    // becomes an eviction candidate. The full plan records every entry's slot in between, before any leaves.
+    const auto touched = [&](const Touch& touch) {
       RowState& state = rows_[touch.row];
       state.flags =
           static_cast<std::uint8_t>((state.flags & ~kRowLive) | kTouched | ((touch.bits & kLive) ? kRowLive : 0) |
                                     ((touch.bits & (kWrite | kAccumulate)) ? kDirty : 0));
       state.last_step = step;
       pools_[touch.tensor].slot_step[static_cast<std::size_t>(state.slot)] = step;
-    }
-    if (full_) {
-      const TraceStep& traced = trace_.steps[i];
-      record_slots(traced.reads, traced.read_runs, plan.read_slots);
-      record_slots(traced.writes, traced.write_runs, plan.write_slots);
-      record_slots(traced.accumulates, traced.accumulate_runs, plan.accumulate_slots);
-    }
-
-    for (const Touch& touch : touches) {
+    };
+    const auto release = [&](const Touch& touch) {
       const bool arrived = rows_[touch.row].flags & kArrived;
       rows_[touch.row].flags &= static_cast<std::uint8_t>(~kArrived);
       if (!traits_.reuse || (traits_.aware && !(touch.bits & kLater))) {
         pools_[touch.tensor].push_free(leave(touch.row, touch.tensor, pending_writeback_, pending_drops_));
       } else {
         evictor_.insert(touch, arrived, rows_[touch.row].flags & kPinned);
+      }
+    };
+    if (full_) {
+      for (const Touch& touch : touches) touched(touch);
+      const TraceStep& traced = trace_.steps[i];
+      record_slots(traced.reads, traced.read_runs, plan.read_slots);
+      record_slots(traced.writes, traced.write_runs, plan.write_slots);
+      record_slots(traced.accumulates, traced.accumulate_runs, plan.accumulate_slots);
+      for (const Touch& touch : touches) release(touch);
+    } else {
+      for (std::size_t j = 0; j < touches.size(); ++j) {
+        if (j + kAhead < touches.size()) __builtin_prefetch(&rows_[touches[j + kAhead].row]);
+        touched(touches[j]);
+        release(touches[j]);
       }
     }
     plan.prefetch =
@@ -714,9 +783,9 @@ class Planner {
     std::size_t count = refs.size();
     for (const RowRun& run : runs) count += run.rows.size();
     slots.reserve(count);
-    for (const RowRef& r : refs) slots.push_back(rows_[ix_.base[r.tensor] + static_cast<std::uint32_t>(r.row)].slot);
+    for (const RowRef& r : refs) slots.push_back(rows_[phase_.base[r.tensor] + static_cast<std::uint32_t>(r.row)].slot);
     for (const RowRun& run : runs) {
-      const std::uint32_t base = ix_.base[run.tensor];
+      const std::uint32_t base = phase_.base[run.tensor];
       for (const vid_t row : run.rows) slots.push_back(rows_[base + static_cast<std::uint32_t>(row)].slot);
     }
   }
@@ -729,18 +798,24 @@ class Planner {
   };
 
   const AccessTrace& trace_;
-  TraceIndex& ix_;
+  const TraceIndex& ix_;
+  PhaseTouches phase_;  // the phase being planned
   Traits traits_;
-  Evictor& evictor_;
+  Evictor evictor_;
   bool full_;  // CachePlanDetail::kFull: drops and every entry's slot too
   std::vector<RowState> rows_;
+  struct Missing {
+    std::uint32_t touch;  // index in the step's touches
+    bool load;            // its value is needed: loaded, not allocated
+  };
+  std::vector<Missing> missing_;  // scratch: the step's touches not resident when it begins
   std::vector<Pool> pools_;
   std::vector<std::uint32_t> pinned_;
   // Rows released after a step; the executor applies that before the next step (or at the phase end).
   std::vector<SlotAssignment> pending_writeback_;
   std::vector<SlotAssignment> pending_drops_;
   bool prefetch_blocked_ = false;
-  CachePlan plan_;
+  CachePlan& plan_;
 };
 
 Traits traits_of(CachePolicy policy, bool release_dead_rows) {
@@ -761,9 +836,52 @@ Traits traits_of(CachePolicy policy, bool release_dead_rows) {
   return traits;
 }
 
-template <class Evictor>
-CachePlan run_planner(const AccessTrace& trace, TraceIndex& ix, Traits traits, bool full, Evictor evictor) {
-  return Planner<Evictor>(trace, ix, traits, evictor, full).run();
+// Plans every phase, each by one of OpenMP's threads where the trace is large: a planner per thread, taking phases
+// in order. The plan is the same however many there are. Of the phases that throw, the first one's error is
+// rethrown, as one planner going through them in order would have.
+template <class MakeEvictor>
+CachePlan run_planners(const AccessTrace& trace, const TraceIndex& ix, Traits traits, bool full, int threads_asked,
+                       MakeEvictor make) {
+  const std::size_t num_phases = trace.capacity_rows.size();
+  CachePlan plan;
+  plan.steps.resize(trace.steps.size());
+  plan.phase_ends.resize(num_phases);
+  plan.peak_rows.assign(num_phases, std::vector<std::int64_t>(trace.tensors.size(), 0));
+  std::vector<std::size_t> phases;
+  for (std::size_t p = 0; p < num_phases; ++p) {
+    if (ix.phase_begin[p] < ix.phase_begin[p + 1]) phases.push_back(p);
+  }
+  constexpr std::int64_t kParallelOccurrences = std::int64_t{1} << 20;
+  const int wanted = threads_asked > 0                        ? threads_asked
+                     : ix.occurrences >= kParallelOccurrences ? omp_get_max_threads()
+                                                              : 1;
+  const int threads = static_cast<int>(std::min<std::size_t>(phases.size(), static_cast<std::size_t>(wanted)));
+  using Totals = typename Planner<decltype(make())>::Totals;
+  std::vector<Totals> totals(static_cast<std::size_t>(std::max(threads, 1)));
+  std::vector<std::exception_ptr> errors(phases.size());
+  std::atomic<std::size_t> next{0};
+#pragma omp parallel num_threads(std::max(threads, 1))
+  {
+    Planner<decltype(make())> planner(trace, ix, traits, make(), full, plan);
+    for (std::size_t k = next++; k < phases.size(); k = next++) {
+      try {
+        planner.plan_phase(phases[k]);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    }
+    totals[static_cast<std::size_t>(omp_get_thread_num())] = planner.totals;
+  }
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  for (const Totals& t : totals) {
+    plan.h2d_bytes += t.h2d_bytes;
+    plan.d2h_bytes += t.d2h_bytes;
+    plan.hits += t.hits;
+    plan.misses += t.misses;
+  }
+  return plan;
 }
 
 constexpr std::array<std::pair<CachePolicy, const char*>, 7> kPolicyNames = {{
@@ -794,17 +912,20 @@ const char* to_string(CachePolicy policy) {
   return "";
 }
 
-CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy, CachePlanDetail detail) {
+CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy, CachePlanDetail detail, int threads) {
   const bool full = detail == CachePlanDetail::kFull;
   TraceIndex ix(trace, policy == CachePolicy::kDegree);
   const Traits traits = traits_of(policy, trace.release_dead_rows);
   const std::size_t rows = ix.base.back();
   const std::size_t tensors = trace.tensors.size();
   switch (policy) {
-    case CachePolicy::kStAware: return run_planner(trace, ix, traits, full, NextUseEvictor(tensors, true));
-    case CachePolicy::kBelady: return run_planner(trace, ix, traits, full, NextUseEvictor(tensors, false));
-    case CachePolicy::kLru: return run_planner(trace, ix, traits, full, KeyedEvictor(rows, tensors, true));
-    default: return run_planner(trace, ix, traits, full, KeyedEvictor(rows, tensors, false));
+    case CachePolicy::kStAware:
+      return run_planners(trace, ix, traits, full, threads, [&] { return NextUseEvictor(tensors, true); });
+    case CachePolicy::kBelady:
+      return run_planners(trace, ix, traits, full, threads, [&] { return NextUseEvictor(tensors, false); });
+    case CachePolicy::kLru:
+      return run_planners(trace, ix, traits, full, threads, [&] { return KeyedEvictor(rows, tensors, true); });
+    default: return run_planners(trace, ix, traits, full, threads, [&] { return KeyedEvictor(rows, tensors, false); });
   }
 }
 

@@ -429,6 +429,7 @@ SmallestStep smallest_step(const std::vector<LayerDims>& dims, const CsrGraph& p
 // first run and can aggregate while the mirrors' rows are still in flight. One rank has only the first run.
 std::vector<vid_t> owned_locality_order(const CsrGraph& prepared, const LocalGraph& local) {
   std::vector<vid_t> order = locality_order(prepared);
+  if (local.num_mirrors() == 0) return order;  // every vertex is owned and none reads a mirror
   const vid_t owned = local.num_owned;
   std::stable_partition(order.begin(), order.end(), [&](vid_t v) { return v < owned && !local.reads_mirror(v); });
   std::stable_partition(order.begin(), order.end(), [&](vid_t v) { return v < owned; });
@@ -462,6 +463,32 @@ std::int64_t host_block_bytes(std::int64_t destinations, std::int64_t sources, s
   // and in-edge position; the weights in both orders; the in-edge offsets.
   return sources * (kSlot + kId + 8) + edges * (kSlot + kSlot + 8 + (weighted ? 2 * kFloat : 0)) +
          (destinations + 2) * 8;
+}
+
+std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int threads) {
+  // Where each row of each trace tensor is on the device.
+  const std::int64_t rows = plan.largest_pass_rows;
+  std::int64_t bytes = 2 * static_cast<std::int64_t>(layers) * rows * kSlot;
+  const bool builds = !plan.closures.empty() || (!plan.passes.empty() && !plan.passes.front().keeps_blocks());
+  if (!builds) return bytes;
+  // The builder: a local id per vertex, a bitmap per thread, another of the destinations, and ranks.
+  const std::int64_t words = (rows + 63) / 64;
+  bytes += rows * kSlot + (1 + threads) * words * 8 + words * 4;
+  // The largest block it builds, and a cursor per source of it and thread.
+  for (const Pass& pass : plan.passes) {
+    std::int64_t largest = 0;
+    std::int64_t sources = 0;
+    for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
+      for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+        const PartSize& size = pass.layer_parts[l][k];
+        largest = std::max(largest, host_block_bytes(static_cast<std::int64_t>(pass.destinations(l, k).size()),
+                                                     size.num_src, size.num_edges, !pass.graph.weights.empty()));
+        sources = std::max<std::int64_t>(sources, size.num_src);
+      }
+    }
+    bytes += largest + threads * sources * 8;
+  }
+  return bytes;
 }
 
 StepRows rows_of_step(const Model& model, const Pass& pass, std::size_t step, std::span<const vid_t> sources) {
@@ -577,7 +604,9 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
                         local.global_id,
                         boundary,
                         !local.peers.empty()};
-    const std::vector<std::int64_t> degree = out_degrees(prepared.graph);
+    // Only the degree policy reads out-degrees.
+    const std::vector<std::int64_t> degree =
+        options.policy == CachePolicy::kDegree ? out_degrees(prepared.graph) : std::vector<std::int64_t>{};
     add_to_totals(plan, plan.passes.emplace_back(plan_pass(plan, dims, std::move(prepared), rows, {}, degree)));
   } else {
     plan.closures = partition_in_order(

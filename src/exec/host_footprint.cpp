@@ -104,12 +104,15 @@ std::int64_t shard_bytes(const RankShape& s) {
   return s.owned * s.features * kFloat + (s.local + 1) * 8 + s.in_edges * 4 + s.local * (8 + 8 + 1) + s.owned * 7;
 }
 
+std::int64_t shard_in_edge_bytes(const RankShape& s) { return s.in_edges * 4; }
+
 HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout) {
   const Model model(config, shape.features, shape.classes);
   HostFootprint footprint;
   const bool bounded = !layout.in_memory && layout.device_budget != kUnlimited;
   if (shape.whole_dataset_bytes > 0) footprint.parts.push_back({"whole dataset", shape.whole_dataset_bytes});
-  footprint.parts.push_back({"dataset", shard_bytes(shape)});
+  // The subgraph executor's rank frees the loaded graph's in-edges once planned, before its rows fill.
+  footprint.parts.push_back({"dataset", shard_bytes(shape) - (layout.in_memory ? 0 : shard_in_edge_bytes(shape))});
   footprint.parts.push_back({"host rows", layout.in_memory ? 2 * shape.owned * shape.classes * kFloat
                                                            : subgraph_host_rows(model, shape, layout.recompute)});
   if (layout.device_in_host_memory) {
@@ -124,12 +127,14 @@ HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape&
 }
 
 HostFootprint planned_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout,
-                                     std::int64_t device_peak_bytes, std::int64_t plan_bytes) {
+                                     std::int64_t device_peak_bytes, std::int64_t plan_bytes,
+                                     std::int64_t executor_bytes) {
   HostFootprint footprint = predict_host_footprint(config, shape, layout);
   for (HostFootprint::Part& part : footprint.parts) {
     if (part.name == "device (emulated)") part.bytes = device_peak_bytes;
   }
   footprint.parts.push_back({"plan", plan_bytes});
+  if (executor_bytes > 0) footprint.parts.push_back({"executor", executor_bytes});
   return footprint;
 }
 

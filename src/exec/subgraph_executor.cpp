@@ -99,6 +99,8 @@ struct SubgraphExecutor::State {
   }
   // The global ids of pass rows, on the device (what dropout masks are addressed by).
   DeviceArray<gid_t> gids_of(std::span<const vid_t> rows) {
+    // A replay on a planning device needs only the allocation.
+    if (!moves_data) return DeviceArray<gid_t>(device, static_cast<std::int64_t>(rows.size()), "index: global ids");
     std::vector<gid_t> gids;
     gids.reserve(rows.size());
     for (const vid_t r : rows) gids.push_back(global_id[static_cast<std::size_t>(pass->vertex(r))]);
@@ -233,6 +235,7 @@ struct SubgraphExecutor::State {
     const StepRows rows = rows_of_step(*model_of_run, *pass, k, sources);
     const auto find = [&](const RowRun& run, std::vector<vid_t>& found) {
       found.resize(run.rows.size());
+      if (!moves_data) return;  // a replay allocates the slots' arrays, whatever they hold
       const std::vector<vid_t>& slot_of_row = slot_of[run.tensor];
       for (std::size_t i = 0; i < run.rows.size(); ++i) found[i] = slot_of_row[static_cast<std::size_t>(run.rows[i])];
     };

@@ -504,8 +504,8 @@ TEST(CachePlanReplay, EveryPolicyGivesAConsistentPlan) {
 
 // Tensor 0 is a temporary written by step 0 and read once by steps 1 and 2; tensor 1 is kept on the host.
 // A step's lists given as runs of rows held elsewhere (how the executor lists a subgraph's sources) plan as the
-// same lists given row by row, RowRefs first; and kTransfers records the same plan without the drops and the
-// entries' slots.
+// same lists given row by row, RowRefs first, whether the phases are planned by one planner in order or by three at
+// once; and kTransfers records the same plan without the drops and the entries' slots.
 TEST(CachePlanRuns, RunsPlanAsTheirRowsDo) {
   for (const bool release : {true, false}) {
     for (std::uint64_t seed = 1; seed <= 20; ++seed) {
@@ -533,8 +533,9 @@ TEST(CachePlanRuns, RunsPlanAsTheirRowsDo) {
       for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kLru, CachePolicy::kDegree,
                                        CachePolicy::kSizeOrder, CachePolicy::kBelady, CachePolicy::kNone}) {
         SCOPED_TRACE(testing::Message() << "seed " << seed << " policy " << to_string(policy));
-        const CachePlan expected = plan_cache(trace, policy);
-        const CachePlan full = plan_cache(as_runs, policy);
+        const CachePlan expected = plan_cache(trace, policy, CachePlanDetail::kFull, 1);
+        // Phases planned apart, three at once: the same plan.
+        const CachePlan full = plan_cache(as_runs, policy, CachePlanDetail::kFull, 3);
         const CachePlan transfers = plan_cache(as_runs, policy, CachePlanDetail::kTransfers);
         ASSERT_EQ(full.steps.size(), expected.steps.size());
         for (std::size_t i = 0; i < expected.steps.size(); ++i) {
@@ -713,6 +714,33 @@ TEST(CachePlanErrors, StepLargerThanItsPoolIsAnInputError) {
   trace.capacity_rows = {{0}};
   trace.steps[0].reads = {{0, 0}};
   EXPECT_THROW(plan_cache(trace, CachePolicy::kLru), InputError);
+}
+
+// Phases planned at once fail as one planner going through them in order does: with the first failing step.
+TEST(CachePlanErrors, PhasesPlannedAtOnceReportTheFirstFailingStep) {
+  AccessTrace trace;
+  trace.tensors = {{"rows", 4, false}};
+  trace.capacity_rows = {{2}, {2}, {2}, {2}};
+  for (std::uint32_t phase = 0; phase < 4; ++phase) {
+    trace.steps.push_back({.phase = phase,
+                           .reads = {{0, 0}, {0, 1}},
+                           .writes = {},
+                           .accumulates = {},
+                           .read_runs = {},
+                           .write_runs = {},
+                           .accumulate_runs = {},
+                           .fence = false});
+  }
+  trace.steps[2].reads.push_back({0, 5});
+  trace.steps[3].reads.push_back({0, 6});
+  for (const int threads : {1, 4}) {
+    try {
+      plan_cache(trace, CachePolicy::kStAware, CachePlanDetail::kFull, threads);
+      FAIL() << "expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("step 2 (phase 2) touches 3 rows"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(CachePlanErrors, MalformedTracesAreInputErrors) {

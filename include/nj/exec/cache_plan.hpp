@@ -127,7 +127,10 @@ struct CachePlan {
 // was last loaded or allocated into, which the executor tracks); every other field is as kFull records it.
 enum class CachePlanDetail { kFull, kTransfers };
 
-// Throws InputError for a malformed trace or a step that does not fit its pools.
-CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy, CachePlanDetail detail = CachePlanDetail::kFull);
+// Throws InputError for a malformed trace or a step that does not fit its pools. Phases are planned apart, by up to
+// `threads` threads at once (0: OpenMP's threads, where the trace has over a million entries); the plan is the
+// same for any number.
+CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy, CachePlanDetail detail = CachePlanDetail::kFull,
+                     int threads = 0);
 
 }  // namespace nj

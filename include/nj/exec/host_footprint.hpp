@@ -43,6 +43,9 @@ struct HostFootprint {
 
 // Host bytes of a loaded dataset or shard of this shape: features, graph, ids, degrees, labels and masks.
 std::int64_t shard_bytes(const RankShape& shape);
+// The part of it the subgraph executor frees once planned: the graph's in-edges, of which it keeps its own copy
+// (with self-loops) where its steps build their blocks, and blocks or nothing otherwise.
+std::int64_t shard_in_edge_bytes(const RankShape& shape);
 
 // How a rank's run is set up, as far as its host memory goes.
 struct RunLayout {
@@ -61,10 +64,12 @@ struct RunLayout {
 // device is emulated, what it holds (the budget, or in memory every row of every layer and the graph).
 HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout);
 
-// Once planned: the same with the device's forecast peak in place of its bound, and the planner's own
-// structures, measured while planning (heap_bytes_in_use before and after).
+// Once planned: the same with the device's forecast peak in place of its bound, the planner's own structures,
+// measured while planning (heap_bytes_in_use before and after), and what the executor holds beside them
+// (executor_host_bytes).
 HostFootprint planned_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout,
-                                     std::int64_t device_peak_bytes, std::int64_t plan_bytes);
+                                     std::int64_t device_peak_bytes, std::int64_t plan_bytes,
+                                     std::int64_t executor_bytes = 0);
 
 // Throws nj::InputError naming the parts where the footprint exceeds `available_bytes` (< 0: unknown, no
 // check). `whose`: "rank 2", or "this run".

@@ -183,6 +183,9 @@ struct EpochPlan {
 // copies to the host write zeros): the model's values do not change.
 MemoryForecast forecast_device_memory(const Backend& backend, Model& model, const LocalGraph& local, ConstRows features,
                                       const EpochPlan& plan);
+// Host bytes the executor holds beside the plan while it runs: where each row is on the device, and where steps
+// build their subgraphs' blocks, the builder's per-vertex scratch and the largest block (`threads`: OpenMP's).
+std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int threads);
 // How many bytes the plan's budget lacks for its forecast peak footprint (0: it fits).
 std::int64_t device_memory_shortfall(const EpochPlan& plan);
 // "rows 1.2M, graph 300K, ..., alignment and fragmentation 12K": the forecast's peak by category.
