@@ -121,16 +121,24 @@ void run_plan(PlanArguments& args) {
     run_partition_plan(args);
     return;
   }
+  const auto seconds_since = [](std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const auto load_start = std::chrono::steady_clock::now();
   Dataset dataset = read_dataset(args.dataset);
   Model model(args.model.resolve(), dataset.features.cols(), dataset.num_classes);
   const ExecutorChoice choice = parse_executor_choice(args.executor);
   LocalGraph local = whole_local_graph(std::move(dataset.graph));
+  const double load_seconds = seconds_since(load_start);
+  const auto order_start = std::chrono::steady_clock::now();
   order_vertices(local, choice.vertex_order);
+  spdlog::info("loaded in {:.2f} s, {} vertex order in {:.2f} s", load_seconds, to_string(choice.vertex_order),
+               seconds_since(order_start));
 
   const auto start = std::chrono::steady_clock::now();
   const MeasuredPlan measured = plan_and_measure(model, local, dataset.features.view(), choice.options);
   const EpochPlan& plan = measured.plan;
-  spdlog::info("planned in {:.2f} s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  spdlog::info("planned in {:.2f} s", seconds_since(start));
   log_plan(plan);
   // Each category at the moment the footprint peaked, and at its own highest.
   std::cout << fmt::format("device memory: peak {} of budget {}\n", format_bytes(plan.memory.peak_footprint_bytes),
