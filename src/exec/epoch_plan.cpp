@@ -209,12 +209,12 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   pass.aggregated_rows = *std::max_element(rows.out_rows.begin(), rows.out_rows.end());
   pass.layer_parts.resize(layers);
   pass.transform_chunks.resize(layers);
-  const bool weighted = !graph.weights.empty();
+  const bool weighted = graph.weighted();
   // Every subgraph's sources, while planning: the trace lists them.
   std::vector<std::vector<std::vector<vid_t>>> sources(layers);
   std::int64_t block_bytes = 0;
   {
-    SubgraphBuilder builder(graph.graph, graph.weights, rows.global_id, pass.vertices);
+    SubgraphBuilder builder(graph.graph, graph.weights(), rows.global_id, pass.vertices);
     for (std::size_t l = 0; l < layers; ++l) {
       const auto dsts = rows.order.first(static_cast<std::size_t>(rows.out_rows[l]));
       auto parts = partition_in_order(
@@ -482,7 +482,7 @@ std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int 
       for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
         const PartSize& size = pass.layer_parts[l][k];
         largest = std::max(largest, host_block_bytes(static_cast<std::int64_t>(pass.destinations(l, k).size()),
-                                                     size.num_src, size.num_edges, !pass.graph.weights.empty()));
+                                                     size.num_src, size.num_edges, pass.graph.weighted()));
         sources = std::max<std::int64_t>(sources, size.num_src);
       }
     }
@@ -496,7 +496,7 @@ StepRows rows_of_step(const Model& model, const Pass& pass, std::size_t step, st
 }
 
 PassSubgraphs::PassSubgraphs(const Pass& pass, std::span<const gid_t> global_id) : pass_(pass) {
-  if (!pass.keeps_blocks()) builder_.emplace(pass.graph.graph, pass.graph.weights, global_id, pass.vertices);
+  if (!pass.keeps_blocks()) builder_.emplace(pass.graph.graph, pass.graph.weights(), global_id, pass.vertices);
 }
 
 const Subgraph& PassSubgraphs::get(std::size_t layer, std::size_t part) {
@@ -516,7 +516,7 @@ ClosurePlanner::ClosurePlanner(const Model& model, const LocalGraph& local)
 }
 
 // The pass rows are the closure's vertices, the destinations first and then each hop further out; its graph
-// holds the in-edges of the rows some layer aggregates, with the whole graph's edge weights.
+// holds the in-edges of the rows some layer aggregates, with the whole graph's edge weights (its rows' factors).
 Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
   const auto dims = layer_dims(model_);
   const std::size_t layers = dims.size();
@@ -526,18 +526,18 @@ Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
     row_of_[static_cast<std::size_t>(closure[r])] = static_cast<vid_t>(r);
 
   CsrGraph local;
-  std::vector<float> local_weights;
+  std::vector<float> local_factors;
   std::vector<std::int64_t> local_degree;
   local.offsets.reserve(closure.size() + 1);
   const auto aggregated = level_sizes[layers - 1];
   for (std::size_t r = 0; r < closure.size(); ++r) {
     const auto v = static_cast<std::size_t>(closure[r]);
     local_degree.push_back(out_degree_[v]);
+    if (prepared_.weighted()) local_factors.push_back(prepared_.vertex_factor[v]);
     if (static_cast<std::int64_t>(r) < aggregated) {
       for (eid_t e = prepared_.graph.offsets[v]; e < prepared_.graph.offsets[v + 1]; ++e) {
         local.sources.push_back(
             row_of_[static_cast<std::size_t>(prepared_.graph.sources[static_cast<std::size_t>(e)])]);
-        if (!prepared_.weights.empty()) local_weights.push_back(prepared_.weights[static_cast<std::size_t>(e)]);
       }
     }
     local.offsets.push_back(local.num_edges());
@@ -551,7 +551,7 @@ Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
     rows.in_rows.push_back(level_sizes[layers - l]);
     rows.out_rows.push_back(level_sizes[layers - 1 - l]);
   }
-  return plan_pass(plan, dims, PreparedGraph{std::move(local), std::move(local_weights)}, rows, std::move(closure),
+  return plan_pass(plan, dims, PreparedGraph{std::move(local), std::move(local_factors)}, rows, std::move(closure),
                    local_degree);
 }
 

@@ -27,8 +27,9 @@ std::vector<Subgraph> owned_parts(const Model& model, const LocalGraph& local) {
   PreparedGraph prepared = model.prepare(local);
   std::vector<Subgraph> parts;
   if (local.peers.empty()) {
-    parts.push_back(
-        {{}, local_graph_block(prepared.graph, std::move(prepared.weights), local.num_owned, local.global_id)});
+    parts.push_back({{},
+                     local_graph_block(prepared.graph, edge_weights(prepared.graph, prepared.weights()),
+                                       local.num_owned, local.global_id)});
     return parts;
   }
   std::vector<vid_t> interior;
@@ -36,7 +37,7 @@ std::vector<Subgraph> owned_parts(const Model& model, const LocalGraph& local) {
   for (vid_t v = 0; v < local.num_owned; ++v) (local.reads_mirror(v) ? boundary : interior).push_back(v);
   for (const auto* destinations : {&interior, &boundary}) {
     if (!destinations->empty()) {
-      parts.push_back(make_subgraph(prepared.graph, prepared.weights, *destinations, local.global_id));
+      parts.push_back(make_subgraph(prepared.graph, prepared.weights(), *destinations, local.global_id));
     }
   }
   return parts;

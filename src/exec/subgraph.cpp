@@ -28,11 +28,11 @@ void set_bit(std::vector<std::uint64_t>& bits, vid_t v) {
 
 }  // namespace
 
-SubgraphBuilder::SubgraphBuilder(const CsrGraph& graph, std::span<const float> edge_weight,
+SubgraphBuilder::SubgraphBuilder(const CsrGraph& graph, EdgeWeights weights,
                                  std::span<const gid_t> global_id, std::span<const vid_t> vertex_of,
                                  eid_t parallel_edges)
     : graph_(graph),
-      edge_weight_(edge_weight),
+      weights_(weights),
       global_id_(global_id),
       vertex_of_(vertex_of),
       local_(static_cast<std::size_t>(graph.num_vertices()), kOutside),
@@ -145,20 +145,16 @@ void SubgraphBuilder::build(std::span<const vid_t> dsts, Subgraph& sub) {
   b.dst_offsets.resize(dsts.size() + 1);
   b.dst_offsets[0] = 0;
   for (vid_t& s : b.src_index) s = local_of(s, num_dst);  // vertex ids, as number_sources copied them
-  b.edge_weight.resize(edge_weight_.empty() ? 0 : static_cast<std::size_t>(edges));
+  b.edge_weight.resize(weights_.empty() ? 0 : static_cast<std::size_t>(edges));
   std::size_t at = 0;
   for (std::size_t i = 0; i < dsts.size(); ++i) {
     const auto d = static_cast<std::size_t>(dsts[i]);
     const auto first = static_cast<std::size_t>(graph_.offsets[d]);
     const auto last = static_cast<std::size_t>(graph_.offsets[d + 1]);
-    if (!edge_weight_.empty() && i + 8 < dsts.size()) {
-      __builtin_prefetch(edge_weight_.data() + graph_.offsets[static_cast<std::size_t>(dsts[i + 8])]);
+    if (!weights_.per_edge.empty() && i + 8 < dsts.size()) {
+      __builtin_prefetch(weights_.per_edge.data() + graph_.offsets[static_cast<std::size_t>(dsts[i + 8])]);
     }
-    if (!edge_weight_.empty()) {
-      std::copy(edge_weight_.begin() + static_cast<std::ptrdiff_t>(first),
-                edge_weight_.begin() + static_cast<std::ptrdiff_t>(last),
-                b.edge_weight.begin() + static_cast<std::ptrdiff_t>(at));
-    }
+    if (!weights_.empty()) weights_.copy_in_edges(graph_, dsts[i], b.edge_weight.data() + at);
     at += last - first;
     b.dst_offsets[i + 1] = static_cast<eid_t>(at);
   }
@@ -183,7 +179,7 @@ void SubgraphBuilder::build_in_parallel(std::span<const vid_t> dsts, Subgraph& s
   }
   const eid_t edges = b.dst_offsets.back();
   b.src_index.resize(static_cast<std::size_t>(edges));
-  b.edge_weight.resize(edge_weight_.empty() ? 0 : static_cast<std::size_t>(edges));
+  b.edge_weight.resize(weights_.empty() ? 0 : static_cast<std::size_t>(edges));
   const std::size_t words = seen_.size();
   if (thread_seen_.size() + 1 < static_cast<std::size_t>(threads))
     thread_seen_.resize(static_cast<std::size_t>(threads) - 1);
@@ -208,9 +204,7 @@ void SubgraphBuilder::build_in_parallel(std::span<const vid_t> dsts, Subgraph& s
       const auto to = static_cast<std::ptrdiff_t>(graph_.offsets[d + 1]);
       const auto at = static_cast<std::ptrdiff_t>(b.dst_offsets[i]);
       std::copy(graph_.sources.begin() + from, graph_.sources.begin() + to, b.src_index.begin() + at);
-      if (!edge_weight_.empty()) {
-        std::copy(edge_weight_.begin() + from, edge_weight_.begin() + to, b.edge_weight.begin() + at);
-      }
+      if (!weights_.empty()) weights_.copy_in_edges(graph_, dsts[i], b.edge_weight.data() + at);
       for (auto e = from; e < to; ++e) {
         const auto s = static_cast<std::size_t>(graph_.sources[static_cast<std::size_t>(e)]);
         const std::uint64_t bit = std::uint64_t{1} << (s % 64);
@@ -311,9 +305,9 @@ void SubgraphBuilder::finish_block(Subgraph& sub, int threads) {
   }
 }
 
-Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,
+Subgraph make_subgraph(const CsrGraph& graph, EdgeWeights weights, std::span<const vid_t> dsts,
                        std::span<const gid_t> global_id, std::span<const vid_t> vertex_of) {
-  return SubgraphBuilder(graph, edge_weight, global_id, vertex_of).build(dsts);
+  return SubgraphBuilder(graph, weights, global_id, vertex_of).build(dsts);
 }
 
 std::vector<vid_t> locality_order(const CsrGraph& graph) {

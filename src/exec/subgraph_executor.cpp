@@ -254,7 +254,7 @@ struct SubgraphExecutor::State {
       b.placeholder =
           DeviceArray<std::byte>(device,
                                  DeviceBlock::bytes_for(static_cast<std::int64_t>(pass->destinations(l, k).size()),
-                                                        size.num_src, size.num_edges, !pass->graph.weights.empty()),
+                                                        size.num_src, size.num_edges, pass->graph.weighted()),
                                  "graph: subgraph");
     }
     return b;

@@ -1,5 +1,6 @@
 #include "nj/kernels/sparse_block.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -30,23 +31,40 @@ SparseBlock local_graph_block(const CsrGraph& graph, std::vector<float> edge_wei
   return block;
 }
 
-std::vector<float> gcn_edge_weights(const CsrGraph& graph, std::span<const std::int64_t> degree) {
-  const vid_t n = graph.num_vertices();
-  NJ_EXPECTS(static_cast<vid_t>(degree.size()) == n, "{} degrees for {} vertices", degree.size(), n);
-  std::vector<float> inv_sqrt_degree(static_cast<std::size_t>(n));
-  for (vid_t v = 0; v < n; ++v) {
-    const auto d = static_cast<double>(degree[static_cast<std::size_t>(v)]);
-    inv_sqrt_degree[static_cast<std::size_t>(v)] = d > 0 ? static_cast<float>(1.0 / std::sqrt(d)) : 0.0F;
-  }
-  std::vector<float> weights(graph.sources.size());
-  for (vid_t v = 0; v < n; ++v) {
-    for (eid_t e = graph.offsets[static_cast<std::size_t>(v)]; e < graph.offsets[static_cast<std::size_t>(v) + 1];
-         ++e) {
-      const auto s = static_cast<std::size_t>(graph.sources[static_cast<std::size_t>(e)]);
-      weights[static_cast<std::size_t>(e)] = inv_sqrt_degree[s] * inv_sqrt_degree[static_cast<std::size_t>(v)];
+void EdgeWeights::copy_in_edges(const CsrGraph& graph, vid_t d, float* out) const {
+  const auto first = static_cast<std::size_t>(graph.offsets[static_cast<std::size_t>(d)]);
+  const auto last = static_cast<std::size_t>(graph.offsets[static_cast<std::size_t>(d) + 1]);
+  if (!per_edge.empty()) {
+    std::copy(per_edge.begin() + static_cast<std::ptrdiff_t>(first),
+              per_edge.begin() + static_cast<std::ptrdiff_t>(last), out);
+  } else if (!vertex_factor.empty()) {
+    const float own = vertex_factor[static_cast<std::size_t>(d)];
+    for (std::size_t e = first; e < last; ++e) {
+      *out++ = vertex_factor[static_cast<std::size_t>(graph.sources[e])] * own;
     }
   }
-  return weights;
+}
+
+std::vector<float> edge_weights(const CsrGraph& graph, EdgeWeights weights) {
+  if (weights.empty()) return {};
+  NJ_EXPECTS(weights.per_edge.empty() ? weights.vertex_factor.size() == static_cast<std::size_t>(graph.num_vertices())
+                                      : weights.per_edge.size() == graph.sources.size(),
+             "edge weights ({} per edge, {} per vertex) for a graph of {} vertices and {} edges",
+             weights.per_edge.size(), weights.vertex_factor.size(), graph.num_vertices(), graph.num_edges());
+  std::vector<float> all(graph.sources.size());
+  for (vid_t v = 0; v < graph.num_vertices(); ++v) {
+    weights.copy_in_edges(graph, v, all.data() + graph.offsets[static_cast<std::size_t>(v)]);
+  }
+  return all;
+}
+
+std::vector<float> gcn_vertex_factors(std::span<const std::int64_t> degree) {
+  std::vector<float> inv_sqrt_degree(degree.size());
+  for (std::size_t v = 0; v < degree.size(); ++v) {
+    const auto d = static_cast<double>(degree[v]);
+    inv_sqrt_degree[v] = d > 0 ? static_cast<float>(1.0 / std::sqrt(d)) : 0.0F;
+  }
+  return inv_sqrt_degree;
 }
 
 }  // namespace nj

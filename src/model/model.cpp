@@ -82,7 +82,7 @@ PreparedGraph Model::prepare(const LocalGraph& local) const {
     for (std::size_t v = 0; v < degree.size(); ++v) {
       degree[v] = local.global_in_degree[v] + (local.global_self_loop[v] != 0 ? 0 : 1);
     }
-    prepared.weights = gcn_edge_weights(prepared.graph, degree);
+    prepared.vertex_factor = gcn_vertex_factors(degree);
   }
   return prepared;
 }

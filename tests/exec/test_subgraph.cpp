@@ -104,12 +104,29 @@ TEST(SubgraphBuilder, BuildsWhatThePlainConstructionBuilds) {
   for (std::size_t e = 0; e < weights.size(); ++e) weights[e] = 0.5F + static_cast<float>(e % 7);
   std::vector<gid_t> global_id(static_cast<std::size_t>(data.num_vertices()));
   for (std::size_t v = 0; v < global_id.size(); ++v) global_id[v] = static_cast<gid_t>(3 * v + 11);
-  SubgraphBuilder builder(data.graph, weights, global_id);
+  // Weights given as a factor per vertex: each edge's is the product of its endpoints'.
+  std::vector<float> factor(static_cast<std::size_t>(data.num_vertices()));
+  for (std::size_t v = 0; v < factor.size(); ++v) factor[v] = 0.25F + static_cast<float>(v % 5);
+  const EdgeWeights per_edge{.per_edge = weights, .vertex_factor = {}};
+  const EdgeWeights by_vertex{.per_edge = {}, .vertex_factor = factor};
+  const std::vector<float> products = edge_weights(data.graph, by_vertex);
+  ASSERT_EQ(products.size(), data.graph.sources.size());
+  for (vid_t d = 0; d < data.num_vertices(); ++d) {
+    for (eid_t e = data.graph.offsets[static_cast<std::size_t>(d)];
+         e < data.graph.offsets[static_cast<std::size_t>(d) + 1]; ++e) {
+      const auto s = static_cast<std::size_t>(data.graph.sources[static_cast<std::size_t>(e)]);
+      ASSERT_EQ(products[static_cast<std::size_t>(e)], factor[s] * factor[static_cast<std::size_t>(d)]);
+    }
+  }
+  EXPECT_EQ(edge_weights(data.graph, per_edge), weights);
+  SubgraphBuilder builder(data.graph, per_edge, global_id);
   SubgraphBuilder unweighted(data.graph, {}, global_id);
+  SubgraphBuilder factored(data.graph, by_vertex, global_id);
   // Every block by three threads: runs of destinations, a bitmap and counts per thread.
   const int threads = omp_get_max_threads();
   omp_set_num_threads(3);
-  SubgraphBuilder in_parallel(data.graph, weights, global_id, {}, 0);
+  SubgraphBuilder in_parallel(data.graph, per_edge, global_id, {}, 0);
+  SubgraphBuilder factored_in_parallel(data.graph, by_vertex, global_id, {}, 0);
   std::vector<vid_t> order(static_cast<std::size_t>(data.num_vertices()));
   std::iota(order.begin(), order.end(), 0);
   std::mt19937 random(5);
@@ -121,8 +138,10 @@ TEST(SubgraphBuilder, BuildsWhatThePlainConstructionBuilds) {
     SCOPED_TRACE(fmt::format("{} destinations", size));
     expect_same_subgraph(builder.build(dsts), reference_subgraph(data.graph, weights, dsts, global_id));
     expect_same_subgraph(unweighted.build(dsts), reference_subgraph(data.graph, {}, dsts, global_id));
-    expect_same_subgraph(make_subgraph(data.graph, weights, dsts, global_id),
+    expect_same_subgraph(make_subgraph(data.graph, per_edge, dsts, global_id),
                          reference_subgraph(data.graph, weights, dsts, global_id));
+    expect_same_subgraph(factored.build(dsts), reference_subgraph(data.graph, products, dsts, global_id));
+    expect_same_subgraph(factored_in_parallel.build(dsts), reference_subgraph(data.graph, products, dsts, global_id));
     Subgraph reused;
     in_parallel.build(dsts, reused);
     expect_same_subgraph(reused, reference_subgraph(data.graph, weights, dsts, global_id));
@@ -193,7 +212,8 @@ TEST(ClosurePlanner, APassHoldsEachLayersRowsAndAllTheirInEdges) {
   ASSERT_GT(plan.closures.size(), 1U);
   ClosurePlanner planner(model, shifted);
   const CsrGraph& prepared = planner.prepared_graph();
-  const std::vector<float> weights = model.prepare(shifted).weights;
+  const PreparedGraph whole = model.prepare(shifted);
+  const std::vector<float> weights = edge_weights(whole.graph, whole.weights());
   std::set<vid_t> outputs;
   for (const auto& dsts : plan.closures) {
     const Pass pass = planner.plan(plan, dsts);

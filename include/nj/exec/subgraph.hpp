@@ -23,10 +23,10 @@ struct Subgraph {
 // brings.
 bool reads_mirror(const Subgraph& part, vid_t first_mirror);
 
-// The block of destinations `dsts` with all their in-edges in `graph` (weights taken per edge from
-// edge_weight when it is not empty). Sources after the destinations come in ascending vertex id. The global id
+// The block of destinations `dsts` with all their in-edges in `graph` (weighted by `weights` where it is not
+// empty). Sources after the destinations come in ascending vertex id. The global id
 // of vertex v is global_id[v], or global_id[vertex_of[v]] when `graph` is cut from a larger one.
-Subgraph make_subgraph(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const vid_t> dsts,
+Subgraph make_subgraph(const CsrGraph& graph, EdgeWeights weights, std::span<const vid_t> dsts,
                        std::span<const gid_t> global_id, std::span<const vid_t> vertex_of = {});
 
 // make_subgraph for many subgraphs of one graph: its per-vertex scratch (bitmaps, and a local id for each
@@ -37,7 +37,7 @@ class SubgraphBuilder {
  public:
   // A block of at least `parallel_edges` in-edges is built by OpenMP's threads (the same block as one thread
   // builds).
-  SubgraphBuilder(const CsrGraph& graph, std::span<const float> edge_weight, std::span<const gid_t> global_id,
+  SubgraphBuilder(const CsrGraph& graph, EdgeWeights weights, std::span<const gid_t> global_id,
                   std::span<const vid_t> vertex_of = {}, eid_t parallel_edges = eid_t{1} << 16);
   // `dsts` must be distinct.
   Subgraph build(std::span<const vid_t> dsts);
@@ -58,7 +58,7 @@ class SubgraphBuilder {
   void finish_block(Subgraph& out, int threads);
 
   const CsrGraph& graph_;
-  std::span<const float> edge_weight_;
+  EdgeWeights weights_;
   std::span<const gid_t> global_id_;
   std::span<const vid_t> vertex_of_;
   std::vector<vid_t> local_;           // per vertex: its local id, where numbered through it

@@ -28,8 +28,23 @@ struct SparseBlock {
 SparseBlock local_graph_block(const CsrGraph& graph, std::vector<float> edge_weight, vid_t num_dst,
                               std::span<const gid_t> global_id);
 
-// PyG gcn_norm weights for a graph that already holds its self-loops: w_ji = d_j^-1/2 d_i^-1/2, where
-// degree[v] is v's in-degree with its self-loop, counted in the whole graph.
-std::vector<float> gcn_edge_weights(const CsrGraph& graph_with_self_loops, std::span<const std::int64_t> degree);
+// How the edges of a graph are weighted in the blocks cut from it: not at all (both empty), one weight per edge, or
+// as the product of a factor per endpoint, w(s -> d) = vertex_factor[s] * vertex_factor[d] (GCN's normalisation, at
+// 4 bytes per vertex instead of per edge: a 100M-edge graph's weights would take 400 MB).
+struct EdgeWeights {
+  std::span<const float> per_edge;
+  std::span<const float> vertex_factor;
+
+  bool empty() const { return per_edge.empty() && vertex_factor.empty(); }
+  // The weights of d's in-edges in `graph`, in their order, into out[0, in_degree(d)).
+  void copy_in_edges(const CsrGraph& graph, vid_t d, float* out) const;
+};
+
+// Every edge's weight, in the order of graph.sources (empty where `weights` is).
+std::vector<float> edge_weights(const CsrGraph& graph, EdgeWeights weights);
+
+// PyG gcn_norm's factors for a graph that holds its self-loops: w_ji = d_j^-1/2 d_i^-1/2 is factor[j] * factor[i],
+// where degree[v] is v's in-degree with its self-loop, counted in the whole graph.
+std::vector<float> gcn_vertex_factors(std::span<const std::int64_t> degree);
 
 }  // namespace nj

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "nj/graph/shard.hpp"
+#include "nj/kernels/sparse_block.hpp"
 #include "nj/model/layer.hpp"
 
 namespace nj {
@@ -29,7 +30,10 @@ struct ModelConfig {
 
 struct PreparedGraph {
   CsrGraph graph;
-  std::vector<float> weights;  // per edge of `graph`; empty where the model uses none (GAT)
+  std::vector<float> vertex_factor;  // per vertex of `graph`: GCN's weights (EdgeWeights); empty for GAT
+
+  EdgeWeights weights() const { return {.per_edge = {}, .vertex_factor = vertex_factor}; }
+  bool weighted() const { return !vertex_factor.empty(); }
 };
 
 class Model {
