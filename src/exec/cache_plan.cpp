@@ -152,6 +152,7 @@ class TraceIndex {
     // What each phase does first to each row it touches: the kinds of its first step's touches.
     std::vector<RowScratch> scratch(static_cast<std::size_t>(total));
     first_.resize(num_phases * num_tensors);
+    phase_occurrences_.assign(num_phases, 0);
     for (std::size_t p = 0; p < num_phases; ++p) {
       const auto phase_start = static_cast<std::int32_t>(phase_begin[p]);
       for (std::size_t i = phase_begin[p]; i < phase_begin[p + 1]; ++i) {
@@ -161,7 +162,7 @@ class TraceIndex {
           if (first.empty()) first.assign(static_cast<std::size_t>(rows[ref.tensor]), 0);
           std::int32_t& first_step = scratch[base[ref.tensor] + static_cast<std::uint32_t>(ref.row)].mark;
           std::uint8_t& kinds = first[static_cast<std::size_t>(ref.row)];
-          ++occurrences;
+          ++phase_occurrences_[p];
           if (first_step < phase_start) {
             first_step = step;
             kinds = kind;
@@ -171,6 +172,7 @@ class TraceIndex {
         });
       }
     }
+    for (const std::int64_t n : phase_occurrences_) occurrences += n;
     // The first phase that touches each row.
     first_phase_.assign(static_cast<std::size_t>(total), std::numeric_limits<std::uint16_t>::max());
     for (std::size_t p = num_phases; p-- > 0;) {
@@ -201,6 +203,10 @@ class TraceIndex {
     }
     out.first_step = phase_begin[p];
     out.touches.clear();
+    // At most one touch per entry: reserved at once, the touches are not copied as they grow (where a vector
+    // grows past malloc's mmap threshold, each copy also faults in fresh pages), and what no touch reaches is
+    // never resident.
+    out.touches.reserve(static_cast<std::size_t>(phase_occurrences_[p]));
     out.step_begin.clear();
     out.scratch.assign(out.rows, RowScratch{});
     std::vector<Touch>& touches = out.touches;
@@ -298,7 +304,8 @@ class TraceIndex {
   // [phase * tensors + tensor]: per row of the tensor, the kinds of the phase's first touch of it (0: none);
   // empty where the phase does not touch the tensor.
   std::vector<std::vector<std::uint8_t>> first_;
-  std::vector<std::uint16_t> first_phase_;  // per row: the first phase that touches it (none: the largest value)
+  std::vector<std::uint16_t> first_phase_;       // per row: the first phase that touches it (none: the largest value)
+  std::vector<std::int64_t> phase_occurrences_;  // per phase: entries over its steps' lists
 };
 
 // One tensor's slots in the current phase. Free slots form a queue: a load takes the slot freed longest ago,
@@ -696,8 +703,9 @@ class Planner {
     StepPlan& plan = plan_.steps[i];
     // Rows the previous step released: writing them back has to wait for it to finish.
     prefetch_blocked_ = !pending_writeback_.empty();
-    plan.evict_writeback = std::move(pending_writeback_);
-    plan.drops = std::move(pending_drops_);
+    // Copied at their size, so the scratch lists keep their capacity from step to step instead of growing anew.
+    plan.evict_writeback.assign(pending_writeback_.begin(), pending_writeback_.end());
+    plan.drops.assign(pending_drops_.begin(), pending_drops_.end());
     pending_writeback_.clear();
     pending_drops_.clear();
     evictor_.begin_step(step);
@@ -717,6 +725,11 @@ class Planner {
       evictor_.pin(touch);
       if (needed) ++totals.hits;
     }
+    // Sized at once: a step's lists reach millions of entries on large graphs, and growing them copies.
+    const auto loads = static_cast<std::size_t>(
+        std::count_if(missing_.begin(), missing_.end(), [](const Missing& m) { return m.load; }));
+    plan.loads.reserve(loads);
+    plan.allocations.reserve(missing_.size() - loads);
     // Loads first, so they get the free slots the previous step is least likely to have used.
     for (const bool load : {true, false}) {
       for (const Missing& m : missing_) {
