@@ -193,6 +193,15 @@ class TraceIndex {
   // accumulates, each with its next touch and the touches it has left in the phase; the last one in the phase
   // learns whether a later phase touches the row and first reads it, and an accumulate whether an earlier phase
   // touched the row.
+  // Rows of the tensors phase p touches (how planning numbers them while it plans the phase).
+  std::uint32_t phase_rows(std::size_t p) const {
+    const std::size_t num_tensors = trace_.tensors.size();
+    std::uint32_t rows = 0;
+    for (std::size_t t = 0; t < num_tensors; ++t)
+      rows += static_cast<std::uint32_t>(first_[p * num_tensors + t].size());
+    return rows;
+  }
+
   void index_phase(std::size_t p, PhaseTouches& out) const {
     const std::size_t num_tensors = trace_.tensors.size();
     out.base.assign(num_tensors, 0);
@@ -873,19 +882,30 @@ CachePlan run_planners(const AccessTrace& trace, const TraceIndex& ix, Traits tr
   std::vector<Totals> totals(static_cast<std::size_t>(std::max(threads, 1)));
   std::vector<std::exception_ptr> errors(phases.size());
   std::atomic<std::size_t> next{0};
+  // No exception may leave the parallel region: a planner's own allocations failing end its thread's work, and
+  // the first failing phase's error (or else a planner's) is thrown after it.
+  std::vector<std::exception_ptr> planner_errors(totals.size());
 #pragma omp parallel num_threads(std::max(threads, 1))
   {
-    Planner<decltype(make())> planner(trace, ix, traits, make(), full, plan);
-    for (std::size_t k = next++; k < phases.size(); k = next++) {
-      try {
-        planner.plan_phase(phases[k]);
-      } catch (...) {
-        errors[k] = std::current_exception();
+    const auto thread = static_cast<std::size_t>(omp_get_thread_num());
+    try {
+      Planner<decltype(make())> planner(trace, ix, traits, make(), full, plan);
+      for (std::size_t k = next++; k < phases.size(); k = next++) {
+        try {
+          planner.plan_phase(phases[k]);
+        } catch (...) {
+          errors[k] = std::current_exception();
+        }
       }
+      totals[thread] = planner.totals;
+    } catch (...) {
+      planner_errors[thread] = std::current_exception();
     }
-    totals[static_cast<std::size_t>(omp_get_thread_num())] = planner.totals;
   }
   for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  for (const std::exception_ptr& error : planner_errors) {
     if (error) std::rethrow_exception(error);
   }
   for (const Totals& t : totals) {
@@ -929,7 +949,9 @@ CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy, CachePlanDeta
   const bool full = detail == CachePlanDetail::kFull;
   TraceIndex ix(trace, policy == CachePolicy::kDegree);
   const Traits traits = traits_of(policy, trace.release_dead_rows);
-  const std::size_t rows = ix.base.back();
+  // Rows are numbered per phase while it is planned: a keyed evictor needs the largest phase's, once per planner.
+  std::size_t rows = 0;
+  for (std::size_t p = 0; p < trace.capacity_rows.size(); ++p) rows = std::max<std::size_t>(rows, ix.phase_rows(p));
   const std::size_t tensors = trace.tensors.size();
   switch (policy) {
     case CachePolicy::kStAware:

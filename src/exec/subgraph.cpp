@@ -28,9 +28,8 @@ void set_bit(std::vector<std::uint64_t>& bits, vid_t v) {
 
 }  // namespace
 
-SubgraphBuilder::SubgraphBuilder(const CsrGraph& graph, EdgeWeights weights,
-                                 std::span<const gid_t> global_id, std::span<const vid_t> vertex_of,
-                                 eid_t parallel_edges)
+SubgraphBuilder::SubgraphBuilder(const CsrGraph& graph, EdgeWeights weights, std::span<const gid_t> global_id,
+                                 std::span<const vid_t> vertex_of, eid_t parallel_edges)
     : graph_(graph),
       weights_(weights),
       global_id_(global_id),
@@ -39,7 +38,12 @@ SubgraphBuilder::SubgraphBuilder(const CsrGraph& graph, EdgeWeights weights,
       is_dst_((static_cast<std::size_t>(graph.num_vertices()) + 63) / 64, 0),
       seen_(is_dst_.size(), 0),
       rank_(is_dst_.size() + 1, 0),
-      parallel_edges_(parallel_edges) {}
+      parallel_edges_(parallel_edges) {
+  NJ_EXPECTS(weights.vertex_factor.empty() || weights.vertex_factor.size() == local_.size(),
+             "{} vertex factors for a graph of {} vertices", weights.vertex_factor.size(), local_.size());
+  NJ_EXPECTS(weights.per_edge.empty() || weights.per_edge.size() == graph.sources.size(),
+             "{} edge weights for a graph of {} edges", weights.per_edge.size(), graph.sources.size());
+}
 
 eid_t SubgraphBuilder::number_sources(std::span<const vid_t> dsts, std::vector<vid_t>& sources,
                                       std::vector<vid_t>* in_edges) {
@@ -191,9 +195,11 @@ void SubgraphBuilder::build_in_parallel(std::span<const vid_t> dsts, Subgraph& s
     first[static_cast<std::size_t>(t)] = static_cast<vid_t>(
         std::lower_bound(b.dst_offsets.begin(), b.dst_offsets.end() - 1, target) - b.dst_offsets.begin());
   }
+  // Runs, not OpenMP threads, own the bitmaps: a team smaller than asked for (a thread limit, a nested region)
+  // takes several runs per thread.
 #pragma omp parallel num_threads(threads)
-  {
-    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+  for (auto t = static_cast<std::size_t>(omp_get_thread_num()); t < static_cast<std::size_t>(threads);
+       t += static_cast<std::size_t>(omp_get_num_threads())) {
     std::vector<std::uint64_t>& seen = t == 0 ? seen_ : thread_seen_[t - 1];
     for (auto i = static_cast<std::size_t>(first[t]); i < static_cast<std::size_t>(first[t + 1]); ++i) {
       if (i + 8 < static_cast<std::size_t>(first[t + 1])) {
@@ -255,14 +261,18 @@ void SubgraphBuilder::finish_block(Subgraph& sub, int threads) {
     first[static_cast<std::size_t>(k)] = static_cast<vid_t>(
         std::lower_bound(b.dst_offsets.begin(), b.dst_offsets.end() - 1, edges * k / threads) - b.dst_offsets.begin());
   }
+  // As in build_in_parallel, runs own the cursors, whatever the team's size.
 #pragma omp parallel num_threads(threads)
   {
-    const auto k = static_cast<std::size_t>(omp_get_thread_num());
-    std::vector<eid_t>& cursor = thread_cursor_[k];
-    cursor.assign(num_src, 0);
-    const eid_t from = b.dst_offsets[static_cast<std::size_t>(first[k])];
-    const eid_t to = b.dst_offsets[static_cast<std::size_t>(first[k + 1])];
-    for (eid_t e = from; e < to; ++e) ++cursor[static_cast<std::size_t>(b.src_index[static_cast<std::size_t>(e)])];
+    const auto team = static_cast<std::size_t>(omp_get_num_threads());
+    const auto runs = static_cast<std::size_t>(threads);
+    for (auto k = static_cast<std::size_t>(omp_get_thread_num()); k < runs; k += team) {
+      std::vector<eid_t>& cursor = thread_cursor_[k];
+      cursor.assign(num_src, 0);
+      const eid_t from = b.dst_offsets[static_cast<std::size_t>(first[k])];
+      const eid_t to = b.dst_offsets[static_cast<std::size_t>(first[k + 1])];
+      for (eid_t e = from; e < to; ++e) ++cursor[static_cast<std::size_t>(b.src_index[static_cast<std::size_t>(e)])];
+    }
 #pragma omp barrier
 #pragma omp single
     {
@@ -278,13 +288,16 @@ void SubgraphBuilder::finish_block(Subgraph& sub, int threads) {
       }
       t.offsets[num_src] = total;
     }
-    for (auto d = first[k]; d < first[k + 1]; ++d) {
-      for (eid_t e = b.dst_offsets[static_cast<std::size_t>(d)]; e < b.dst_offsets[static_cast<std::size_t>(d) + 1];
-           ++e) {
-        const auto slot =
-            static_cast<std::size_t>(cursor[static_cast<std::size_t>(b.src_index[static_cast<std::size_t>(e)])]++);
-        t.destinations[slot] = d;
-        t.edge_position[slot] = e;
+    for (auto k = static_cast<std::size_t>(omp_get_thread_num()); k < runs; k += team) {
+      std::vector<eid_t>& cursor = thread_cursor_[k];
+      for (auto d = first[k]; d < first[k + 1]; ++d) {
+        for (eid_t e = b.dst_offsets[static_cast<std::size_t>(d)]; e < b.dst_offsets[static_cast<std::size_t>(d) + 1];
+             ++e) {
+          const auto slot =
+              static_cast<std::size_t>(cursor[static_cast<std::size_t>(b.src_index[static_cast<std::size_t>(e)])]++);
+          t.destinations[slot] = d;
+          t.edge_position[slot] = e;
+        }
       }
     }
   }

@@ -145,6 +145,12 @@ TEST(SubgraphBuilder, BuildsWhatThePlainConstructionBuilds) {
     Subgraph reused;
     in_parallel.build(dsts, reused);
     expect_same_subgraph(reused, reference_subgraph(data.graph, weights, dsts, global_id));
+    // Inside another parallel region (nesting off) its team has one thread for the three runs: the same block.
+    Subgraph nested;
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    in_parallel.build(dsts, nested);
+    expect_same_subgraph(nested, reference_subgraph(data.graph, weights, dsts, global_id));
     std::vector<vid_t> sources;
     EXPECT_EQ(builder.list_sources(dsts, sources), static_cast<eid_t>(reused.block.src_index.size()));
     EXPECT_EQ(sources, reused.sources);
