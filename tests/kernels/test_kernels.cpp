@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -130,31 +131,39 @@ TEST_P(KernelTest, SpmmMatchesADenseReference) {
   }
 }
 
-using GatKernelTest = OnBackend<std::tuple<DeviceKind, bool>>;
+class GatKernelTest : public OnBackend<std::tuple<DeviceKind, bool>> {
+ protected:
+  // GAT's backward of a random block of n vertices against finite differences of its forward, with attention
+  // dropout; the seeds draw the block, z and the probe.
+  void expect_backward_matches_finite_differences(int heads, int channels, vid_t n, eid_t edges,
+                                                  const RandomStream& stream, std::array<std::uint64_t, 3> seeds) {
+    GatShape shape;
+    shape.heads = heads;
+    shape.channels = channels;
+    shape.concat = std::get<1>(GetParam());
+    shape.attention_dropout = 0.3F;
+    const SparseBlock block = random_block(n, edges, true, seeds[0]);
+    Matrix z = random_matrix(n, shape.row_width(), seeds[1]);
+    const Matrix probe = random_matrix(n, shape.output_width(), seeds[2]);
+    const DeviceBlock b = on().block(block);
+    DeviceMatrix dz = on().put(z);
+    const DeviceMatrix dprobe = on().put(probe);
+    DeviceMatrix dout = on().zeros(n, shape.output_width());
+    auto f = [&] {
+      on().set(dz, z);
+      backend().gat_forward(b.view(), shape, stream, dz.view(), dout.view());
+      return dot(probe, on().get(dout.view()));
+    };
+    DeviceMatrix dgrad_z = on().zeros(n, shape.row_width());
+    DeviceArray<float> workspace = gat_workspace(on(), block, shape);
+    backend().gat_backward(b.view(), shape, stream, dz.view(), dprobe.view(), dgrad_z.view(), false, workspace.view());
+    expect_gradient_matches(z, on().get(dgrad_z.view()), f, 1e-3F);
+  }
+};
 
 TEST_P(GatKernelTest, BackwardMatchesFiniteDifferences) {
-  GatShape shape;
-  shape.heads = 2;
-  shape.channels = 3;
-  shape.concat = std::get<1>(GetParam());
-  shape.attention_dropout = 0.3F;
-  const SparseBlock block = random_block(10, 30, true, 6);
-  const RandomStream stream{7, RandomPurpose::kAttentionDropout, 0, 3};
-  Matrix z = random_matrix(10, shape.row_width(), 8);
-  const Matrix probe = random_matrix(10, shape.output_width(), 9);
-  const DeviceBlock b = on().block(block);
-  DeviceMatrix dz = on().put(z);
-  const DeviceMatrix dprobe = on().put(probe);
-  DeviceMatrix dout = on().zeros(10, shape.output_width());
-  auto f = [&] {
-    on().set(dz, z);
-    backend().gat_forward(b.view(), shape, stream, dz.view(), dout.view());
-    return dot(probe, on().get(dout.view()));
-  };
-  DeviceMatrix dgrad_z = on().zeros(10, shape.row_width());
-  DeviceArray<float> workspace = gat_workspace(on(), block, shape);
-  backend().gat_backward(b.view(), shape, stream, dz.view(), dprobe.view(), dgrad_z.view(), false, workspace.view());
-  expect_gradient_matches(z, on().get(dgrad_z.view()), f, 1e-3F);
+  expect_backward_matches_finite_differences(2, 3, 10, 30, RandomStream{7, RandomPurpose::kAttentionDropout, 0, 3},
+                                             {6, 8, 9});
 }
 
 INSTANTIATE_TEST_SUITE_P(HeadsConcatenatedOrAveraged, GatKernelTest,
@@ -302,28 +311,8 @@ TEST_P(GatKernelTest, ForwardAndBackwardMatchANaiveReference) {
 
 // Many heads, crossing a Philox block of eight, with attention dropout: the backward against finite differences.
 TEST_P(GatKernelTest, BackwardWithElevenHeadsMatchesFiniteDifferences) {
-  GatShape shape;
-  shape.heads = 11;
-  shape.channels = 2;
-  shape.concat = std::get<1>(GetParam());
-  shape.attention_dropout = 0.3F;
-  const SparseBlock block = random_block(9, 25, true, 61);
-  const RandomStream stream{3, RandomPurpose::kAttentionDropout, 2, 5};
-  Matrix z = random_matrix(9, shape.row_width(), 62);
-  const Matrix probe = random_matrix(9, shape.output_width(), 63);
-  const DeviceBlock b = on().block(block);
-  DeviceMatrix dz = on().put(z);
-  const DeviceMatrix dprobe = on().put(probe);
-  DeviceMatrix dout = on().zeros(9, shape.output_width());
-  auto f = [&] {
-    on().set(dz, z);
-    backend().gat_forward(b.view(), shape, stream, dz.view(), dout.view());
-    return dot(probe, on().get(dout.view()));
-  };
-  DeviceMatrix dgrad_z = on().zeros(9, shape.row_width());
-  DeviceArray<float> workspace = gat_workspace(on(), block, shape);
-  backend().gat_backward(b.view(), shape, stream, dz.view(), dprobe.view(), dgrad_z.view(), false, workspace.view());
-  expect_gradient_matches(z, on().get(dgrad_z.view()), f, 1e-3F);
+  expect_backward_matches_finite_differences(11, 2, 9, 25, RandomStream{3, RandomPurpose::kAttentionDropout, 2, 5},
+                                             {61, 62, 63});
 }
 
 TEST_P(KernelTest, GatRefusesMoreHeadsThanItsRowsKeep) {

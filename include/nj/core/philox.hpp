@@ -39,6 +39,29 @@ struct Philox4x32 {
       k1 += kWeyl1;
     }
   }
+
+  // generate on kLanes counters at once, word w of counter `lane` in c[w][lane]: the rounds vectorise across the
+  // counters, and each counter's words equal generate's.
+  template <int kLanes>
+  NJ_HD static void generate_lanes(std::uint32_t c[4][kLanes], std::uint32_t k0, std::uint32_t k1) {
+    for (int round = 0; round < 10; ++round) {
+      NJ_SIMD
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const std::uint64_t p0 = static_cast<std::uint64_t>(kMul0) * c[0][lane];
+        const std::uint64_t p1 = static_cast<std::uint64_t>(kMul1) * c[2][lane];
+        const auto hi0 = static_cast<std::uint32_t>(p0 >> 32U);
+        const auto lo0 = static_cast<std::uint32_t>(p0);
+        const auto hi1 = static_cast<std::uint32_t>(p1 >> 32U);
+        const auto lo1 = static_cast<std::uint32_t>(p1);
+        c[0][lane] = hi1 ^ c[1][lane] ^ k0;
+        c[1][lane] = lo1;
+        c[2][lane] = hi0 ^ c[3][lane] ^ k1;
+        c[3][lane] = lo0;
+      }
+      k0 += kWeyl0;
+      k1 += kWeyl1;
+    }
+  }
 };
 
 // A uniform in [0, 1) from 16 random bits: each Philox block yields eight, and 1/65536 is fine resolution for
@@ -118,25 +141,7 @@ struct RandomStream {
       out[2][lane] = static_cast<std::uint32_t>(s >> 32U) * Philox4x32::kWeyl0 ^ high;
       out[3][lane] = epoch;
     }
-    std::uint32_t k0 = key0();
-    std::uint32_t k1 = key1();
-    for (int round = 0; round < 10; ++round) {
-      NJ_SIMD
-      for (int lane = 0; lane < kLanes; ++lane) {
-        const std::uint64_t p0 = static_cast<std::uint64_t>(Philox4x32::kMul0) * out[0][lane];
-        const std::uint64_t p1 = static_cast<std::uint64_t>(Philox4x32::kMul1) * out[2][lane];
-        const auto hi0 = static_cast<std::uint32_t>(p0 >> 32U);
-        const auto lo0 = static_cast<std::uint32_t>(p0);
-        const auto hi1 = static_cast<std::uint32_t>(p1 >> 32U);
-        const auto lo1 = static_cast<std::uint32_t>(p1);
-        out[0][lane] = hi1 ^ out[1][lane] ^ k0;
-        out[1][lane] = lo1;
-        out[2][lane] = hi0 ^ out[3][lane] ^ k1;
-        out[3][lane] = lo0;
-      }
-      k0 += Philox4x32::kWeyl0;
-      k1 += Philox4x32::kWeyl1;
-    }
+    Philox4x32::generate_lanes<kLanes>(out, key0(), key1());
   }
 
   // Uniform for edge (src -> dst) and head, by global ids.
@@ -153,31 +158,13 @@ struct RandomStream {
 template <int kLanes>
 inline void philox_blocks(const RandomStream& stream, std::uint32_t a, std::uint32_t b, const std::uint32_t* c,
                           std::uint32_t out[4][kLanes]) {
-  std::uint32_t k0 = stream.key0();
-  std::uint32_t k1 = stream.key1();
   for (int lane = 0; lane < kLanes; ++lane) {
     out[0][lane] = a;
     out[1][lane] = b;
     out[2][lane] = c[lane];
     out[3][lane] = stream.epoch;
   }
-  for (int round = 0; round < 10; ++round) {
-    NJ_SIMD
-    for (int lane = 0; lane < kLanes; ++lane) {
-      const std::uint64_t p0 = static_cast<std::uint64_t>(Philox4x32::kMul0) * out[0][lane];
-      const std::uint64_t p1 = static_cast<std::uint64_t>(Philox4x32::kMul1) * out[2][lane];
-      const auto hi0 = static_cast<std::uint32_t>(p0 >> 32U);
-      const auto lo0 = static_cast<std::uint32_t>(p0);
-      const auto hi1 = static_cast<std::uint32_t>(p1 >> 32U);
-      const auto lo1 = static_cast<std::uint32_t>(p1);
-      out[0][lane] = hi1 ^ out[1][lane] ^ k0;
-      out[1][lane] = lo1;
-      out[2][lane] = hi0 ^ out[3][lane] ^ k1;
-      out[3][lane] = lo0;
-    }
-    k0 += Philox4x32::kWeyl0;
-    k1 += Philox4x32::kWeyl1;
-  }
+  Philox4x32::generate_lanes<kLanes>(out, stream.key0(), stream.key1());
 }
 
 }  // namespace nj
