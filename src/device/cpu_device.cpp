@@ -1,16 +1,20 @@
 // The CPU device: a GPU emulated in host memory, strict where a GPU would be wrong but lucky.
 //   - Memory: a size-limited arena (arena.hpp) places every allocation, so the budget and fragmentation are the
-//     ones a CUDA device with the same arena would see; each allocation's bytes are a host block of their own.
+//     ones a CUDA device with the same arena would see. Its offsets index one reserved host range, as a CUDA
+//     device's index its one cudaMalloc (under AddressSanitizer each allocation is a host block of its own).
 //   - Streams: the compute stream is the calling thread (kernels run when the backend is called); each copy
-//     direction is an engine thread draining a FIFO of copies and event waits, woken by copies large enough to
-//     be worth a thread. A host thread that waits for a copy its engine has not started runs the queue itself,
-//     in order: a small copy issued and waited for at once then costs no thread handoff, while large copies
-//     issued ahead (prefetches) still overlap compute.
+//     direction is a FIFO of copies and event waits, run in order by the host thread that waits for one of
+//     them, with the OpenMP threads the kernels use (copies issued ahead are as done when the host needs them
+//     as on a GPU, and on the CPU a thread of their own would only take cores from the kernels), or by the
+//     direction's engine thread when someone polls for an event, as a GPU's copies progress unobserved.
 //   - Ordering checks: every stream keeps a vector clock of what it is ordered after (record/wait merge them),
 //     and every allocation the position of its last write and read on each stream. A kernel that touches a
 //     buffer before it waited for the copy filling it, or a copy that reads a buffer before it waited for the
 //     kernel writing it, throws, even when the copy happened to finish in time: on a GPU it would not always.
+#include <omp.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +24,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -43,9 +48,8 @@ namespace {
 
 constexpr std::align_val_t kAlignment{kArenaAlignment};
 constexpr auto kCompute = static_cast<std::size_t>(Stream::kCompute);
-// A copy at least this large is handed to its engine thread at once. Smaller ones wait in the queue for the
-// engine's next run or for the host thread that needs them: waking a thread costs more than copying them.
-constexpr std::int64_t kHandOffBytes = std::int64_t{256} << 10U;
+// A host thread splits a copy into pieces this large across its OpenMP threads.
+constexpr std::int64_t kCopyPieceBytes = std::int64_t{1} << 20U;
 
 using Clock = std::chrono::steady_clock;
 using Positions = std::array<std::uint64_t, kStreams>;
@@ -81,11 +85,10 @@ constexpr bool kAddressSanitizer = false;
 constexpr bool kAddressSanitizer = false;
 #endif
 
-// The host blocks behind device allocations, kept for reuse once freed. An epoch allocates the same sizes in the
-// same order every time; handing a freed block out again instead of returning it to the operating system saves
-// a page fault and a zeroed page per 4 KiB on every use (a quarter of the subgraph executor's epoch). What is
-// kept plus what is live never exceeds the most that was ever live at once, so the host holds no more than the
-// emulated device's peak. Under AddressSanitizer nothing is kept, so that a use after free is still reported.
+// Host blocks of their own (page-locked staging, and device allocations where there is no HostRegion), kept for
+// reuse once freed: handing a freed block out again instead of returning it to the operating system saves a page
+// fault and a zeroed page per 4 KiB on every use. What is kept plus what is live never exceeds the most that was
+// ever live at once. Under AddressSanitizer nothing is kept, so that a use after free is still reported.
 class HostBlocks {
  public:
   HostBlocks() = default;
@@ -147,10 +150,53 @@ class HostBlocks {
   std::int64_t peak_live_bytes_ = 0;
 };
 
+// The host memory behind the arena's offsets: one range of address space, reserved without committing memory,
+// whose pages the kernel provides as they are first touched. Since an epoch allocates the same sizes in the same
+// order, the arena places them at the same offsets every epoch, so after the first one no copy or kernel meets a
+// fresh page, whatever sizes follow each other (kept blocks of one's own serve only a request of their exact
+// size). What stays resident is the arena's peak footprint, which is what the
+// host-memory prediction counts for the emulated device. Under AddressSanitizer there is no region: separate
+// blocks let it report a use after free.
+class HostRegion {
+ public:
+  // A region of `bytes`, or none where the system refuses the reservation (strict overcommit).
+  static std::optional<HostRegion> reserve(std::int64_t bytes) {
+    if (kAddressSanitizer || bytes <= 0) return std::nullopt;
+    void* base = ::mmap(nullptr, static_cast<std::size_t>(bytes), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) return std::nullopt;
+    return HostRegion(static_cast<std::byte*>(base), bytes);
+  }
+  HostRegion(HostRegion&& other) noexcept
+      : base_(std::exchange(other.base_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  HostRegion(const HostRegion&) = delete;
+  HostRegion& operator=(const HostRegion&) = delete;
+  HostRegion& operator=(HostRegion&&) = delete;
+  ~HostRegion() {
+    if (base_ != nullptr) ::munmap(base_, static_cast<std::size_t>(bytes_));
+  }
+
+  std::int64_t bytes() const { return bytes_; }
+  void* at(std::int64_t offset) const { return base_ + offset; }
+
+ private:
+  HostRegion(std::byte* base, std::int64_t bytes) : base_(base), bytes_(bytes) {}
+  std::byte* base_;
+  std::int64_t bytes_;
+};
+
+// The size of the region behind an arena of `budget` bytes: an unlimited device can hold no more than the host.
+std::int64_t region_bytes(std::int64_t budget) {
+  const std::int64_t page = ::sysconf(_SC_PAGESIZE);
+  if (budget > 0 && budget != kUnlimited) return (budget + page - 1) / page * page;
+  return static_cast<std::int64_t>(::sysconf(_SC_PHYS_PAGES)) * page;
+}
+
 class CpuDevice final : public Device {
  public:
   explicit CpuDevice(std::int64_t budget_bytes)
       : arena_(budget_bytes),
+        region_(HostRegion::reserve(region_bytes(budget_bytes))),
         engines_{Engine{Stream::kHostToDevice}, Engine{Stream::kDeviceToHost}},
         threads_{std::thread([this] { run_engine(engines_[0]); }), std::thread([this] { run_engine(engines_[1]); })} {}
 
@@ -167,9 +213,7 @@ class CpuDevice final : public Device {
     if (!allocations_.empty()) {
       spdlog::warn("device '{}' destroyed with {} live allocations ({} bytes); freeing them", name(),
                    allocations_.size(), arena_.requested_in_use());
-      for (const auto& [start, allocation] : allocations_) {
-        host_blocks_.give_back(reinterpret_cast<void*>(start), allocation.bytes);
-      }
+      for (const auto& [start, allocation] : allocations_) release(reinterpret_cast<void*>(start), allocation.bytes);
     }
     for (const auto& [start, block] : pinned_) pinned_blocks_.give_back(reinterpret_cast<void*>(start), block.bytes);
   }
@@ -185,7 +229,7 @@ class CpuDevice final : public Device {
     lock.unlock();
     void* ptr = nullptr;
     try {
-      ptr = host_blocks_.take(bytes);
+      ptr = host_memory(block.offset, bytes, what);
     } catch (...) {
       lock.lock();
       arena_.deallocate(block.offset);  // the host is out of memory: the budget must not keep the bytes
@@ -224,7 +268,7 @@ class CpuDevice final : public Device {
     arena_.deallocate(it->second.offset);
     allocations_.erase(it);
     lock.unlock();
-    host_blocks_.give_back(ptr, bytes);
+    release(ptr, bytes);
   }
 
   void* allocate_pinned(std::int64_t bytes) override {
@@ -387,8 +431,8 @@ class CpuDevice final : public Device {
     Stream stream;
     std::deque<Operation> queue;
     std::uint64_t completed = 0;
-    std::condition_variable work;  // its thread waits here for a copy worth handing off, or shutdown
-    bool woken = false;            // such a copy was queued since the thread last emptied the queue
+    std::condition_variable work;  // its thread waits here for a poll, or shutdown
+    bool woken = false;            // someone polled since the thread last emptied the queue
     bool busy = false;             // an operation is running (on the engine thread or a waiting host thread)
   };
 
@@ -413,6 +457,21 @@ class CpuDevice final : public Device {
         if (s != w) clock_[w][s] = std::max(clock_[w][s], positions[s]);
       }
     }
+  }
+
+  // The host bytes behind arena block [offset, offset + bytes).
+  void* host_memory(std::int64_t offset, std::int64_t bytes, std::string_view what) {
+    if (!region_) return host_blocks_.take(bytes);
+    if (offset > region_->bytes() - bytes) {
+      throw Error(
+          fmt::format("the host memory behind the emulated device ({} bytes) cannot hold {} bytes at offset {} "
+                      "for {}",
+                      region_->bytes(), bytes, offset, what));
+    }
+    return region_->at(offset);
+  }
+  void release(void* ptr, std::int64_t bytes) noexcept {
+    if (!region_) host_blocks_.give_back(ptr, bytes);
   }
 
   // The live allocation holding all of [ptr, ptr + bytes): throws naming what the range is otherwise.
@@ -485,13 +544,7 @@ class CpuDevice final : public Device {
     }
     (to_device ? transfers_.h2d_bytes : transfers_.d2h_bytes) += bytes;
     ++(to_device ? transfers_.h2d_copies : transfers_.d2h_copies);
-    const Event done{engine.stream, clock_[s]};
-    if (bytes >= kHandOffBytes) {
-      engine.woken = true;
-      lock.unlock();
-      engine.work.notify_one();
-    }
-    return done;
+    return {engine.stream, clock_[s]};
   }
 
   void block_until_event(std::unique_lock<std::mutex>& lock, const Event& event) {
@@ -507,9 +560,9 @@ class CpuDevice final : public Device {
     while (engine.completed < position) {
       Engine& other = &engine == &engines_[0] ? engines_[1] : engines_[0];
       if (can_run(engine)) {
-        run_oldest(lock, engine);
+        run_oldest(lock, engine, true);
       } else if (!engine.busy && can_run(other)) {
-        run_oldest(lock, other);
+        run_oldest(lock, other, true);
       } else {
         sleep_until_done(lock);
       }
@@ -529,16 +582,16 @@ class CpuDevice final : public Device {
 
   bool runnable(const Operation& op) const { return op.dst != nullptr || completed(op.after); }
 
-  // Runs the engine's oldest operation on the calling thread, outside the lock so that others can allocate,
-  // issue and query meanwhile; one runs at a time per engine, in order. (A memcpy cannot fail: the checks at
-  // issue are what a GPU's copy errors would be.)
-  void run_oldest(std::unique_lock<std::mutex>& lock, Engine& engine) {
+  // Runs the engine's oldest operation on the calling thread (a host thread: with its OpenMP threads), outside
+  // the lock so that others can allocate, issue and query meanwhile; one runs at a time per engine, in order.
+  // (A memcpy cannot fail: the checks at issue are what a GPU's copy errors would be.)
+  void run_oldest(std::unique_lock<std::mutex>& lock, Engine& engine, bool on_host) {
     const Operation op = engine.queue.front();
     engine.queue.pop_front();
     engine.busy = true;
     lock.unlock();
     const auto start = Clock::now();
-    if (op.dst != nullptr) std::memcpy(op.dst, op.src, static_cast<std::size_t>(op.bytes));
+    if (op.dst != nullptr) copy(op, on_host && !omp_in_parallel());
     const double seconds = op.dst != nullptr ? seconds_since(start) : 0.0;
     lock.lock();
     engine.busy = false;
@@ -547,16 +600,26 @@ class CpuDevice final : public Device {
     if (sleepers_ > 0) done_.notify_all();
   }
 
-  // An engine thread sleeps until a copy worth handing off is queued (or the device shuts down), then drains
-  // its queue, small copies included. On shutdown it drains the queue first: the destructor completes all
-  // issued work.
+  static void copy(const Operation& op, bool in_pieces) {
+    auto* dst = static_cast<std::byte*>(op.dst);
+    const auto* src = static_cast<const std::byte*>(op.src);
+    const std::int64_t pieces = (op.bytes + kCopyPieceBytes - 1) / kCopyPieceBytes;
+#pragma omp parallel for schedule(static) if (in_pieces && pieces > 1)
+    for (std::int64_t i = 0; i < pieces; ++i) {
+      const std::int64_t first = i * kCopyPieceBytes;
+      std::memcpy(dst + first, src + first, static_cast<std::size_t>(std::min(kCopyPieceBytes, op.bytes - first)));
+    }
+  }
+
+  // An engine thread sleeps until someone polls for an event (or the device shuts down), then drains its queue.
+  // On shutdown it drains the queue first: the destructor completes all issued work.
   void run_engine(Engine& engine) {
     std::unique_lock lock(mutex_);
     for (;;) {
       engine.work.wait(lock, [&] { return stopping_ || engine.woken; });
       while (!engine.queue.empty()) {
         if (can_run(engine)) {
-          run_oldest(lock, engine);
+          run_oldest(lock, engine, false);
         } else {
           sleep_until_done(lock);
         }
@@ -567,8 +630,9 @@ class CpuDevice final : public Device {
   }
 
   SizeLimitedArena arena_;
-  HostBlocks host_blocks_;    // behind device allocations
-  HostBlocks pinned_blocks_;  // page-locked staging
+  std::optional<HostRegion> region_;  // behind device allocations, or
+  HostBlocks host_blocks_;            // where there is no region
+  HostBlocks pinned_blocks_;          // page-locked staging
   mutable std::mutex mutex_;
   std::condition_variable done_;  // threads wait here for completions
   int sleepers_ = 0;              // threads waiting on done_

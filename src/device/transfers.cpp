@@ -1,5 +1,7 @@
 #include "nj/device/transfers.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 
 namespace nj {
@@ -11,6 +13,17 @@ void check_rows(std::int64_t host_rows, std::int64_t listed, std::int64_t device
                  (listed > 0 || host_rows >= device_rows),
              "{} rows of {} host rows of width {} for {} device rows of width {}", listed, host_rows, host_cols,
              device_rows, device_cols);
+}
+
+// Row from_rows[i] of `from` (row i where the list is empty) to row to_rows[i] of `to`, for each of to.rows rows:
+// packing rows into staging or unpacking them, on the host's threads where there are enough bytes.
+void copy_listed_rows(ConstRows from, std::span<const vid_t> from_rows, std::span<const vid_t> to_rows, Rows to) {
+  const auto cols = static_cast<std::size_t>(to.cols);
+#pragma omp parallel for schedule(static) if (to.rows * to.cols > (std::int64_t{1} << 18) && !omp_in_parallel())
+  for (std::int64_t i = 0; i < to.rows; ++i) {
+    const float* row = from.data + static_cast<std::size_t>(from_rows.empty() ? i : from_rows[i]) * cols;
+    std::copy(row, row + cols, to.data + static_cast<std::size_t>(to_rows.empty() ? i : to_rows[i]) * cols);
+  }
 }
 
 }  // namespace
@@ -30,14 +43,7 @@ Event Transfers::start_upload(ConstRows host, std::span<const vid_t> rows, Devic
     return device_.record(Stream::kHostToDevice);
   }
   auto* packed = reinterpret_cast<float*>(staging.reserve(dst.bytes()));
-  if (rows.empty()) {
-    std::copy(host.data, host.data + dst.size(), packed);
-  } else {
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const float* row = host.row(rows[i]);
-      std::copy(row, row + host.cols, packed + i * static_cast<std::size_t>(host.cols));
-    }
-  }
+  copy_listed_rows(ConstRows{host.data, dst.rows, host.cols}, rows, {}, Rows{packed, dst.rows, dst.cols});
   order_after_kernels();
   return nj::upload(device_, dst, ConstRows{packed, dst.rows, dst.cols});
 }
@@ -49,14 +55,7 @@ void Transfers::download(ConstDeviceRows src, Rows host, std::span<const vid_t> 
   auto* packed = reinterpret_cast<float*>(reuse_staging(src.bytes()));
   device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
   device_.synchronize(nj::download(device_, Rows{packed, src.rows, src.cols}, src));
-  if (rows.empty()) {
-    std::copy(packed, packed + src.size(), host.data);
-  } else {
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const float* row = packed + i * static_cast<std::size_t>(host.cols);
-      std::copy(row, row + host.cols, host.row(rows[i]));
-    }
-  }
+  copy_listed_rows(ConstRows{packed, src.rows, src.cols}, {}, rows, Rows{host.data, src.rows, host.cols});
 }
 
 }  // namespace nj

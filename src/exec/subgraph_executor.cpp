@@ -4,6 +4,7 @@
 #include "nj/exec/subgraph_executor.hpp"
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <tuple>
 
@@ -244,8 +245,16 @@ struct SubgraphExecutor::State {
     find(rows.accumulates, slots.accumulates);
   }
 
-  // The running aggregation's block on the device.
-  StepBlock step_block(std::size_t l, std::size_t k) {
+  // The running aggregation's block on the device. Without a budget it stays there for the rest of the pass, so
+  // that the backward aggregation finds the block its forward one uploaded; within a budget the plan counted
+  // each block only for its step, so `streamed` holds it for the caller's step alone.
+  const StepBlock& step_block(std::size_t l, std::size_t k, std::optional<StepBlock>& streamed) {
+    if (!blocks_stay) return streamed.emplace(new_step_block(l, k));
+    auto [it, inserted] = resident_blocks.try_emplace({l, k});
+    if (inserted) it->second = new_step_block(l, k);
+    return it->second;
+  }
+  StepBlock new_step_block(std::size_t l, std::size_t k) {
     StepBlock b;
     if (part != nullptr) {
       b.block = DeviceBlock(transfers, part->block, "graph: subgraph");
@@ -260,35 +269,58 @@ struct SubgraphExecutor::State {
     return b;
   }
 
+  // Pool rows `run` where they are one run of consecutive slots (as pools lay out the rows of a pass that fits
+  // whole): kernels then read or write them in place, not through a gather or scatter by the slots. The
+  // buffers the gather would have used are allocated either way, so that a replay on the planning device, which
+  // does not know the slots, places the same allocations.
+  std::optional<DeviceRows> pool_run(std::uint32_t tensor, std::span<const vid_t> run) {
+    if (!moves_data || run.empty()) return std::nullopt;
+    for (std::size_t i = 1; i < run.size(); ++i) {
+      if (run[i] != run[0] + static_cast<vid_t>(i)) return std::nullopt;
+    }
+    return pools.pool(tensor).slice(run[0], static_cast<std::int64_t>(run.size()));
+  }
+
   // ---- steps ----
 
-  void dropout_rows(Model& model, std::size_t l, std::uint32_t epoch, bool training, std::span<const vid_t> rows,
-                    DeviceRows values) {
+  // Layer l's input dropout of pass rows `rows`, from `in` into `out` (which may be the same rows); false where
+  // nothing drops, and `out` is left as it was.
+  bool dropout_rows(Model& model, std::size_t l, std::uint32_t epoch, bool training, std::span<const vid_t> rows,
+                    ConstDeviceRows in, DeviceRows out) {
     const float p = model.config().dropout;
-    if (!training || p <= 0.0F) return;
+    if (!training || p <= 0.0F) return false;
     const DeviceArray<gid_t> gids = gids_of(rows);
-    backend.dropout(values, gids.view(), feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
-                    p, values);
+    backend.dropout(in, gids.view(), feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p,
+                    out);
+    return true;
   }
 
   void transform(Model& model, std::size_t l, std::span<const vid_t> rows, std::uint32_t epoch, bool training) {
     DeviceMatrix x = upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
-    dropout_rows(model, l, epoch, training, rows, x.view());
+    dropout_rows(model, l, epoch, training, rows, x.view(), x.view());
     DeviceMatrix out(device, x.rows(), model.layer(l).row_width(), "rows: transformed rows");
-    Layer::transform(backend, parameters.layer(l).weight.view(), x.view(), out.view());
     const DeviceArray<vid_t> write_slots = slots_on_device(transfers, slots.writes);
+    if (const auto in_place = pool_run(z_index(l), slots.writes)) {
+      Layer::transform(backend, parameters.layer(l).weight.view(), x.view(), *in_place);
+      return;
+    }
+    Layer::transform(backend, parameters.layer(l).weight.view(), x.view(), out.view());
     backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), write_slots.view(), out.rows());
   }
 
   void aggregate(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch, bool training) {
     const std::span<const vid_t> destinations = pass->destinations(l, k);
-    const StepBlock block = step_block(l, k);
+    std::optional<StepBlock> streamed;
+    const StepBlock& block = step_block(l, k, streamed);
     const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
     Layer& layer = model.layer(l);
     DeviceMatrix out(device, static_cast<std::int64_t>(destinations.size()), layer.out_dim(), "rows: aggregated rows");
-    layer.aggregate(backend, block.view(read_slots.view()),
-                    attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training,
-                    pools.pool(z_index(l)), out.view());
+    const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
+    if (const auto sources = pool_run(z_index(l), slots.reads)) {
+      layer.aggregate(backend, block.view(), attention, training, *sources, out.view());
+    } else {
+      layer.aggregate(backend, block.view(read_slots.view()), attention, training, pools.pool(z_index(l)), out.view());
+    }
     backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
     download(out.view(), outputs[l], destinations);
   }
@@ -301,15 +333,21 @@ struct SubgraphExecutor::State {
     const DeviceMatrix grad_y = upload(grad_outputs[l], destinations, "rows: output gradients");
     backend.column_sums(grad_y.view(), parameters.layer(l).bias_grad.view().span(), true);
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
-    const StepBlock block = step_block(l, k);
+    std::optional<StepBlock> streamed;
+    const StepBlock& block = step_block(l, k, streamed);
     const DeviceArray<vid_t> accumulate_slots = slots_on_device(transfers, slots.accumulates);
     DeviceArray<float> workspace(
         device, layer.aggregate_backward_workspace(backend, static_cast<vid_t>(destinations.size()), size.num_edges),
         "workspace: attention");
     const DeviceRows grad_pool = pools.pool(grad_index(l));
     if (slots.reads.empty()) {  // the gradient reads no rows: accumulate straight into the slots
-      layer.aggregate_backward(backend, block.view(accumulate_slots.view()), attention, true, ConstDeviceRows{},
-                               grad_y.view(), grad_pool, true, workspace.view());
+      if (const auto sources = pool_run(grad_index(l), slots.accumulates)) {
+        layer.aggregate_backward(backend, block.view(), attention, true, ConstDeviceRows{}, grad_y.view(), *sources,
+                                 true, workspace.view());
+      } else {
+        layer.aggregate_backward(backend, block.view(accumulate_slots.view()), attention, true, ConstDeviceRows{},
+                                 grad_y.view(), grad_pool, true, workspace.view());
+      }
       return;
     }
     // Rows and gradients sit in different pools: work on packed copies and scatter the sums back.
@@ -328,20 +366,23 @@ struct SubgraphExecutor::State {
     Layer& layer = model.layer(l);
     const DeviceMatrix input = upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
     DeviceMatrix dropped(device, input.rows(), input.cols(), "rows: dropped inputs");
-    backend.copy_rows(input.view(), {}, dropped.view(), {}, input.rows());
-    dropout_rows(model, l, epoch, true, rows, dropped.view());
+    const bool drops = dropout_rows(model, l, epoch, true, rows, input.view(), dropped.view());
     DeviceMatrix grad_z_rows(device, input.rows(), layer.row_width(), "rows: transformed-row gradients");
     const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
-    backend.copy_rows(pools.pool(grad_index(l)), read_slots.view(), grad_z_rows.view(), {}, grad_z_rows.rows());
+    std::optional<DeviceRows> grad_z = pool_run(grad_index(l), slots.reads);
+    if (!grad_z) {
+      backend.copy_rows(pools.pool(grad_index(l)), read_slots.view(), grad_z_rows.view(), {}, grad_z_rows.rows());
+      grad_z = grad_z_rows.view();
+    }
     DeviceMatrix grad_x =
         l > 0 ? DeviceMatrix(device, input.rows(), layer.in_dim(), "rows: input gradients") : DeviceMatrix();
     LayerParameters& p = parameters.layer(l);
-    Layer::transform_backward(backend, p.weight.view(), p.weight_grad.view(), dropped.view(), grad_z_rows.view(),
-                              grad_x.view());
+    Layer::transform_backward(backend, p.weight.view(), p.weight_grad.view(), drops ? dropped.view() : input.view(),
+                              *grad_z, grad_x.view());
     if (l > 0) {
       // The input is the previous layer's output: finish that layer's activation backward here, where its
       // output rows are already on the device, so that its aggregation backward reads only ∂L/∂Y.
-      dropout_rows(model, l, epoch, true, rows, grad_x.view());
+      dropout_rows(model, l, epoch, true, rows, grad_x.view(), grad_x.view());
       backend.activation_backward(model.activation_after(l - 1), input.view(), grad_x.view(), grad_x.view());
       download(grad_x.view(), grad_outputs[l - 1], rows);
     }
@@ -435,6 +476,7 @@ struct SubgraphExecutor::State {
       return fn();
     } catch (...) {
       pools.release();
+      resident_blocks.clear();
       transfers.take_row_bytes();
       exchange.take_stats();
       device.reset_transfer_stats();
@@ -459,6 +501,7 @@ struct SubgraphExecutor::State {
       pass = &p;
       subgraphs.emplace(p, global_id);
       fn();
+      resident_blocks.clear();
     }
     for (const auto& destinations : plan.closures) {
       const auto start = std::chrono::steady_clock::now();
@@ -467,6 +510,7 @@ struct SubgraphExecutor::State {
       pass = &closure_pass;
       subgraphs.emplace(closure_pass, global_id);
       fn();
+      resident_blocks.clear();
     }
     subgraphs.reset();
     pass = nullptr;
@@ -508,6 +552,9 @@ struct SubgraphExecutor::State {
   std::optional<PassSubgraphs> subgraphs;
   const Subgraph* part = nullptr;
   StepSlots slots;
+  // Without a budget, the running pass's blocks uploaded so far, by layer and subgraph.
+  bool blocks_stay = plan.options.device_budget == kUnlimited;
+  std::map<std::pair<std::size_t, std::size_t>, StepBlock> resident_blocks;
   std::vector<vid_t> replay_sources;
 };
 

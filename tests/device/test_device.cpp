@@ -145,6 +145,32 @@ TEST(CpuDevice, UnlimitedWithoutABudget) {
   }
 }
 
+// The arena's offsets index one host range, as a CUDA device's index its one cudaMalloc: memory freed and
+// allocated again is the same memory (no fresh pages every epoch). Under AddressSanitizer each allocation is a
+// block of its own, so that a use after free is reported.
+TEST(CpuDevice, AllocationsLieWhereTheArenaPlacesThem) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "each allocation is a host block of its own under AddressSanitizer";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "each allocation is a host block of its own under AddressSanitizer";
+#endif
+#endif
+  for (const std::int64_t budget : {kUnlimited, 4 * kMiB}) {
+    auto device = make_cpu_device(budget);
+    auto* a = static_cast<std::byte*>(device->allocate(100, "a"));   // [0, 256)
+    auto* b = static_cast<std::byte*>(device->allocate(300, "b"));   // [256, 768)
+    auto* c = static_cast<std::byte*>(device->allocate(5000, "c"));  // [768, 5888)
+    EXPECT_EQ(b - a, 256);
+    EXPECT_EQ(c - a, 768);
+    device->deallocate(b);
+    EXPECT_EQ(device->allocate(200, "b again"), b) << "the freed range is handed out again";
+    device->deallocate(b);
+    device->deallocate(c);
+    device->deallocate(a);
+  }
+}
+
 TEST_P(DeviceContract, OwningBuffersFreeTheirBytes) {
   auto device = make_device(1536);  // two 640-byte matrices, 768 arena bytes each
   {

@@ -7,6 +7,7 @@
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/edge_list.hpp"
 #include "nj/io/plain_text.hpp"
+#include "nj/kernels/device_block.hpp"
 #include "nj/model/device_parameters.hpp"
 #include "nj/train/trainer.hpp"
 #include "support/backends.hpp"
@@ -95,6 +96,49 @@ TEST_P(DeviceMemory, MeasuredPeakIsTheForecastOnSlashdot) {
   options.data.random_features = 16;
   options.data.seed = 1;
   expect_measured_peak_is_the_forecast(GetParam(), build_dataset(edges, options), ModelKind::kGcn);
+}
+
+// Without a budget each subgraph's block is uploaded once per pass and stays for its backward: at the peak the
+// device holds every block of the pass, and the measured peak is still the forecast, epoch after epoch.
+TEST_P(DeviceMemory, WithoutABudgetEveryBlockStaysForThePass) {
+  const Dataset data = test::grid_dataset(16, 16, 11);
+  for (const ModelKind kind : {ModelKind::kGcn, ModelKind::kGat}) {
+    SCOPED_TRACE(to_string(kind));
+    Model model(model_config(kind), data.features.cols(), data.num_classes);
+    const LocalGraph local = whole_local_graph(data.graph);
+    Resources resources = test::backend_resources(GetParam(), kUnlimited, 2);
+    SubgraphExecutor executor(resources, model, local, data.features.view(),
+                              {kUnlimited, ExecutionMode::kReuse, CachePolicy::kStAware});
+    const EpochPlan& plan = executor.plan();
+    ASSERT_EQ(plan.passes.size(), 1U);
+    const Pass& pass = plan.passes.front();
+    std::int64_t blocks = 0;
+    for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
+      for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+        const PartSize& size = pass.layer_parts[l][k];
+        const bool weighted =
+            pass.keeps_blocks() ? !pass.blocks[l][k].block.edge_weight.empty() : pass.graph.weighted();
+        blocks += DeviceBlock::bytes_for(static_cast<std::int64_t>(pass.destinations(l, k).size()), size.num_src,
+                                         size.num_edges, weighted);
+      }
+    }
+    EXPECT_EQ(plan.memory.category_peaks.at("graph"), blocks);
+
+    auto comm = make_single_process_communicator();
+    TrainOptions options;
+    options.epochs = 2;
+    options.eval_every = 1;
+    Trainer trainer(model, executor, *comm, targets_of(data), options);
+    int epochs = 0;
+    trainer.fit([&](const EpochMetrics& m) {
+      ++epochs;
+      EXPECT_EQ(m.execution.peak_device_footprint_bytes, plan.memory.peak_footprint_bytes);
+      // Blocks, slots, ids and parameters: the blocks once, not again for the backward half.
+      EXPECT_GT(m.execution.h2d_other_bytes, blocks);
+      EXPECT_LT(m.execution.h2d_other_bytes, 2 * blocks);
+    });
+    EXPECT_EQ(epochs, 2);
+  }
 }
 
 TEST_P(DeviceMemory, PlannerRefusesABudgetThatHoldsTheRowsButNotTheBlocksAndParameters) {

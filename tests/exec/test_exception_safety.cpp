@@ -330,8 +330,9 @@ std::vector<std::int64_t> failure_points(std::int64_t total, std::int64_t forwar
   return points;
 }
 
-// The budget of the subgraph executors: a fifth of what the whole graph needs at once, so that rows are evicted
-// and loaded again, and loads are prefetched.
+// The budget of the subgraph executors: an eighth of what the whole graph needs at once without a budget (which
+// keeps every subgraph's block on the device), so that rows are evicted and loaded again, and loads are
+// prefetched.
 std::int64_t tight_budget(DeviceKind kind, const Dataset& data, ModelKind model_kind) {
   Model model(model_config(model_kind), data.features.cols(), data.num_classes);
   const LocalGraph local = whole_local_graph(data.graph);
@@ -339,7 +340,7 @@ std::int64_t tight_budget(DeviceKind kind, const Dataset& data, ModelKind model_
   const EpochPlan plan = plan_epoch(model, local, {kUnlimited, ExecutionMode::kReuse, CachePolicy::kStAware});
   const std::int64_t need =
       forecast_device_memory(*resources.backend, model, local, data.features.view(), plan).peak_footprint_bytes;
-  return std::max(need / 5, minimum_device_budget(model, local));
+  return std::max(need / 8, minimum_device_budget(model, local));
 }
 
 using FaultCase = std::tuple<DeviceKind, ModelKind, Execution, FaultSource>;
