@@ -379,7 +379,8 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     for (std::size_t k = chunks.size(); k-- > 0;) {
       add_step(StepKind::kTransformBackward, l, k, phase);
       const auto chunk_rows = static_cast<std::int64_t>(chunks[k].size());
-      pass.stream_h2d_bytes += chunk_rows * dims[l].in * kFloat;
+      // Without a budget the inputs the forward transform uploaded are still on the device.
+      if (plan.options.device_budget != kUnlimited) pass.stream_h2d_bytes += chunk_rows * dims[l].in * kFloat;
       if (l > 0) pass.stream_d2h_bytes += chunk_rows * dims[l].in * kFloat;
     }
   }

@@ -245,14 +245,33 @@ struct SubgraphExecutor::State {
     find(rows.accumulates, slots.accumulates);
   }
 
-  // The running aggregation's block on the device. Without a budget it stays there for the rest of the pass, so
-  // that the backward aggregation finds the block its forward one uploaded; within a budget the plan counted
-  // each block only for its step, so `streamed` holds it for the caller's step alone.
-  const StepBlock& step_block(std::size_t l, std::size_t k, std::optional<StepBlock>& streamed) {
-    if (!blocks_stay) return streamed.emplace(new_step_block(l, k));
-    auto [it, inserted] = resident_blocks.try_emplace({l, k});
-    if (inserted) it->second = new_step_block(l, k);
+  // What a step uploads for the running pass, by layer and subgraph or transform chunk: without a budget it stays
+  // on the device for the rest of the pass, so that the backward half finds what the forward half uploaded;
+  // within a budget the plan counted it only for its step, so `streamed` holds it for the caller's step alone.
+  template <typename T, typename Make>
+  T& staying(std::map<std::pair<std::size_t, std::size_t>, T>& resident, std::size_t l, std::size_t k,
+             std::optional<T>& streamed, Make&& make) {
+    if (!uploads_stay) return streamed.emplace(make());
+    auto [it, inserted] = resident.try_emplace({l, k});
+    if (inserted) it->second = make();
     return it->second;
+  }
+
+  void release_staying() {
+    resident_blocks.clear();
+    resident_inputs.clear();
+  }
+
+  // The running aggregation's block on the device.
+  const StepBlock& step_block(std::size_t l, std::size_t k, std::optional<StepBlock>& streamed) {
+    return staying(resident_blocks, l, k, streamed, [&] { return new_step_block(l, k); });
+  }
+  // Layer l's input rows of transform chunk k on the device, as uploaded (before dropout).
+  DeviceMatrix& transform_input(std::size_t l, std::size_t k, std::optional<DeviceMatrix>& streamed) {
+    return staying(resident_inputs, l, k, streamed, [&] {
+      const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
+      return upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
+    });
   }
   StepBlock new_step_block(std::size_t l, std::size_t k) {
     StepBlock b;
@@ -295,16 +314,23 @@ struct SubgraphExecutor::State {
     return true;
   }
 
-  void transform(Model& model, std::size_t l, std::span<const vid_t> rows, std::uint32_t epoch, bool training) {
-    DeviceMatrix x = upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
-    dropout_rows(model, l, epoch, training, rows, x.view(), x.view());
-    DeviceMatrix out(device, x.rows(), model.layer(l).row_width(), "rows: transformed rows");
+  void transform(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch, bool training) {
+    const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
+    std::optional<DeviceMatrix> streamed;
+    DeviceMatrix& input = transform_input(l, k, streamed);
+    // Dropout works in place on streamed rows; rows that stay keep their values for the backward half.
+    DeviceMatrix dropped =
+        streamed ? DeviceMatrix() : DeviceMatrix(device, input.rows(), input.cols(), "rows: dropped inputs");
+    const DeviceRows dropout_out = streamed ? input.view() : dropped.view();
+    const ConstDeviceRows x =
+        dropout_rows(model, l, epoch, training, rows, input.view(), dropout_out) ? dropout_out : input.view();
+    DeviceMatrix out(device, x.rows, model.layer(l).row_width(), "rows: transformed rows");
     const DeviceArray<vid_t> write_slots = slots_on_device(transfers, slots.writes);
     if (const auto in_place = pool_run(z_index(l), slots.writes)) {
-      Layer::transform(backend, parameters.layer(l).weight.view(), x.view(), *in_place);
+      Layer::transform(backend, parameters.layer(l).weight.view(), x, *in_place);
       return;
     }
-    Layer::transform(backend, parameters.layer(l).weight.view(), x.view(), out.view());
+    Layer::transform(backend, parameters.layer(l).weight.view(), x, out.view());
     backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), write_slots.view(), out.rows());
   }
 
@@ -362,9 +388,11 @@ struct SubgraphExecutor::State {
     backend.copy_rows(grad_rows.view(), {}, grad_pool, accumulate_slots.view(), sources);
   }
 
-  void transform_backward(Model& model, std::size_t l, std::span<const vid_t> rows, std::uint32_t epoch) {
+  void transform_backward(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch) {
     Layer& layer = model.layer(l);
-    const DeviceMatrix input = upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
+    const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
+    std::optional<DeviceMatrix> streamed;
+    const DeviceMatrix& input = transform_input(l, k, streamed);
     DeviceMatrix dropped(device, input.rows(), input.cols(), "rows: dropped inputs");
     const bool drops = dropout_rows(model, l, epoch, true, rows, input.view(), dropped.view());
     DeviceMatrix grad_z_rows(device, input.rows(), layer.row_width(), "rows: transformed-row gradients");
@@ -415,7 +443,7 @@ struct SubgraphExecutor::State {
     run_steps(0, pass->forward_steps, [&](std::size_t k) {
       const PlannedStep& s = pass->steps[k];
       if (s.kind == StepKind::kTransform) {
-        transform(model, s.layer, pass->transform_chunks[s.layer][s.index], epoch, training);
+        transform(model, s.layer, s.index, epoch, training);
       } else if (s.kind == StepKind::kSendRows) {
         send_rows(z_index(s.layer), pass->exchange[s.layer].send_rows[s.index]);
       } else {
@@ -446,7 +474,7 @@ struct SubgraphExecutor::State {
           send_rows(grad_index(s.layer), pass->exchange[s.layer].send_gradients[s.index]);
           break;
         case StepKind::kReceiveGradients: receive_gradients(s.layer, s.index); break;
-        default: transform_backward(model, s.layer, pass->transform_chunks[s.layer][s.index], epoch);
+        default: transform_backward(model, s.layer, s.index, epoch);
       }
       const bool layer_done = k + 1 == pass->steps.size() || pass->steps[k + 1].layer != s.layer;
       if (layer_done) parameters.finish_backward(backend, model, s.layer);
@@ -476,7 +504,7 @@ struct SubgraphExecutor::State {
       return fn();
     } catch (...) {
       pools.release();
-      resident_blocks.clear();
+      release_staying();
       transfers.take_row_bytes();
       exchange.take_stats();
       device.reset_transfer_stats();
@@ -501,7 +529,7 @@ struct SubgraphExecutor::State {
       pass = &p;
       subgraphs.emplace(p, global_id);
       fn();
-      resident_blocks.clear();
+      release_staying();
     }
     for (const auto& destinations : plan.closures) {
       const auto start = std::chrono::steady_clock::now();
@@ -510,7 +538,7 @@ struct SubgraphExecutor::State {
       pass = &closure_pass;
       subgraphs.emplace(closure_pass, global_id);
       fn();
-      resident_blocks.clear();
+      release_staying();
     }
     subgraphs.reset();
     pass = nullptr;
@@ -552,9 +580,10 @@ struct SubgraphExecutor::State {
   std::optional<PassSubgraphs> subgraphs;
   const Subgraph* part = nullptr;
   StepSlots slots;
-  // Without a budget, the running pass's blocks uploaded so far, by layer and subgraph.
-  bool blocks_stay = plan.options.device_budget == kUnlimited;
+  // Without a budget, the running pass's blocks and transform inputs uploaded so far (see staying()).
+  bool uploads_stay = plan.options.device_budget == kUnlimited;
   std::map<std::pair<std::size_t, std::size_t>, StepBlock> resident_blocks;
+  std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix> resident_inputs;
   std::vector<vid_t> replay_sources;
 };
 
