@@ -319,7 +319,9 @@ class TraceIndex {
 
 // One tensor's slots in the current phase. Free slots form a queue: a load takes the slot freed longest ago,
 // the least likely to be one the previous step used (which would forbid prefetching it); an allocation
-// happens only once the previous step is done, so it takes the newest.
+// happens only once the previous step is done, so it takes the newest. A fresh pool hands allocations out in
+// ascending slots, so that the rows a step writes into it lie in one run, which kernels read and write in place
+// (where a pass fits the pools whole, every step's rows do).
 struct Pool {
   std::vector<std::uint32_t> slot_row;  // kNoRow when free
   std::vector<std::int32_t> slot_step;  // the last step that touched the slot's row
@@ -334,7 +336,7 @@ struct Pool {
     slot_row.assign(n, kNoRow);
     slot_step.assign(n, -1);
     free_ring.resize(n);
-    for (std::size_t s = 0; s < n; ++s) free_ring[s] = static_cast<std::int32_t>(s);
+    for (std::size_t s = 0; s < n; ++s) free_ring[s] = static_cast<std::int32_t>(n - 1 - s);
     free_head = 0;
     free_count = n;
     resident = 0;
