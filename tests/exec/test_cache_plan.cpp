@@ -405,6 +405,29 @@ std::int64_t optimal_misses(const std::vector<std::uint32_t>& step_sets, int cap
   return result;
 }
 
+// A fresh pool hands allocations out in ascending slots: a step that writes rows into an empty pool gets one
+// run of slots, which the executor's kernels write and read in place instead of scattering and gathering.
+TEST(CachePlanSlots, AFreshPoolsAllocationsTakeAscendingSlots) {
+  AccessTrace trace;
+  trace.tensors = {{"z", 4, false}};
+  trace.capacity_rows = {{8}};
+  std::vector<RowRef> written;
+  for (vid_t r = 0; r < 6; ++r) written.push_back({0, r});
+  trace.steps.push_back(step_of(0, {}, written));
+  trace.steps.push_back(step_of(0, written));
+  trace.vertex_degree.assign(6, 1);
+  for (const CachePolicy policy : kAllPolicies) {
+    const CachePlan plan = plan_cache(trace, policy);
+    std::vector<std::int32_t> slots;
+    for (const SlotAssignment& a : plan.steps[0].allocations) slots.push_back(a.slot);
+    EXPECT_EQ(slots, (std::vector<std::int32_t>{0, 1, 2, 3, 4, 5})) << to_string(policy);
+    // Without a cache the rows leave after the step that wrote them and come back wherever loads go.
+    if (policy != CachePolicy::kNone) {
+      EXPECT_EQ(plan.steps[1].read_slots, slots) << to_string(policy);
+    }
+  }
+}
+
 TEST(CachePolicyNames, RoundTripAndRejectUnknown) {
   for (const CachePolicy policy : kAllPolicies) EXPECT_EQ(parse_cache_policy(to_string(policy)), policy);
   EXPECT_EQ(parse_cache_policy("st-aware"), CachePolicy::kStAware);
