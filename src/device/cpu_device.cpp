@@ -219,6 +219,7 @@ class CpuDevice final : public Device {
   }
 
   std::string_view name() const override { return "cpu"; }
+  bool copies_pageable_memory_directly() const override { return true; }
   std::int64_t budget_bytes() const override { return arena_.budget(); }
 
   void* allocate(std::int64_t bytes, std::string_view what) override {

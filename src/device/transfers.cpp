@@ -29,9 +29,26 @@ void copy_listed_rows(ConstRows from, std::span<const vid_t> from_rows, std::spa
 }  // namespace
 
 void Transfers::upload(ConstRows host, std::span<const vid_t> rows, DeviceRows dst) {
+  if (const std::optional<std::int64_t> first = direct_first_row(host.rows, rows, dst.rows)) {
+    check_rows(host.rows, static_cast<std::int64_t>(rows.size()), dst.rows, host.cols, dst.cols);
+    h2d_row_bytes_ += dst.bytes();
+    order_after_kernels();
+    const Event copied = nj::upload(device_, dst, ConstRows{host.row(*first), dst.rows, dst.cols});
+    device_.synchronize(copied);  // the host rows may change once this returns
+    device_.wait(Stream::kCompute, copied);
+    return;
+  }
   device_.synchronize(staged_);
   staged_ = start_upload(host, rows, dst, staging_);
   device_.wait(Stream::kCompute, staged_);
+}
+
+std::optional<std::int64_t> Transfers::direct_first_row(std::int64_t host_rows, std::span<const vid_t> rows,
+                                                        std::int64_t count) const {
+  if (!device_.moves_data() || !device_.copies_pageable_memory_directly() || count == 0) return std::nullopt;
+  const std::optional<vid_t> first = rows.empty() ? std::optional<vid_t>(0) : consecutive_from(rows);
+  if (!first || *first < 0 || *first + count > host_rows) return std::nullopt;
+  return *first;
 }
 
 Event Transfers::start_upload(ConstRows host, std::span<const vid_t> rows, DeviceRows dst,
@@ -52,8 +69,12 @@ void Transfers::download(ConstDeviceRows src, Rows host, std::span<const vid_t> 
   check_rows(host.rows, static_cast<std::int64_t>(rows.size()), src.rows, host.cols, src.cols);
   d2h_row_bytes_ += src.bytes();
   if (!device_.moves_data()) return;
-  auto* packed = reinterpret_cast<float*>(reuse_staging(src.bytes()));
   device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
+  if (const std::optional<std::int64_t> first = direct_first_row(host.rows, rows, src.rows)) {
+    device_.synchronize(nj::download(device_, Rows{host.row(*first), src.rows, src.cols}, src));
+    return;
+  }
+  auto* packed = reinterpret_cast<float*>(reuse_staging(src.bytes()));
   device_.synchronize(nj::download(device_, Rows{packed, src.rows, src.cols}, src));
   copy_listed_rows(ConstRows{packed, src.rows, src.cols}, {}, rows, Rows{host.data, src.rows, host.cols});
 }

@@ -293,11 +293,9 @@ struct SubgraphExecutor::State {
   // buffers the gather would have used are allocated either way, so that a replay on the planning device, which
   // does not know the slots, places the same allocations.
   std::optional<DeviceRows> pool_run(std::uint32_t tensor, std::span<const vid_t> run) {
-    if (!moves_data || run.empty()) return std::nullopt;
-    for (std::size_t i = 1; i < run.size(); ++i) {
-      if (run[i] != run[0] + static_cast<vid_t>(i)) return std::nullopt;
-    }
-    return pools.pool(tensor).slice(run[0], static_cast<std::int64_t>(run.size()));
+    const std::optional<vid_t> first = consecutive_from(run);
+    if (!moves_data || !first) return std::nullopt;
+    return pools.pool(tensor).slice(*first, static_cast<std::int64_t>(run.size()));
   }
 
   // ---- steps ----

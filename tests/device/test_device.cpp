@@ -512,6 +512,32 @@ INSTANTIATE_TEST_SUITE_P(Devices, DeviceContract, test::all_backends(), test::Ba
 namespace nj {
 namespace {
 
+// Rows that lie in one block of host memory travel straight on a device that copies pageable memory as fast as
+// staged memory (the CPU device); other lists of rows are packed into staging, as on a GPU. Either way the
+// device rows and the host rows end up the same.
+TEST(CpuDevice, TransfersCopyABlockOfRowsStraightAndPackTheRest) {
+  auto device = make_cpu_device(0);
+  ASSERT_TRUE(device->copies_pageable_memory_directly());
+  Transfers transfers(*device);
+  Matrix host(8, 4);
+  std::iota(host.span().begin(), host.span().end(), 0.0F);
+  DeviceMatrix rows(*device, 3, 4, "rows: test");
+  Matrix back(8, 4, -1.0F);
+  const auto copied = [&](std::vector<vid_t> listed) {
+    const std::int64_t before = device->stats().pageable_copies;
+    transfers.upload(host.view(), listed, rows.view());
+    transfers.download(rows.view(), back.view(), listed);
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+      const auto r = static_cast<std::int64_t>(listed[i]);
+      EXPECT_TRUE(std::equal(host.row(r), host.row(r) + 4, back.row(r))) << "row " << r;
+    }
+    return device->stats().pageable_copies - before;
+  };
+  EXPECT_EQ(copied({2, 3, 4}), 2) << "a block of rows goes straight, both ways";
+  EXPECT_EQ(copied({5, 1, 3}), 0) << "scattered rows go through staging";
+  EXPECT_EQ(copied({5, 6, 7}), 2);
+}
+
 // A replay on the planning device forecasts memory only: Transfers moves no row, so host rows keep what they held
 // and a replay never makes them resident, while the allocations and the row counts are what a run makes.
 TEST(PlanningDevice, TransfersMoveNoRowsButCountThem) {

@@ -64,6 +64,10 @@ class Device {
   // Whether copies move data. The planning device only forecasts memory: Transfers then neither gathers rows
   // into staging nor scatters them into host rows, which a replay on it leaves as they were.
   virtual bool moves_data() const { return true; }
+  // Whether a copy from or into pageable host memory costs what one through page-locked staging does (the CPU
+  // device, where each is one memcpy): Transfers then copies a block of host rows straight, rather than add a
+  // copy into staging. On a GPU a pageable copy is synchronous and slower.
+  virtual bool copies_pageable_memory_directly() const { return false; }
 
   // ---- memory ----
   // Device memory, charged against the budget at exactly `bytes` and placed in the device's arena. A request

@@ -1,11 +1,13 @@
 #pragma once
-// Copies between host memory and device memory through page-locked staging, ordered on the device's streams:
+// Copies between host memory and device memory through page-locked staging (or, on a device that copies
+// pageable memory as fast, straight from and into a block of host rows), ordered on the device's streams:
 // an upload waits for the kernels issued so far and the compute stream waits for it; a download waits for the
 // kernels issued so far and returns once the host holds the data. Rows travel packed: gathered on the host
 // into staging (uploads), or into contiguous device rows before they leave (downloads). The executors, the
 // device parameters and the graph blocks all copy through here.
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -15,6 +17,16 @@
 #include "nj/device/device.hpp"
 
 namespace nj {
+
+// The first id of `ids` where they are consecutive ascending ids (first, first + 1, ...): rows that can be read
+// or written as one block. std::nullopt where they are not, or are none.
+inline std::optional<vid_t> consecutive_from(std::span<const vid_t> ids) {
+  if (ids.empty()) return std::nullopt;
+  for (std::size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i] != ids[0] + static_cast<vid_t>(i)) return std::nullopt;
+  }
+  return ids[0];
+}
 
 class Transfers {
  public:
@@ -69,6 +81,10 @@ class Transfers {
   void order_after_kernels() { device_.wait(Stream::kHostToDevice, device_.record(Stream::kCompute)); }
 
  private:
+  // The first of `count` host rows (of host_rows) listed in `rows` (empty: the first ones) where they form one
+  // block that this device copies straight, without staging; std::nullopt otherwise.
+  std::optional<std::int64_t> direct_first_row(std::int64_t host_rows, std::span<const vid_t> rows,
+                                               std::int64_t count) const;
   // The staging, once the last copy from it is done (on a GPU the compute stream's wait does not block the
   // host, so the host must not refill it earlier).
   std::byte* reuse_staging(std::int64_t bytes) {
