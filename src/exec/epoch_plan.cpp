@@ -223,6 +223,10 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
           [&](std::int64_t minimum) {
             return describe_minimum_budget(plan.options.device_budget, l, minimum, plan.resident_bytes);
           });
+      // A layer that is one subgraph (no budget cuts it) takes its rows in ascending order, the vertex order's
+      // locality, so that they move and are read in place as one block. Cut subgraphs keep the order that cut
+      // them: sorting within them changes which rows the baseline policies' ties evict.
+      if (parts.size() == 1) std::ranges::sort(parts.front());
       for (auto& part_dsts : parts) {
         std::vector<vid_t>& listed = sources[l].emplace_back();
         const eid_t edges = builder.list_sources(part_dsts, listed);
