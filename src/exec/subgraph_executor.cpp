@@ -374,11 +374,19 @@ struct SubgraphExecutor::State {
       }
       return;
     }
-    // Rows and gradients sit in different pools: work on packed copies and scatter the sums back.
+    // Rows and gradients sit in different pools: work on packed copies and scatter the sums back (or, where
+    // both lie in one run of their pool, on the pools in place).
     const auto sources = static_cast<std::int64_t>(size.num_src);
     const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
     DeviceMatrix z_rows(device, sources, layer.row_width(), "rows: attention rows");
     DeviceMatrix grad_rows(device, sources, layer.row_width(), "rows: attention gradients");
+    const auto z_run = pool_run(z_index(l), slots.reads);
+    const auto grad_run = pool_run(grad_index(l), slots.accumulates);
+    if (z_run && grad_run) {
+      layer.aggregate_backward(backend, block.view(), attention, true, *z_run, grad_y.view(), *grad_run, true,
+                               workspace.view());
+      return;
+    }
     backend.copy_rows(pools.pool(z_index(l)), read_slots.view(), z_rows.view(), {}, sources);
     backend.copy_rows(grad_pool, accumulate_slots.view(), grad_rows.view(), {}, sources);
     layer.aggregate_backward(backend, block.view(), attention, true, z_rows.view(), grad_y.view(), grad_rows.view(),
