@@ -1,6 +1,9 @@
 #include "nj/graph/vertex_order.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 #include "nj/core/error.hpp"
@@ -11,6 +14,150 @@ namespace {
 // Rounds of label propagation: most vertices settle in the first two, and each round reads every edge once.
 constexpr int kPropagationRounds = 3;
 
+// A round sweeps chunks of this many consecutive vertices, a chunk to a thread at a time. Within its chunk a
+// sweep sees its own moves at once, as a sequential sweep would; other chunks' labels it reads as they were when
+// the round began. The chunks depend on the vertex count alone, so the communities do not depend on the threads
+// (and a graph of one chunk is swept exactly as sequentially).
+constexpr vid_t kChunkVertices = vid_t{1} << 16;
+
+// A chunk's changes to community sizes in this round, by label. A move touches two labels, so a chunk touches at
+// most 2 * kChunkVertices: an open-addressing table of twice that stays at most half full, 2 MiB a thread however
+// large the graph (a count per label would be a graph-sized array per thread).
+class SizeChanges {
+ public:
+  SizeChanges() : slots_(kSlots) {}
+  void clear() { std::fill(slots_.begin(), slots_.end(), Slot{}); }
+  vid_t find(vid_t label) const {
+    for (std::size_t i = home(label);; i = (i + 1) & (kSlots - 1)) {
+      if (slots_[i].label == label) return slots_[i].change;
+      if (slots_[i].label < 0) return 0;
+    }
+  }
+  void add(vid_t label, vid_t change) {
+    std::size_t i = home(label);
+    while (slots_[i].label >= 0 && slots_[i].label != label) i = (i + 1) & (kSlots - 1);
+    slots_[i].label = label;
+    slots_[i].change += change;
+  }
+
+ private:
+  static constexpr std::size_t kSlots = 4 * static_cast<std::size_t>(kChunkVertices);
+  static constexpr unsigned kShift = 32 - std::countr_zero(kSlots);
+  struct Slot {
+    vid_t label = -1;
+    vid_t change = 0;
+  };
+  static std::size_t home(vid_t label) { return (static_cast<std::uint32_t>(label) * 0x9E3779B1U) >> kShift; }
+  std::vector<Slot> slots_;
+};
+
+// One vertex's votes: a count per label of its in-neighbours, in an open-addressing table of more than twice its
+// degree. A count per label over all vertices would be one more random access per edge (labels are still mostly
+// distinct in the first round); a table the size of the degree stays in cache.
+class Votes {
+ public:
+  explicit Votes(eid_t max_degree) : slots_(std::bit_ceil(2 * static_cast<std::size_t>(max_degree) + 2)) {
+    voted_.reserve(static_cast<std::size_t>(max_degree));
+  }
+  void start(eid_t degree) {
+    bits_ = static_cast<unsigned>(std::bit_width(2 * static_cast<std::size_t>(degree) + 1));
+    mask_ = (std::size_t{1} << bits_) - 1;
+  }
+  void add(vid_t label) {
+    Slot& slot = slots_[find(label)];
+    if (slot.votes++ == 0) {
+      slot.label = label;
+      voted_.push_back(&slot - slots_.data());
+    }
+  }
+  vid_t of(vid_t label) const { return slots_[find(label)].votes; }
+  // Calls f(label, votes) for each label voted for.
+  template <class F>
+  void for_each(F&& f) const {
+    for (const std::ptrdiff_t i : voted_)
+      f(slots_[static_cast<std::size_t>(i)].label, slots_[static_cast<std::size_t>(i)].votes);
+  }
+  void clear() {
+    for (const std::ptrdiff_t i : voted_) slots_[static_cast<std::size_t>(i)] = Slot{};
+    voted_.clear();
+  }
+
+ private:
+  struct Slot {
+    vid_t label = -1;
+    vid_t votes = 0;
+  };
+  std::size_t find(vid_t label) const {
+    std::size_t i = (static_cast<std::uint32_t>(label) * 0x9E3779B97F4A7C15ULL) >> (64U - bits_);
+    while (slots_[i].votes != 0 && slots_[i].label != label) i = (i + 1) & mask_;
+    return i;
+  }
+  std::vector<Slot> slots_;
+  std::vector<std::ptrdiff_t> voted_;
+  unsigned bits_ = 0;
+  std::size_t mask_ = 0;
+};
+
+// One thread's scratch, sized before the parallel region so that nothing in it allocates (or throws).
+struct SweepScratch {
+  explicit SweepScratch(eid_t max_degree) : votes(max_degree) {}
+  SizeChanges changes;
+  Votes votes;
+};
+
+// Sweeps vertices [begin, end) in id order: each joins the label most of its in-neighbours carry (its own wins a
+// tie, then the smaller label), unless that community is full by the sizes at the round's start and this chunk's
+// own moves. Writes only label[begin, end).
+void sweep_chunk(const CsrGraph& g, vid_t n, vid_t begin, vid_t end, std::span<vid_t> label,
+                 std::span<const vid_t> previous, std::span<const vid_t> size, SweepScratch& scratch) {
+  // Which array holds a label is a coin toss where the chunks are few: chosen without a branch.
+  const auto label_of = [&](vid_t s) -> const vid_t& {
+    const bool here = static_cast<std::uint32_t>(s - begin) < static_cast<std::uint32_t>(end - begin);
+    return (here ? label.data() : previous.data())[static_cast<std::size_t>(s)];
+  };
+  scratch.changes.clear();
+  Votes& votes = scratch.votes;
+  const auto full = [&](vid_t l) {
+    return size[static_cast<std::size_t>(l)] + scratch.changes.find(l) >= kCommunityVertices;
+  };
+  for (vid_t v = begin; v < end; ++v) {
+    // The labels are a random gather: ask for the next vertex's while this one votes.
+    if (v + 1 < end) {
+      for (const vid_t s : g.in_neighbors(v + 1)) {
+        if (s < n) __builtin_prefetch(&label_of(s));
+      }
+    }
+    votes.start(g.in_degree(v));
+    for (const vid_t s : g.in_neighbors(v)) {
+      if (s < n && s != v) votes.add(label_of(s));  // mirrors are not renumbered
+    }
+    // The label with the most votes, unless its community is full; the size is a random access, so only the
+    // winner's is looked up first (in the first round, when every label is still distinct, each smaller label
+    // that ties would be).
+    const vid_t current = label[static_cast<std::size_t>(v)];
+    const auto best_of = [&](bool unless_full) {
+      vid_t best = current;
+      vid_t best_votes = votes.of(current);
+      votes.for_each([&](vid_t l, vid_t count) {
+        if (l == current || count < best_votes || (count == best_votes && (best == current || l > best))) return;
+        if (!unless_full || !full(l)) {
+          best = l;
+          best_votes = count;
+        }
+      });
+      return best;
+    };
+    vid_t best = best_of(false);
+    if (best != current && full(best)) best = best_of(true);
+    votes.clear();
+    if (best != current) {
+      scratch.changes.add(current, -1);
+      scratch.changes.add(best, 1);
+      label[static_cast<std::size_t>(v)] = best;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<vid_t> communities(const LocalGraph& local) {
@@ -19,42 +166,34 @@ std::vector<vid_t> communities(const LocalGraph& local) {
   std::vector<vid_t> label(static_cast<std::size_t>(n));
   std::iota(label.begin(), label.end(), vid_t{0});
   std::vector<vid_t> size(static_cast<std::size_t>(n), 1);
-  std::vector<vid_t> votes(static_cast<std::size_t>(n), 0);
-  std::vector<vid_t> voted;  // labels with votes for the current vertex
+  std::vector<vid_t> previous(static_cast<std::size_t>(n));
+  eid_t max_degree = 0;
+  for (vid_t v = 0; v < n; ++v) max_degree = std::max(max_degree, g.in_degree(v));
+  const vid_t chunks = (n + kChunkVertices - 1) / kChunkVertices;
+  const int threads = std::max(1, std::min(omp_get_max_threads(), static_cast<int>(chunks)));
+  std::vector<SweepScratch> scratch;
+  scratch.reserve(static_cast<std::size_t>(threads));
+  for (int t = 0; t < threads; ++t) scratch.emplace_back(max_degree);
   for (int round = 0; round < kPropagationRounds; ++round) {
+    std::copy(label.begin(), label.end(), previous.begin());
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (vid_t c = 0; c < chunks; ++c) {
+      sweep_chunk(g, n, c * kChunkVertices, std::min(n, (c + 1) * kChunkVertices), label, previous, size,
+                  scratch[static_cast<std::size_t>(omp_get_thread_num())]);
+    }
+    // Chunks that filled the same community together may have overfilled it: the moves count in id order, and one
+    // into a community already full is undone, so every community stays within the cap.
     eid_t moves = 0;
     for (vid_t v = 0; v < n; ++v) {
-      // The labels are a random gather: ask for the next vertex's while this one votes.
-      if (v + 1 < n) {
-        for (const vid_t s : g.in_neighbors(v + 1)) {
-          if (s < n) __builtin_prefetch(&label[static_cast<std::size_t>(s)]);
-        }
-      }
-      for (const vid_t s : g.in_neighbors(v)) {
-        if (s >= n || s == v) continue;  // mirrors are not renumbered
-        const vid_t l = label[static_cast<std::size_t>(s)];
-        if (votes[static_cast<std::size_t>(l)]++ == 0) voted.push_back(l);
-      }
-      const vid_t current = label[static_cast<std::size_t>(v)];
-      vid_t best = current;
-      vid_t best_votes = votes[static_cast<std::size_t>(current)];
-      for (const vid_t l : voted) {
-        const vid_t count = votes[static_cast<std::size_t>(l)];
-        // Ties go to the smaller label, and a full community takes no one, so the result is deterministic and
-        // every community stays within the cap.
-        const bool better = count > best_votes || (count == best_votes && best != current && l < best);
-        if (better && l != current && size[static_cast<std::size_t>(l)] < kCommunityVertices) {
-          best = l;
-          best_votes = count;
-        }
-        votes[static_cast<std::size_t>(l)] = 0;
-      }
-      voted.clear();
-      if (best != current) {
-        --size[static_cast<std::size_t>(current)];
-        ++size[static_cast<std::size_t>(best)];
-        label[static_cast<std::size_t>(v)] = best;
+      const vid_t from = previous[static_cast<std::size_t>(v)];
+      const vid_t to = label[static_cast<std::size_t>(v)];
+      if (to == from) continue;
+      if (size[static_cast<std::size_t>(to)] < kCommunityVertices) {
+        --size[static_cast<std::size_t>(from)];
+        ++size[static_cast<std::size_t>(to)];
         ++moves;
+      } else {
+        label[static_cast<std::size_t>(v)] = from;
       }
     }
     if (moves == 0) break;
@@ -112,16 +251,23 @@ std::vector<vid_t> owned_order(const LocalGraph& local, VertexOrder order) {
   std::iota(result.begin(), result.end(), vid_t{0});
   if (order == VertexOrder::kInput) return result;
   const std::vector<vid_t> label = communities(local);
-  // Communities in the order of their smallest vertex, then ascending ids within each.
+  // Communities in the order of their smallest vertex, then ascending ids within each: a counting sort by the
+  // community's rank, stable as it places the vertices in id order.
   std::vector<vid_t> rank(label.size(), -1);
-  vid_t communities = 0;
+  std::vector<vid_t> next;  // per rank, where its next vertex goes; first its size
   for (const vid_t l : label) {
-    if (rank[static_cast<std::size_t>(l)] < 0) rank[static_cast<std::size_t>(l)] = communities++;
+    vid_t& r = rank[static_cast<std::size_t>(l)];
+    if (r < 0) {
+      r = static_cast<vid_t>(next.size());
+      next.push_back(0);
+    }
+    ++next[static_cast<std::size_t>(r)];
   }
-  std::stable_sort(result.begin(), result.end(), [&](vid_t a, vid_t b) {
-    return rank[static_cast<std::size_t>(label[static_cast<std::size_t>(a)])] <
-           rank[static_cast<std::size_t>(label[static_cast<std::size_t>(b)])];
-  });
+  std::exclusive_scan(next.begin(), next.end(), next.begin(), vid_t{0});
+  for (vid_t v = 0; v < local.num_owned; ++v) {
+    const vid_t r = rank[static_cast<std::size_t>(label[static_cast<std::size_t>(v)])];
+    result[static_cast<std::size_t>(next[static_cast<std::size_t>(r)]++)] = v;
+  }
   return result;
 }
 
@@ -148,6 +294,11 @@ void renumber_owned(LocalGraph& local, std::span<const vid_t> order) {
   renumbered.sources.resize(static_cast<std::size_t>(renumbered.offsets.back()));
 #pragma omp parallel for schedule(dynamic, 4096) if (g.num_edges() > (eid_t{1} << 20))
   for (vid_t i = 0; i < owned; ++i) {
+    // The new ids are a random gather: ask for the next vertex's while this one's are sorted.
+    if (i + 1 < owned) {
+      for (const vid_t s : g.in_neighbors(order[static_cast<std::size_t>(i) + 1]))
+        __builtin_prefetch(&new_of[static_cast<std::size_t>(s)]);
+    }
     vid_t* out = renumbered.sources.data() + renumbered.offsets[static_cast<std::size_t>(i)];
     vid_t* end = out;
     for (const vid_t s : g.in_neighbors(order[static_cast<std::size_t>(i)]))

@@ -1,6 +1,7 @@
 // Vertex orders: communities gather neighbours within the cap, renumbering keeps every vertex's data and what
 // ranks exchange, and training under the community order is the training of the input order up to rounding.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <map>
@@ -57,6 +58,71 @@ TEST(VertexOrder, CommunitiesStayWithinTheCap) {
   EXPECT_GE(size.size(), 3U);
   for (const auto& [label, members] : size) EXPECT_LE(members, kCommunityVertices) << "community " << label;
   EXPECT_EQ(communities(local), communities(local));
+}
+
+// Communities and the order on 1 and on 3 threads, the threads restored after.
+struct OnThreads {
+  std::vector<vid_t> communities;
+  std::vector<vid_t> order;
+};
+OnThreads on_threads(const LocalGraph& local, int threads) {
+  const int was = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  OnThreads result{communities(local), owned_order(local, VertexOrder::kCommunity)};
+  omp_set_num_threads(was);
+  return result;
+}
+
+// A graph of three sweep chunks: the order is a permutation that lays each community out in one run, in ascending
+// ids, communities in the order of their smallest vertex; and neither depends on the number of threads.
+TEST(VertexOrder, CommunityOrderIsTheSameContiguousPermutationOnAnyThreads) {
+  const Dataset data = test::grid_dataset(400, 400, 3);  // 160,000 vertices
+  const LocalGraph local = whole_local_graph(data.graph);
+  const OnThreads one = on_threads(local, 1);
+  const OnThreads three = on_threads(local, 3);
+  EXPECT_EQ(one.communities, three.communities);
+  EXPECT_EQ(one.order, three.order);
+
+  const std::vector<vid_t>& order = one.order;
+  std::vector<vid_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<vid_t> ids(static_cast<std::size_t>(local.num_owned));
+  std::iota(ids.begin(), ids.end(), vid_t{0});
+  ASSERT_EQ(sorted, ids);
+  std::set<vid_t> laid_out;
+  vid_t smallest_before = -1;  // the smallest vertex of the community laid out before
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const vid_t label = one.communities[static_cast<std::size_t>(order[i])];
+    if (i > 0 && label == one.communities[static_cast<std::size_t>(order[i - 1])]) {
+      EXPECT_LT(order[i - 1], order[i]) << "at " << i;
+    } else {
+      EXPECT_TRUE(laid_out.insert(label).second) << "community " << label << " is split (at " << i << ")";
+      EXPECT_GT(order[i], smallest_before) << "at " << i;
+      smallest_before = order[i];
+    }
+  }
+  // Propagation did gather the grid's neighbours: a community has about 20 vertices on average.
+  EXPECT_LT(laid_out.size(), order.size() / 8);
+}
+
+// Every vertex of three chunks prefers the same hub labels, so each chunk alone would fill label 0: the cap must
+// still hold once the chunks' moves are counted together.
+TEST(VertexOrder, ChunksThatFillOneCommunityTogetherStayWithinTheCap) {
+  constexpr vid_t kHubs = 4;
+  const vid_t n = 3 * 65536;
+  std::vector<vid_t> src;
+  std::vector<vid_t> dst;
+  for (vid_t v = kHubs; v < n; ++v) {
+    for (vid_t h = 0; h < kHubs; ++h) src.push_back(h), dst.push_back(v);
+  }
+  const LocalGraph local = whole_local_graph(build_csr(n, src, dst));
+  const OnThreads one = on_threads(local, 1);
+  EXPECT_EQ(one.communities, on_threads(local, 3).communities);
+  std::map<vid_t, vid_t> size;
+  for (const vid_t label : one.communities) ++size[label];
+  vid_t largest = 0;
+  for (const auto& [label, members] : size) largest = std::max(largest, members);
+  EXPECT_EQ(largest, kCommunityVertices);  // the cap binds
 }
 
 TEST(VertexOrder, UnknownOrderIsAnInputError) {

@@ -26,8 +26,10 @@ inline constexpr vid_t kCommunityVertices = 8192;
 
 // The community of every owned vertex (a label: a vertex id its members share), each of at most
 // kCommunityVertices vertices: size-capped label propagation over the edges between owned vertices, a few
-// rounds in which each vertex, in id order, joins the label most of its in-neighbours carry (ties to the
-// smaller label) unless that community is full. Deterministic.
+// rounds in which each vertex joins the label most of its in-neighbours carry (ties to its own, then to the
+// smaller label) unless that community is full. A round sweeps fixed chunks of consecutive ids on OpenMP's
+// threads, each in id order; a chunk sees its own moves at once and the others' as of the round's start.
+// Deterministic: the same communities for any number of threads.
 std::vector<vid_t> communities(const LocalGraph& local);
 
 // The owned vertices in `order`: result[new local id] = old local id. kCommunity lays the communities out in
