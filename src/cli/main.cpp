@@ -1,14 +1,35 @@
 // nj: the NeutronJittor command line. Every error surfaces here as one line on stderr and a non-zero exit.
 #include <malloc.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "nj/core/error.hpp"
 #include "nj/core/version.hpp"
+#include "nj/kernels/blas_kernels.hpp"
+
+namespace {
+
+// OpenBLAS chose its kernels as the process loaded (blas_kernels.hpp). Where it chose weaker ones than the CPU
+// runs, and OPENBLAS_CORETYPE was left unset, the process starts again with it naming the CPU's, before MPI or
+// any file is opened; where it cannot, it goes on with the kernels it has.
+void restart_with_the_cpus_blas_kernels(char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  const std::optional<std::string> core = nj::better_openblas_core(nj::openblas_core(), nj::cpu_features());
+  if (!core) return;
+  if (setenv("OPENBLAS_CORETYPE", core->c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  spdlog::warn("OpenBLAS runs its {} kernels on a CPU that runs its {} kernels: set OPENBLAS_CORETYPE={}",
+               nj::openblas_core(), *core, *core);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  restart_with_the_cpus_blas_kernels(argv);
   // Large arrays (features, rows, plans) are mapped and unmapped on their own. glibc otherwise raises its mmap
   // threshold after the first large free and serves the next large arrays from the heap, where freed ones stay
   // resident: a quarter more resident memory than live memory on small graphs, and a peak nj plan could not

@@ -19,6 +19,7 @@
 #include "nj/device/resources.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/kernels/blas_kernels.hpp"
 #include "nj/partition/partition.hpp"
 #include "nj/partition/shard_file.hpp"
 #include "nj/train/checkpoint.hpp"
@@ -326,8 +327,10 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
   const Shard& shard = rank.shard;
   Model& model = *rank.model;
   Trainer& trainer = *rank.trainer;
-  spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}", to_string(config.kind), config.layers,
-               config.hidden, model.num_parameters(), rank.resources.backend->name());
+  const std::string_view backend = rank.resources.backend->name();
+  spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}{}", to_string(config.kind), config.layers,
+               config.hidden, model.num_parameters(), backend,
+               backend == "cpu" ? fmt::format(" (OpenBLAS {} kernels)", openblas_core()) : "");
 
   MetricsLog& log = rank.log;
   // The kill that --inject-failure ...:kill-in-checkpoint asks for, once the data is on disk and not yet named.
