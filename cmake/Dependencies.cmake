@@ -9,11 +9,20 @@ find_package(fmt REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(ZLIB REQUIRED)
 
-set(BLA_VENDOR OpenBLAS)
-find_package(BLAS REQUIRED)
-find_path(CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES x86_64-linux-gnu aarch64-linux-gnu openblas REQUIRED)
+# OpenBLAS built on OpenMP (libopenblas-openmp-dev) runs its GEMMs on the same libgomp team as the kernels around
+# them; the pthread build's workers spin for the cores after each GEMM while OpenMP's loop that follows wants them
+# (docs/performance.md: a GCN epoch 1.24 times as long). Debian installs both side by side and picks one for the
+# system; nj links the one named here by its folder and finds it there at run time (CMake's build RPATH). The tsan
+# preset links the pthread build: its processes run LLVM's OpenMP runtime, beside which the OpenMP build would
+# load GCC's.
+set(NJ_OPENBLAS_VARIANT "openmp" CACHE STRING "Debian's OpenBLAS build to link: openmp or pthread")
+set_property(CACHE NJ_OPENBLAS_VARIANT PROPERTY STRINGS openmp pthread)
+find_library(NJ_OPENBLAS_LIBRARY openblas PATHS "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-${NJ_OPENBLAS_VARIANT}"
+             NO_DEFAULT_PATH REQUIRED)
+find_path(CBLAS_INCLUDE_DIR cblas.h PATHS "/usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-${NJ_OPENBLAS_VARIANT}"
+          NO_DEFAULT_PATH REQUIRED)
 add_library(nj_blas INTERFACE)
-target_link_libraries(nj_blas INTERFACE ${BLAS_LIBRARIES})
+target_link_libraries(nj_blas INTERFACE ${NJ_OPENBLAS_LIBRARY})
 target_include_directories(nj_blas SYSTEM INTERFACE ${CBLAS_INCLUDE_DIR})
 
 # Debian's METIS ships no CMake config; its idx_t is 32-bit.

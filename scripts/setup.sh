@@ -8,7 +8,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   libmetis-dev
   libhdf5-openmpi-dev hdf5-tools
-  libopenblas-dev
+  libopenblas-openmp-dev libopenblas-pthread-dev # nj links the OpenMP build (NJ_OPENBLAS_VARIANT), the tsan preset the pthread one
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
   python3 python3-numpy python3-scipy python3-h5py python3-matplotlib

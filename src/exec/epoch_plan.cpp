@@ -265,6 +265,18 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     }
   }
 
+  if (plan.options.device_budget == kUnlimited) {
+    for (std::size_t l = 0; l + 1 < layers; ++l) {
+      const auto& next = pass.transform_chunks[l + 1];
+      std::vector<char>& stays = pass.outputs_stay.emplace_back(pass.layer_parts[l].size(), 0);
+      for (std::size_t k = 0; k < stays.size() && k < next.size(); ++k) {
+        stays[k] = static_cast<char>(std::ranges::equal(pass.destinations(l, k), next[k]));
+      }
+    }
+  }
+  // The input rows of layer l's transform chunk k come from the host, unless the previous layer's outputs stay.
+  const auto input_from_host = [&](std::size_t l, std::size_t k) { return l == 0 || !pass.output_stays(l - 1, k); };
+
   AccessTrace& trace = pass.trace;
   for (std::size_t l = 0; l < layers; ++l) {
     trace.tensors.push_back({fmt::format("z{}", l), dims[l].width * kFloat, false});
@@ -306,7 +318,8 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     const auto& chunks = pass.transform_chunks[l];
     for (std::size_t k = 0; k < chunks.size(); ++k) {
       add_step(StepKind::kTransform, l, k, phase);
-      pass.stream_h2d_bytes += static_cast<std::int64_t>(chunks[k].size()) * dims[l].in * kFloat;
+      if (input_from_host(l, k))
+        pass.stream_h2d_bytes += static_cast<std::int64_t>(chunks[k].size()) * dims[l].in * kFloat;
     }
     ExchangePoints points;
     if (rows.exchange) {
@@ -327,7 +340,9 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       for (std::size_t k = parts.size(); k-- > 0;) {
         if (parts[k].reads_mirror != after_exchange) continue;
         add_step(StepKind::kAggregate, l, k, phase);
-        pass.stream_d2h_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].out * kFloat;
+        if (!pass.output_stays(l, k)) {
+          pass.stream_d2h_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].out * kFloat;
+        }
       }
     }
     if (points.finish < pass.steps.size()) trace.steps[points.finish].fence = true;
@@ -349,7 +364,9 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       for (std::size_t k = 0; k < parts.size(); ++k) {
         if (parts[k].reads_mirror != reading_mirrors) continue;
         add_step(StepKind::kAggregateBackward, l, k, phase);
-        pass.stream_h2d_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].out * kFloat;
+        if (!pass.output_stays(l, k)) {
+          pass.stream_h2d_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].out * kFloat;
+        }
       }
       if (!reading_mirrors || !rows.exchange) continue;
       LayerExchange& exchange = pass.exchange[l];
@@ -385,7 +402,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       const auto chunk_rows = static_cast<std::int64_t>(chunks[k].size());
       // Without a budget the inputs the forward transform uploaded are still on the device.
       if (plan.options.device_budget != kUnlimited) pass.stream_h2d_bytes += chunk_rows * dims[l].in * kFloat;
-      if (l > 0) pass.stream_d2h_bytes += chunk_rows * dims[l].in * kFloat;
+      if (l > 0 && input_from_host(l, k)) pass.stream_d2h_bytes += chunk_rows * dims[l].in * kFloat;
     }
   }
   for (std::size_t k = 0; k < pass.steps.size(); ++k) {

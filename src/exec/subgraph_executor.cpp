@@ -260,6 +260,18 @@ struct SubgraphExecutor::State {
   void release_staying() {
     resident_blocks.clear();
     resident_inputs.clear();
+    resident_dropped.clear();
+    resident_output_gradients.clear();
+  }
+
+  // What `resident` holds for layer l's chunk k, taken out of it (its last reader frees it); nothing if it holds none.
+  static std::optional<DeviceMatrix> take(std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix>& resident,
+                                          std::size_t l, std::size_t k) {
+    const auto it = resident.find({l, k});
+    if (it == resident.end()) return std::nullopt;
+    std::optional<DeviceMatrix> taken(std::move(it->second));
+    resident.erase(it);
+    return taken;
   }
 
   // The running aggregation's block on the device.
@@ -320,16 +332,18 @@ struct SubgraphExecutor::State {
     DeviceMatrix dropped =
         streamed ? DeviceMatrix() : DeviceMatrix(device, input.rows(), input.cols(), "rows: dropped inputs");
     const DeviceRows dropout_out = streamed ? input.view() : dropped.view();
-    const ConstDeviceRows x =
-        dropout_rows(model, l, epoch, training, rows, input.view(), dropout_out) ? dropout_out : input.view();
+    const bool drops = dropout_rows(model, l, epoch, training, rows, input.view(), dropout_out);
+    const ConstDeviceRows x = drops ? dropout_out : input.view();
     DeviceMatrix out(device, x.rows, model.layer(l).row_width(), "rows: transformed rows");
     const DeviceArray<vid_t> write_slots = slots_on_device(transfers, slots.writes);
     if (const auto in_place = pool_run(z_index(l), slots.writes)) {
       Layer::transform(backend, parameters.layer(l).weight.view(), x, *in_place);
-      return;
+    } else {
+      Layer::transform(backend, parameters.layer(l).weight.view(), x, out.view());
+      backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), write_slots.view(), out.rows());
     }
-    Layer::transform(backend, parameters.layer(l).weight.view(), x, out.view());
-    backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), write_slots.view(), out.rows());
+    // Rows that stay keep their dropout too, for the backward half, which would otherwise draw it again.
+    if (!streamed && drops) resident_dropped[{l, k}] = std::move(dropped);
   }
 
   void aggregate(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch, bool training) {
@@ -346,6 +360,10 @@ struct SubgraphExecutor::State {
       layer.aggregate(backend, block.view(read_slots.view()), attention, training, pools.pool(z_index(l)), out.view());
     }
     backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
+    if (pass->output_stays(l, k)) {
+      resident_inputs[{l + 1, k}] = std::move(out);  // the next layer's transform input, where it is
+      return;
+    }
     download(out.view(), outputs[l], destinations);
   }
 
@@ -353,8 +371,11 @@ struct SubgraphExecutor::State {
     Layer& layer = model.layer(l);
     const std::span<const vid_t> destinations = pass->destinations(l, k);
     const PartSize& size = pass->layer_parts[l][k];
-    // grad_outputs[l] already holds ∂L/∂Y: the activation's backward ran where ∂L/∂H was computed.
-    const DeviceMatrix grad_y = upload(grad_outputs[l], destinations, "rows: output gradients");
+    // ∂L/∂Y, the activation's backward done where ∂L/∂H was computed: on the device where the outputs stayed, else
+    // in grad_outputs[l].
+    std::optional<DeviceMatrix> stayed = take(resident_output_gradients, l, k);
+    const DeviceMatrix grad_y =
+        stayed ? std::move(*stayed) : upload(grad_outputs[l], destinations, "rows: output gradients");
     backend.column_sums(grad_y.view(), parameters.layer(l).bias_grad.view().span(), true);
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
     std::optional<StepBlock> streamed;
@@ -399,8 +420,11 @@ struct SubgraphExecutor::State {
     const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
     std::optional<DeviceMatrix> streamed;
     const DeviceMatrix& input = transform_input(l, k, streamed);
-    DeviceMatrix dropped(device, input.rows(), input.cols(), "rows: dropped inputs");
-    const bool drops = dropout_rows(model, l, epoch, true, rows, input.view(), dropped.view());
+    // Rows that stayed kept their dropout from the forward half; streamed rows draw it again.
+    std::optional<DeviceMatrix> dropped = take(resident_dropped, l, k);
+    const bool kept_dropout = dropped.has_value();
+    if (!kept_dropout) dropped.emplace(device, input.rows(), input.cols(), "rows: dropped inputs");
+    const bool drops = kept_dropout || dropout_rows(model, l, epoch, true, rows, input.view(), dropped->view());
     DeviceMatrix grad_z_rows(device, input.rows(), layer.row_width(), "rows: transformed-row gradients");
     const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
     std::optional<DeviceRows> grad_z = pool_run(grad_index(l), slots.reads);
@@ -411,15 +435,21 @@ struct SubgraphExecutor::State {
     DeviceMatrix grad_x =
         l > 0 ? DeviceMatrix(device, input.rows(), layer.in_dim(), "rows: input gradients") : DeviceMatrix();
     LayerParameters& p = parameters.layer(l);
-    Layer::transform_backward(backend, p.weight.view(), p.weight_grad.view(), drops ? dropped.view() : input.view(),
+    Layer::transform_backward(backend, p.weight.view(), p.weight_grad.view(), drops ? dropped->view() : input.view(),
                               *grad_z, grad_x.view());
     if (l > 0) {
       // The input is the previous layer's output: finish that layer's activation backward here, where its
       // output rows are already on the device, so that its aggregation backward reads only ∂L/∂Y.
       dropout_rows(model, l, epoch, true, rows, grad_x.view(), grad_x.view());
       backend.activation_backward(model.activation_after(l - 1), input.view(), grad_x.view(), grad_x.view());
-      download(grad_x.view(), grad_outputs[l - 1], rows);
+      if (pass->output_stays(l - 1, k)) {
+        resident_output_gradients[{l - 1, k}] = std::move(grad_x);
+      } else {
+        download(grad_x.view(), grad_outputs[l - 1], rows);
+      }
     }
+    // This was the input's last reader.
+    if (!streamed) resident_inputs.erase({l, k});
   }
 
   // Rows of a pool leave the device for their host home, from where the exchange sends them.
@@ -590,6 +620,9 @@ struct SubgraphExecutor::State {
   bool uploads_stay = plan.options.device_budget == kUnlimited;
   std::map<std::pair<std::size_t, std::size_t>, StepBlock> resident_blocks;
   std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix> resident_inputs;
+  std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix> resident_dropped;  // their dropout, where it drops
+  // Per layer and subgraph whose outputs stay: their gradients, from the next layer's transform backward.
+  std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix> resident_output_gradients;
   std::vector<vid_t> replay_sources;
 };
 

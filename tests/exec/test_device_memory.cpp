@@ -105,7 +105,8 @@ TEST_P(DeviceMemory, MeasuredPeakIsTheForecastOnSlashdot) {
 
 // Without a budget what the forward half uploads stays for the backward half: each subgraph's block (at the peak
 // the device holds every block of the pass) and each transform's input rows (the rows uploaded are what the plan
-// predicts, which counts them once). The measured peak is still the forecast, epoch after epoch.
+// predicts, which counts them once); a layer's outputs stay as the next layer's input. The measured peak is still the
+// forecast, epoch after epoch.
 TEST_P(DeviceMemory, WithoutABudgetWhatTheForwardHalfUploadsStaysForTheBackwardHalf) {
   const Dataset data = test::grid_dataset(16, 16, 11);
   for (const ModelKind kind : {ModelKind::kGcn, ModelKind::kGat}) {
@@ -132,6 +133,12 @@ TEST_P(DeviceMemory, WithoutABudgetWhatTheForwardHalfUploadsStaysForTheBackwardH
       }
     }
     EXPECT_EQ(plan.memory.category_peaks.at("graph"), blocks);
+    // The rows that cross are the features in, the logits out and their gradients in: the hidden layer's outputs
+    // stay as the next layer's input, and their gradients as its output gradients.
+    ASSERT_TRUE(pass.output_stays(0, 0));
+    const std::int64_t logits = pass.num_rows * data.num_classes * std::int64_t{sizeof(float)};
+    EXPECT_EQ(pass.stream_h2d_bytes, pass.num_rows * data.features.cols() * std::int64_t{sizeof(float)} + logits);
+    EXPECT_EQ(pass.stream_d2h_bytes, logits);
 
     auto comm = make_single_process_communicator();
     TrainOptions options;

@@ -111,8 +111,15 @@ struct Pass {
   std::int64_t stream_h2d_bytes = 0;    // predicted bytes of rows streamed to the device (not cached)
   std::int64_t stream_d2h_bytes = 0;    // predicted bytes of rows streamed back
   std::int64_t rows_computed = 0;       // forward aggregations
+  // Without a budget, per layer below the last and per subgraph: whether the subgraph's destinations are also the
+  // next layer's transform chunk of the same index, whose input its outputs then are on the device, as the
+  // gradients that chunk's backward computes for them are its output gradients; neither goes through the host.
+  std::vector<std::vector<char>> outputs_stay;
 
   vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
+  bool output_stays(std::size_t layer, std::size_t part) const {
+    return layer < outputs_stay.size() && outputs_stay[layer][part] != 0;
+  }
   std::span<const vid_t> destinations(std::size_t layer, std::size_t part) const {
     return transform_chunks[layer][part];
   }
