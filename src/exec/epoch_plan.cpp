@@ -266,6 +266,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   }
 
   if (plan.options.device_budget == kUnlimited) {
+    pass.lasting = plan.options.mode == ExecutionMode::kReuse;
     for (std::size_t l = 0; l + 1 < layers; ++l) {
       const auto& next = pass.transform_chunks[l + 1];
       std::vector<char>& stays = pass.outputs_stay.emplace_back(pass.layer_parts[l].size(), 0);
@@ -274,8 +275,11 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       }
     }
   }
-  // The input rows of layer l's transform chunk k come from the host, unless the previous layer's outputs stay.
-  const auto input_from_host = [&](std::size_t l, std::size_t k) { return l == 0 || !pass.output_stays(l - 1, k); };
+  // The input rows of layer l's transform chunk k come from the host each epoch, unless they are the features of a
+  // lasting pass or the previous layer's outputs stay.
+  const auto input_from_host = [&](std::size_t l, std::size_t k) {
+    return l == 0 ? !pass.lasting : !pass.output_stays(l - 1, k);
+  };
 
   AccessTrace& trace = pass.trace;
   for (std::size_t l = 0; l < layers; ++l) {

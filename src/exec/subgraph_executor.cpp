@@ -87,6 +87,33 @@ struct SubgraphExecutor::State {
       own_logits = HostRows(num_owned, model.layer(layers - 1).out_dim());
       logits = own_logits.view();
     }
+    if (lasting) upload_lasting(plan.passes.front());
+  }
+
+  // Without a budget reuse's one pass keeps its blocks and its first layer's inputs, the features, on the device
+  // for the whole run, as in-memory training does: they are uploaded here, once, ahead of every epoch's own
+  // allocations, so that every epoch starts from the same device memory and moves only what it computes.
+  void upload_lasting(const Pass& p) {
+    pass = &p;
+    subgraphs.emplace(p, global_id);
+    for (std::size_t l = 0; l < p.layer_parts.size(); ++l) {
+      for (std::size_t k = 0; k < p.layer_parts[l].size(); ++k) {
+        part = moves_data || p.keeps_blocks() ? &subgraphs->get(l, k) : nullptr;
+        if (part != nullptr) lasting_sources[{l, k}] = part->sources;
+        resident_blocks[{l, k}] = new_step_block(l, k);
+      }
+    }
+    for (std::size_t k = 0; k < p.transform_chunks[0].size(); ++k) {
+      resident_inputs[{0, k}] = upload(features, layer_input_rows(0, p.transform_chunks[0][k]), "rows: features");
+    }
+    part = nullptr;
+    subgraphs.reset();
+    pass = nullptr;
+    // What the run moves once is not an epoch's.
+    device.synchronize();
+    transfers.take_row_bytes();
+    device.reset_transfer_stats();
+    metrics = {};
   }
 
   // Layer l's input rows `rows` of the running pass, as host rows and the indices to read there.
@@ -225,7 +252,9 @@ struct SubgraphExecutor::State {
     part = nullptr;
     std::span<const vid_t> sources;
     if (s.kind == StepKind::kAggregate || s.kind == StepKind::kAggregateBackward) {
-      if (moves_data || pass->keeps_blocks()) {
+      if (const auto kept = lasting_sources.find({s.layer, s.index}); kept != lasting_sources.end()) {
+        sources = kept->second;  // the block is on the device: nothing to build
+      } else if (moves_data || pass->keeps_blocks()) {
         part = &subgraphs->get(s.layer, s.index);
         sources = part->sources;
       } else {
@@ -257,9 +286,13 @@ struct SubgraphExecutor::State {
     return it->second;
   }
 
+  // What stays on the device goes at the end of its pass, but what stays for the whole run.
   void release_staying() {
-    resident_blocks.clear();
-    resident_inputs.clear();
+    if (!lasting) {
+      resident_blocks.clear();
+      resident_inputs.clear();
+    }
+    std::erase_if(resident_inputs, [](const auto& entry) { return entry.first.first > 0; });
     resident_dropped.clear();
     resident_output_gradients.clear();
   }
@@ -448,8 +481,8 @@ struct SubgraphExecutor::State {
         download(grad_x.view(), grad_outputs[l - 1], rows);
       }
     }
-    // This was the input's last reader.
-    if (!streamed) resident_inputs.erase({l, k});
+    // This was the input's last reader in the pass.
+    if (!streamed && !(lasting && l == 0)) resident_inputs.erase({l, k});
   }
 
   // Rows of a pool leave the device for their host home, from where the exchange sends them.
@@ -618,6 +651,8 @@ struct SubgraphExecutor::State {
   StepSlots slots;
   // Without a budget, the running pass's blocks and transform inputs uploaded so far (see staying()).
   bool uploads_stay = plan.options.device_budget == kUnlimited;
+  bool lasting = plan.closures.empty() && plan.passes.size() == 1 && plan.passes.front().lasting;  // upload_lasting()
+  std::map<std::pair<std::size_t, std::size_t>, std::vector<vid_t>> lasting_sources;  // of the lasting blocks
   std::map<std::pair<std::size_t, std::size_t>, StepBlock> resident_blocks;
   std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix> resident_inputs;
   std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix> resident_dropped;  // their dropout, where it drops

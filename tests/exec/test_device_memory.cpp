@@ -103,9 +103,9 @@ TEST_P(DeviceMemory, MeasuredPeakIsTheForecastOnSlashdot) {
   expect_measured_peak_is_the_forecast(GetParam(), build_dataset(edges, options), ModelKind::kGcn);
 }
 
-// Without a budget what the forward half uploads stays for the backward half: each subgraph's block (at the peak
-// the device holds every block of the pass) and each transform's input rows (the rows uploaded are what the plan
-// predicts, which counts them once); a layer's outputs stay as the next layer's input. The measured peak is still the
+// Without a budget what the forward half uploads stays for the backward half, and the blocks (at the peak the
+// device holds every block of the pass) and the features for the whole run; a layer's outputs stay as the next
+// layer's input. The rows uploaded are what the plan predicts. The measured peak is still the
 // forecast, epoch after epoch.
 TEST_P(DeviceMemory, WithoutABudgetWhatTheForwardHalfUploadsStaysForTheBackwardHalf) {
   const Dataset data = test::grid_dataset(16, 16, 11);
@@ -133,11 +133,12 @@ TEST_P(DeviceMemory, WithoutABudgetWhatTheForwardHalfUploadsStaysForTheBackwardH
       }
     }
     EXPECT_EQ(plan.memory.category_peaks.at("graph"), blocks);
-    // The rows that cross are the features in, the logits out and their gradients in: the hidden layer's outputs
-    // stay as the next layer's input, and their gradients as its output gradients.
+    // An epoch's rows that cross are the logits out and their gradients in: the features stay for the whole run,
+    // the hidden layer's outputs as the next layer's input, and their gradients as its output gradients.
+    ASSERT_TRUE(pass.lasting);
     ASSERT_TRUE(pass.output_stays(0, 0));
     const std::int64_t logits = pass.num_rows * data.num_classes * std::int64_t{sizeof(float)};
-    EXPECT_EQ(pass.stream_h2d_bytes, pass.num_rows * data.features.cols() * std::int64_t{sizeof(float)} + logits);
+    EXPECT_EQ(pass.stream_h2d_bytes, logits);
     EXPECT_EQ(pass.stream_d2h_bytes, logits);
 
     auto comm = make_single_process_communicator();
@@ -150,9 +151,9 @@ TEST_P(DeviceMemory, WithoutABudgetWhatTheForwardHalfUploadsStaysForTheBackwardH
       ++epochs;
       EXPECT_EQ(m.execution.peak_device_footprint_bytes, plan.memory.peak_footprint_bytes);
       EXPECT_EQ(m.execution.h2d_bytes, plan.h2d_bytes);
-      // Blocks, slots, ids and parameters: the blocks once, not again for the backward half.
-      EXPECT_GT(m.execution.h2d_other_bytes, blocks);
-      EXPECT_LT(m.execution.h2d_other_bytes, 2 * blocks);
+      // Slots, ids and parameters: the blocks were uploaded once for the whole run, before the first epoch.
+      EXPECT_GT(m.execution.h2d_other_bytes, 0);
+      EXPECT_LT(m.execution.h2d_other_bytes, blocks);
       if (resources.device->copies_pageable_memory_directly()) {
         EXPECT_GT(m.execution.pageable_copies, 0) << "rows in order move as one block, without staging";
       }

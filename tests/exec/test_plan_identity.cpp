@@ -4,8 +4,8 @@
 // ones the planner of commit 33b933c produced, with changes since, each to what it says: the unlimited plan's
 // transform inputs are predicted uploaded once and a layer that is one subgraph takes its rows in ascending
 // order, a fresh pool's allocations take ascending slots, and the unlimited plan's layer outputs stay on the device as
-// the next layer's inputs (predicted bytes, and which outputs stay). A change that is meant to change plans updates
-// the hashes and says why in its commit.
+// the next layer's inputs and its features for the whole run (predicted bytes, which outputs stay, and that it lasts).
+// A change that is meant to change plans updates the hashes and says why in its commit.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -131,6 +131,7 @@ void add_pass(Digest& d, const Pass& pass, std::span<const gid_t> global_id) {
   d.add(pass.stream_d2h_bytes);
   d.add(pass.rows_computed);
   for (const auto& layer : pass.outputs_stay) d.add(layer);
+  if (pass.lasting) d.add(pass.lasting);
 }
 
 std::uint64_t digest(const EpochPlan& plan, std::span<const gid_t> global_id) {
@@ -246,7 +247,7 @@ TEST(PlanIdentity, PlansAreTheReferencePlannersBitForBit) {
       {"gcn2 part 1 x6 st-aware", 0xf1f4280d3414f8c9ULL},
       {"gcn2 part 2 x6 st-aware", 0xa2ad1537f6bf2c41ULL},
       {"gcn2 recompute x3 size-order", 0xc051b9c738b59a4aULL},
-      {"gcn2 unlimited st-aware", 0x10a7c2d8fa70cf84ULL},
+      {"gcn2 unlimited st-aware", 0x512bbfda5e989b3bULL},
       {"gcn2 x16 st-aware", 0x7bcf53821c9efad5ULL},
       {"gcn2 x4 belady", 0x11808542fd9ca7f1ULL},
       {"gcn2 x4 degree", 0x75744f69cf9094bbULL},

@@ -115,6 +115,9 @@ struct Pass {
   // next layer's transform chunk of the same index, whose input its outputs then are on the device, as the
   // gradients that chunk's backward computes for them are its output gradients; neither goes through the host.
   std::vector<std::vector<char>> outputs_stay;
+  // Without a budget, reuse's pass keeps its blocks and the features on the device for the whole run: uploaded
+  // once, before the first epoch, they are no epoch's transfers.
+  bool lasting = false;
 
   vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
   bool output_stays(std::size_t layer, std::size_t part) const {
