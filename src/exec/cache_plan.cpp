@@ -320,8 +320,9 @@ class TraceIndex {
 // One tensor's slots in the current phase. Free slots form a queue: a load takes the slot freed longest ago,
 // the least likely to be one the previous step used (which would forbid prefetching it); an allocation
 // happens only once the previous step is done, so it takes the newest. A fresh pool hands allocations out in
-// ascending slots, so that the rows a step writes into it lie in one run, which kernels read and write in place
-// (where a pass fits the pools whole, every step's rows do).
+// ascending slots, and loads in descending ones (placed from a step's last load, they too ascend along its list), so
+// that the rows a step writes or loads into it lie in one run, which kernels read and write in place (where a pass
+// fits the pools whole, every step's rows do).
 struct Pool {
   std::vector<std::uint32_t> slot_row;  // kNoRow when free
   std::vector<std::int32_t> slot_step;  // the last step that touched the slot's row
@@ -741,28 +742,34 @@ class Planner {
         std::count_if(missing_.begin(), missing_.end(), [](const Missing& m) { return m.load; }));
     plan.loads.reserve(loads);
     plan.allocations.reserve(missing_.size() - loads);
-    // Loads first, so they get the free slots the previous step is least likely to have used.
-    for (const bool load : {true, false}) {
-      for (const Missing& m : missing_) {
-        if (m.load != load) continue;
-        const Touch& touch = touches[m.touch];
-        const std::int32_t slot = acquire(touch.tensor, step, load, plan);
-        Pool& pool = pools_[touch.tensor];
-        pool.slot_row[static_cast<std::size_t>(slot)] = touch.row;
-        pool.peak = std::max(pool.peak, ++pool.resident);
-        rows_[touch.row].slot = slot;
-        rows_[touch.row].flags |= kArrived;
-        const SlotAssignment assignment{ref(touch.row, touch.tensor), slot};
-        if (!load) {
-          plan.allocations.push_back(assignment);
-          if (touch.bits & kAccumulate) plan.zeroed.push_back(assignment);
-          continue;
-        }
-        plan.loads.push_back(assignment);
-        totals.h2d_bytes += trace_.tensors[touch.tensor].row_bytes;
-        ++totals.misses;
-        if (pool.slot_step[static_cast<std::size_t>(slot)] == step - 1) prefetch_blocked_ = true;
+    const auto place = [&](const Missing& m) {
+      const Touch& touch = touches[m.touch];
+      const std::int32_t slot = acquire(touch.tensor, step, m.load, plan);
+      Pool& pool = pools_[touch.tensor];
+      pool.slot_row[static_cast<std::size_t>(slot)] = touch.row;
+      pool.peak = std::max(pool.peak, ++pool.resident);
+      rows_[touch.row].slot = slot;
+      rows_[touch.row].flags |= kArrived;
+      const SlotAssignment assignment{ref(touch.row, touch.tensor), slot};
+      if (!m.load) {
+        plan.allocations.push_back(assignment);
+        if (touch.bits & kAccumulate) plan.zeroed.push_back(assignment);
+        return;
       }
+      plan.loads.push_back(assignment);
+      totals.h2d_bytes += trace_.tensors[touch.tensor].row_bytes;
+      ++totals.misses;
+      if (pool.slot_step[static_cast<std::size_t>(slot)] == step - 1) prefetch_blocked_ = true;
+    };
+    // Loads first, so they get the free slots the previous step is least likely to have used. They are placed
+    // from the last: a fresh pool hands loads its slots descending, which then ascend along the list, as
+    // allocations' do, so that rows loaded in order lie in one run that kernels read in place.
+    for (auto m = missing_.rbegin(); m != missing_.rend(); ++m) {
+      if (m->load) place(*m);
+    }
+    std::reverse(plan.loads.begin(), plan.loads.end());
+    for (const Missing& m : missing_) {
+      if (!m.load) place(m);
     }
 
     // Every touched row is in its slot now: it records the step, then leaves (dead, or nothing is reused) or
