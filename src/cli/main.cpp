@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -20,8 +21,11 @@ void restart_with_the_cpus_blas_kernels(char** argv) {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
   const std::optional<std::string> core = nj::better_openblas_core(nj::openblas_core(), nj::cpu_features());
   if (!core) return;
-  if (setenv("OPENBLAS_CORETYPE", core->c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
+  std::error_code error;
+  // Started by its own path, not /proc/self/exe, so that ps and pgrep still see it as nj.
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error || setenv("OPENBLAS_CORETYPE", core->c_str(), 1) != 0) return;
+  execv(self.c_str(), argv);
   spdlog::warn("OpenBLAS runs its {} kernels on a CPU that runs its {} kernels: set OPENBLAS_CORETYPE={}",
                nj::openblas_core(), *core, *core);
 }
