@@ -17,13 +17,14 @@ find_package(ZLIB REQUIRED)
 # load GCC's.
 set(NJ_OPENBLAS_VARIANT "openmp" CACHE STRING "Debian's OpenBLAS build to link: openmp or pthread")
 set_property(CACHE NJ_OPENBLAS_VARIANT PROPERTY STRINGS openmp pthread)
-find_library(NJ_OPENBLAS_LIBRARY openblas PATHS "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-${NJ_OPENBLAS_VARIANT}"
-             NO_DEFAULT_PATH REQUIRED)
-find_path(CBLAS_INCLUDE_DIR cblas.h PATHS "/usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-${NJ_OPENBLAS_VARIANT}"
-          NO_DEFAULT_PATH REQUIRED)
+# Cached per variant, so that changing the variant in a configured build folder finds the other one.
+find_library(NJ_OPENBLAS_LIBRARY_${NJ_OPENBLAS_VARIANT} openblas
+             PATHS "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-${NJ_OPENBLAS_VARIANT}" NO_DEFAULT_PATH REQUIRED)
+find_path(NJ_CBLAS_INCLUDE_DIR_${NJ_OPENBLAS_VARIANT} cblas.h
+          PATHS "/usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-${NJ_OPENBLAS_VARIANT}" NO_DEFAULT_PATH REQUIRED)
 add_library(nj_blas INTERFACE)
-target_link_libraries(nj_blas INTERFACE ${NJ_OPENBLAS_LIBRARY})
-target_include_directories(nj_blas SYSTEM INTERFACE ${CBLAS_INCLUDE_DIR})
+target_link_libraries(nj_blas INTERFACE ${NJ_OPENBLAS_LIBRARY_${NJ_OPENBLAS_VARIANT}})
+target_include_directories(nj_blas SYSTEM INTERFACE ${NJ_CBLAS_INCLUDE_DIR_${NJ_OPENBLAS_VARIANT}})
 
 # Debian's METIS ships no CMake config; its idx_t is 32-bit.
 find_path(METIS_INCLUDE_DIR metis.h REQUIRED)

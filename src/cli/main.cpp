@@ -26,8 +26,11 @@ void restart_with_the_cpus_blas_kernels(char** argv) {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
   if (error || setenv("OPENBLAS_CORETYPE", core->c_str(), 1) != 0) return;
   execv(self.c_str(), argv);
-  spdlog::warn("OpenBLAS runs its {} kernels on a CPU that runs its {} kernels: set OPENBLAS_CORETYPE={}",
-               nj::openblas_core(), *core, *core);
+  unsetenv("OPENBLAS_CORETYPE");  // what this process starts picks its own
+  spdlog::warn(
+      "OpenBLAS runs its {} kernels on a CPU that runs its {} kernels, and nj could not start again with "
+      "them: run it with OPENBLAS_CORETYPE={}",
+      nj::openblas_core(), *core, *core);
 }
 
 }  // namespace

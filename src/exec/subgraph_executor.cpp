@@ -4,6 +4,7 @@
 #include "nj/exec/subgraph_executor.hpp"
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -94,12 +95,18 @@ struct SubgraphExecutor::State {
   // for the whole run, as in-memory training does: they are uploaded here, once, ahead of every epoch's own
   // allocations, so that every epoch starts from the same device memory and moves only what it computes.
   void upload_lasting(const Pass& p) {
+    NJ_EXPECTS(plan.passes.size() == 1 && plan.closures.empty(), "a lasting pass is reuse's one pass");
     pass = &p;
     subgraphs.emplace(p, global_id);
     for (std::size_t l = 0; l < p.layer_parts.size(); ++l) {
       for (std::size_t k = 0; k < p.layer_parts[l].size(); ++k) {
         part = moves_data || p.keeps_blocks() ? &subgraphs->get(l, k) : nullptr;
-        if (part != nullptr) lasting_sources[{l, k}] = part->sources;
+        if (part != nullptr) {
+          // Kept blocks last as long as the plan; a block built here is gone with the next one.
+          lasting_sources[{l, k}] = p.keeps_blocks()
+                                        ? std::span<const vid_t>(part->sources)
+                                        : std::span<const vid_t>(built_sources.emplace_back(part->sources));
+        }
         resident_blocks[{l, k}] = new_step_block(l, k);
       }
     }
@@ -275,8 +282,9 @@ struct SubgraphExecutor::State {
   }
 
   // What a step uploads for the running pass, by layer and subgraph or transform chunk: without a budget it stays
-  // on the device for the rest of the pass, so that the backward half finds what the forward half uploaded;
-  // within a budget the plan counted it only for its step, so `streamed` holds it for the caller's step alone.
+  // on the device until its last reader in the pass (the run, for what lasts), so that the backward half finds
+  // what the forward half uploaded or computed there; within a budget the plan counted it only for its step, so
+  // `streamed` holds it for the caller's step alone.
   template <typename T, typename Make>
   T& staying(std::map<std::pair<std::size_t, std::size_t>, T>& resident, std::size_t l, std::size_t k,
              std::optional<T>& streamed, Make&& make) {
@@ -565,7 +573,8 @@ struct SubgraphExecutor::State {
   }
 
   // Runs a training step or an evaluation as a whole: one that fails part-way leaves nothing behind. Its step's
-  // buffers are freed as it unwinds and its pools here, so that the device holds the parameters alone again,
+  // buffers are freed as it unwinds and its pools here, so that the device holds what it held before the step
+  // again (the parameters, and a lasting pass's blocks and features),
   // and what it measured is dropped, so that the next step measures as if it were the first.
   template <typename Fn>
   auto as_whole(Fn&& fn) {
@@ -649,10 +658,12 @@ struct SubgraphExecutor::State {
   std::optional<PassSubgraphs> subgraphs;
   const Subgraph* part = nullptr;
   StepSlots slots;
-  // Without a budget, the running pass's blocks and transform inputs uploaded so far (see staying()).
+  // Without a budget, the running pass's blocks and transform inputs on the device (see staying(); a layer above
+  // the first takes its input from the previous layer's outputs where they stay).
   bool uploads_stay = plan.options.device_budget == kUnlimited;
-  bool lasting = plan.closures.empty() && plan.passes.size() == 1 && plan.passes.front().lasting;  // upload_lasting()
-  std::map<std::pair<std::size_t, std::size_t>, std::vector<vid_t>> lasting_sources;  // of the lasting blocks
+  bool lasting = !plan.passes.empty() && plan.passes.front().lasting;                     // see upload_lasting()
+  std::map<std::pair<std::size_t, std::size_t>, std::span<const vid_t>> lasting_sources;  // of the lasting blocks
+  std::deque<std::vector<vid_t>> built_sources;  // what lasting_sources views where the pass builds its blocks
   std::map<std::pair<std::size_t, std::size_t>, StepBlock> resident_blocks;
   std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix> resident_inputs;
   std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix> resident_dropped;  // their dropout, where it drops

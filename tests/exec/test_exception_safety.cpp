@@ -185,7 +185,8 @@ class FaultyDevice final : public Device {
 };
 
 enum class FaultSource { kKernel, kDevice };
-enum class Execution { kInMemory, kReuse, kRecompute };
+// kReuseUnlimited: reuse without a budget, whose blocks and features stay on the device across steps.
+enum class Execution { kInMemory, kReuse, kRecompute, kReuseUnlimited };
 
 const char* to_string(FaultSource source) { return source == FaultSource::kKernel ? "kernel" : "device"; }
 const char* to_string(Execution execution) {
@@ -193,8 +194,13 @@ const char* to_string(Execution execution) {
     case Execution::kInMemory: return "in_memory";
     case Execution::kReuse: return "reuse";
     case Execution::kRecompute: return "recompute";
+    case Execution::kReuseUnlimited: return "reuse_unlimited";
   }
   return "?";
+}
+
+bool unlimited(Execution execution) {
+  return execution == Execution::kInMemory || execution == Execution::kReuseUnlimited;
 }
 
 ModelConfig model_config(ModelKind kind) {
@@ -223,7 +229,7 @@ class TrainingRun {
   TrainingRun(DeviceKind kind, const Dataset& data, ModelKind model_kind, Execution execution, std::int64_t budget,
               FaultSource source)
       : data_(data),
-        resources_(test::backend_resources(kind, execution == Execution::kInMemory ? kUnlimited : budget, 2)),
+        resources_(test::backend_resources(kind, unlimited(execution) ? kUnlimited : budget, 2)),
         faults_(*resources_.device),
         model_(model_config(model_kind), data.features.cols(), data.num_classes),
         local_(whole_local_graph(data.graph)) {
@@ -235,10 +241,12 @@ class TrainingRun {
     if (execution == Execution::kInMemory) {
       executor_ = std::make_unique<InMemoryExecutor>(resources_, model_, local_, data.features.view());
     } else {
-      const auto mode = execution == Execution::kReuse ? ExecutionMode::kReuse : ExecutionMode::kRecompute;
-      const auto policy = execution == Execution::kReuse ? CachePolicy::kStAware : CachePolicy::kSizeOrder;
-      executor_ = std::make_unique<SubgraphExecutor>(resources_, model_, local_, data.features.view(),
-                                                     SubgraphExecutorOptions{budget, mode, policy});
+      const bool recompute = execution == Execution::kRecompute;
+      const auto mode = recompute ? ExecutionMode::kRecompute : ExecutionMode::kReuse;
+      const auto policy = recompute ? CachePolicy::kSizeOrder : CachePolicy::kStAware;
+      executor_ = std::make_unique<SubgraphExecutor>(
+          resources_, model_, local_, data.features.view(),
+          SubgraphExecutorOptions{unlimited(execution) ? kUnlimited : budget, mode, policy});
     }
   }
 
@@ -419,7 +427,7 @@ TEST_P(ExceptionSafety, AFailedStepLeavesNothingBehindAndTheNextStepIsExact) {
 INSTANTIATE_TEST_SUITE_P(Steps, ExceptionSafety,
                          ::testing::Combine(test::all_backends(), ::testing::Values(ModelKind::kGcn, ModelKind::kGat),
                                             ::testing::Values(Execution::kInMemory, Execution::kReuse,
-                                                              Execution::kRecompute),
+                                                              Execution::kRecompute, Execution::kReuseUnlimited),
                                             ::testing::Values(FaultSource::kKernel, FaultSource::kDevice)),
                          [](const auto& test_info) {
                            const FaultCase& c = test_info.param;

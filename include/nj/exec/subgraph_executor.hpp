@@ -121,7 +121,7 @@ struct Pass {
 
   vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
   bool output_stays(std::size_t layer, std::size_t part) const {
-    return layer < outputs_stay.size() && outputs_stay[layer][part] != 0;
+    return layer < outputs_stay.size() && part < outputs_stay[layer].size() && outputs_stay[layer][part] != 0;
   }
   std::span<const vid_t> destinations(std::size_t layer, std::size_t part) const {
     return transform_chunks[layer][part];
