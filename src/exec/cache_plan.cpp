@@ -189,12 +189,9 @@ class TraceIndex {
   std::vector<std::size_t> phase_begin;  // steps of phase p: [phase_begin[p], phase_begin[p + 1])
   std::int64_t occurrences = 0;          // entries over every step's lists
 
-  // Indexes phase p into `out`: distinct rows per step, in order of first appearance over reads, writes,
-  // accumulates, each with its next touch and the touches it has left in the phase; the last one in the phase
-  // learns whether a later phase touches the row and first reads it, and an accumulate whether an earlier phase
-  // touched the row.
-  // Rows of the tensors phase p touches (how planning numbers them while it plans the phase).
+  // Entries over phase p's steps' lists.
   std::int64_t phase_occurrences(std::size_t p) const { return phase_occurrences_[p]; }
+  // Rows of the tensors phase p touches (how planning numbers them while it plans the phase).
   std::uint32_t phase_rows(std::size_t p) const {
     const std::size_t num_tensors = trace_.tensors.size();
     std::uint32_t rows = 0;
@@ -202,6 +199,11 @@ class TraceIndex {
       rows += static_cast<std::uint32_t>(first_[p * num_tensors + t].size());
     return rows;
   }
+
+  // Indexes phase p into `out`: distinct rows per step, in order of first appearance over reads, writes,
+  // accumulates, each with its next touch and the touches it has left in the phase; the last one in the phase
+  // learns whether a later phase touches the row and first reads it, and an accumulate whether an earlier phase
+  // touched the row.
 
   void index_phase(std::size_t p, PhaseTouches& out) const {
     const std::size_t num_tensors = trace_.tensors.size();

@@ -354,8 +354,9 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     const auto& chunks = pass.transform_chunks[l];
     for (std::size_t k = 0; k < chunks.size(); ++k) {
       add_step(StepKind::kTransform, l, k, phase);
-      if (input_from_host(l, k))
+      if (input_from_host(l, k)) {
         pass.stream_h2d_bytes += static_cast<std::int64_t>(chunks[k].size()) * dims[l].in * kFloat;
+      }
     }
     ExchangePoints points;
     if (rows.exchange) {

@@ -30,6 +30,10 @@ struct StepSlots {
   std::vector<vid_t> reads, writes, accumulates;
 };
 
+// What the running pass keeps per (layer, subgraph or transform chunk).
+template <typename T>
+using ByChunk = std::map<std::pair<std::size_t, std::size_t>, T>;
+
 // A subgraph's block on the device; replayed on a planning device, which moves nothing, only its allocation.
 struct StepBlock {
   DeviceBlock block;
@@ -286,8 +290,7 @@ struct SubgraphExecutor::State {
   // what the forward half uploaded or computed there; within a budget the plan counted it only for its step, so
   // `streamed` holds it for the caller's step alone.
   template <typename T, typename Make>
-  T& staying(std::map<std::pair<std::size_t, std::size_t>, T>& resident, std::size_t l, std::size_t k,
-             std::optional<T>& streamed, Make&& make) {
+  T& staying(ByChunk<T>& resident, std::size_t l, std::size_t k, std::optional<T>& streamed, Make&& make) {
     if (!uploads_stay) return streamed.emplace(make());
     auto [it, inserted] = resident.try_emplace({l, k});
     if (inserted) it->second = make();
@@ -306,8 +309,7 @@ struct SubgraphExecutor::State {
   }
 
   // What `resident` holds for layer l's chunk k, taken out of it (its last reader frees it); nothing if it holds none.
-  static std::optional<DeviceMatrix> take(std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix>& resident,
-                                          std::size_t l, std::size_t k) {
+  static std::optional<DeviceMatrix> take(ByChunk<DeviceMatrix>& resident, std::size_t l, std::size_t k) {
     const auto it = resident.find({l, k});
     if (it == resident.end()) return std::nullopt;
     std::optional<DeviceMatrix> taken(std::move(it->second));
@@ -661,14 +663,14 @@ struct SubgraphExecutor::State {
   // Without a budget, the running pass's blocks and transform inputs on the device (see staying(); a layer above
   // the first takes its input from the previous layer's outputs where they stay).
   bool uploads_stay = plan.options.device_budget == kUnlimited;
-  bool lasting = !plan.passes.empty() && plan.passes.front().lasting;                     // see upload_lasting()
-  std::map<std::pair<std::size_t, std::size_t>, std::span<const vid_t>> lasting_sources;  // of the lasting blocks
+  bool lasting = !plan.passes.empty() && plan.passes.front().lasting;  // see upload_lasting()
+  ByChunk<std::span<const vid_t>> lasting_sources;                     // of the lasting blocks
   std::deque<std::vector<vid_t>> built_sources;  // what lasting_sources views where the pass builds its blocks
-  std::map<std::pair<std::size_t, std::size_t>, StepBlock> resident_blocks;
-  std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix> resident_inputs;
-  std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix> resident_dropped;  // their dropout, where it drops
+  ByChunk<StepBlock> resident_blocks;
+  ByChunk<DeviceMatrix> resident_inputs;
+  ByChunk<DeviceMatrix> resident_dropped;  // their dropout, where it drops
   // Per layer and subgraph whose outputs stay: their gradients, from the next layer's transform backward.
-  std::map<std::pair<std::size_t, std::size_t>, DeviceMatrix> resident_output_gradients;
+  ByChunk<DeviceMatrix> resident_output_gradients;
   std::vector<vid_t> replay_sources;
 };
 
