@@ -1,7 +1,7 @@
 #pragma once
 // Which GEMM kernels OpenBLAS runs. OpenBLAS picks them once, as it loads, from a table of CPU model numbers; a
 // model newer than its table gets its generic SSE3 kernels ("Prescott"). Debian 12's OpenBLAS 0.3.21 does so on
-// Emerald Rapids Xeons, where the GEMMs then take 1.7 times as long as with the AVX-512 kernels the CPU runs. The
+// Emerald Rapids Xeons, where a GCN epoch then took 1.7 times as long as with the AVX-512 kernels the CPU runs. The
 // CPU's features, not its model, say which kernels it can run; OPENBLAS_CORETYPE, read at load, picks them.
 #include <optional>
 #include <string>
