@@ -8,10 +8,12 @@
 #include <exception>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <span>
 #include <utility>
 
 #include "nj/core/error.hpp"
+#include "nj/core/huge_pages.hpp"
 
 namespace nj {
 namespace {
@@ -61,11 +63,45 @@ void validate_shape(const AccessTrace& trace) {
   }
 }
 
+// Traces with at least this many entries are indexed and planned on OpenMP's threads, unless told how many.
+constexpr std::int64_t kParallelOccurrences = std::int64_t{1} << 20;
+int planning_threads(int asked, std::int64_t entries) {
+  if (asked > 0) return asked;
+  return entries >= kParallelOccurrences ? std::max(1, omp_get_max_threads()) : 1;
+}
+
+// The entries of a step's lists.
+std::int64_t entries_of(const TraceStep& step) {
+  std::int64_t n = static_cast<std::int64_t>(step.reads.size() + step.writes.size() + step.accumulates.size());
+  for (const auto* runs : {&step.read_runs, &step.write_runs, &step.accumulate_runs}) {
+    for (const RowRun& run : *runs) n += static_cast<std::int64_t>(run.rows.size());
+  }
+  return n;
+}
+
 // Returns the number of rows of each tensor (one past the largest row in the trace).
-std::vector<std::int64_t> validate_steps(const AccessTrace& trace, bool needs_degree) {
+std::vector<std::int64_t> validate_steps(const AccessTrace& trace, bool needs_degree, int threads) {
+  const std::size_t num_steps = trace.steps.size();
   std::vector<std::int64_t> rows(trace.tensors.size(), 0);
+  // A run is in range when its smallest and largest rows are: those, per run, on every thread first (a run holds
+  // up to a subgraph's sources), checked below in step order.
+  std::vector<std::vector<std::pair<vid_t, vid_t>>> run_bounds(num_steps);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (std::size_t i = 0; i < num_steps; ++i) {
+    const TraceStep& step = trace.steps[i];
+    for (const auto* runs : {&step.read_runs, &step.write_runs, &step.accumulate_runs}) {
+      for (const RowRun& run : *runs) {
+        if (run.rows.empty()) {
+          run_bounds[i].emplace_back(0, 0);
+          continue;
+        }
+        const auto [low, high] = std::minmax_element(run.rows.begin(), run.rows.end());
+        run_bounds[i].emplace_back(*low, *high);
+      }
+    }
+  }
   std::uint32_t previous_phase = 0;
-  for (std::size_t i = 0; i < trace.steps.size(); ++i) {
+  for (std::size_t i = 0; i < num_steps; ++i) {
     const TraceStep& step = trace.steps[i];
     NJ_REQUIRE(step.phase < trace.capacity_rows.size(), "cache trace: step {} is in phase {}, but capacity_rows has {}",
                i, step.phase, trace.capacity_rows.size());
@@ -85,13 +121,13 @@ std::vector<std::int64_t> validate_steps(const AccessTrace& trace, bool needs_de
     for (const auto* list : {&step.reads, &step.writes, &step.accumulates}) {
       for (const RowRef& ref : *list) check(ref.tensor, ref.row);
     }
+    std::size_t r = 0;
     for (const auto* runs : {&step.read_runs, &step.write_runs, &step.accumulate_runs}) {
       for (const RowRun& run : *runs) {
+        const auto [low, high] = run_bounds[i][r++];
         if (run.rows.empty()) continue;
-        // The largest and smallest row decide whether all of them are in range.
-        const auto [low, high] = std::minmax_element(run.rows.begin(), run.rows.end());
-        check(run.tensor, *low);
-        check(run.tensor, *high);
+        check(run.tensor, low);
+        check(run.tensor, high);
       }
     }
   }
@@ -115,8 +151,8 @@ struct PhaseTouches {
   std::uint32_t rows = 0;
   std::size_t first_step = 0;
   std::vector<std::size_t> step_begin;  // touches of the phase's j-th step: [step_begin[j], step_begin[j + 1])
-  std::vector<Touch> touches;
-  std::vector<RowScratch> scratch;  // per row of the phase
+  HugeVector<Touch> touches;
+  HugeVector<RowScratch> scratch;  // per row of the phase
   // The touches of step i of the phase.
   std::span<const Touch> step(std::size_t i) const {
     const std::size_t j = i - first_step;
@@ -130,9 +166,14 @@ struct PhaseTouches {
 // once, each by a planner of its own).
 class TraceIndex {
  public:
-  TraceIndex(const AccessTrace& trace, bool needs_degree) : trace_(trace) {
+  // On `threads` threads where it asks for more than one (see planning_threads).
+  TraceIndex(const AccessTrace& trace, bool needs_degree, int threads_asked) : trace_(trace) {
     validate_shape(trace);
-    const std::vector<std::int64_t> rows = validate_steps(trace, needs_degree);
+    std::vector<std::int64_t> step_entries(trace.steps.size());
+    std::ranges::transform(trace.steps, step_entries.begin(), entries_of);
+    for (const std::int64_t n : step_entries) occurrences += n;
+    threads = planning_threads(threads_asked, occurrences);
+    const std::vector<std::int64_t> rows = validate_steps(trace, needs_degree, threads);
     const std::size_t num_tensors = trace.tensors.size();
     const std::size_t num_steps = trace.steps.size();
     const std::size_t num_phases = trace.capacity_rows.size();
@@ -149,35 +190,59 @@ class TraceIndex {
     for (std::size_t i = num_steps; i-- > 0;) phase_begin[trace.steps[i].phase] = i;
     for (std::size_t p = num_phases; p-- > 0;) phase_begin[p] = std::min(phase_begin[p], phase_begin[p + 1]);
 
-    // What each phase does first to each row it touches: the kinds of its first step's touches.
-    std::vector<RowScratch> scratch(static_cast<std::size_t>(total));
+    // What each phase does first to each row it touches: the kinds of its first step's touches. Phases are
+    // independent here: on OpenMP's threads where the trace is large, largest first, each thread marking rows with
+    // the step that first touched them in a scratch array of its own (a mark outside the phase's steps is none).
     first_.resize(num_phases * num_tensors);
     phase_occurrences_.assign(num_phases, 0);
+    std::vector<std::size_t> phases(num_phases);
+    std::iota(phases.begin(), phases.end(), std::size_t{0});
+    std::vector<std::int64_t> entries(num_phases, 0);
     for (std::size_t p = 0; p < num_phases; ++p) {
-      const auto phase_start = static_cast<std::int32_t>(phase_begin[p]);
-      for (std::size_t i = phase_begin[p]; i < phase_begin[p + 1]; ++i) {
-        const auto step = static_cast<std::int32_t>(i);
-        for_each_ref(trace.steps[i], base, scratch, [&](const RowRef& ref, std::uint8_t kind) {
-          std::vector<std::uint8_t>& first = first_[p * num_tensors + ref.tensor];
-          if (first.empty()) first.assign(static_cast<std::size_t>(rows[ref.tensor]), 0);
-          std::int32_t& first_step = scratch[base[ref.tensor] + static_cast<std::uint32_t>(ref.row)].mark;
-          std::uint8_t& kinds = first[static_cast<std::size_t>(ref.row)];
-          ++phase_occurrences_[p];
-          if (first_step < phase_start) {
-            first_step = step;
-            kinds = kind;
-          } else if (first_step == step) {
-            kinds |= kind;
+      for (std::size_t i = phase_begin[p]; i < phase_begin[p + 1]; ++i) entries[p] += step_entries[i];
+    }
+    std::ranges::stable_sort(phases, std::ranges::greater{}, [&](std::size_t p) { return entries[p]; });
+    // No exception leaves the parallel region; the first phase's that threw is rethrown.
+    std::vector<std::exception_ptr> errors(num_phases);
+    std::atomic<std::size_t> next{0};
+#pragma omp parallel num_threads(static_cast <int>(std::min <std::size_t>(num_phases, threads)))
+    {
+      HugeVector<std::int32_t> first_step_of;
+      for (std::size_t k = next++; k < num_phases; k = next++) {
+        const std::size_t p = phases[k];
+        try {
+          if (first_step_of.empty()) first_step_of.assign(static_cast<std::size_t>(total), -1);
+          const auto phase_start = static_cast<std::int32_t>(phase_begin[p]);
+          const auto phase_end = static_cast<std::int32_t>(phase_begin[p + 1]);
+          for (std::size_t i = phase_begin[p]; i < phase_begin[p + 1]; ++i) {
+            const auto step = static_cast<std::int32_t>(i);
+            for_each_ref(trace.steps[i], base, first_step_of, [&](const RowRef& ref, std::uint8_t kind) {
+              HugeVector<std::uint8_t>& first = first_[p * num_tensors + ref.tensor];
+              if (first.empty()) first.assign(static_cast<std::size_t>(rows[ref.tensor]), 0);
+              std::int32_t& first_step = first_step_of[base[ref.tensor] + static_cast<std::uint32_t>(ref.row)];
+              std::uint8_t& kinds = first[static_cast<std::size_t>(ref.row)];
+              if (first_step < phase_start || first_step >= phase_end) {
+                first_step = step;
+                kinds = kind;
+              } else if (first_step == step) {
+                kinds |= kind;
+              }
+            });
           }
-        });
+          phase_occurrences_[p] = entries[p];
+        } catch (...) {
+          errors[p] = std::current_exception();
+        }
       }
     }
-    for (const std::int64_t n : phase_occurrences_) occurrences += n;
+    for (const std::exception_ptr& error : errors) {
+      if (error) std::rethrow_exception(error);
+    }
     // The first phase that touches each row.
     first_phase_.assign(static_cast<std::size_t>(total), std::numeric_limits<std::uint16_t>::max());
     for (std::size_t p = num_phases; p-- > 0;) {
       for (std::size_t t = 0; t < num_tensors; ++t) {
-        const std::vector<std::uint8_t>& first = first_[p * num_tensors + t];
+        const HugeVector<std::uint8_t>& first = first_[p * num_tensors + t];
         for (std::size_t r = 0; r < first.size(); ++r) {
           if (first[r] != 0) first_phase_[base[t] + r] = static_cast<std::uint16_t>(p);
         }
@@ -188,6 +253,7 @@ class TraceIndex {
   std::vector<std::uint32_t> base;       // per tensor: dense id of its row 0; back() = number of rows
   std::vector<std::size_t> phase_begin;  // steps of phase p: [phase_begin[p], phase_begin[p + 1])
   std::int64_t occurrences = 0;          // entries over every step's lists
+  int threads = 1;                       // how many index and plan the trace
 
   // Entries over phase p's steps' lists.
   std::int64_t phase_occurrences(std::size_t p) const { return phase_occurrences_[p]; }
@@ -221,8 +287,8 @@ class TraceIndex {
     out.touches.reserve(static_cast<std::size_t>(phase_occurrences_[p]));
     out.step_begin.clear();
     out.scratch.assign(out.rows, RowScratch{});
-    std::vector<Touch>& touches = out.touches;
-    std::vector<RowScratch>& scratch = out.scratch;
+    HugeVector<Touch>& touches = out.touches;
+    HugeVector<RowScratch>& scratch = out.scratch;
     std::vector<std::int64_t> rows_of_tensor(num_tensors, 0);
     for (std::size_t i = phase_begin[p]; i < phase_begin[p + 1]; ++i) {
       const TraceStep& step = trace_.steps[i];
@@ -253,8 +319,9 @@ class TraceIndex {
     out.step_begin.push_back(touches.size());
 
     // Backward sweep: each touch learns the row's next touch and how many touches it has left in the phase; the
-    // last one in the phase, whether a later phase touches the row and first reads it.
-    for (const Touch& touch : touches) scratch[touch.row].mark = -1;
+    // last one in the phase, whether a later phase touches the row and first reads it. The scratch starts afresh:
+    // filling it is one pass over the phase's rows, where undoing the marks would be a random one over its touches.
+    scratch.assign(out.rows, RowScratch{});
     const std::size_t num_phases = trace_.capacity_rows.size();
     for (std::size_t j = out.step_begin.size() - 1; j-- > 0;) {
       const auto step = static_cast<std::int32_t>(phase_begin[p] + j);
@@ -272,7 +339,7 @@ class TraceIndex {
         } else {
           const std::uint32_t vertex = touch.row - out.base[touch.tensor];
           for (std::size_t q = p + 1; q < num_phases && !later; ++q) {
-            const std::vector<std::uint8_t>& first = first_[q * num_tensors + touch.tensor];
+            const HugeVector<std::uint8_t>& first = first_[q * num_tensors + touch.tensor];
             if (first.empty() || first[vertex] == 0) continue;
             later = true;
             live = (first[vertex] & (kRead | kAccumulate)) != 0;
@@ -287,14 +354,13 @@ class TraceIndex {
         row.bits = touch.bits;
       }
     }
-    for (const Touch& touch : touches) scratch[touch.row].mark = -1;
   }
 
  private:
   // fn(ref, kind) for every entry of the step's lists; fetches the per-row scratch of runs' rows a few ahead.
-  template <typename Fn>
-  void for_each_ref(const TraceStep& step, std::span<const std::uint32_t> row_base,
-                    const std::vector<RowScratch>& scratch, Fn&& fn) const {
+  template <typename Scratch, typename Fn>
+  void for_each_ref(const TraceStep& step, std::span<const std::uint32_t> row_base, const Scratch& scratch,
+                    Fn&& fn) const {
     const auto list = [&](const std::vector<RowRef>& refs, const std::vector<RowRun>& runs, std::uint8_t kind) {
       for (const RowRef& ref : refs) fn(ref, kind);
       for (const RowRun& run : runs) {
@@ -315,8 +381,8 @@ class TraceIndex {
   const AccessTrace& trace_;
   // [phase * tensors + tensor]: per row of the tensor, the kinds of the phase's first touch of it (0: none);
   // empty where the phase does not touch the tensor.
-  std::vector<std::vector<std::uint8_t>> first_;
-  std::vector<std::uint16_t> first_phase_;       // per row: the first phase that touches it (none: the largest value)
+  std::vector<HugeVector<std::uint8_t>> first_;
+  HugeVector<std::uint16_t> first_phase_;        // per row: the first phase that touches it (none: the largest value)
   std::vector<std::int64_t> phase_occurrences_;  // per phase: entries over its steps' lists
 };
 
@@ -326,10 +392,16 @@ class TraceIndex {
 // ascending slots, and loads in descending ones (placed from a step's last load, they too ascend along its list), so
 // that the rows a step writes or loads into it lie in one run, which kernels read and write in place (where a pass
 // fits the pools whole, every step's rows do).
+// A slot, and the last step that touched the row it holds or last held (-1: none), which decides whether a load
+// into it must wait for the previous step.
+struct SlotUse {
+  std::int32_t slot;
+  std::int32_t last_step;
+};
+
 struct Pool {
-  std::vector<std::uint32_t> slot_row;  // kNoRow when free
-  std::vector<std::int32_t> slot_step;  // the last step that touched the slot's row
-  std::vector<std::int32_t> free_ring;
+  HugeVector<std::uint32_t> slot_row;  // kNoRow when free
+  HugeVector<SlotUse> free_ring;
   std::size_t free_head = 0;
   std::size_t free_count = 0;
   std::int64_t resident = 0;
@@ -338,28 +410,29 @@ struct Pool {
   void reset(std::int64_t capacity) {
     const auto n = static_cast<std::size_t>(capacity);
     slot_row.assign(n, kNoRow);
-    slot_step.assign(n, -1);
     free_ring.resize(n);
-    for (std::size_t s = 0; s < n; ++s) free_ring[s] = static_cast<std::int32_t>(n - 1 - s);
+    for (std::size_t s = 0; s < n; ++s) free_ring[s] = {static_cast<std::int32_t>(n - 1 - s), -1};
     free_head = 0;
     free_count = n;
     resident = 0;
     peak = 0;
   }
-  void push_free(std::int32_t slot) {
-    free_ring[(free_head + free_count) % free_ring.size()] = slot;
+  void push_free(SlotUse slot) {
+    free_ring[wrap(free_head + free_count)] = slot;
     ++free_count;
   }
-  std::int32_t take_oldest() {
-    const std::int32_t slot = free_ring[free_head];
-    free_head = (free_head + 1) % free_ring.size();
+  SlotUse take_oldest() {
+    const SlotUse slot = free_ring[free_head];
+    free_head = wrap(free_head + 1);
     --free_count;
     return slot;
   }
-  std::int32_t take_newest() {
+  SlotUse take_newest() {
     --free_count;
-    return free_ring[(free_head + free_count) % free_ring.size()];
+    return free_ring[wrap(free_head + free_count)];
   }
+  // A position in the ring from one less than twice its size (without a division on every slot taken).
+  std::size_t wrap(std::size_t i) const { return i < free_ring.size() ? i : i - free_ring.size(); }
 };
 
 // Eviction candidates ordered by a key fixed when the row last left a step: LRU (the last touch), FIFO and
@@ -414,11 +487,11 @@ class KeyedEvictor {
 
  private:
   bool before(std::uint32_t a, std::uint32_t b) const { return key_[a] != key_[b] ? key_[a] < key_[b] : a < b; }
-  void place(std::vector<std::uint32_t>& heap, std::size_t i, std::uint32_t row) {
+  void place(HugeVector<std::uint32_t>& heap, std::size_t i, std::uint32_t row) {
     heap[i] = row;
     pos_[row] = static_cast<std::int32_t>(i);
   }
-  std::size_t sift_up(std::vector<std::uint32_t>& heap, std::size_t i) {
+  std::size_t sift_up(HugeVector<std::uint32_t>& heap, std::size_t i) {
     const std::uint32_t row = heap[i];
     while (i > 0 && before(row, heap[(i - 1) / 2])) {
       place(heap, i, heap[(i - 1) / 2]);
@@ -427,7 +500,7 @@ class KeyedEvictor {
     place(heap, i, row);
     return i;
   }
-  void sift_down(std::vector<std::uint32_t>& heap, std::size_t i) {
+  void sift_down(HugeVector<std::uint32_t>& heap, std::size_t i) {
     const std::uint32_t row = heap[i];
     for (;;) {
       std::size_t child = 2 * i + 1;
@@ -440,9 +513,9 @@ class KeyedEvictor {
     place(heap, i, row);
   }
 
-  std::vector<std::int64_t> key_;
-  std::vector<std::int32_t> pos_;
-  std::vector<std::vector<std::uint32_t>> heaps_;
+  HugeVector<std::int64_t> key_;
+  HugeVector<std::int32_t> pos_;
+  std::vector<HugeVector<std::uint32_t>> heaps_;
   bool refresh_on_touch_;
   std::int64_t clock_ = 0;
 };
@@ -473,7 +546,7 @@ class NextUseEvictor {
     }
   }
   void begin_step(std::int32_t step) {
-    for (Candidates& pool : pools_) std::vector<Entry>().swap(bucket(pool, step));
+    for (Candidates& pool : pools_) HugeVector<Entry>().swap(bucket(pool, step));
   }
   void pin(const Touch& /*touch*/) {}  // begin_step emptied the step's bucket, which held exactly its rows
   std::uint32_t pop(std::uint32_t tensor, std::int32_t step) {
@@ -486,7 +559,7 @@ class NextUseEvictor {
       pool.ranked_at = step;
     }
     while (pool.frontier > step) {
-      const std::vector<Entry>& entries = heap_of(pool, pool.frontier);
+      const HugeVector<Entry>& entries = heap_of(pool, pool.frontier);
       if (!entries.empty()) {
         // Nearer buckets only win with a strictly lower priority: ties go to the farther next use, as in Belady.
         if (!pool.ranked.empty() && priority(1, pool.frontier, step) >= pool.ranked.front().priority) break;
@@ -499,7 +572,7 @@ class NextUseEvictor {
     std::pop_heap(pool.ranked.begin(), pool.ranked.end(), ranked_after);
     const std::int32_t next = pool.ranked.back().next;
     pool.ranked.pop_back();
-    std::vector<Entry>& entries = heap_of(pool, next);
+    HugeVector<Entry>& entries = heap_of(pool, next);
     std::pop_heap(entries.begin(), entries.end(), std::greater<>());
     const std::uint32_t victim = entries.back().row;
     entries.pop_back();
@@ -531,7 +604,7 @@ class NextUseEvictor {
     std::int32_t next;
   };
   struct Candidates {
-    std::vector<std::vector<Entry>> buckets;  // by next touch - first step of the phase
+    std::vector<HugeVector<Entry>> buckets;  // by next touch - first step of the phase
     // How many of the bucket's first entries form a heap: rows join a bucket at its end, and it is made a heap only
     // when a victim is sought in it (most buckets never are: their step arrives first and takes them whole).
     std::vector<std::uint32_t> heap_size;
@@ -543,14 +616,14 @@ class NextUseEvictor {
     std::vector<Ranked> ranked;   // heap of admitted buckets, least priority first
   };
 
-  std::vector<Entry>& bucket(Candidates& pool, std::int32_t step) const {
+  HugeVector<Entry>& bucket(Candidates& pool, std::int32_t step) const {
     return pool.buckets[static_cast<std::size_t>(step - first_step_)];
   }
   // The bucket of a step as a min-heap by remaining touches: its rows that joined since it last was one are added
   // one by one where they are few, or the whole bucket is made a heap again.
-  std::vector<Entry>& heap_of(Candidates& pool, std::int32_t step) const {
+  HugeVector<Entry>& heap_of(Candidates& pool, std::int32_t step) const {
     const auto b = static_cast<std::size_t>(step - first_step_);
-    std::vector<Entry>& entries = pool.buckets[b];
+    HugeVector<Entry>& entries = pool.buckets[b];
     const std::size_t heaped = pool.heap_size[b];
     if (heaped < entries.size()) {
       if ((entries.size() - heaped) * 8 > entries.size()) {
@@ -704,13 +777,14 @@ class Planner {
     return slot;
   }
 
-  std::int32_t acquire(std::uint32_t tensor, std::int32_t step, bool load, StepPlan& plan) {
+  SlotUse acquire(std::uint32_t tensor, std::int32_t step, bool load, StepPlan& plan) {
     Pool& pool = pools_[tensor];
     if (pool.free_count > 0) return load ? pool.take_oldest() : pool.take_newest();
     const std::uint32_t victim = evictor_.pop(tensor, step);
-    NJ_EXPECTS(rows_[victim].last_step != step, "the planner evicted row {} that step {} touches", victim, step);
-    if (rows_[victim].last_step == step - 1 && must_write_back(victim, false)) prefetch_blocked_ = true;
-    return leave(victim, tensor, plan.evict_writeback, plan.drops);
+    const std::int32_t last_step = rows_[victim].last_step;
+    NJ_EXPECTS(last_step != step, "the planner evicted row {} that step {} touches", victim, step);
+    if (last_step == step - 1 && must_write_back(victim, false)) prefetch_blocked_ = true;
+    return {leave(victim, tensor, plan.evict_writeback, plan.drops), last_step};
   }
 
   void run_step(std::size_t i, bool first_of_phase) {
@@ -747,7 +821,7 @@ class Planner {
     plan.allocations.reserve(missing_.size() - loads);
     const auto place = [&](const Missing& m) {
       const Touch& touch = touches[m.touch];
-      const std::int32_t slot = acquire(touch.tensor, step, m.load, plan);
+      const auto [slot, slot_last_step] = acquire(touch.tensor, step, m.load, plan);
       Pool& pool = pools_[touch.tensor];
       pool.slot_row[static_cast<std::size_t>(slot)] = touch.row;
       pool.peak = std::max(pool.peak, ++pool.resident);
@@ -762,7 +836,7 @@ class Planner {
       plan.loads.push_back(assignment);
       totals.h2d_bytes += trace_.tensors[touch.tensor].row_bytes;
       ++totals.misses;
-      if (pool.slot_step[static_cast<std::size_t>(slot)] == step - 1) prefetch_blocked_ = true;
+      if (slot_last_step == step - 1) prefetch_blocked_ = true;
     };
     // Loads first, so they get the free slots the previous step is least likely to have used. They are placed
     // from the last: a fresh pool hands loads its slots descending, which then ascend along the list, as
@@ -783,13 +857,12 @@ class Planner {
           static_cast<std::uint8_t>((state.flags & ~kRowLive) | kTouched | ((touch.bits & kLive) ? kRowLive : 0) |
                                     ((touch.bits & (kWrite | kAccumulate)) ? kDirty : 0));
       state.last_step = step;
-      pools_[touch.tensor].slot_step[static_cast<std::size_t>(state.slot)] = step;
     };
     const auto release = [&](const Touch& touch) {
       const bool arrived = rows_[touch.row].flags & kArrived;
       rows_[touch.row].flags &= static_cast<std::uint8_t>(~kArrived);
       if (!traits_.reuse || (traits_.aware && !(touch.bits & kLater))) {
-        pools_[touch.tensor].push_free(leave(touch.row, touch.tensor, pending_writeback_, pending_drops_));
+        pools_[touch.tensor].push_free({leave(touch.row, touch.tensor, pending_writeback_, pending_drops_), step});
       } else {
         evictor_.insert(touch, arrived, rows_[touch.row].flags & kPinned);
       }
@@ -837,7 +910,7 @@ class Planner {
   Traits traits_;
   Evictor evictor_;
   bool full_;  // CachePlanDetail::kFull: drops and every entry's slot too
-  std::vector<RowState> rows_;
+  HugeVector<RowState> rows_;
   struct Missing {
     std::uint32_t touch;  // index in the step's touches
     bool load;            // its value is needed: loaded, not allocated
@@ -874,8 +947,7 @@ Traits traits_of(CachePolicy policy, bool release_dead_rows) {
 // largest first. The plan is the same however many there are, in whatever order they run. Of the phases that throw, the
 // first one's error is rethrown, as one planner going through them in order would have.
 template <class MakeEvictor>
-CachePlan run_planners(const AccessTrace& trace, const TraceIndex& ix, Traits traits, bool full, int threads_asked,
-                       MakeEvictor make) {
+CachePlan run_planners(const AccessTrace& trace, const TraceIndex& ix, Traits traits, bool full, MakeEvictor make) {
   const std::size_t num_phases = trace.capacity_rows.size();
   CachePlan plan;
   plan.steps.resize(trace.steps.size());
@@ -888,11 +960,7 @@ CachePlan run_planners(const AccessTrace& trace, const TraceIndex& ix, Traits tr
   // The largest phases first, so that the threads finish together: a phase takes time about in proportion to its
   // entries (the 100M-edge graph's first layer: 10 s, where the one-thread order had it start last).
   std::ranges::stable_sort(phases, std::ranges::greater{}, [&](std::size_t p) { return ix.phase_occurrences(p); });
-  constexpr std::int64_t kParallelOccurrences = std::int64_t{1} << 20;
-  const int wanted = threads_asked > 0                        ? threads_asked
-                     : ix.occurrences >= kParallelOccurrences ? omp_get_max_threads()
-                                                              : 1;
-  const int threads = static_cast<int>(std::min<std::size_t>(phases.size(), static_cast<std::size_t>(wanted)));
+  const int threads = static_cast<int>(std::min<std::size_t>(phases.size(), static_cast<std::size_t>(ix.threads)));
   using Totals = typename Planner<decltype(make())>::Totals;
   std::vector<Totals> totals(static_cast<std::size_t>(std::max(threads, 1)));
   std::vector<std::exception_ptr> errors(num_phases);
@@ -962,7 +1030,7 @@ const char* to_string(CachePolicy policy) {
 
 CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy, CachePlanDetail detail, int threads) {
   const bool full = detail == CachePlanDetail::kFull;
-  TraceIndex ix(trace, policy == CachePolicy::kDegree);
+  TraceIndex ix(trace, policy == CachePolicy::kDegree, threads);
   const Traits traits = traits_of(policy, trace.release_dead_rows);
   // Rows are numbered per phase while it is planned: a keyed evictor needs the largest phase's, once per planner.
   std::size_t rows = 0;
@@ -970,12 +1038,12 @@ CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy, CachePlanDeta
   const std::size_t tensors = trace.tensors.size();
   switch (policy) {
     case CachePolicy::kStAware:
-      return run_planners(trace, ix, traits, full, threads, [&] { return NextUseEvictor(tensors, true); });
+      return run_planners(trace, ix, traits, full, [&] { return NextUseEvictor(tensors, true); });
     case CachePolicy::kBelady:
-      return run_planners(trace, ix, traits, full, threads, [&] { return NextUseEvictor(tensors, false); });
+      return run_planners(trace, ix, traits, full, [&] { return NextUseEvictor(tensors, false); });
     case CachePolicy::kLru:
-      return run_planners(trace, ix, traits, full, threads, [&] { return KeyedEvictor(rows, tensors, true); });
-    default: return run_planners(trace, ix, traits, full, threads, [&] { return KeyedEvictor(rows, tensors, false); });
+      return run_planners(trace, ix, traits, full, [&] { return KeyedEvictor(rows, tensors, true); });
+    default: return run_planners(trace, ix, traits, full, [&] { return KeyedEvictor(rows, tensors, false); });
   }
 }
 

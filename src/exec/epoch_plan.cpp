@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "nj/core/bytes.hpp"
+#include "nj/core/side_by_side.hpp"
 #include "nj/device/arena.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/kernels/device_block.hpp"
@@ -645,12 +646,15 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   plan.staging_limit_bytes = std::max<std::int64_t>(0, plan.step_limit_bytes - kStepPadding);
 
   PreparedGraph prepared = model.prepare(local);
-  const std::vector<vid_t> order = owned_locality_order(prepared.graph, local);
   const auto dims = layer_dims(model);
   const std::size_t layers = dims.size();
   const std::int64_t owned = local.num_owned;
-  // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges.
-  const SmallestStep smallest = smallest_step(dims, prepared.graph);
+  // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges. The
+  // locality order is one sequential search over the graph, the smallest step another pass over it: side by side.
+  std::vector<vid_t> order;
+  SmallestStep smallest;
+  side_by_side([&] { order = owned_locality_order(prepared.graph, local); },
+               [&] { smallest = smallest_step(dims, prepared.graph); });
   if (smallest.bytes > plan.step_limit_bytes) {
     throw InputError(
         describe_minimum_budget(plan.options.device_budget, smallest.layer, smallest.bytes, plan.resident_bytes));

@@ -527,8 +527,8 @@ TEST(CachePlanReplay, EveryPolicyGivesAConsistentPlan) {
 
 // Tensor 0 is a temporary written by step 0 and read once by steps 1 and 2; tensor 1 is kept on the host.
 // A step's lists given as runs of rows held elsewhere (how the executor lists a subgraph's sources) plan as the
-// same lists given row by row, RowRefs first, whether the phases are planned by one planner in order or by three at
-// once; and kTransfers records the same plan without the drops and the entries' slots.
+// same lists given row by row, RowRefs first, whether the phases are indexed and planned by one thread in order or by
+// three at once; and kTransfers records the same plan without the drops and the entries' slots.
 TEST(CachePlanRuns, RunsPlanAsTheirRowsDo) {
   for (const bool release : {true, false}) {
     for (std::uint64_t seed = 1; seed <= 20; ++seed) {
