@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "nj/core/error.hpp"
+#include "nj/core/huge_pages.hpp"
 
 namespace nj {
 namespace {
@@ -163,10 +164,11 @@ void sweep_chunk(const CsrGraph& g, vid_t n, vid_t begin, vid_t end, std::span<v
 std::vector<vid_t> communities(const LocalGraph& local) {
   const vid_t n = local.num_owned;
   const CsrGraph& g = local.graph;
-  std::vector<vid_t> label(static_cast<std::size_t>(n));
+  // Every edge reads a label at random: the arrays sit on huge pages, where each read costs no page walk.
+  HugeVector<vid_t> label(static_cast<std::size_t>(n));
   std::iota(label.begin(), label.end(), vid_t{0});
-  std::vector<vid_t> size(static_cast<std::size_t>(n), 1);
-  std::vector<vid_t> previous(static_cast<std::size_t>(n));
+  HugeVector<vid_t> size(static_cast<std::size_t>(n), 1);
+  HugeVector<vid_t> previous(static_cast<std::size_t>(n));
   eid_t max_degree = 0;
   for (vid_t v = 0; v < n; ++v) max_degree = std::max(max_degree, g.in_degree(v));
   const vid_t chunks = (n + kChunkVertices - 1) / kChunkVertices;
@@ -198,7 +200,7 @@ std::vector<vid_t> communities(const LocalGraph& local) {
     }
     if (moves == 0) break;
   }
-  return label;
+  return {label.begin(), label.end()};
 }
 
 namespace {
@@ -274,7 +276,8 @@ std::vector<vid_t> owned_order(const LocalGraph& local, VertexOrder order) {
 void renumber_owned(LocalGraph& local, std::span<const vid_t> order) {
   const vid_t owned = local.num_owned;
   NJ_EXPECTS(static_cast<vid_t>(order.size()) == owned, "an order of {} vertices for {} owned", order.size(), owned);
-  std::vector<vid_t> new_of(static_cast<std::size_t>(local.num_local()), -1);
+  // Every in-edge gathers its source's new id at random (on huge pages: no page walk per gather).
+  HugeVector<vid_t> new_of(static_cast<std::size_t>(local.num_local()), -1);
   for (vid_t i = 0; i < owned; ++i) {
     const vid_t old = order[static_cast<std::size_t>(i)];
     NJ_EXPECTS(old >= 0 && old < owned && new_of[static_cast<std::size_t>(old)] < 0,
