@@ -79,6 +79,24 @@ std::int64_t entries_of(const TraceStep& step) {
   return n;
 }
 
+// Whether each entry of the step is a distinct row: its lists are runs only, each of distinct rows, no two of one
+// tensor.
+bool lists_only_distinct_runs(const TraceStep& step) {
+  if (!step.reads.empty() || !step.writes.empty() || !step.accumulates.empty()) return false;
+  std::uint32_t tensors[3];
+  std::size_t count = 0;
+  for (const auto* runs : {&step.read_runs, &step.write_runs, &step.accumulate_runs}) {
+    for (const RowRun& run : *runs) {
+      if (!run.distinct || count == 3) return false;
+      for (std::size_t k = 0; k < count; ++k) {
+        if (tensors[k] == run.tensor) return false;
+      }
+      tensors[count++] = run.tensor;
+    }
+  }
+  return true;
+}
+
 // Returns the number of rows of each tensor (one past the largest row in the trace).
 std::vector<std::int64_t> validate_steps(const AccessTrace& trace, bool needs_degree, int threads) {
   const std::size_t num_steps = trace.steps.size();
@@ -294,16 +312,27 @@ class TraceIndex {
       const TraceStep& step = trace_.steps[i];
       const std::size_t step_start = touches.size();
       out.step_begin.push_back(step_start);
-      for_each_ref(step, out.base, scratch, [&](const RowRef& ref, std::uint8_t kind) {
-        const std::uint32_t row = out.base[ref.tensor] + static_cast<std::uint32_t>(ref.row);
-        const auto k = static_cast<std::size_t>(static_cast<std::uint32_t>(scratch[row].mark));
-        if (k >= step_start && k < touches.size() && touches[k].row == row) {
-          touches[k].bits |= kind;
-          return;
-        }
-        scratch[row].mark = static_cast<std::int32_t>(touches.size());
-        touches.push_back({row, kNever, 0, static_cast<std::uint16_t>(ref.tensor), kind});
-      });
+      if (lists_only_distinct_runs(step)) {
+        // Every entry is its own touch: no row needs looking up.
+        for_each_ref(
+            step, out.base, scratch,
+            [&](const RowRef& ref, std::uint8_t kind) {
+              touches.push_back({out.base[ref.tensor] + static_cast<std::uint32_t>(ref.row), kNever, 0,
+                                 static_cast<std::uint16_t>(ref.tensor), kind});
+            },
+            /*prefetch=*/false);
+      } else {
+        for_each_ref(step, out.base, scratch, [&](const RowRef& ref, std::uint8_t kind) {
+          const std::uint32_t row = out.base[ref.tensor] + static_cast<std::uint32_t>(ref.row);
+          const auto k = static_cast<std::size_t>(static_cast<std::uint32_t>(scratch[row].mark));
+          if (k >= step_start && k < touches.size() && touches[k].row == row) {
+            touches[k].bits |= kind;
+            return;
+          }
+          scratch[row].mark = static_cast<std::int32_t>(touches.size());
+          touches.push_back({row, kNever, 0, static_cast<std::uint16_t>(ref.tensor), kind});
+        });
+      }
       const std::span<const Touch> touched(touches.data() + step_start, touches.size() - step_start);
       for (const Touch& touch : touched) ++rows_of_tensor[touch.tensor];
       for (const Touch& touch : touched) {
@@ -359,14 +388,14 @@ class TraceIndex {
  private:
   // fn(ref, kind) for every entry of the step's lists; fetches the per-row scratch of runs' rows a few ahead.
   template <typename Scratch, typename Fn>
-  void for_each_ref(const TraceStep& step, std::span<const std::uint32_t> row_base, const Scratch& scratch,
-                    Fn&& fn) const {
+  void for_each_ref(const TraceStep& step, std::span<const std::uint32_t> row_base, const Scratch& scratch, Fn&& fn,
+                    bool prefetch = true) const {
     const auto list = [&](const std::vector<RowRef>& refs, const std::vector<RowRun>& runs, std::uint8_t kind) {
       for (const RowRef& ref : refs) fn(ref, kind);
       for (const RowRun& run : runs) {
         const std::uint32_t first = row_base[run.tensor];
         for (std::size_t i = 0; i < run.rows.size(); ++i) {
-          if (i + kAhead < run.rows.size()) {
+          if (prefetch && i + kAhead < run.rows.size()) {
             __builtin_prefetch(&scratch[first + static_cast<std::uint32_t>(run.rows[i + kAhead])]);
           }
           fn(RowRef{run.tensor, run.rows[i]}, kind);

@@ -182,7 +182,8 @@ StepRows step_rows(const Pass& pass, std::size_t k, bool attention, std::span<co
   const PlannedStep& s = pass.steps[k];
   const std::uint32_t z = z_tensor(s.layer);
   const std::uint32_t grad = grad_tensor(s.layer);
-  const auto run = [](std::uint32_t tensor, std::span<const vid_t> rows) { return RowRun{tensor, rows}; };
+  // Every list is of distinct rows: a subgraph's sources, a chunk of the pass's rows, boundary rows or mirrors.
+  const auto run = [](std::uint32_t tensor, std::span<const vid_t> rows) { return RowRun{tensor, rows, true}; };
   StepRows rows;
   switch (s.kind) {
     case StepKind::kTransform: rows.writes = run(z, pass.transform_chunks[s.layer][s.index]); break;

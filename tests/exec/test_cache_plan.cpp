@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
@@ -519,6 +520,94 @@ TEST(CachePlanReplay, EveryPolicyGivesAConsistentPlan) {
       for (const CachePolicy policy : kAllPolicies) {
         SCOPED_TRACE(testing::Message() << "seed " << seed << " release " << release);
         check_plan(trace, plan_cache(trace, policy), policy);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+// Every field of two full plans.
+void expect_same_plan(const CachePlan& p, const CachePlan& e) {
+  ASSERT_EQ(p.steps.size(), e.steps.size());
+  for (std::size_t i = 0; i < e.steps.size(); ++i) {
+    SCOPED_TRACE(testing::Message() << "step " << i);
+    EXPECT_EQ(p.steps[i].evict_writeback, e.steps[i].evict_writeback);
+    EXPECT_EQ(p.steps[i].drops, e.steps[i].drops);
+    EXPECT_EQ(p.steps[i].loads, e.steps[i].loads);
+    EXPECT_EQ(p.steps[i].allocations, e.steps[i].allocations);
+    EXPECT_EQ(p.steps[i].zeroed, e.steps[i].zeroed);
+    EXPECT_EQ(p.steps[i].prefetch, e.steps[i].prefetch);
+    EXPECT_EQ(p.steps[i].read_slots, e.steps[i].read_slots);
+    EXPECT_EQ(p.steps[i].write_slots, e.steps[i].write_slots);
+    EXPECT_EQ(p.steps[i].accumulate_slots, e.steps[i].accumulate_slots);
+  }
+  ASSERT_EQ(p.phase_ends.size(), e.phase_ends.size());
+  for (std::size_t k = 0; k < e.phase_ends.size(); ++k) EXPECT_EQ(p.phase_ends[k].writeback, e.phase_ends[k].writeback);
+  EXPECT_EQ(p.h2d_bytes, e.h2d_bytes);
+  EXPECT_EQ(p.d2h_bytes, e.d2h_bytes);
+  EXPECT_EQ(p.hits, e.hits);
+  EXPECT_EQ(p.misses, e.misses);
+  EXPECT_EQ(p.peak_rows, e.peak_rows);
+}
+
+// Runs that say their rows are distinct (as the executor's traces do) plan as the same rows given one by one,
+// on one thread or three: where a step's runs are of different tensors the index takes every entry as its own row,
+// and where two runs of a step share a tensor (a row read and written in place) it still finds the repeats.
+TEST(CachePlanRuns, DistinctRunsPlanAsTheirRowsDo) {
+  for (const bool release : {true, false}) {
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+      std::mt19937_64 rng(seed);
+      const auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+      AccessTrace by_row;
+      by_row.release_dead_rows = release;
+      const int num_tensors = uniform(1, 3);
+      const int rows = uniform(4, 12);
+      for (int t = 0; t < num_tensors; ++t) by_row.tensors.push_back({"t" + std::to_string(t), 4, uniform(0, 2) == 0});
+      for (int v = 0; v < rows; ++v) by_row.vertex_degree.push_back(uniform(0, 20));
+      AccessTrace as_runs = by_row;
+      std::vector<std::vector<vid_t>> held;
+      held.reserve(64 * 3 * 3);
+      const int phases = uniform(1, 3);
+      for (int p = 0; p < phases; ++p) {
+        std::vector<std::int64_t> capacity;
+        for (int t = 0; t < num_tensors; ++t) capacity.push_back(uniform(2, 6));
+        by_row.capacity_rows.push_back(capacity);
+        as_runs.capacity_rows.push_back(capacity);
+        for (int s = uniform(1, 8); s > 0; --s) {
+          TraceStep refs;
+          refs.phase = static_cast<std::uint32_t>(p);
+          TraceStep runs = refs;
+          // Now and then a tensor's rows are both read and written: two runs of one tensor, rows in both.
+          const bool in_place = uniform(0, 3) == 0;
+          for (int t = 0; t < num_tensors; ++t) {
+            std::vector<vid_t>& pick = held.emplace_back(static_cast<std::size_t>(rows));
+            std::iota(pick.begin(), pick.end(), 0);
+            std::shuffle(pick.begin(), pick.end(), rng);
+            const auto most = std::min<std::int64_t>(rows, capacity[static_cast<std::size_t>(t)]);
+            pick.resize(static_cast<std::size_t>(uniform(0, static_cast<int>(most))));  // distinct rows
+            const int kind = in_place && t == 0 ? 3 : uniform(0, 2);
+            const auto tensor = static_cast<std::uint32_t>(t);
+            const RowRun run{tensor, pick, true};
+            for (const vid_t v : pick) {
+              if (kind == 0 || kind == 3) refs.reads.push_back({tensor, v});
+              if (kind == 1 || kind == 3) refs.writes.push_back({tensor, v});
+              if (kind == 2) refs.accumulates.push_back({tensor, v});
+            }
+            if (kind == 0 || kind == 3) runs.read_runs.push_back(run);
+            if (kind == 1 || kind == 3) runs.write_runs.push_back(run);
+            if (kind == 2) runs.accumulate_runs.push_back(run);
+          }
+          by_row.steps.push_back(refs);
+          as_runs.steps.push_back(runs);
+        }
+      }
+      for (const CachePolicy policy : kAllPolicies) {
+        SCOPED_TRACE(testing::Message() << "seed " << seed << " release " << release << " policy "
+                                        << to_string(policy));
+        const CachePlan expected = plan_cache(by_row, policy, CachePlanDetail::kFull, 1);
+        check_plan(by_row, expected, policy);
+        for (const int threads : {1, 3})
+          expect_same_plan(plan_cache(as_runs, policy, CachePlanDetail::kFull, threads), expected);
         if (HasFatalFailure()) return;
       }
     }

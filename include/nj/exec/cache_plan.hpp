@@ -30,6 +30,9 @@ struct TensorSpec {
 struct RowRun {
   std::uint32_t tensor = 0;
   std::span<const vid_t> rows;
+  // No row appears twice in `rows` (a subgraph's sources, a chunk of distinct rows). A step whose lists are such
+  // runs only, of different tensors, is indexed without looking each row up; a run that says so wrongly plans wrong.
+  bool distinct = false;
 };
 
 // A step transforms one chunk of rows or aggregates one subgraph, forward or backward. A row may appear in
