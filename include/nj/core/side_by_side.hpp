@@ -1,5 +1,6 @@
 #pragma once
-// Two independent pieces of work on two of OpenMP's threads (one after the other where there is one thread).
+// Two independent pieces of work on two of OpenMP's threads (one after the other where the process may use only
+// one: --threads 1, OMP_NUM_THREADS=1, or inside another parallel region).
 #include <omp.h>
 
 #include <exception>
@@ -18,7 +19,7 @@ void side_by_side(First&& first, Second&& second) {
       errors[k] = std::current_exception();
     }
   };
-#pragma omp parallel sections num_threads(2)
+#pragma omp parallel sections num_threads(omp_get_max_threads() > 1 ? 2 : 1)
   {
 #pragma omp section
     guarded(0, first);
