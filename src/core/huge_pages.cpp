@@ -8,7 +8,9 @@ namespace nj {
 
 void* allocate_huge_bytes(std::size_t bytes) {
   if (bytes < kHugePageBytes) return ::operator new(bytes);
-  // aligned_alloc wants a multiple of the alignment; the pages past `bytes` are never touched, so never resident.
+  if (bytes > static_cast<std::size_t>(-1) - kHugePageBytes) throw std::bad_alloc();
+  // aligned_alloc wants a multiple of the alignment. The last huge page is faulted whole once touched: at most
+  // 2 MiB more resident than `bytes`.
   const std::size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   void* p = std::aligned_alloc(kHugePageBytes, rounded);
   if (p == nullptr) throw std::bad_alloc();

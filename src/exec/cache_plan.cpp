@@ -103,18 +103,24 @@ std::vector<std::int64_t> validate_steps(const AccessTrace& trace, bool needs_de
   std::vector<std::int64_t> rows(trace.tensors.size(), 0);
   // A run is in range when its smallest and largest rows are: those, per run, on every thread first (a run holds
   // up to a subgraph's sources), checked below in step order.
+  // Sized first: nothing in the parallel loop allocates (or throws).
   std::vector<std::vector<std::pair<vid_t, vid_t>>> run_bounds(num_steps);
+  for (std::size_t i = 0; i < num_steps; ++i) {
+    const TraceStep& step = trace.steps[i];
+    run_bounds[i].resize(step.read_runs.size() + step.write_runs.size() + step.accumulate_runs.size());
+  }
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (std::size_t i = 0; i < num_steps; ++i) {
     const TraceStep& step = trace.steps[i];
+    std::size_t r = 0;
     for (const auto* runs : {&step.read_runs, &step.write_runs, &step.accumulate_runs}) {
       for (const RowRun& run : *runs) {
         if (run.rows.empty()) {
-          run_bounds[i].emplace_back(0, 0);
+          run_bounds[i][r++] = {0, 0};
           continue;
         }
         const auto [low, high] = std::minmax_element(run.rows.begin(), run.rows.end());
-        run_bounds[i].emplace_back(*low, *high);
+        run_bounds[i][r++] = {*low, *high};
       }
     }
   }
@@ -213,20 +219,23 @@ class TraceIndex {
     // the step that first touched them in a scratch array of its own (a mark outside the phase's steps is none).
     first_.resize(num_phases * num_tensors);
     phase_occurrences_.assign(num_phases, 0);
-    std::vector<std::size_t> phases(num_phases);
-    std::iota(phases.begin(), phases.end(), std::size_t{0});
+    // Phases without steps touch nothing: only the others, each thread's marks allocated (4 bytes per row) once it
+    // has one of them.
+    std::vector<std::size_t> phases;
     std::vector<std::int64_t> entries(num_phases, 0);
     for (std::size_t p = 0; p < num_phases; ++p) {
       for (std::size_t i = phase_begin[p]; i < phase_begin[p + 1]; ++i) entries[p] += step_entries[i];
+      if (phase_begin[p] < phase_begin[p + 1]) phases.push_back(p);
     }
     std::ranges::stable_sort(phases, std::ranges::greater{}, [&](std::size_t p) { return entries[p]; });
     // No exception leaves the parallel region; the first phase's that threw is rethrown.
     std::vector<std::exception_ptr> errors(num_phases);
     std::atomic<std::size_t> next{0};
-#pragma omp parallel num_threads(static_cast <int>(std::min <std::size_t>(num_phases, threads)))
+    const auto indexing_threads = static_cast<int>(std::clamp<std::size_t>(phases.size(), 1, threads));
+#pragma omp parallel num_threads(indexing_threads)
     {
       HugeVector<std::int32_t> first_step_of;
-      for (std::size_t k = next++; k < num_phases; k = next++) {
+      for (std::size_t k = next++; k < phases.size(); k = next++) {
         const std::size_t p = phases[k];
         try {
           if (first_step_of.empty()) first_step_of.assign(static_cast<std::size_t>(total), -1);

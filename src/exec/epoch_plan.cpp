@@ -182,7 +182,8 @@ StepRows step_rows(const Pass& pass, std::size_t k, bool attention, std::span<co
   const PlannedStep& s = pass.steps[k];
   const std::uint32_t z = z_tensor(s.layer);
   const std::uint32_t grad = grad_tensor(s.layer);
-  // Every list is of distinct rows: a subgraph's sources, a chunk of the pass's rows, boundary rows or mirrors.
+  // Every list planned is of distinct rows: a subgraph's sources, a chunk of the pass's rows, boundary rows or
+  // mirrors. (A replay's placeholder sources are not, but only size its slot lists and are never planned.)
   const auto run = [](std::uint32_t tensor, std::span<const vid_t> rows) { return RowRun{tensor, rows, true}; };
   StepRows rows;
   switch (s.kind) {

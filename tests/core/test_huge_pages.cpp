@@ -75,6 +75,14 @@ TEST(HugeVector, LargeArraysAreAdvisedToTakeHugePages) {
 TEST(HugeVector, AnImpossibleSizeThrowsInsteadOfWrapping) {
   HugePageAllocator<std::int64_t> allocator;
   EXPECT_THROW(static_cast<void>(allocator.allocate(static_cast<std::size_t>(-1) / 4)), std::bad_array_new_length);
+  // Bytes that would wrap when rounded up to whole huge pages.
+  EXPECT_THROW(static_cast<void>(allocate_huge_bytes(static_cast<std::size_t>(-1) - 1)), std::bad_alloc);
+}
+
+TEST(HugeVector, AllocatorsOfAnyTypesAreEqual) {
+  EXPECT_TRUE(HugePageAllocator<std::int32_t>() == HugePageAllocator<double>());
+  const HugePageAllocator<double> rebound{HugePageAllocator<std::int32_t>()};
+  EXPECT_TRUE(rebound == HugePageAllocator<double>());
 }
 
 }  // namespace

@@ -27,8 +27,13 @@ struct HugePageAllocator {
     return static_cast<T*>(allocate_huge_bytes(n * sizeof(T)));
   }
   void deallocate(T* p, std::size_t n) noexcept { release_huge_bytes(p, n * sizeof(T)); }
-  friend bool operator==(const HugePageAllocator& /*a*/, const HugePageAllocator& /*b*/) noexcept { return true; }
 };
+
+// Stateless: any two are equal, whatever they allocate.
+template <class T, class U>
+bool operator==(const HugePageAllocator<T>& /*a*/, const HugePageAllocator<U>& /*b*/) noexcept {
+  return true;
+}
 
 template <class T>
 using HugeVector = std::vector<T, HugePageAllocator<T>>;
