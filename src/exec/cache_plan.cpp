@@ -195,8 +195,7 @@ class TraceIndex {
     validate_shape(trace);
     std::vector<std::int64_t> step_entries(trace.steps.size());
     std::ranges::transform(trace.steps, step_entries.begin(), entries_of);
-    for (const std::int64_t n : step_entries) occurrences += n;
-    threads = planning_threads(threads_asked, occurrences);
+    threads = planning_threads(threads_asked, std::reduce(step_entries.begin(), step_entries.end(), std::int64_t{0}));
     const std::vector<std::int64_t> rows = validate_steps(trace, needs_degree, threads);
     const std::size_t num_tensors = trace.tensors.size();
     const std::size_t num_steps = trace.steps.size();
@@ -219,15 +218,16 @@ class TraceIndex {
     // the step that first touched them in a scratch array of its own (a mark outside the phase's steps is none).
     first_.resize(num_phases * num_tensors);
     phase_occurrences_.assign(num_phases, 0);
-    // Phases without steps touch nothing: only the others, each thread's marks allocated (4 bytes per row) once it
-    // has one of them.
-    std::vector<std::size_t> phases;
-    std::vector<std::int64_t> entries(num_phases, 0);
     for (std::size_t p = 0; p < num_phases; ++p) {
-      for (std::size_t i = phase_begin[p]; i < phase_begin[p + 1]; ++i) entries[p] += step_entries[i];
-      if (phase_begin[p] < phase_begin[p + 1]) phases.push_back(p);
+      for (std::size_t i = phase_begin[p]; i < phase_begin[p + 1]; ++i) phase_occurrences_[p] += step_entries[i];
+      if (phase_begin[p] < phase_begin[p + 1]) phases_largest_first.push_back(p);
     }
-    std::ranges::stable_sort(phases, std::ranges::greater{}, [&](std::size_t p) { return entries[p]; });
+    // A phase takes time about in proportion to its entries: the largest first, so that the threads finish
+    // together (the 100M-edge graph's first layer: 10 s, where the one-thread order had it start last). Phases
+    // without steps touch nothing: each thread's marks (4 bytes per row) are allocated once it has a phase.
+    std::ranges::stable_sort(phases_largest_first, std::ranges::greater{},
+                             [&](std::size_t p) { return phase_occurrences_[p]; });
+    const std::vector<std::size_t>& phases = phases_largest_first;
     // No exception leaves the parallel region; the first phase's that threw is rethrown.
     std::vector<std::exception_ptr> errors(num_phases);
     std::atomic<std::size_t> next{0};
@@ -256,7 +256,6 @@ class TraceIndex {
               }
             });
           }
-          phase_occurrences_[p] = entries[p];
         } catch (...) {
           errors[p] = std::current_exception();
         }
@@ -277,13 +276,11 @@ class TraceIndex {
     }
   }
 
-  std::vector<std::uint32_t> base;       // per tensor: dense id of its row 0; back() = number of rows
-  std::vector<std::size_t> phase_begin;  // steps of phase p: [phase_begin[p], phase_begin[p + 1])
-  std::int64_t occurrences = 0;          // entries over every step's lists
-  int threads = 1;                       // how many index and plan the trace
+  std::vector<std::uint32_t> base;                // per tensor: dense id of its row 0; back() = number of rows
+  std::vector<std::size_t> phase_begin;           // steps of phase p: [phase_begin[p], phase_begin[p + 1])
+  int threads = 1;                                // how many index and plan the trace
+  std::vector<std::size_t> phases_largest_first;  // the phases with steps, by entries (ties: in order)
 
-  // Entries over phase p's steps' lists.
-  std::int64_t phase_occurrences(std::size_t p) const { return phase_occurrences_[p]; }
   // Rows of the tensors phase p touches (how planning numbers them while it plans the phase).
   std::uint32_t phase_rows(std::size_t p) const {
     const std::size_t num_tensors = trace_.tensors.size();
@@ -991,13 +988,7 @@ CachePlan run_planners(const AccessTrace& trace, const TraceIndex& ix, Traits tr
   plan.steps.resize(trace.steps.size());
   plan.phase_ends.resize(num_phases);
   plan.peak_rows.assign(num_phases, std::vector<std::int64_t>(trace.tensors.size(), 0));
-  std::vector<std::size_t> phases;
-  for (std::size_t p = 0; p < num_phases; ++p) {
-    if (ix.phase_begin[p] < ix.phase_begin[p + 1]) phases.push_back(p);
-  }
-  // The largest phases first, so that the threads finish together: a phase takes time about in proportion to its
-  // entries (the 100M-edge graph's first layer: 10 s, where the one-thread order had it start last).
-  std::ranges::stable_sort(phases, std::ranges::greater{}, [&](std::size_t p) { return ix.phase_occurrences(p); });
+  const std::vector<std::size_t>& phases = ix.phases_largest_first;
   const int threads = static_cast<int>(std::min<std::size_t>(phases.size(), static_cast<std::size_t>(ix.threads)));
   using Totals = typename Planner<decltype(make())>::Totals;
   std::vector<Totals> totals(static_cast<std::size_t>(std::max(threads, 1)));
