@@ -330,9 +330,11 @@ Counts reference_counts(const AccessTrace& trace, bool lru) {
   return c;
 }
 
-// A small random trace: several tensors and phases, steps mixing reads, writes and accumulates, rows that
-// repeat within and across lists, and capacities from tight to ample.
-AccessTrace random_trace(std::uint64_t seed, bool release_dead_rows) {
+// The shape of a small random trace: 1-3 tensors (some kept on the host) over 4-12 rows with random degrees, 1-3
+// phases with capacities from tight to ample, 1-8 steps each. fill(step, tensor, pick, capacity, uniform) lists a
+// step's rows of each tensor, given all rows shuffled and the tensor's capacity in the phase.
+template <class Fill>
+AccessTrace random_trace_of(std::uint64_t seed, bool release_dead_rows, Fill&& fill) {
   std::mt19937_64 rng(seed);
   const auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   AccessTrace trace;
@@ -356,20 +358,54 @@ AccessTrace random_trace(std::uint64_t seed, bool release_dead_rows) {
         std::vector<vid_t> pick(static_cast<std::size_t>(rows));
         for (int v = 0; v < rows; ++v) pick[static_cast<std::size_t>(v)] = v;
         std::shuffle(pick.begin(), pick.end(), rng);
-        pick.resize(static_cast<std::size_t>(uniform(0, static_cast<int>(capacity[static_cast<std::size_t>(t)]))));
+        fill(step, static_cast<std::uint32_t>(t), pick, capacity[static_cast<std::size_t>(t)], uniform);
+      }
+      trace.steps.push_back(step);
+    }
+  }
+  return trace;
+}
+
+// A small random trace: steps mixing reads, writes and accumulates, rows that repeat within and across lists.
+AccessTrace random_trace(std::uint64_t seed, bool release_dead_rows) {
+  return random_trace_of(
+      seed, release_dead_rows,
+      [](TraceStep& step, std::uint32_t tensor, std::vector<vid_t>& pick, std::int64_t capacity, const auto& uniform) {
+        pick.resize(static_cast<std::size_t>(uniform(0, static_cast<int>(capacity))));
         for (const vid_t v : pick) {
-          const RowRef r{static_cast<std::uint32_t>(t), v};
+          const RowRef r{tensor, v};
           const int kind = uniform(0, 5);
           if (kind <= 2) step.reads.push_back(r);
           if (kind == 1 || kind == 3) step.writes.push_back(r);
           if (kind >= 4) step.accumulates.push_back(r);
           if (uniform(0, 9) == 0) step.reads.push_back(r);  // a repeated row
         }
+      });
+}
+
+// The trace with each list's RowRefs past the first keep(size) moved into runs, one per stretch of one tensor's
+// rows, held in `held`.
+template <class Keep>
+AccessTrace with_runs(const AccessTrace& trace, std::vector<std::vector<vid_t>>& held, Keep&& keep, bool distinct) {
+  AccessTrace as_runs = trace;
+  for (TraceStep& step : as_runs.steps) {
+    const auto split = [&](std::vector<RowRef>& refs, std::vector<RowRun>& runs) {
+      const std::size_t kept = keep(refs.size());
+      const std::vector<RowRef> rest(refs.begin() + static_cast<std::ptrdiff_t>(kept), refs.end());
+      refs.resize(kept);
+      for (std::size_t first = 0; first < rest.size();) {
+        std::size_t last = first;
+        std::vector<vid_t>& rows = held.emplace_back();
+        while (last < rest.size() && rest[last].tensor == rest[first].tensor) rows.push_back(rest[last++].row);
+        runs.push_back({rest[first].tensor, rows, distinct});
+        first = last;
       }
-      trace.steps.push_back(step);
-    }
+    };
+    split(step.reads, step.read_runs);
+    split(step.writes, step.write_runs);
+    split(step.accumulates, step.accumulate_runs);
   }
-  return trace;
+  return as_runs;
 }
 
 // One tensor, one phase, one read per step: the classic paging reference string.
@@ -526,17 +562,22 @@ TEST(CachePlanReplay, EveryPolicyGivesAConsistentPlan) {
   }
 }
 
-// Every field of two full plans.
-void expect_same_plan(const CachePlan& p, const CachePlan& e) {
+// Plan p (with `detail`) is full plan e: every field, where p is kTransfers without the drops and the slots.
+void expect_same_plan(const CachePlan& p, const CachePlan& e, CachePlanDetail detail = CachePlanDetail::kFull) {
   ASSERT_EQ(p.steps.size(), e.steps.size());
   for (std::size_t i = 0; i < e.steps.size(); ++i) {
     SCOPED_TRACE(testing::Message() << "step " << i);
     EXPECT_EQ(p.steps[i].evict_writeback, e.steps[i].evict_writeback);
-    EXPECT_EQ(p.steps[i].drops, e.steps[i].drops);
     EXPECT_EQ(p.steps[i].loads, e.steps[i].loads);
     EXPECT_EQ(p.steps[i].allocations, e.steps[i].allocations);
     EXPECT_EQ(p.steps[i].zeroed, e.steps[i].zeroed);
     EXPECT_EQ(p.steps[i].prefetch, e.steps[i].prefetch);
+    if (detail == CachePlanDetail::kTransfers) {
+      EXPECT_TRUE(p.steps[i].drops.empty() && p.steps[i].read_slots.empty() && p.steps[i].write_slots.empty() &&
+                  p.steps[i].accumulate_slots.empty());
+      continue;
+    }
+    EXPECT_EQ(p.steps[i].drops, e.steps[i].drops);
     EXPECT_EQ(p.steps[i].read_slots, e.steps[i].read_slots);
     EXPECT_EQ(p.steps[i].write_slots, e.steps[i].write_slots);
     EXPECT_EQ(p.steps[i].accumulate_slots, e.steps[i].accumulate_slots);
@@ -552,55 +593,32 @@ void expect_same_plan(const CachePlan& p, const CachePlan& e) {
 
 // Runs that say their rows are distinct (as the executor's traces do) plan as the same rows given one by one,
 // on one thread or three: where a step's runs are of different tensors the index takes every entry as its own row,
-// and where two runs of a step share a tensor (a row read and written in place) it still finds the repeats.
+// and where two runs of a step share a tensor (a row read and written in place) it still finds the repeats, as it
+// does in runs that do not say their rows are distinct.
 TEST(CachePlanRuns, DistinctRunsPlanAsTheirRowsDo) {
   for (const bool release : {true, false}) {
     for (std::uint64_t seed = 1; seed <= 40; ++seed) {
-      std::mt19937_64 rng(seed);
-      const auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-      AccessTrace by_row;
-      by_row.release_dead_rows = release;
-      const int num_tensors = uniform(1, 3);
-      const int rows = uniform(4, 12);
-      for (int t = 0; t < num_tensors; ++t) by_row.tensors.push_back({"t" + std::to_string(t), 4, uniform(0, 2) == 0});
-      for (int v = 0; v < rows; ++v) by_row.vertex_degree.push_back(uniform(0, 20));
-      AccessTrace as_runs = by_row;
+      // Each tensor's rows of a step are distinct and in one list, except that now and then tensor 0's are both
+      // read and written: two runs of one tensor, rows in both.
+      const AccessTrace by_row =
+          random_trace_of(seed, release,
+                          [](TraceStep& step, std::uint32_t tensor, std::vector<vid_t>& pick, std::int64_t capacity,
+                             const auto& uniform) {
+                            const auto most = std::min<std::int64_t>(static_cast<std::int64_t>(pick.size()), capacity);
+                            pick.resize(static_cast<std::size_t>(uniform(0, static_cast<int>(most))));
+                            const int kind = tensor == 0 && uniform(0, 3) == 0 ? 3 : uniform(0, 2);
+                            for (const vid_t v : pick) {
+                              if (kind == 0 || kind == 3) step.reads.push_back({tensor, v});
+                              if (kind == 1 || kind == 3) step.writes.push_back({tensor, v});
+                              if (kind == 2) step.accumulates.push_back({tensor, v});
+                            }
+                          });
+      const auto none = [](std::size_t /*refs*/) { return std::size_t{0}; };
       std::vector<std::vector<vid_t>> held;
-      held.reserve(64 * 3 * 3);
-      const int phases = uniform(1, 3);
-      for (int p = 0; p < phases; ++p) {
-        std::vector<std::int64_t> capacity;
-        for (int t = 0; t < num_tensors; ++t) capacity.push_back(uniform(2, 6));
-        by_row.capacity_rows.push_back(capacity);
-        as_runs.capacity_rows.push_back(capacity);
-        for (int s = uniform(1, 8); s > 0; --s) {
-          TraceStep refs;
-          refs.phase = static_cast<std::uint32_t>(p);
-          TraceStep runs = refs;
-          // Now and then a tensor's rows are both read and written: two runs of one tensor, rows in both.
-          const bool in_place = uniform(0, 3) == 0;
-          for (int t = 0; t < num_tensors; ++t) {
-            std::vector<vid_t>& pick = held.emplace_back(static_cast<std::size_t>(rows));
-            std::iota(pick.begin(), pick.end(), 0);
-            std::shuffle(pick.begin(), pick.end(), rng);
-            const auto most = std::min<std::int64_t>(rows, capacity[static_cast<std::size_t>(t)]);
-            pick.resize(static_cast<std::size_t>(uniform(0, static_cast<int>(most))));  // distinct rows
-            const int kind = in_place && t == 0 ? 3 : uniform(0, 2);
-            const auto tensor = static_cast<std::uint32_t>(t);
-            const RowRun run{tensor, pick, true};
-            for (const vid_t v : pick) {
-              if (kind == 0 || kind == 3) refs.reads.push_back({tensor, v});
-              if (kind == 1 || kind == 3) refs.writes.push_back({tensor, v});
-              if (kind == 2) refs.accumulates.push_back({tensor, v});
-            }
-            if (kind == 0 || kind == 3) runs.read_runs.push_back(run);
-            if (kind == 1 || kind == 3) runs.write_runs.push_back(run);
-            if (kind == 2) runs.accumulate_runs.push_back(run);
-          }
-          by_row.steps.push_back(refs);
-          as_runs.steps.push_back(runs);
-        }
-      }
+      const AccessTrace as_runs = with_runs(by_row, held, none, true);
+      // Runs that do not say so are searched for repeats, even where a step lists nothing else.
+      const AccessTrace repeats = random_trace(seed, release);
+      const AccessTrace unflagged = with_runs(repeats, held, none, false);
       for (const CachePolicy policy : kAllPolicies) {
         SCOPED_TRACE(testing::Message() << "seed " << seed << " release " << release << " policy "
                                         << to_string(policy));
@@ -608,6 +626,7 @@ TEST(CachePlanRuns, DistinctRunsPlanAsTheirRowsDo) {
         check_plan(by_row, expected, policy);
         for (const int threads : {1, 3})
           expect_same_plan(plan_cache(as_runs, policy, CachePlanDetail::kFull, threads), expected);
+        expect_same_plan(plan_cache(unflagged, policy), plan_cache(repeats, policy));
         if (HasFatalFailure()) return;
       }
     }
@@ -623,60 +642,17 @@ TEST(CachePlanRuns, RunsPlanAsTheirRowsDo) {
     for (std::uint64_t seed = 1; seed <= 20; ++seed) {
       const AccessTrace trace = random_trace(seed, release);
       // Each list: its first half stays RowRefs, the rest goes to runs of one tensor each.
-      AccessTrace as_runs = trace;
       std::vector<std::vector<vid_t>> held;
-      held.reserve(trace.steps.size() * 3 * 8);
-      for (TraceStep& step : as_runs.steps) {
-        const auto split = [&](std::vector<RowRef>& refs, std::vector<RowRun>& runs) {
-          std::vector<RowRef> rest(refs.begin() + static_cast<std::ptrdiff_t>(refs.size() / 2), refs.end());
-          refs.resize(refs.size() / 2);
-          for (std::size_t first = 0; first < rest.size();) {
-            std::size_t last = first;
-            std::vector<vid_t>& rows = held.emplace_back();
-            while (last < rest.size() && rest[last].tensor == rest[first].tensor) rows.push_back(rest[last++].row);
-            runs.push_back({rest[first].tensor, rows});
-            first = last;
-          }
-        };
-        split(step.reads, step.read_runs);
-        split(step.writes, step.write_runs);
-        split(step.accumulates, step.accumulate_runs);
-      }
+      const AccessTrace as_runs = with_runs(
+          trace, held, [](std::size_t refs) { return refs / 2; }, false);
       for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kLru, CachePolicy::kDegree,
                                        CachePolicy::kSizeOrder, CachePolicy::kBelady, CachePolicy::kNone}) {
         SCOPED_TRACE(testing::Message() << "seed " << seed << " policy " << to_string(policy));
         const CachePlan expected = plan_cache(trace, policy, CachePlanDetail::kFull, 1);
         // Phases planned apart, three at once: the same plan.
-        const CachePlan full = plan_cache(as_runs, policy, CachePlanDetail::kFull, 3);
-        const CachePlan transfers = plan_cache(as_runs, policy, CachePlanDetail::kTransfers);
-        ASSERT_EQ(full.steps.size(), expected.steps.size());
-        for (std::size_t i = 0; i < expected.steps.size(); ++i) {
-          const StepPlan& e = expected.steps[i];
-          for (const StepPlan* p : {&full.steps[i], &transfers.steps[i]}) {
-            EXPECT_EQ(p->evict_writeback, e.evict_writeback);
-            EXPECT_EQ(p->loads, e.loads);
-            EXPECT_EQ(p->allocations, e.allocations);
-            EXPECT_EQ(p->zeroed, e.zeroed);
-            EXPECT_EQ(p->prefetch, e.prefetch);
-          }
-          EXPECT_EQ(full.steps[i].drops, e.drops);
-          EXPECT_EQ(full.steps[i].read_slots, e.read_slots);
-          EXPECT_EQ(full.steps[i].write_slots, e.write_slots);
-          EXPECT_EQ(full.steps[i].accumulate_slots, e.accumulate_slots);
-          EXPECT_TRUE(transfers.steps[i].drops.empty() && transfers.steps[i].read_slots.empty() &&
-                      transfers.steps[i].write_slots.empty() && transfers.steps[i].accumulate_slots.empty());
-        }
-        for (const CachePlan* p : {&full, &transfers}) {
-          EXPECT_EQ(p->h2d_bytes, expected.h2d_bytes);
-          EXPECT_EQ(p->d2h_bytes, expected.d2h_bytes);
-          EXPECT_EQ(p->hits, expected.hits);
-          EXPECT_EQ(p->misses, expected.misses);
-          EXPECT_EQ(p->peak_rows, expected.peak_rows);
-          ASSERT_EQ(p->phase_ends.size(), expected.phase_ends.size());
-          for (std::size_t e = 0; e < expected.phase_ends.size(); ++e) {
-            EXPECT_EQ(p->phase_ends[e].writeback, expected.phase_ends[e].writeback);
-          }
-        }
+        expect_same_plan(plan_cache(as_runs, policy, CachePlanDetail::kFull, 3), expected);
+        expect_same_plan(plan_cache(as_runs, policy, CachePlanDetail::kTransfers), expected,
+                         CachePlanDetail::kTransfers);
       }
     }
   }
