@@ -39,6 +39,7 @@ std::int64_t exchange_bytes_sent(const Model& model, const LocalGraph& local) {
 }
 
 // Plans the epoch, forecasts its device memory, and measures what the plan's structures hold in host memory.
+// `features`: only their shape is read (the forecast's replay moves no data).
 struct MeasuredPlan {
   EpochPlan plan;
   std::int64_t plan_host_bytes = 0;
@@ -125,10 +126,13 @@ void run_plan(PlanArguments& args) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   const auto load_start = std::chrono::steady_clock::now();
-  Dataset dataset = read_dataset(args.dataset);
-  Model model(args.model.resolve(), dataset.features.cols(), dataset.num_classes);
+  // Planning reads the features' shape only: its replay of an epoch moves no data.
+  DatasetWithoutFeatures read = read_dataset_without_features(args.dataset);
+  const std::int64_t width = read.feature_width;
+  const std::int32_t classes = read.dataset.num_classes;
+  Model model(args.model.resolve(), width, classes);
   const ExecutorChoice choice = parse_executor_choice(args.executor);
-  LocalGraph local = whole_local_graph(std::move(dataset.graph));
+  LocalGraph local = whole_local_graph(std::move(read.dataset.graph));
   const double load_seconds = seconds_since(load_start);
   const auto order_start = std::chrono::steady_clock::now();
   order_vertices(local, choice.vertex_order);
@@ -136,7 +140,8 @@ void run_plan(PlanArguments& args) {
                seconds_since(order_start));
 
   const auto start = std::chrono::steady_clock::now();
-  const MeasuredPlan measured = plan_and_measure(model, local, dataset.features.view(), choice.options);
+  const MeasuredPlan measured =
+      plan_and_measure(model, local, ConstRows{nullptr, local.num_owned, width}, choice.options);
   const EpochPlan& plan = measured.plan;
   spdlog::info("planned in {:.2f} s", seconds_since(start));
   log_plan(plan);
@@ -151,7 +156,7 @@ void run_plan(PlanArguments& args) {
   }
   std::cout << fmt::format("  {:<26} {:>12}\n", "alignment, fragmentation",
                            format_bytes(plan.memory.padding_at_peak()));
-  const HostFootprint host = rank_footprint(args, local, dataset.features.cols(), dataset.num_classes, measured);
+  const HostFootprint host = rank_footprint(args, local, width, classes, measured);
   std::cout << fmt::format("host memory (CPU device): peak {} ({})\n", format_bytes(host.total()), host.describe());
   if (const std::int64_t short_by = device_memory_shortfall(plan); short_by > 0) {
     std::cout << fmt::format("the budget {} is {} short\n", format_bytes(plan.options.device_budget),

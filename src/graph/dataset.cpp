@@ -30,9 +30,15 @@ std::int64_t count(std::span<const std::uint8_t> mask) {
 }
 
 void Dataset::validate(const std::string& where) const {
-  graph.validate(where + ": graph");
+  validate_all_but_features(where);
   const auto n = static_cast<std::int64_t>(num_vertices());
   NJ_REQUIRE(features.rows() == n, "{}: /features: {} rows but the graph has {} vertices", where, features.rows(), n);
+  require_finite_features(features, where);
+}
+
+void Dataset::validate_all_but_features(const std::string& where) const {
+  graph.validate(where + ": graph");
+  const auto n = static_cast<std::int64_t>(num_vertices());
   NJ_REQUIRE(static_cast<std::int64_t>(labels.size()) == n, "{}: {} labels for {} vertices", where, labels.size(), n);
   NJ_REQUIRE(num_classes > 0, "{}: number of classes must be positive, got {}", where, num_classes);
   const std::pair<const char*, const std::vector<std::uint8_t>*> masks[] = {
@@ -53,7 +59,6 @@ void Dataset::validate(const std::string& where) const {
     }
   }
   NJ_REQUIRE(count(train_mask) > 0, "{}: the train split is empty", where);
-  require_finite_features(features, where);
 }
 
 void require_finite_features(const Matrix& features, const std::string& where, std::span<const gid_t> vertex_ids) {

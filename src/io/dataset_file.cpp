@@ -36,12 +36,13 @@ void write_dataset(const std::string& path, const Dataset& dataset) {
   file.set_attribute("self_loops", std::string(to_string(dataset.self_loops)));
 }
 
-Dataset read_dataset(const std::string& path) {
-  const auto file = hdf5::File::open_read(path);
+namespace {
+
+// Reads all but the feature values, and checks the features' shape; returns their width.
+std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::string& path, Dataset& d) {
   const auto version = file.int_attribute("format_version");
   NJ_REQUIRE(version == kDatasetFormatVersion, "{}: format_version {} is not supported (this build reads {})", path,
              version, kDatasetFormatVersion);
-  Dataset d;
   d.name = file.has_attribute("name") ? file.string_attribute("name") : "";
   // Checked before narrowing to 32 bits, which would turn 2^32 + 3 into 3.
   const auto num_classes = file.int_attribute("num_classes");
@@ -69,11 +70,10 @@ Dataset read_dataset(const std::string& path) {
     }
   }
 
-  auto features = file.read<float>("/features");
-  NJ_REQUIRE(features.shape.size() == 2, "{}: /features: expected 2 dimensions, found {}", path, features.shape.size());
-  NJ_REQUIRE(static_cast<std::int64_t>(features.shape[0]) == n, "{}: /features: {} rows but the graph has {} vertices",
-             path, features.shape[0], n);
-  d.features = Matrix(n, static_cast<std::int64_t>(features.shape[1]), std::move(features.values));
+  const std::vector<hsize_t> shape = file.shape("/features");
+  NJ_REQUIRE(shape.size() == 2, "{}: /features: expected 2 dimensions, found {}", path, shape.size());
+  NJ_REQUIRE(static_cast<std::int64_t>(shape[0]) == n, "{}: /features: {} rows but the graph has {} vertices", path,
+             shape[0], n);
 
   d.labels = hdf5::read_vector<std::int32_t>(file, "/labels", n);
   for (auto [name, mask] : {std::pair{"/masks/train", &d.train_mask}, std::pair{"/masks/val", &d.val_mask},
@@ -84,8 +84,27 @@ Dataset read_dataset(const std::string& path) {
       NJ_REQUIRE(m <= 1, "{}: {}: mask entries must be 0 or 1, found {}", path, name, m);
     }
   }
+  return static_cast<std::int64_t>(shape[1]);
+}
+
+}  // namespace
+
+Dataset read_dataset(const std::string& path) {
+  const auto file = hdf5::File::open_read(path);
+  Dataset d;
+  const std::int64_t width = read_all_but_feature_values(file, path, d);
+  auto features = file.read<float>("/features");
+  d.features = Matrix(d.num_vertices(), width, std::move(features.values));
   d.validate(path);
   return d;
+}
+
+DatasetWithoutFeatures read_dataset_without_features(const std::string& path) {
+  const auto file = hdf5::File::open_read(path);
+  DatasetWithoutFeatures read;
+  read.feature_width = read_all_but_feature_values(file, path, read.dataset);
+  read.dataset.validate_all_but_features(path);
+  return read;
 }
 
 }  // namespace nj

@@ -35,6 +35,17 @@ std::int64_t unlimited_need(DeviceKind device, Model& model, const Dataset& data
   return forecast_device_memory(*resources.backend, model, local, data.features.view(), plan).peak_footprint_bytes;
 }
 
+// Of the features, the forecast reads only their shape (nj plan reads none of their values): a view without
+// them forecasts the same.
+void expect_forecast_reads_only_the_features_shape(const Backend& backend, Model& model, const LocalGraph& local,
+                                                   const Dataset& data, const EpochPlan& plan) {
+  const MemoryForecast shape_only = forecast_device_memory(
+      backend, model, local, ConstRows{nullptr, data.features.rows(), data.features.cols()}, plan);
+  EXPECT_EQ(shape_only.peak_footprint_bytes, plan.memory.peak_footprint_bytes);
+  EXPECT_EQ(shape_only.at_peak, plan.memory.at_peak);
+  EXPECT_EQ(shape_only.category_peaks, plan.memory.category_peaks);
+}
+
 // Trains two epochs within a quarter of what the graph needs and checks each epoch's measured peak against the
 // forecast, and the forecast's categories against what they must hold.
 void expect_measured_peak_is_the_forecast(DeviceKind device, const Dataset& data, ModelKind kind) {
@@ -47,6 +58,7 @@ void expect_measured_peak_is_the_forecast(DeviceKind device, const Dataset& data
                             {budget, ExecutionMode::kReuse, CachePolicy::kStAware});
   const MemoryForecast& forecast = executor.plan().memory;
   EXPECT_LE(forecast.peak_footprint_bytes, budget);
+  expect_forecast_reads_only_the_features_shape(*resources.backend, model, local, data, executor.plan());
   EXPECT_GT(executor.plan().num_steps, 4 * static_cast<std::int64_t>(model.num_layers())) << "subgraphs are cut";
 
   // Every kind of device memory is counted: the parameters whole, all the time, and the others at their highest.
@@ -133,6 +145,7 @@ TEST_P(DeviceMemory, WithoutABudgetWhatTheForwardHalfUploadsStaysForTheBackwardH
       }
     }
     EXPECT_EQ(plan.memory.category_peaks.at("graph"), blocks);
+    expect_forecast_reads_only_the_features_shape(*resources.backend, model, local, data, plan);
     // An epoch's rows that cross are the logits out and their gradients in: the features stay for the whole run,
     // the hidden layer's outputs as the next layer's input, and their gradients as its output gradients.
     ASSERT_TRUE(pass.lasting);

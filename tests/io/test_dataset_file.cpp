@@ -35,16 +35,23 @@ class DatasetFile : public ::testing::Test {
   }
 
   // The message of the nj::InputError that reading the file throws, checked to name the file and each of
-  // `fragments` (the object and what is wrong with it).
-  void expect_rejected(std::initializer_list<std::string> fragments) const {
-    try {
-      read_dataset(path_);
-      ADD_FAILURE() << "read_dataset accepted a bad file";
-    } catch (const InputError& e) {
-      const std::string message = e.what();
-      EXPECT_EQ(message.rfind(path_, 0), 0U) << message;
-      for (const auto& fragment : fragments) EXPECT_NE(message.find(fragment), std::string::npos) << message;
-    }
+  // `fragments` (the object and what is wrong with it); unless the fault is in the feature values, reading it
+  // without them throws the same.
+  void expect_rejected(std::initializer_list<std::string> fragments, bool in_feature_values = false) const {
+    const auto expect_throws = [&](const char* reader, auto&& read) {
+      try {
+        read();
+        ADD_FAILURE() << reader << " accepted a bad file";
+      } catch (const InputError& e) {
+        const std::string message = e.what();
+        EXPECT_EQ(message.rfind(path_, 0), 0U) << reader << ": " << message;
+        for (const auto& fragment : fragments)
+          EXPECT_NE(message.find(fragment), std::string::npos) << reader << ": " << message;
+      }
+    };
+    expect_throws("read_dataset", [&] { read_dataset(path_); });
+    if (!in_feature_values)
+      expect_throws("read_dataset_without_features", [&] { read_dataset_without_features(path_); });
   }
 
   hsize_t num_vertices() const { return static_cast<hsize_t>(dataset_.num_vertices()); }
@@ -58,6 +65,16 @@ TEST_F(DatasetFile, RoundTripIsExact) {
   const Dataset read = read_dataset(path_);
   EXPECT_EQ(read.name, dataset_.name);
   test::expect_same_dataset(read, dataset_);
+}
+
+// Planning reads the features' width only: everything else is what read_dataset reads.
+TEST_F(DatasetFile, WithoutFeaturesReadsAllButTheirValues) {
+  DatasetWithoutFeatures read = read_dataset_without_features(path_);
+  EXPECT_EQ(read.feature_width, dataset_.features.cols());
+  EXPECT_EQ(read.dataset.features.size(), 0);
+  EXPECT_EQ(read.dataset.name, dataset_.name);
+  read.dataset.features = dataset_.features;
+  test::expect_same_dataset(read.dataset, dataset_);
 }
 
 TEST_F(DatasetFile, RejectsMissingFile) {
@@ -105,7 +122,8 @@ TEST_F(DatasetFile, RejectsNonFiniteFeaturesNamingTheVertexAndColumn) {
     features[static_cast<std::size_t>(7 * dataset_.features.cols() + 4)] = poison;
     features[static_cast<std::size_t>(9 * dataset_.features.cols() + 1)] = poison;  // only the first is named
     replace<float>("/features", features, {num_vertices(), static_cast<hsize_t>(dataset_.features.cols())});
-    expect_rejected({"/features", "vertex 7, column 4", "must be finite"});
+    expect_rejected({"/features", "vertex 7, column 4", "must be finite"}, /*in_feature_values=*/true);
+    EXPECT_NO_THROW(read_dataset_without_features(path_)) << "planning reads no feature values";
   }
   Dataset poisoned = dataset_;
   poisoned.features(2, 0) = std::numeric_limits<float>::quiet_NaN();

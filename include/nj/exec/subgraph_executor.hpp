@@ -190,7 +190,7 @@ struct EpochPlan {
 // Replays one training step of `plan` on a planning device (planning_device.hpp), with kernels that do nothing
 // and a rank detached from its peers: exactly what the run allocates on the device, and how the arena places
 // it. The replay runs `model`'s prepare() and finish_backward(), and adds zeros to its gradients (planning
-// copies to the host write zeros): the model's values do not change.
+// copies to the host write zeros): the model's values do not change. Of `features`, only the shape is read.
 MemoryForecast forecast_device_memory(const Backend& backend, Model& model, const LocalGraph& local, ConstRows features,
                                       const EpochPlan& plan);
 // Host bytes the executor holds beside the plan while it runs: where each row is on the device, and where steps

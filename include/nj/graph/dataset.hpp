@@ -30,6 +30,8 @@ struct Dataset {
   vid_t num_vertices() const { return graph.num_vertices(); }
   // Throws nj::InputError (prefixed with `where`) when any part is inconsistent with another.
   void validate(const std::string& where) const;
+  // The same for all but the features (for a dataset read without their values).
+  void validate_all_but_features(const std::string& where) const;
 };
 
 // Count of set entries in a mask.

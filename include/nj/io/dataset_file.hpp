@@ -12,4 +12,12 @@ void write_dataset(const std::string& path, const Dataset& dataset);
 // Reads and validates; every error names the file, the object inside it and what is wrong.
 Dataset read_dataset(const std::string& path);
 
+// A dataset read without its feature values: what planning needs (its replay of an epoch moves no data), without
+// the largest part of the file. The features' shape is validated; `dataset.features` is empty.
+struct DatasetWithoutFeatures {
+  Dataset dataset;
+  std::int64_t feature_width = 0;
+};
+DatasetWithoutFeatures read_dataset_without_features(const std::string& path);
+
 }  // namespace nj
