@@ -226,20 +226,11 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     std::vector<std::int64_t> layer_largest_step(layers, 0);
     const auto cut_layer = [&](std::size_t l, SubgraphBuilder& builder) {
       const auto dsts = rows.order.first(static_cast<std::size_t>(rows.out_rows[l]));
-      auto parts = partition_in_order(
-          graph.graph, dsts, 1, [&](const ClosureSize& size) { return step_bytes(dims[l], size); },
-          plan.step_limit_bytes,
-          [&](std::int64_t minimum) {
-            return describe_minimum_budget(plan.options.device_budget, l, minimum, plan.resident_bytes);
-          });
-      // A layer that is one subgraph (no budget cuts it) takes its rows in ascending order, the vertex order's
-      // locality, so that they move and are read in place as one block. Cut subgraphs keep the order that cut
-      // them: sorting within them changes which rows the baseline policies' ties evict.
-      if (parts.size() == 1) std::ranges::sort(parts.front());
       std::int64_t& largest_step = layer_largest_step[l];
-      for (auto& part_dsts : parts) {
+      // Each subgraph's sources are listed as the cut closes it, from the closure the cut has just marked.
+      const auto list = [&](std::span<const vid_t> part_dsts, std::span<const vid_t> closure) {
         std::vector<vid_t>& listed = sources[l].emplace_back();
-        const eid_t edges = builder.list_sources(part_dsts, listed);
+        const eid_t edges = builder.list_sources(part_dsts, closure, listed);
         const auto num_dst = static_cast<std::int64_t>(part_dsts.size());
         const auto num_src = static_cast<std::int64_t>(listed.size());
         largest_step = std::max(largest_step, step_bytes(dims[l], {{num_dst, num_src}, {edges}}));
@@ -249,8 +240,23 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
                                    });
         pass.layer_parts[l].push_back({static_cast<vid_t>(num_src), edges, reads_mirrors});
         layer_block_bytes[l] += host_block_bytes(num_dst, num_src, edges, weighted);
-        pass.transform_chunks[l].push_back(std::move(part_dsts));
+      };
+      auto parts = partition_in_order(
+          graph.graph, dsts, 1, [&](const ClosureSize& size) { return step_bytes(dims[l], size); },
+          plan.step_limit_bytes,
+          [&](std::int64_t minimum) {
+            return describe_minimum_budget(plan.options.device_budget, l, minimum, plan.resident_bytes);
+          },
+          list);
+      // A layer that is one subgraph (no budget cuts it) takes its rows in ascending order, the vertex order's
+      // locality, so that they move and are read in place as one block: its destinations, which head its sources.
+      // Cut subgraphs keep the order that cut them: sorting within them changes which rows the baseline policies'
+      // ties evict.
+      if (parts.size() == 1) {
+        std::ranges::sort(parts.front());
+        std::sort(sources[l].front().begin(), sources[l].front().begin() + std::ssize(parts.front()));
       }
+      for (auto& part_dsts : parts) pass.transform_chunks[l].push_back(std::move(part_dsts));
       // Inputs that this layer does not aggregate (closure rows further out) are transformed in chunks of their
       // own. A one-row chunk never costs more than the smallest subgraph, which fits.
       const auto extra = rows.order.subspan(dsts.size(), static_cast<std::size_t>(rows.in_rows[l] - rows.out_rows[l]));

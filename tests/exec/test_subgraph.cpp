@@ -19,14 +19,15 @@ namespace {
 std::set<vid_t> closure_of(const CsrGraph& graph, std::span<const vid_t> dsts, int hops) {
   std::set<vid_t> closure(dsts.begin(), dsts.end());
   std::vector<vid_t> frontier(dsts.begin(), dsts.end());
+  std::vector<vid_t> next;
   for (int h = 0; h < hops; ++h) {
-    std::vector<vid_t> next;
+    next.clear();
     for (const vid_t v : frontier) {
       for (const vid_t s : graph.in_neighbors(v)) {
         if (closure.insert(s).second) next.push_back(s);
       }
     }
-    frontier = std::move(next);
+    frontier.swap(next);
   }
   return closure;
 }
@@ -151,8 +152,12 @@ TEST(SubgraphBuilder, BuildsWhatThePlainConstructionBuilds) {
 #pragma omp single
     in_parallel.build(dsts, nested);
     expect_same_subgraph(nested, reference_subgraph(data.graph, weights, dsts, global_id));
+    // Listed from their one-hop closure, in any order, the sources are the block's.
+    const std::set<vid_t> closure_set = closure_of(data.graph, dsts, 1);
+    std::vector<vid_t> closure(closure_set.begin(), closure_set.end());
+    std::shuffle(closure.begin(), closure.end(), random);
     std::vector<vid_t> sources;
-    EXPECT_EQ(builder.list_sources(dsts, sources), static_cast<eid_t>(reused.block.src_index.size()));
+    EXPECT_EQ(builder.list_sources(dsts, closure, sources), static_cast<eid_t>(reused.block.src_index.size()));
     EXPECT_EQ(sources, reused.sources);
   }
   omp_set_num_threads(threads);
@@ -174,6 +179,29 @@ TEST(PartitionInOrder, AVertexOverTheLimitRunsAloneOrThrows) {
                                     return std::string("too small");
                                   }),
                InputError);
+}
+
+// Each run is handed over as it closes with its one-hop closure: a run that ends before a vertex without that
+// vertex's in-neighbours, a vertex over the limit alone with its own.
+TEST(PartitionInOrder, HandsOverEachRunWithItsOneHopClosure) {
+  const Dataset data = test::random_dataset(300, 2400, 4, 3, 29);
+  std::vector<vid_t> order(static_cast<std::size_t>(data.num_vertices()));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(3));
+  const SubgraphCost closure_size = [](const ClosureSize& size) { return size.vertices.back(); };
+  std::vector<std::vector<vid_t>> handed;
+  bool alone = false;
+  const auto runs = partition_in_order(data.graph, order, 1, closure_size, 12, nullptr,
+                                       [&](std::span<const vid_t> run, std::span<const vid_t> closure) {
+                                         handed.emplace_back(run.begin(), run.end());
+                                         const std::set<vid_t> expected = closure_of(data.graph, run, 1);
+                                         EXPECT_EQ(closure.size(), expected.size()) << "each vertex once";
+                                         EXPECT_EQ(std::set<vid_t>(closure.begin(), closure.end()), expected);
+                                         alone = alone || static_cast<std::int64_t>(expected.size()) > 12;
+                                       });
+  EXPECT_EQ(handed, runs);
+  EXPECT_GT(runs.size(), 20U);
+  EXPECT_TRUE(alone) << "some vertex's closure is over the limit";
 }
 
 // The smallest limit is the largest one-vertex closure's cost, counted without marks where in-neighbours are

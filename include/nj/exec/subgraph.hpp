@@ -43,14 +43,28 @@ class SubgraphBuilder {
   Subgraph build(std::span<const vid_t> dsts);
   // The same into `out`, reusing its arrays' memory.
   void build(std::span<const vid_t> dsts, Subgraph& out);
-  // Only the sources of the subgraph (what its block's src_gid lists), in the same order; returns its in-edges.
-  eid_t list_sources(std::span<const vid_t> dsts, std::vector<vid_t>& sources);
+  // Only the sources of the subgraph (what its block's src_gid lists), in the same order, from the destinations'
+  // one-hop closure (they and their in-neighbours, each once, in any order) as partition_in_order hands it over:
+  // without reading their in-edges again. Returns the subgraph's in-edges.
+  eid_t list_sources(std::span<const vid_t> dsts, std::span<const vid_t> closure, std::vector<vid_t>& sources);
 
  private:
   // Lists the sources into `sources` and leaves what numbers them: local_ for the destinations (and for the other
   // sources where they were sorted), the bitmap and its prefix counts otherwise; copies the in-edges' sources into
-  // `in_edges` where given. Returns the number of in-edges.
-  eid_t number_sources(std::span<const vid_t> dsts, std::vector<vid_t>& sources, std::vector<vid_t>* in_edges);
+  // `in_edges`. Returns the number of in-edges.
+  eid_t number_sources(std::span<const vid_t> dsts, std::vector<vid_t>& sources, std::vector<vid_t>& in_edges);
+  // Marks the destinations (and numbers them); returns their in-edges.
+  eid_t mark_destinations(std::span<const vid_t> dsts);
+  // Notes s as a source: a new one that is no destination joins others_.
+  void note_source(vid_t s) {
+    const std::size_t word = static_cast<std::size_t>(s) / 64;
+    const std::uint64_t bit = std::uint64_t{1} << (static_cast<std::size_t>(s) % 64);
+    if (((is_dst_[word] | seen_[word]) & bit) != 0) return;
+    seen_[word] |= bit;
+    others_.push_back(s);
+  }
+  // Lists the destinations, then others_ in ascending id, and numbers the others.
+  void list_marked(std::span<const vid_t> dsts, std::vector<vid_t>& sources);
   void forget(std::span<const vid_t> dsts, std::span<const vid_t> sources);
   vid_t local_of(vid_t v, vid_t num_dst) const;
   void build_in_parallel(std::span<const vid_t> dsts, Subgraph& out, int threads);
@@ -88,10 +102,14 @@ using SubgraphCost = std::function<std::int64_t(const ClosureSize&)>;
 
 // Cuts `order` into consecutive runs, each as long as cost(closure of the run) <= limit allows. A single
 // vertex that already exceeds the limit throws nj::InputError with describe_minimum(the smallest limit that
-// would work) as the message; without describe_minimum, it makes a run of its own.
+// would work) as the message; without describe_minimum, it makes a run of its own. With one hop, `on_run` (where
+// given) is called as each run closes, with the run and its one-hop closure (its vertices and their
+// in-neighbours, each once), which the cut has marked anyway.
+using RunClosure = std::function<void(std::span<const vid_t> run, std::span<const vid_t> closure)>;
 std::vector<std::vector<vid_t>> partition_in_order(const CsrGraph& graph, std::span<const vid_t> order, int hops,
                                                    const SubgraphCost& cost, std::int64_t limit,
-                                                   const std::function<std::string(std::int64_t)>& describe_minimum);
+                                                   const std::function<std::string(std::int64_t)>& describe_minimum,
+                                                   const RunClosure& on_run = {});
 
 // The largest cost(closure of one vertex) over `vertices`: the smallest limit partition_in_order accepts.
 std::int64_t largest_single_vertex_cost(const CsrGraph& graph, std::span<const vid_t> vertices, int hops,
