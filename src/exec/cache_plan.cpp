@@ -580,8 +580,18 @@ class NextUseEvictor {
       pool.ranked_at = -1;
     }
   }
+  // The step's bucket held exactly the rows it touches: emptied, its memory kept for a bucket that grows large
+  // (see grow).
   void begin_step(std::int32_t step) {
-    for (Candidates& pool : pools_) HugeVector<Entry>().swap(bucket(pool, step));
+    for (Candidates& pool : pools_) {
+      HugeVector<Entry>& taken = bucket(pool, step);
+      if (taken.capacity() * sizeof(Entry) >= kHugePageBytes && pool.spare.size() < kSpareBuckets) {
+        taken.clear();
+        pool.spare.emplace_back().swap(taken);
+      } else {
+        HugeVector<Entry>().swap(taken);
+      }
+    }
   }
   void pin(const Touch& /*touch*/) {}  // begin_step emptied the step's bucket, which held exactly its rows
   std::uint32_t pop(std::uint32_t tensor, std::int32_t step) {
@@ -624,7 +634,9 @@ class NextUseEvictor {
       pool.never.push_back(touch.row);
       return;
     }
-    bucket(pool, touch.next).push_back({touch.remaining, touch.row});
+    HugeVector<Entry>& entries = bucket(pool, touch.next);
+    if (entries.size() == entries.capacity()) grow(pool, entries);
+    entries.push_back({touch.remaining, touch.row});
     pool.top = std::max(pool.top, touch.next);
   }
 
@@ -649,7 +661,41 @@ class NextUseEvictor {
     std::int32_t ranked_at = -1;  // the step `ranked` and `frontier` belong to
     std::int32_t frontier = 0;    // buckets above it are in `ranked` (or empty)
     std::vector<Ranked> ranked;   // heap of admitted buckets, least priority first
+    // Memory of emptied buckets, and of those that outgrew it, for buckets that grow. Buckets fill over many
+    // steps, up to a step's rows (millions on large graphs), and each growth would take memory fresh from the
+    // system, faulted in page by page (the 100M-edge graph's backward phases: 1.2 GB each, where the rows in all
+    // buckets are at most the resident ones).
+    std::vector<HugeVector<Entry>> spare;
   };
+
+  // A few spares at a time: one bucket empties per step, and the memory they hold is memory kept from other uses.
+  static constexpr std::size_t kSpareBuckets = 4;
+
+  // Moves a full bucket into the smallest spare that holds twice its entries, or into new memory of that size
+  // where none does; its old memory becomes a spare. Small buckets grow through malloc, which recycles small
+  // memory itself (and would give a small one a spare meant for a large one).
+  static void grow(Candidates& pool, HugeVector<Entry>& entries) {
+    const std::size_t wanted = std::max<std::size_t>(2 * entries.size(), 16);
+    if (wanted * sizeof(Entry) < kHugePageBytes) {
+      entries.reserve(wanted);
+      return;
+    }
+    HugeVector<Entry>* best = nullptr;
+    for (HugeVector<Entry>& spare : pool.spare) {
+      if (spare.capacity() >= wanted && (best == nullptr || spare.capacity() < best->capacity())) best = &spare;
+    }
+    if (best == nullptr) {
+      entries.reserve(wanted);
+      return;
+    }
+    best->assign(entries.begin(), entries.end());
+    entries.clear();
+    entries.swap(*best);
+    if (best->capacity() * sizeof(Entry) < kHugePageBytes) {
+      *best = std::move(pool.spare.back());
+      pool.spare.pop_back();
+    }
+  }
 
   HugeVector<Entry>& bucket(Candidates& pool, std::int32_t step) const {
     return pool.buckets[static_cast<std::size_t>(step - first_step_)];

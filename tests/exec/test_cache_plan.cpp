@@ -1071,6 +1071,71 @@ TEST(CachePlanSynthetic, StAwareStaysWithinFifteenPercentOfBelady) {
   check_plan(traces[4], plans[CachePolicy::kStAware][4], CachePolicy::kStAware);
 }
 
+// Belady's misses, found the plain way: before each step, rows the step needs that are not resident are missed,
+// and resident rows whose next use is farthest (none: farthest of all) leave until the step fits.
+std::int64_t belady_misses(const std::vector<std::vector<vid_t>>& steps, vid_t rows, std::size_t capacity) {
+  std::vector<std::vector<std::size_t>> uses(static_cast<std::size_t>(rows));
+  for (std::size_t t = 0; t < steps.size(); ++t) {
+    for (const vid_t r : steps[t]) uses[static_cast<std::size_t>(r)].push_back(t);
+  }
+  const std::size_t never = steps.size();
+  std::vector<std::size_t> next_use(static_cast<std::size_t>(rows), never);
+  std::vector<std::size_t> seen(static_cast<std::size_t>(rows), 0);  // uses of each row so far
+  std::vector<char> resident(static_cast<std::size_t>(rows), 0);
+  std::set<std::pair<std::size_t, vid_t>> by_next_use;
+  std::int64_t misses = 0;
+  for (std::size_t t = 0; t < steps.size(); ++t) {
+    std::int64_t missing = 0;
+    for (const vid_t r : steps[t]) missing += resident[static_cast<std::size_t>(r)] == 0 ? 1 : 0;
+    while (by_next_use.size() + static_cast<std::size_t>(missing) > capacity) {
+      const auto farthest = std::prev(by_next_use.end());
+      resident[static_cast<std::size_t>(farthest->second)] = 0;
+      by_next_use.erase(farthest);
+    }
+    misses += missing;
+    for (const vid_t r : steps[t]) {
+      const auto v = static_cast<std::size_t>(r);
+      if (resident[v] != 0) by_next_use.erase({next_use[v], r});
+      resident[v] = 1;
+      ++seen[v];
+      next_use[v] = seen[v] < uses[v].size() ? uses[v][seen[v]] : never;
+      by_next_use.insert({next_use[v], r});
+    }
+  }
+  return misses;
+}
+
+// Steps of hundreds of thousands of rows, as on large graphs, whose next-use buckets grow past a huge page: W's
+// bucket empties as step 1 begins and X's grows into its memory (a spare). Step 3 must then evict X, whose next
+// use is the farthest: Belady's misses are the plain simulation's.
+TEST(CachePlanScale, BucketsOfHundredsOfThousandsOfRowsPlanAsThePlainSimulation) {
+  constexpr vid_t kGroupRows = 300'000;
+  const auto group = [&](vid_t first) {
+    std::vector<vid_t> rows(static_cast<std::size_t>(kGroupRows));
+    std::iota(rows.begin(), rows.end(), first * kGroupRows);
+    return rows;
+  };
+  const std::vector<vid_t> w = group(0), x = group(1), y = group(2), z = group(3);
+  const auto both = [](std::vector<vid_t> a, const std::vector<vid_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  std::vector<std::vector<vid_t>> step_rows = {w, both(w, x), y, both(y, z), z, x};
+  std::mt19937 random(17);
+  AccessTrace trace;
+  trace.tensors = {{"h", 64, false}};
+  trace.capacity_rows = {{2 * kGroupRows}};
+  for (std::vector<vid_t>& rows : step_rows) {
+    std::shuffle(rows.begin(), rows.end(), random);
+    trace.steps.emplace_back().read_runs.push_back({0, rows, true});
+  }
+  const std::int64_t expected = belady_misses(step_rows, 4 * kGroupRows, 2 * kGroupRows);
+  ASSERT_EQ(expected, 5 * kGroupRows);
+  const CachePlan belady = plan_cache(trace, CachePolicy::kBelady, CachePlanDetail::kTransfers);
+  EXPECT_EQ(belady.misses, expected);
+  EXPECT_EQ(belady.misses + belady.hits, 8 * kGroupRows);
+}
+
 TEST(CachePlanScale, PlansTenMillionAccessesInSeconds) {
   const Graph g = power_law_graph(460'000, 8.0, 7);
   const AccessTrace trace = gcn_epoch(g, 32, 0.25);
