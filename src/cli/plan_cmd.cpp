@@ -39,11 +39,11 @@ std::int64_t exchange_bytes_sent(const Model& model, const LocalGraph& local) {
 }
 
 // Plans the epoch, forecasts its device memory, and measures what the plan's structures hold in host memory.
-// `features`: only their shape is read (the forecast's replay moves no data).
 struct MeasuredPlan {
   EpochPlan plan;
   std::int64_t plan_host_bytes = 0;
 };
+// Of `features`, only the shape is read (the forecast's replay moves no data).
 MeasuredPlan plan_and_measure(Model& model, const LocalGraph& local, ConstRows features,
                               const SubgraphExecutorOptions& options) {
   const std::int64_t before = heap_bytes_in_use();

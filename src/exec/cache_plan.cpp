@@ -583,16 +583,21 @@ class NextUseEvictor {
     }
   }
   // The step's bucket held exactly the rows it touches: emptied, its memory kept for a bucket that grows large
-  // (see grow).
+  // (see grow), in place of the smallest spare where there are enough.
   void begin_step(std::int32_t step) {
     for (Candidates& pool : pools_) {
       HugeVector<Entry>& taken = bucket(pool, step);
-      if (taken.capacity() * sizeof(Entry) >= kHugePageBytes && pool.spare.size() < kSpareBuckets) {
-        taken.clear();
-        pool.spare.emplace_back().swap(taken);
-      } else {
-        HugeVector<Entry>().swap(taken);
+      pool.heap_size[static_cast<std::size_t>(step - first_step_)] = 0;
+      taken.clear();
+      if (taken.capacity() * sizeof(Entry) >= kHugePageBytes) {
+        if (pool.spare.size() < kSpareBuckets) {
+          pool.spare.emplace_back().swap(taken);
+        } else {
+          const auto smallest = std::ranges::min_element(pool.spare, {}, &HugeVector<Entry>::capacity);
+          if (smallest->capacity() < taken.capacity()) smallest->swap(taken);
+        }
       }
+      HugeVector<Entry>().swap(taken);
     }
   }
   void pin(const Touch& /*touch*/) {}  // begin_step emptied the step's bucket, which held exactly its rows
@@ -670,12 +675,13 @@ class NextUseEvictor {
     std::vector<HugeVector<Entry>> spare;
   };
 
-  // A few spares at a time: one bucket empties per step, and the memory they hold is memory kept from other uses.
+  // A few spares at a time: one bucket empties per step, and the memory they hold (until the planner is done) is
+  // memory kept from other uses.
   static constexpr std::size_t kSpareBuckets = 4;
 
-  // Moves a full bucket into the smallest spare that holds twice its entries, or into new memory of that size
-  // where none does; its old memory becomes a spare. Small buckets grow through malloc, which recycles small
-  // memory itself (and would give a small one a spare meant for a large one).
+  // Moves a full bucket into the smallest spare that holds twice its entries, its old memory taking the spare's
+  // place where it is a huge page or more; where no spare does, it grows into new memory of that size. Small
+  // buckets grow through malloc, which recycles small memory itself (a spare would be wasted on them).
   static void grow(Candidates& pool, HugeVector<Entry>& entries) {
     const std::size_t wanted = std::max<std::size_t>(2 * entries.size(), 16);
     if (wanted * sizeof(Entry) < kHugePageBytes) {
@@ -694,7 +700,7 @@ class NextUseEvictor {
     entries.clear();
     entries.swap(*best);
     if (best->capacity() * sizeof(Entry) < kHugePageBytes) {
-      *best = std::move(pool.spare.back());
+      std::swap(*best, pool.spare.back());
       pool.spare.pop_back();
     }
   }

@@ -295,8 +295,8 @@ void renumber_owned(LocalGraph& local, std::span<const vid_t> order) {
     renumbered.offsets[static_cast<std::size_t>(i) + 1] = renumbered.offsets[static_cast<std::size_t>(i)] + degree;
   }
   renumbered.sources.resize(static_cast<std::size_t>(renumbered.offsets.back()));
-  // In old id order: the old lists are read in one sweep and each lands, renumbered and sorted, at its new place.
-  // Read in new order instead, every list would be a cache miss the loop waits on; a store it need not wait on.
+  // In old id order: the old lists are read in one sweep and each lands, renumbered and sorted, at its new place,
+  // a store the loop need not wait on. Read in new order instead, every list is a load it waits on.
 #pragma omp parallel for schedule(dynamic, 4096) if (g.num_edges() > (eid_t{1} << 20))
   for (vid_t v = 0; v < owned; ++v) {
     vid_t* out =

@@ -70,7 +70,7 @@ std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::stri
     }
   }
 
-  const std::vector<hsize_t> shape = file.shape("/features");
+  const std::vector<hsize_t> shape = file.check_readable<float>("/features");
   NJ_REQUIRE(shape.size() == 2, "{}: /features: expected 2 dimensions, found {}", path, shape.size());
   NJ_REQUIRE(static_cast<std::int64_t>(shape[0]) == n, "{}: /features: {} rows but the graph has {} vertices", path,
              shape[0], n);

@@ -150,9 +150,8 @@ void File::write(const std::string& dataset, std::span<const T> values, const st
 }
 
 template <typename T>
-Array<T> File::read(const std::string& dataset) const {
-  Array<T> out;
-  out.shape = shape(dataset);
+std::vector<hsize_t> File::check_readable(const std::string& dataset) const {
+  std::vector<hsize_t> dims = shape(dataset);
   const Handle ds(H5Dopen2(handle_.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
   const Handle type(H5Dget_type(ds.get()), H5Tclose);
   const H5T_class_t stored = H5Tget_class(type.get());
@@ -164,9 +163,17 @@ Array<T> File::read(const std::string& dataset) const {
     fail(dataset, fmt::format("stored as {}-byte numbers (at most {} in this format)", H5Tget_size(type.get()),
                               kMaxNumberBytes));
   }
+  require_input_memory(element_count(dims), sizeof(T), fmt::format("{}: {}", path_, dataset),
+                       fmt::format("{} values", fmt::join(dims, " x ")));
+  return dims;
+}
+
+template <typename T>
+Array<T> File::read(const std::string& dataset) const {
+  Array<T> out;
+  out.shape = check_readable<T>(dataset);
+  const Handle ds(H5Dopen2(handle_.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
   const std::int64_t total = element_count(out.shape);
-  require_input_memory(total, sizeof(T), fmt::format("{}: {}", path_, dataset),
-                       fmt::format("{} values", fmt::join(out.shape, " x ")));
   out.values.resize(static_cast<std::size_t>(total));
   if (total > 0 && H5Dread(ds.get(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.values.data()) < 0) {
     fail(dataset, "read failed (truncated or corrupt file?)");
@@ -182,6 +189,7 @@ template void File::write<std::int64_t>(const std::string&, std::span<const std:
                                         hsize_t);
 template void File::write<std::uint8_t>(const std::string&, std::span<const std::uint8_t>, const std::vector<hsize_t>&,
                                         hsize_t);
+template std::vector<hsize_t> File::check_readable<float>(const std::string&) const;
 template Array<float> File::read<float>(const std::string&) const;
 template Array<double> File::read<double>(const std::string&) const;
 template Array<std::int32_t> File::read<std::int32_t>(const std::string&) const;

@@ -200,6 +200,7 @@ TEST_P(DeviceMemory, PlannerRefusesABudgetThatHoldsTheRowsButNotTheBlocksAndPara
   Resources resources = test::backend_resources(GetParam(), minimum, 1);
   SubgraphExecutor executor(resources, model, local, data.features.view(),
                             {minimum, ExecutionMode::kReuse, CachePolicy::kStAware});
+  expect_forecast_reads_only_the_features_shape(*resources.backend, model, local, data, executor.plan());
   auto comm = make_single_process_communicator();
   TrainOptions options;
   options.epochs = 1;

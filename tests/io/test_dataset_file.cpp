@@ -93,6 +93,12 @@ TEST_F(DatasetFile, RejectsFeatureRowCountDifferentFromVertexCount) {
   expect_rejected({"/features", "rows"});
 }
 
+TEST_F(DatasetFile, RejectsFeaturesStoredAsIntegers) {
+  const auto cols = static_cast<hsize_t>(dataset_.features.cols());
+  replace<std::int32_t>("/features", std::vector<std::int32_t>(num_vertices() * cols, 1), {num_vertices(), cols});
+  expect_rejected({"/features", "expected float"});
+}
+
 TEST_F(DatasetFile, RejectsEdgeEndpointOutOfRange) {
   auto sources = dataset_.graph.sources;
   sources.back() = dataset_.num_vertices();

@@ -54,6 +54,10 @@ class File {
   // one as an integer type.
   template <typename T>
   Array<T> read(const std::string& dataset) const;
+  // What read<T> checks before it reads (the type, and the memory its values would take), without reading;
+  // returns the shape.
+  template <typename T>
+  std::vector<hsize_t> check_readable(const std::string& dataset) const;
 
   void set_attribute(const std::string& key, const std::string& value);
   void set_attribute(const std::string& key, std::int64_t value);
