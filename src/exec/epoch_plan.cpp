@@ -254,7 +254,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       // ties evict.
       if (parts.size() == 1) {
         std::ranges::sort(parts.front());
-        std::ranges::sort(std::span(sources[l].front()).first(parts.front().size()));
+        std::ranges::copy(parts.front(), sources[l].front().begin());
       }
       for (auto& part_dsts : parts) pass.transform_chunks[l].push_back(std::move(part_dsts));
       // Inputs that this layer does not aggregate (closure rows further out) are transformed in chunks of their

@@ -413,16 +413,12 @@ class ClosureTracker {
       frontier_.swap(next_);
     }
   }
-  // add(v) for one hop, without the frontier lists; the vertices new to the one-hop closure join `closure` where
-  // given.
-  void add_one_hop(vid_t v, std::vector<vid_t>* closure) {
-    if (!mark(0, v, nullptr)) return;
+  // add(v) for one hop, without the frontier lists.
+  void add_one_hop(vid_t v, std::vector<std::vector<vid_t>>* added = nullptr) {
+    if (!mark(0, v, added)) return;
     size_.edges[0] += graph_.in_degree(v);
-    const auto mark_one_hop = [&](vid_t u) {
-      if (mark(1, u, nullptr) && closure != nullptr) closure->push_back(u);
-    };
-    mark_one_hop(v);
-    for (const vid_t s : graph_.in_neighbors(v)) mark_one_hop(s);
+    mark(1, v, added);
+    for (const vid_t s : graph_.in_neighbors(v)) mark(1, s, added);
   }
   // Fetches what add_one_hop(v) will read: v's in-neighbours' one-hop marks (its row must be fetched already).
   void prefetch_one_hop(vid_t v) const {
@@ -463,16 +459,16 @@ std::vector<std::vector<vid_t>> partition_in_order(const CsrGraph& graph, std::s
   ClosureTracker closure(graph, hops);
   std::vector<std::vector<vid_t>> parts;
   std::vector<vid_t> current;
-  // The current run's one-hop closure, in the order marked, where it is handed over: a run that ends before a
-  // vertex takes the closure as it was before that vertex's marks.
-  std::vector<vid_t> closure_rows;
-  std::vector<vid_t>* const listed = on_run ? &closure_rows : nullptr;
-  const auto add = [&](vid_t v) { hops == 1 ? closure.add_one_hop(v, listed) : closure.add(v); };
+  // What the current run's vertices added to each closure level, in the order marked, where the one-hop closure
+  // is handed over: a run that ends before a vertex takes the closure as it was before that vertex's marks.
+  std::vector<std::vector<vid_t>> added(2);
+  const std::vector<vid_t>& closure_rows = added[1];
+  const auto add = [&](vid_t v) { hops == 1 ? closure.add_one_hop(v, on_run ? &added : nullptr) : closure.add(v); };
   const auto close = [&](std::vector<vid_t>&& run, std::size_t closure_size) {
     if (on_run) on_run(run, std::span<const vid_t>(closure_rows).first(closure_size));
     parts.push_back(std::move(run));
     closure.reset();
-    closure_rows.clear();
+    for (std::vector<vid_t>& level : added) level.clear();
   };
   for (std::size_t i = 0; i < order.size(); ++i) {
     const vid_t v = order[i];
