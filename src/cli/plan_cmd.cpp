@@ -26,14 +26,21 @@ struct PlanArguments {
   bool json = false;
 };
 
-// Bytes a rank sends to its peers per epoch: forward, its boundary rows of each layer's transformed rows;
-// backward, its mirrors' gradients of them (what ExchangeStats counts as sent).
-std::int64_t exchange_bytes_sent(const Model& model, const LocalGraph& local) {
-  std::int64_t rows = 0;
-  for (const PeerRows& p : local.peers) rows += static_cast<std::int64_t>(p.send.size() + p.receive.size());
+// Bytes a rank sends to its peers per epoch: forward, its boundary rows of what each layer aggregates;
+// backward, its mirrors' gradients of them, except for a first layer that sums its inputs (what ExchangeStats
+// counts as sent).
+std::int64_t exchange_bytes_sent(const Model& model, const LocalGraph& local, const EpochPlan& plan) {
+  std::int64_t forward_rows = 0;
+  std::int64_t backward_rows = 0;
+  for (const PeerRows& p : local.peers) {
+    forward_rows += static_cast<std::int64_t>(p.send.size());
+    backward_rows += static_cast<std::int64_t>(p.receive.size());
+  }
+  const bool sums_inputs = plan.first_layer_sums_inputs();
   std::int64_t bytes = 0;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
-    bytes += rows * model.layer(l).row_width() * static_cast<std::int64_t>(sizeof(float));
+    const std::int64_t rows = forward_rows + (l == 0 && sums_inputs ? 0 : backward_rows);
+    bytes += rows * aggregated_width(model, l, sums_inputs) * static_cast<std::int64_t>(sizeof(float));
   }
   return bytes;
 }
@@ -88,7 +95,7 @@ void run_partition_plan(const PlanArguments& args) {
     const MeasuredPlan measured = plan_and_measure(model, shard.local, shard.features.view(), choice.options);
     const EpochPlan& plan = measured.plan;
     const HostFootprint host = rank_footprint(args, shard.local, shard.features.cols(), shard.num_classes, measured);
-    const std::int64_t exchange = exchange_bytes_sent(model, shard.local);
+    const std::int64_t exchange = exchange_bytes_sent(model, shard.local, plan);
     ranks.push_back({{"rank", part},
                      {"owned", shard.local.num_owned},
                      {"mirrors", shard.local.num_mirrors()},

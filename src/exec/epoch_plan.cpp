@@ -13,6 +13,7 @@
 #include "nj/core/bytes.hpp"
 #include "nj/core/side_by_side.hpp"
 #include "nj/device/arena.hpp"
+#include "nj/exec/executor.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/kernels/device_block.hpp"
 
@@ -28,18 +29,21 @@ std::string suggested_budget(std::int64_t bytes) { return fmt::format("{}K", (by
 constexpr std::int64_t kStepsPerBudget = 4;
 
 struct LayerDims {
-  std::int64_t in = 0;     // input row width
-  std::int64_t width = 0;  // transformed row width (what aggregation reads)
-  std::int64_t out = 0;    // output row width
-  std::int64_t heads = 0;  // GAT heads, 0 for GCN
+  std::int64_t in = 0;       // input row width
+  std::int64_t width = 0;    // what aggregation reads: the transformed rows, or the inputs where sums_inputs
+  std::int64_t out = 0;      // output row width
+  std::int64_t heads = 0;    // GAT heads, 0 for GCN
+  bool sums_inputs = false;  // aggregates its inputs, then transforms the sums (Pass::first_layer_sums_inputs)
   bool attention() const { return heads > 0; }
 };
 
-std::vector<LayerDims> layer_dims(const Model& model) {
+std::vector<LayerDims> layer_dims(const Model& model, bool first_layer_sums_inputs = false) {
   std::vector<LayerDims> dims;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
-    dims.push_back({layer.in_dim(), layer.row_width(), layer.out_dim(), layer.attention_heads()});
+    const bool sums_inputs = l == 0 && first_layer_sums_inputs;
+    dims.push_back({layer.in_dim(), sums_inputs ? layer.in_dim() : layer.row_width(), layer.out_dim(),
+                    layer.attention_heads(), sums_inputs});
   }
   return dims;
 }
@@ -191,7 +195,8 @@ StepRows step_rows(const Pass& pass, std::size_t k, bool attention, std::span<co
     case StepKind::kAggregate: rows.reads = run(z, sources); break;
     case StepKind::kAggregateBackward:
       if (attention) rows.reads = run(z, sources);
-      rows.accumulates = run(grad, sources);
+      // A layer that summed its inputs needs no gradient of them.
+      if (!(s.layer == 0 && pass.first_layer_sums_inputs)) rows.accumulates = run(grad, sources);
       break;
     case StepKind::kTransformBackward: rows.reads = run(grad, pass.transform_chunks[s.layer][s.index]); break;
     case StepKind::kSendRows: rows.reads = run(z, pass.exchange[s.layer].send_rows[s.index]); break;
@@ -216,6 +221,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   pass.aggregated_rows = *std::max_element(rows.out_rows.begin(), rows.out_rows.end());
   pass.layer_parts.resize(layers);
   pass.transform_chunks.resize(layers);
+  pass.first_layer_sums_inputs = dims.front().sums_inputs;
   const bool weighted = graph.weighted();
   // Every subgraph's sources, while planning: the trace lists them.
   std::vector<std::vector<std::vector<vid_t>>> sources(layers);
@@ -398,6 +404,17 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   pass.forward_steps = pass.steps.size();
   for (std::size_t l = layers; l-- > 0;) {
     const auto phase = static_cast<std::uint32_t>(layers + (layers - 1 - l));
+    if (dims[l].sums_inputs) {
+      // The weight gradient from the sums the forward kept, and no gradient of the inputs: no pool, no exchange.
+      for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+        add_step(StepKind::kAggregateBackward, l, k, phase);
+        if (!pass.output_stays(l, k)) {
+          pass.stream_h2d_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].out * kFloat;
+        }
+      }
+      pass.exchange_points.push_back({pass.steps.size(), pass.steps.size()});
+      continue;
+    }
     const std::int64_t cached_tensors = dims[l].attention() ? 2 : 1;
     trace.capacity_rows[phase][grad_tensor(l)] =
         slots_for(plan.pool_bytes / cached_tensors, dims[l].width * kFloat, pass.num_rows);
@@ -654,7 +671,10 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   plan.staging_limit_bytes = std::max<std::int64_t>(0, plan.step_limit_bytes - kStepPadding);
 
   PreparedGraph prepared = model.prepare(local);
-  const auto dims = layer_dims(model);
+  // Without a budget reuse's pass keeps on the device what in-memory training keeps, and runs its first layer in
+  // the same order.
+  const auto dims = layer_dims(
+      model, no_budget && options.mode == ExecutionMode::kReuse && aggregates_before_transform(model.layer(0), 0));
   const std::size_t layers = dims.size();
   const std::int64_t owned = local.num_owned;
   // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges. The

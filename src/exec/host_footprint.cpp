@@ -7,6 +7,7 @@
 
 #include "nj/core/bytes.hpp"
 #include "nj/core/error.hpp"
+#include "nj/exec/executor.hpp"
 
 namespace nj {
 namespace {
@@ -24,27 +25,34 @@ constexpr std::int64_t kThreadWorkspace = std::int64_t{16} << 20;
 // shared homes of the transformed rows and their gradients for every local row, and the boundary rows sent and
 // the gradients received (mirrors stand in for the boundary before partitioning is known); the recompute
 // baseline's logits too.
-std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool recompute) {
+std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool recompute, bool first_layer_sums_inputs) {
   std::int64_t bytes = s.owned * s.classes * kFloat * (recompute ? 2 : 1);
   const std::int64_t mirrors = s.local - s.owned;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
-    bytes += kFloat * (s.owned * layer.out_dim() + 2 * mirrors * layer.row_width());
+    bytes += kFloat * (s.owned * layer.out_dim() + 2 * mirrors * aggregated_width(model, l, first_layer_sums_inputs));
   }
-  for (const std::int64_t width : host_homes(model).width) bytes += kFloat * s.local * width;
+  for (const std::int64_t width : host_homes(model, first_layer_sums_inputs).width) bytes += kFloat * s.local * width;
   return bytes;
 }
 
 // What the in-memory executor puts on its device: the features, per layer the transformed rows and their
 // gradients (local rows), the outputs and their gradients and the dropped-out inputs (owned rows), and the
-// graph's blocks with their by-source index; plus one layer's widest rows of kernel workspace.
+// graph's blocks with their by-source index; plus one layer's widest rows of kernel workspace. A layer that
+// aggregates before it transforms keeps its dropped inputs (local rows) and their sums (owned rows) instead.
 std::int64_t in_memory_device_bytes(const Model& model, const RankShape& s) {
   std::int64_t bytes = s.owned * s.features * kFloat;
   std::int64_t widest = 0;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
+    const std::int64_t outputs = 2 * s.owned * layer.out_dim();
+    if (aggregates_before_transform(layer, l)) {
+      bytes += kFloat * ((s.local + s.owned) * layer.in_dim() + outputs);
+      widest = std::max({widest, layer.in_dim(), layer.out_dim()});
+      continue;
+    }
     const std::int64_t dropped = model.config().dropout > 0.0F ? s.owned * layer.in_dim() : 0;
-    bytes += kFloat * (2 * s.local * layer.row_width() + 2 * s.owned * layer.out_dim() + dropped);
+    bytes += kFloat * (2 * s.local * layer.row_width() + outputs + dropped);
     widest = std::max({widest, layer.row_width(), layer.out_dim()});
   }
   const std::int64_t edges = s.in_edges + s.owned;  // with a self-loop each
@@ -54,7 +62,12 @@ std::int64_t in_memory_device_bytes(const Model& model, const RankShape& s) {
 
 }  // namespace
 
-HostHomes host_homes(const Model& model) {
+std::int64_t aggregated_width(const Model& model, std::size_t l, bool first_layer_sums_inputs) {
+  const Layer& layer = model.layer(l);
+  return l == 0 && first_layer_sums_inputs ? layer.in_dim() : layer.row_width();
+}
+
+HostHomes host_homes(const Model& model, bool first_layer_sums_inputs) {
   // Phases: forward layer l is phase l, backward layer l is phase 2L-1-l. Layer l's transformed rows live from its
   // forward phase to its backward phase where the backward reads them (attention), else through the forward only;
   // their gradients through the backward phase.
@@ -81,7 +94,8 @@ HostHomes host_homes(const Model& model) {
     buffers = std::max(buffers, buffer + 1);
     free_after[buffer] = span.last;
     homes.buffer_of[span.tensor] = buffer;
-    homes.width[buffer] = std::max(homes.width[buffer], model.layer(span.tensor / 2).row_width());
+    homes.width[buffer] =
+        std::max(homes.width[buffer], aggregated_width(model, span.tensor / 2, first_layer_sums_inputs));
   }
   homes.width.resize(buffers);
   return homes;
@@ -113,8 +127,12 @@ HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape&
   if (shape.whole_dataset_bytes > 0) footprint.parts.push_back({"whole dataset", shape.whole_dataset_bytes});
   // The subgraph executor's rank frees the loaded graph's in-edges once planned, before its rows fill.
   footprint.parts.push_back({"dataset", shard_bytes(shape) - (layout.in_memory ? 0 : shard_in_edge_bytes(shape))});
-  footprint.parts.push_back({"host rows", layout.in_memory ? 2 * shape.owned * shape.classes * kFloat
-                                                           : subgraph_host_rows(model, shape, layout.recompute)});
+  // As plan_epoch decides it: only reuse without a budget sums the first layer's inputs.
+  const bool sums_inputs = !layout.in_memory && !layout.recompute && layout.device_budget == kUnlimited &&
+                           aggregates_before_transform(model.layer(0), 0);
+  footprint.parts.push_back({"host rows", layout.in_memory
+                                              ? 2 * shape.owned * shape.classes * kFloat
+                                              : subgraph_host_rows(model, shape, layout.recompute, sums_inputs)});
   if (layout.device_in_host_memory) {
     footprint.parts.push_back(
         {"device (emulated)", bounded ? layout.device_budget : in_memory_device_bytes(model, shape)});

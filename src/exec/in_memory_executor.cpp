@@ -18,6 +18,10 @@ RandomStream attention_dropout_stream(const ModelConfig& config, std::uint32_t l
   return {config.seed, RandomPurpose::kAttentionDropout, layer, epoch};
 }
 
+bool aggregates_before_transform(const Layer& layer, std::size_t l) {
+  return l == 0 && layer.aggregation_commutes() && layer.in_dim() < 2 * layer.row_width();
+}
+
 namespace {
 
 // The owned rows with all their in-edges, as one part that writes the outputs in place; or, where there are
@@ -100,19 +104,27 @@ struct InMemoryExecutor::State {
     const vid_t num_local = local.num_local();
     for (std::size_t l = 0; l < model.num_layers(); ++l) {
       const Layer& layer = model.layer(l);
-      z.emplace_back(device, num_local, layer.row_width(), "rows: transformed rows");
+      const bool sums_inputs = aggregates_before_transform(layer, l);
+      sums_inputs_first.push_back(sums_inputs);
+      // What the aggregation reads and writes: the (dropped) inputs and their sums, or the transformed rows and
+      // the outputs.
+      const std::int64_t width = sums_inputs ? layer.in_dim() : layer.row_width();
+      const std::int64_t sums_width = sums_inputs ? layer.in_dim() : layer.out_dim();
+      z.emplace_back(device, num_local, width, sums_inputs ? "rows: dropped inputs" : "rows: transformed rows");
       outputs.emplace_back(device, num_owned, layer.out_dim(), "rows: layer outputs");
       grad_outputs.emplace_back(device, num_owned, layer.out_dim(), "rows: output gradients");
-      grad_z.emplace_back(device, num_local, layer.row_width(), "rows: transformed-row gradients");
-      dropped.push_back(model.config().dropout > 0.0F
+      grad_z.push_back(sums_inputs ? DeviceMatrix()
+                                   : DeviceMatrix(device, num_local, width, "rows: transformed-row gradients"));
+      dropped.push_back(model.config().dropout > 0.0F && !sums_inputs
                             ? DeviceMatrix(device, num_owned, layer.in_dim(), "rows: dropped inputs")
                             : DeviceMatrix());
-      part_rows.push_back(largest_scattered > 0
-                              ? DeviceMatrix(device, largest_scattered, layer.out_dim(), "rows: part rows")
-                              : DeviceMatrix());
+      input_sums.push_back(sums_inputs ? DeviceMatrix(device, num_owned, sums_width, "rows: aggregated inputs")
+                                       : DeviceMatrix());
+      part_rows.push_back(largest_scattered > 0 ? DeviceMatrix(device, largest_scattered, sums_width, "rows: part rows")
+                                                : DeviceMatrix());
       if (exchange.has_peers()) {
-        boundary_rows.emplace_back(device, static_cast<std::int64_t>(exchange.boundary_rows().size()),
-                                   layer.row_width(), "rows: boundary rows");
+        boundary_rows.emplace_back(device, static_cast<std::int64_t>(exchange.boundary_rows().size()), width,
+                                   "rows: boundary rows");
       }
     }
     kept.resize(model.num_layers());
@@ -129,12 +141,15 @@ struct InMemoryExecutor::State {
     return dropped[l].view();
   }
 
+  // Where layer l's aggregation writes: the sums of its inputs, or its outputs.
+  DeviceRows aggregated(std::size_t l) { return sums_inputs_first[l] ? input_sums[l].view() : outputs[l].view(); }
+
   void aggregate(const Model& model, std::size_t l, const DevicePart& part, std::uint32_t epoch, bool training) {
-    const DeviceRows out = part.in_place() ? outputs[l].view() : part_rows[l].view().slice(0, part.num_dst);
+    const DeviceRows out = part.in_place() ? aggregated(l) : part_rows[l].view().slice(0, part.num_dst);
     model.layer(l).aggregate(backend, part.view(),
                              attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training,
                              z[l].view(), out);
-    if (!part.in_place()) backend.copy_rows(out, {}, outputs[l].view(), part.destinations.view(), out.rows);
+    if (!part.in_place()) backend.copy_rows(out, {}, aggregated(l), part.destinations.view(), out.rows);
   }
 
   void aggregate_backward(const Model& model, std::size_t l, const DevicePart& part, std::uint32_t epoch) {
@@ -190,9 +205,23 @@ struct InMemoryExecutor::State {
     parameters.upload(backend, model);
     for (std::size_t l = 0; l < model.num_layers(); ++l) {
       const LayerParameters& p = parameters.layer(l);
-      kept[l] = dropped_input(model, l, epoch, training);
-      Layer::transform(backend, p.weight.view(), kept[l], z[l].view().slice(0, num_owned));
-      exchange_rows(model, l, epoch, training);
+      if (sums_inputs_first[l]) {
+        // The owned rows aggregated are the layer's inputs after dropout; the sums are transformed.
+        const DeviceRows owned_rows = z[l].view().slice(0, num_owned);
+        if (training && model.config().dropout > 0.0F) {
+          backend.dropout(layer_input(l), owned_gid.view(),
+                          feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
+                          model.config().dropout, owned_rows);
+        } else {
+          backend.copy_rows(layer_input(l), {}, owned_rows, {}, num_owned);
+        }
+        exchange_rows(model, l, epoch, training);
+        Layer::transform(backend, p.weight.view(), input_sums[l].view(), outputs[l].view());
+      } else {
+        kept[l] = dropped_input(model, l, epoch, training);
+        Layer::transform(backend, p.weight.view(), kept[l], z[l].view().slice(0, num_owned));
+        exchange_rows(model, l, epoch, training);
+      }
       backend.bias_activation(outputs[l].view(), p.bias.view().span(), model.activation_after(l), outputs[l].view());
     }
     transfers.download(outputs.back().view(), logits.view());
@@ -207,6 +236,13 @@ struct InMemoryExecutor::State {
       const DeviceRows grad_y = grad_outputs[l].view();
       backend.activation_backward(model.activation_after(l), outputs[l].view(), grad_y, grad_y);
       backend.column_sums(grad_y, p.bias_grad.view().span(), true);
+      if (sums_inputs_first[l]) {
+        // The input needs no gradient (the first layer), so neither do the rows aggregated: no aggregation, and
+        // no exchange, runs backward.
+        Layer::transform_backward(backend, p.weight.view(), p.weight_grad.view(), input_sums[l].view(), grad_y, {});
+        parameters.finish_backward(backend, model, l);
+        continue;
+      }
       if (parts.size() > 1) backend.zero_rows(grad_z[l].view(), {}, grad_z[l].rows());
       // The parts that read mirrors first: the mirrors' gradients then travel home while the others run.
       for (const bool reading_mirrors : {true, false}) {
@@ -272,11 +308,13 @@ struct InMemoryExecutor::State {
   DeviceMatrix input;            // the owned rows' features
   std::vector<DevicePart> parts;
   // Per layer:
-  std::vector<DeviceMatrix> z;        // transformed rows (owned and mirrors)
+  std::vector<char> sums_inputs_first;  // aggregates_before_transform
+  std::vector<DeviceMatrix> z;  // what the aggregation reads (owned and mirrors): transformed rows, or dropped inputs
   std::vector<DeviceMatrix> outputs;  // act(Y + b) (owned); the last holds the logits
   std::vector<DeviceMatrix> grad_outputs;
   std::vector<DeviceMatrix> grad_z;
-  std::vector<DeviceMatrix> dropped;        // when dropout is on
+  std::vector<DeviceMatrix> dropped;        // when dropout is on and the transform reads them
+  std::vector<DeviceMatrix> input_sums;     // Â·X where the layer aggregates before it transforms
   std::vector<DeviceMatrix> part_rows;      // a part's output rows, or their gradients, before they are scattered
   std::vector<DeviceMatrix> boundary_rows;  // the boundary rows leaving, or their received gradient sums
   std::vector<ConstDeviceRows> kept;        // what transform_backward multiplies by

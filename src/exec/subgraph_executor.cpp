@@ -69,10 +69,11 @@ struct SubgraphExecutor::State {
     const std::int64_t aggregated = plan.largest_aggregated_rows;
     const auto boundary = static_cast<std::int64_t>(exchange.boundary_rows().size());
     const std::size_t layers = model.num_layers();
-    const HostHomes layout = host_homes(model);
+    const bool sums_inputs = plan.first_layer_sums_inputs();
+    const HostHomes layout = host_homes(model, sums_inputs);
     for (const std::int64_t width : layout.width) home_buffers.emplace_back(rows, width);
     for (std::size_t t = 0; t < 2 * layers; ++t) {
-      homes.push_back(home_buffers[layout.buffer_of[t]].view(model.layer(t / 2).row_width()));
+      homes.push_back(home_buffers[layout.buffer_of[t]].view(aggregated_width(model, t / 2, sums_inputs)));
       slot_of.emplace_back(static_cast<std::size_t>(rows), -1);
     }
     for (std::size_t l = 0; l < layers; ++l) {
@@ -80,8 +81,8 @@ struct SubgraphExecutor::State {
       output_rows.emplace_back(aggregated, layer.out_dim());
       outputs.push_back(output_rows.back().view());
       grad_outputs.push_back(outputs.back());
-      received_gradients.emplace_back(boundary, layer.row_width());
-      boundary_rows.emplace_back(boundary, layer.row_width());
+      received_gradients.emplace_back(boundary, aggregated_width(model, l, sums_inputs));
+      boundary_rows.emplace_back(boundary, aggregated_width(model, l, sums_inputs));
     }
     last_gradients = HostRows(aggregated, model.layer(layers - 1).out_dim());
     grad_outputs.back() = last_gradients.view();
@@ -214,6 +215,10 @@ struct SubgraphExecutor::State {
       const std::size_t phase = exchange_phase;
       const bool forward = phase < layers;
       const auto layer = static_cast<std::uint32_t>(forward ? phase : 2 * layers - 1 - phase);
+      if (!forward && layer == 0 && pass->first_layer_sums_inputs) {  // no gradient of the inputs travels
+        ++exchange_phase;
+        continue;
+      }
       if (!exchange_started) {
         if (points[phase].start > k) return;
         if (forward) {
@@ -305,6 +310,7 @@ struct SubgraphExecutor::State {
     }
     std::erase_if(resident_inputs, [](const auto& entry) { return entry.first.first > 0; });
     resident_dropped.clear();
+    resident_sums.clear();
     resident_output_gradients.clear();
   }
 
@@ -367,10 +373,25 @@ struct SubgraphExecutor::State {
     return true;
   }
 
+  // Whether layer l aggregates its inputs and transforms the sums (Pass::first_layer_sums_inputs).
+  bool sums_inputs(std::size_t l) const { return l == 0 && pass->first_layer_sums_inputs; }
+
   void transform(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch, bool training) {
     const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
     std::optional<DeviceMatrix> streamed;
     DeviceMatrix& input = transform_input(l, k, streamed);
+    if (sums_inputs(l)) {
+      // The rows aggregated are the inputs after dropout, written to their slots; the backward needs none of them.
+      DeviceMatrix out(device, input.rows(), input.cols(), "rows: dropped inputs");
+      const DeviceArray<vid_t> write_slots = slots_on_device(transfers, slots.writes);
+      const auto in_place = pool_run(z_index(l), slots.writes);
+      const DeviceRows dropped = in_place ? *in_place : out.view();
+      if (!dropout_rows(model, l, epoch, training, rows, input.view(), dropped)) {
+        backend.copy_rows(input.view(), {}, dropped, {}, input.rows());
+      }
+      if (!in_place) backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), write_slots.view(), out.rows());
+      return;
+    }
     // Dropout works in place on streamed rows; rows that stay keep their values for the backward half.
     DeviceMatrix dropped =
         streamed ? DeviceMatrix() : DeviceMatrix(device, input.rows(), input.cols(), "rows: dropped inputs");
@@ -395,12 +416,20 @@ struct SubgraphExecutor::State {
     const StepBlock& block = step_block(l, k, streamed);
     const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
     Layer& layer = model.layer(l);
-    DeviceMatrix out(device, static_cast<std::int64_t>(destinations.size()), layer.out_dim(), "rows: aggregated rows");
+    const auto num_dst = static_cast<std::int64_t>(destinations.size());
+    DeviceMatrix out(device, num_dst, layer.out_dim(), "rows: aggregated rows");
+    DeviceMatrix sums =
+        sums_inputs(l) ? DeviceMatrix(device, num_dst, layer.in_dim(), "rows: aggregated inputs") : DeviceMatrix();
+    const DeviceRows aggregated = sums_inputs(l) ? sums.view() : out.view();
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
     if (const auto sources = pool_run(z_index(l), slots.reads)) {
-      layer.aggregate(backend, block.view(), attention, training, *sources, out.view());
+      layer.aggregate(backend, block.view(), attention, training, *sources, aggregated);
     } else {
-      layer.aggregate(backend, block.view(read_slots.view()), attention, training, pools.pool(z_index(l)), out.view());
+      layer.aggregate(backend, block.view(read_slots.view()), attention, training, pools.pool(z_index(l)), aggregated);
+    }
+    if (sums_inputs(l)) {
+      Layer::transform(backend, parameters.layer(l).weight.view(), sums.view(), out.view());
+      if (training) resident_sums[{l, k}] = std::move(sums);  // what the weight gradient multiplies by
     }
     backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
     if (pass->output_stays(l, k)) {
@@ -419,7 +448,14 @@ struct SubgraphExecutor::State {
     std::optional<DeviceMatrix> stayed = take(resident_output_gradients, l, k);
     const DeviceMatrix grad_y =
         stayed ? std::move(*stayed) : upload(grad_outputs[l], destinations, "rows: output gradients");
-    backend.column_sums(grad_y.view(), parameters.layer(l).bias_grad.view().span(), true);
+    LayerParameters& p = parameters.layer(l);
+    backend.column_sums(grad_y.view(), p.bias_grad.view().span(), true);
+    if (sums_inputs(l)) {
+      const std::optional<DeviceMatrix> sums = take(resident_sums, l, k);
+      NJ_EXPECTS(sums.has_value(), "layer {} subgraph {}: its forward kept no sums", l + 1, k);
+      Layer::transform_backward(backend, p.weight.view(), p.weight_grad.view(), sums->view(), grad_y.view(), {});
+      return;
+    }
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
     std::optional<StepBlock> streamed;
     const StepBlock& block = step_block(l, k, streamed);
@@ -669,6 +705,7 @@ struct SubgraphExecutor::State {
   ByChunk<StepBlock> resident_blocks;
   ByChunk<DeviceMatrix> resident_inputs;
   ByChunk<DeviceMatrix> resident_dropped;  // their dropout, where it drops
+  ByChunk<DeviceMatrix> resident_sums;     // per first-layer subgraph, its inputs' sums (Pass::first_layer_sums_inputs)
   // Per layer and subgraph whose outputs stay: their gradients, from the next layer's transform backward.
   ByChunk<DeviceMatrix> resident_output_gradients;
   std::vector<vid_t> replay_sources;

@@ -99,11 +99,11 @@ TEST_P(CrossBackendGradientTest, CudaGradientsEqualTheCpusOnCora) {
   expect_cuda_step_equals_the_cpus(cora, GetParam().config);
 }
 
-ModelConfig gcn(int layers) {
+ModelConfig gcn(int layers, int hidden = 4) {
   ModelConfig c;
   c.kind = ModelKind::kGcn;
   c.layers = layers;
-  c.hidden = 4;
+  c.hidden = hidden;
   c.activation = Activation::kElu;  // smooth, so finite differences see no kinks
   c.dropout = 0.3F;
   c.seed = 3;
@@ -124,9 +124,22 @@ ModelConfig gat(int layers, int output_heads) {
   return c;
 }
 
+// The cases' datasets have 5 features (16 on the generated graph): GCN's first layer sums its inputs before it
+// transforms them at hidden 4 and 16, and transforms first at hidden 2 (aggregates_before_transform).
 auto gradient_cases() {
-  return ::testing::Values(GradientCase{"gcn2", gcn(2)}, GradientCase{"gcn3", gcn(3)}, GradientCase{"gat2", gat(2, 1)},
+  return ::testing::Values(GradientCase{"gcn2", gcn(2)}, GradientCase{"gcn3", gcn(3)},
+                           GradientCase{"gcn2_transform_first", gcn(2, 2)}, GradientCase{"gat2", gat(2, 1)},
                            GradientCase{"gat2_two_output_heads", gat(2, 2)}, GradientCase{"gat3", gat(3, 1)});
+}
+
+TEST(LayerOrder, OnlyGcnsFirstLayerSumsItsInputsAndOnlyWhereTheyAreNarrowerThanTwoOfItsRows) {
+  const Model narrow(gcn(2), 5, 3);
+  EXPECT_TRUE(aggregates_before_transform(narrow.layer(0), 0));
+  EXPECT_FALSE(aggregates_before_transform(narrow.layer(1), 1));  // its input needs a gradient
+  const Model wide(gcn(2, 2), 5, 3);
+  EXPECT_FALSE(aggregates_before_transform(wide.layer(0), 0));
+  const Model attention(gat(2, 1), 5, 3);
+  EXPECT_FALSE(aggregates_before_transform(attention.layer(0), 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ModelGradientTest, ::testing::Combine(test::all_backends(), gradient_cases()),

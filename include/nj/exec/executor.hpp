@@ -62,6 +62,13 @@ class Executor {
 RandomStream feature_dropout_stream(const ModelConfig& config, std::uint32_t layer, std::uint32_t epoch);
 RandomStream attention_dropout_stream(const ModelConfig& config, std::uint32_t layer, std::uint32_t epoch);
 
+// Whether the in-memory executor runs layer l as aggregate-then-transform, Y = (Â·X)·W, instead of Y = Â·(X·W):
+// for a layer whose aggregation commutes with its transform (GCN) and whose input needs no gradient (the first
+// layer), where one aggregation of in_dim-wide rows costs less than the two of row_width-wide ones the other order
+// runs (forward, and backward for ∂L/∂Z); the weight gradient is then (Â·X)ᵀ·∂L/∂Y, from the sums kept.
+// DGL's GraphConv chooses its order the same way. The two orders differ only in the rounding of their sums.
+bool aggregates_before_transform(const Layer& layer, std::size_t l);
+
 // Runs every layer of a model on the whole local graph at once, with everything on the device (a GPU the graph
 // fits in). Each layer transforms the owned rows; the mirrors' transformed rows come from the exchange, which
 // runs while the owned rows that read no mirror aggregate; backward, the rows that read mirrors run first, so

@@ -18,7 +18,10 @@ struct HostHomes {
   std::vector<std::size_t> buffer_of;
   std::vector<std::int64_t> width;
 };
-HostHomes host_homes(const Model& model);
+// first_layer_sums_inputs: as Pass::first_layer_sums_inputs, where layer 0's tensors hold its inputs' width.
+HostHomes host_homes(const Model& model, bool first_layer_sums_inputs = false);
+// The width of layer l's tensors' rows: what its aggregation reads.
+std::int64_t aggregated_width(const Model& model, std::size_t l, bool first_layer_sums_inputs);
 
 // What a rank loads and computes on.
 struct RankShape {

@@ -118,6 +118,11 @@ struct Pass {
   // Without a budget, reuse's pass keeps its blocks and the features on the device for the whole run: uploaded
   // once, before the first epoch, they are no epoch's transfers.
   bool lasting = false;
+  // Whether the first layer aggregates its dropped inputs and transforms the sums, as in-memory training does
+  // (aggregates_before_transform): then its transform steps only drop out, its aggregations keep the sums on the
+  // device for the backward half, which takes the weight gradient from them, and nothing of it runs backward but
+  // those (no gradient pool, no exchange, no transform backward). Only a lasting pass, where the sums can stay.
+  bool first_layer_sums_inputs = false;
 
   vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
   bool output_stays(std::size_t layer, std::size_t part) const {
@@ -158,6 +163,7 @@ std::int64_t host_block_bytes(std::int64_t destinations, std::int64_t sources, s
 struct EpochPlan {
   SubgraphExecutorOptions options;
   std::vector<Pass> passes;  // reuse: its one pass. Recompute: none stored (see closures)
+  bool first_layer_sums_inputs() const { return passes.size() == 1 && passes.front().first_layer_sums_inputs; }
   // Recompute: the destinations of each pass. Its closure pass is cut again when it runs (ClosurePlanner), as a
   // full-neighbour sampler cuts a split model's subgraphs: storing every closure's edges would take more host
   // memory than the graph.

@@ -31,6 +31,9 @@ class Layer {
   virtual std::int64_t out_dim() const = 0;
   // Attention heads (0 without attention): what an aggregation's backward keeps per edge.
   virtual int attention_heads() const { return 0; }
+  // Whether aggregate() is linear in z and independent of it otherwise (no attention): then it commutes with the
+  // transform, (ÂX)·W = Â·(X·W), and may run on rows of any width.
+  virtual bool aggregation_commutes() const { return false; }
   virtual std::vector<Parameter*> parameters() = 0;
   const Parameter& bias() const { return bias_; }
   Parameter& bias() { return bias_; }

@@ -17,6 +17,7 @@ class GcnLayer final : public Layer {
   GcnLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index);
   std::int64_t row_width() const override { return weight_.value.cols(); }
   std::int64_t out_dim() const override { return weight_.value.cols(); }
+  bool aggregation_commutes() const override { return true; }
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
   void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
                  ConstDeviceRows z, DeviceRows y) const override;
