@@ -14,6 +14,7 @@
 #include "nj/core/side_by_side.hpp"
 #include "nj/device/arena.hpp"
 #include "nj/exec/executor.hpp"
+#include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/kernels/device_block.hpp"
 
@@ -41,9 +42,8 @@ std::vector<LayerDims> layer_dims(const Model& model, bool first_layer_sums_inpu
   std::vector<LayerDims> dims;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
-    const bool sums_inputs = l == 0 && first_layer_sums_inputs;
-    dims.push_back({layer.in_dim(), sums_inputs ? layer.in_dim() : layer.row_width(), layer.out_dim(),
-                    layer.attention_heads(), sums_inputs});
+    dims.push_back({layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
+                    layer.attention_heads(), l == 0 && first_layer_sums_inputs});
   }
   return dims;
 }
@@ -71,7 +71,8 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t staging = 2 * src * (d.width * kFloat + kSlot) * cached_tensors;
   const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, !d.attention());
   const std::int64_t transform = dst * ((d.in + d.width) * kFloat + kId + kSlot);
-  const std::int64_t aggregate = block + src * kSlot + dst * d.out * kFloat;
+  // A layer that sums its inputs keeps their sums beside its outputs.
+  const std::int64_t aggregate = block + src * kSlot + dst * (d.out + (d.sums_inputs ? d.in : 0)) * kFloat;
   const std::int64_t aggregate_backward = block + 2 * src * kSlot + dst * d.out * kFloat +
                                           (d.attention() ? 2 * src * d.width * kFloat : 0) +
                                           attention_workspace(d, dst, edges);
@@ -405,7 +406,8 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   for (std::size_t l = layers; l-- > 0;) {
     const auto phase = static_cast<std::uint32_t>(layers + (layers - 1 - l));
     if (dims[l].sums_inputs) {
-      // The weight gradient from the sums the forward kept, and no gradient of the inputs: no pool, no exchange.
+      // The weight gradient from the sums the forward kept, and no gradient of the inputs: no pool, no exchange
+      // (the phase's exchange points stay, so that phases keep their index; advance_exchange skips this one).
       for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
         add_step(StepKind::kAggregateBackward, l, k, phase);
         if (!pass.output_stays(l, k)) {
@@ -640,6 +642,12 @@ Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
                    local_degree);
 }
 
+bool plan_sums_first_layer_inputs(const Model& model, std::int64_t device_budget, ExecutionMode mode) {
+  // Without a budget reuse's pass keeps on the device what in-memory training keeps, so it can keep the sums and
+  // run its first layer in the same order.
+  return unlimited(device_budget) && mode == ExecutionMode::kReuse && aggregates_before_transform(model.layer(0), 0);
+}
+
 ExecutionMode parse_execution_mode(const std::string& text) {
   if (text == "reuse") return ExecutionMode::kReuse;
   if (text == "recompute") return ExecutionMode::kRecompute;
@@ -671,10 +679,7 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   plan.staging_limit_bytes = std::max<std::int64_t>(0, plan.step_limit_bytes - kStepPadding);
 
   PreparedGraph prepared = model.prepare(local);
-  // Without a budget reuse's pass keeps on the device what in-memory training keeps, and runs its first layer in
-  // the same order.
-  const auto dims = layer_dims(
-      model, no_budget && options.mode == ExecutionMode::kReuse && aggregates_before_transform(model.layer(0), 0));
+  const auto dims = layer_dims(model, plan_sums_first_layer_inputs(model, options.device_budget, options.mode));
   const std::size_t layers = dims.size();
   const std::int64_t owned = local.num_owned;
   // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges. The

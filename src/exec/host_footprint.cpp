@@ -8,6 +8,7 @@
 #include "nj/core/bytes.hpp"
 #include "nj/core/error.hpp"
 #include "nj/exec/executor.hpp"
+#include "nj/exec/subgraph_executor.hpp"
 
 namespace nj {
 namespace {
@@ -22,15 +23,17 @@ constexpr std::int64_t kThreadWorkspace = std::int64_t{16} << 20;
 
 // The rows the subgraph executor keeps on the host: per layer its outputs for the owned rows (a layer's output
 // gradients overwrite them in place, except the last layer's, which the loss writes beside the logits), the
-// shared homes of the transformed rows and their gradients for every local row, and the boundary rows sent and
-// the gradients received (mirrors stand in for the boundary before partitioning is known); the recompute
-// baseline's logits too.
+// shared homes of the transformed rows (a first layer's dropped inputs, where it sums them) and their gradients for
+// every local row, and the boundary rows sent and the gradients received (mirrors stand in for the boundary before
+// partitioning is known); the recompute baseline's logits too.
 std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool recompute, bool first_layer_sums_inputs) {
   std::int64_t bytes = s.owned * s.classes * kFloat * (recompute ? 2 : 1);
   const std::int64_t mirrors = s.local - s.owned;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
-    bytes += kFloat * (s.owned * layer.out_dim() + 2 * mirrors * aggregated_width(model, l, first_layer_sums_inputs));
+    const std::int64_t exchanged = l == 0 && first_layer_sums_inputs ? 1 : 2;  // rows out, and gradients back
+    bytes += kFloat *
+             (s.owned * layer.out_dim() + exchanged * mirrors * aggregated_width(model, l, first_layer_sums_inputs));
   }
   for (const std::int64_t width : host_homes(model, first_layer_sums_inputs).width) bytes += kFloat * s.local * width;
   return bytes;
@@ -127,9 +130,10 @@ HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape&
   if (shape.whole_dataset_bytes > 0) footprint.parts.push_back({"whole dataset", shape.whole_dataset_bytes});
   // The subgraph executor's rank frees the loaded graph's in-edges once planned, before its rows fill.
   footprint.parts.push_back({"dataset", shard_bytes(shape) - (layout.in_memory ? 0 : shard_in_edge_bytes(shape))});
-  // As plan_epoch decides it: only reuse without a budget sums the first layer's inputs.
-  const bool sums_inputs = !layout.in_memory && !layout.recompute && layout.device_budget == kUnlimited &&
-                           aggregates_before_transform(model.layer(0), 0);
+  const bool sums_inputs =
+      !layout.in_memory &&
+      plan_sums_first_layer_inputs(model, layout.device_budget,
+                                   layout.recompute ? ExecutionMode::kRecompute : ExecutionMode::kReuse);
   footprint.parts.push_back({"host rows", layout.in_memory
                                               ? 2 * shape.owned * shape.classes * kFloat
                                               : subgraph_host_rows(model, shape, layout.recompute, sums_inputs)});

@@ -169,8 +169,8 @@ struct InMemoryExecutor::State {
                              z[l].view(), grad_y, grad_z[l].view(), parts.size() > 1, workspace.view());
   }
 
-  // The mirrors' rows of layer l's transformed rows arrive from their owners while the parts that read no
-  // mirror aggregate.
+  // The mirrors' rows of what layer l aggregates (its transformed rows, or its dropped inputs) arrive from their
+  // owners while the parts that read no mirror aggregate.
   void exchange_rows(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
     const auto layer = static_cast<std::uint32_t>(l);
     if (exchange.has_peers()) {

@@ -81,7 +81,8 @@ struct SubgraphExecutor::State {
       output_rows.emplace_back(aggregated, layer.out_dim());
       outputs.push_back(output_rows.back().view());
       grad_outputs.push_back(outputs.back());
-      received_gradients.emplace_back(boundary, aggregated_width(model, l, sums_inputs));
+      // A first layer that sums its inputs receives no gradients of them.
+      received_gradients.emplace_back(boundary, l == 0 && sums_inputs ? 0 : aggregated_width(model, l, sums_inputs));
       boundary_rows.emplace_back(boundary, aggregated_width(model, l, sums_inputs));
     }
     last_gradients = HostRows(aggregated, model.layer(layers - 1).out_dim());
@@ -206,7 +207,8 @@ struct SubgraphExecutor::State {
 
   // Starts and completes the running pass's phase exchanges whose points lie at or before step k, in phase
   // order, up to the last phase of the half that runs (a forward-only evaluation starts no backward exchange).
-  // A phase's exchange carries its layer's transformed rows forward, or their gradients backward.
+  // A phase's exchange carries the rows its layer aggregates forward, or their gradients backward (none for a first
+  // layer that sums its inputs).
   void advance_exchange(std::size_t k) {
     const auto& points = pass->exchange_points;
     const std::size_t layers = pass->layer_parts.size();
@@ -239,7 +241,7 @@ struct SubgraphExecutor::State {
     }
   }
 
-  // The boundary rows of layer l's transformed rows leave for the peers that mirror them.
+  // The boundary rows of what layer l aggregates leave for the peers that mirror them.
   void start_rows(std::uint32_t layer) {
     const std::vector<vid_t>& rows = exchange.boundary_rows();
     Matrix& packed = boundary_rows[layer];

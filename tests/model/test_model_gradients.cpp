@@ -124,12 +124,14 @@ ModelConfig gat(int layers, int output_heads) {
   return c;
 }
 
-// The cases' datasets have 5 features (16 on the generated graph): GCN's first layer sums its inputs before it
-// transforms them at hidden 4 and 16, and transforms first at hidden 2 (aggregates_before_transform).
+// GCN's first layer sums its inputs before it transforms them where they are narrower than twice its hidden width
+// (aggregates_before_transform): on the finite-difference dataset (5 features) at hidden 4, not at hidden 2; on
+// the generated graph (16 features) at hidden 16 only; on Cora (1433) never.
 auto gradient_cases() {
   return ::testing::Values(GradientCase{"gcn2", gcn(2)}, GradientCase{"gcn3", gcn(3)},
-                           GradientCase{"gcn2_transform_first", gcn(2, 2)}, GradientCase{"gat2", gat(2, 1)},
-                           GradientCase{"gat2_two_output_heads", gat(2, 2)}, GradientCase{"gat3", gat(3, 1)});
+                           GradientCase{"gcn2_transform_first", gcn(2, 2)}, GradientCase{"gcn2_hidden16", gcn(2, 16)},
+                           GradientCase{"gat2", gat(2, 1)}, GradientCase{"gat2_two_output_heads", gat(2, 2)},
+                           GradientCase{"gat3", gat(3, 1)});
 }
 
 TEST(LayerOrder, OnlyGcnsFirstLayerSumsItsInputsAndOnlyWhereTheyAreNarrowerThanTwoOfItsRows) {

@@ -11,6 +11,8 @@
 #include <tuple>
 
 #include "mpi/job.hpp"
+#include "nj/exec/executor.hpp"
+#include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/plain_text.hpp"
 #include "nj/partition/partition.hpp"
@@ -40,11 +42,11 @@ struct ExecutorSetup {
   bool device_exchange = true;
 };
 
-ModelConfig model_config(ModelKind kind) {
+ModelConfig model_config(ModelKind kind, int hidden = 6) {
   ModelConfig c;
   c.kind = kind;
   c.layers = 2;
-  c.hidden = 6;
+  c.hidden = hidden;
   c.heads = 2;
   c.dropout = 0.4F;
   c.attention_dropout = 0.3F;
@@ -136,16 +138,28 @@ class OnBackend : public ::testing::TestWithParam<Param> {
   void SetUp() override { NJ_SKIP_WITHOUT_BACKEND(kind()); }
 };
 
-class MultiRank : public OnBackend<std::tuple<DeviceKind, ModelKind>> {
+// A model of the multi-rank suites. On their 12 features GCN's first layer transforms first at hidden 6 and sums
+// its inputs first at hidden 8 (aggregates_before_transform), where the exchange carries the dropped inputs
+// forward and no gradients of them backward.
+struct MultiRankModel {
+  const char* name;
+  ModelKind kind;
+  int hidden;
+};
+
+class MultiRank : public OnBackend<std::tuple<DeviceKind, MultiRankModel>> {
  protected:
-  ModelKind model_kind() const { return std::get<1>(GetParam()); }
+  ModelConfig run_config() const {
+    const MultiRankModel& m = std::get<1>(GetParam());
+    return model_config(m.kind, m.hidden);
+  }
   static Dataset dataset() { return test::random_dataset(400, 2400, 12, 4, 9); }
 };
 
 TEST_P(MultiRank, TrainingEqualsOneProcessForEveryPartitionAndExecutor) {
   Communicator& comm = test::job();
   const Dataset data = dataset();
-  const ModelConfig config = model_config(model_kind());
+  const ModelConfig config = run_config();
   auto single = make_single_process_communicator();
   const TrainingRun reference = train(kind(), whole_graph_shard(data), config, {}, *single);
 
@@ -181,7 +195,7 @@ TEST_P(MultiRank, TrainingEqualsOneProcessForEveryPartitionAndExecutor) {
 TEST_P(MultiRank, ExchangeMovesMirrorRowsTimesRowWidth) {
   Communicator& comm = test::job();
   const Dataset data = dataset();
-  const ModelConfig config = model_config(model_kind());
+  const ModelConfig config = run_config();
   const Shard shard = rank_shard(data, PartitionMethod::kMetis, comm);
   const Model model(config, shard.features.cols(), shard.num_classes);
   std::int64_t sent_rows = 0;
@@ -198,20 +212,26 @@ TEST_P(MultiRank, ExchangeMovesMirrorRowsTimesRowWidth) {
       ASSERT_EQ(m.execution.exchange.size(), model.num_layers());
       ASSERT_EQ(m.exchange.size(), model.num_layers());
       for (std::size_t l = 0; l < model.num_layers(); ++l) {
-        const std::int64_t row_bytes = model.layer(l).row_width() * static_cast<std::int64_t>(sizeof(float));
+        // Both runs are without a budget: a first layer that sums its inputs sends them, and no gradients.
+        const bool sums_inputs = aggregates_before_transform(model.layer(l), l);
+        const std::int64_t row_bytes =
+            aggregated_width(model, l, sums_inputs) * static_cast<std::int64_t>(sizeof(float));
+        const std::int64_t gradient_row_bytes = sums_inputs ? 0 : row_bytes;
         const auto& forward = m.execution.exchange[l][0];
         const auto& backward = m.execution.exchange[l][1];
         // This rank: forward it sends its boundary rows to each peer that mirrors them and receives its mirrors;
         // backward the reverse.
         EXPECT_EQ(forward.bytes_sent, sent_rows * row_bytes) << "layer " << l + 1;
         EXPECT_EQ(forward.bytes_received, shard.local.num_mirrors() * row_bytes) << "layer " << l + 1;
-        EXPECT_EQ(backward.bytes_sent, shard.local.num_mirrors() * row_bytes) << "layer " << l + 1;
-        EXPECT_EQ(backward.bytes_received, sent_rows * row_bytes) << "layer " << l + 1;
-        // The job: every mirror row crosses once per layer and direction, and the metrics say so.
-        for (const ExchangeSummary& direction : m.exchange[l]) {
-          EXPECT_EQ(direction.bytes_sent, mirrors[0] * row_bytes) << "layer " << l + 1;
-          EXPECT_EQ(direction.bytes_received, mirrors[0] * row_bytes) << "layer " << l + 1;
-          EXPECT_EQ(direction.rows_sent, mirrors[0]) << "layer " << l + 1;
+        EXPECT_EQ(backward.bytes_sent, shard.local.num_mirrors() * gradient_row_bytes) << "layer " << l + 1;
+        EXPECT_EQ(backward.bytes_received, sent_rows * gradient_row_bytes) << "layer " << l + 1;
+        // The job: every mirror row crosses once per layer and direction (that runs), and the metrics say so.
+        for (const std::size_t direction : {0U, 1U}) {
+          const ExchangeSummary& summary = m.exchange[l][direction];
+          const std::int64_t bytes = direction == 0 ? row_bytes : gradient_row_bytes;
+          EXPECT_EQ(summary.bytes_sent, mirrors[0] * bytes) << "layer " << l + 1;
+          EXPECT_EQ(summary.bytes_received, mirrors[0] * bytes) << "layer " << l + 1;
+          EXPECT_EQ(summary.rows_sent, bytes > 0 ? mirrors[0] : 0) << "layer " << l + 1;
         }
       }
     }
@@ -221,7 +241,7 @@ TEST_P(MultiRank, ExchangeMovesMirrorRowsTimesRowWidth) {
 TEST_P(MultiRank, EveryRankMovesThePlannedBytes) {
   Communicator& comm = test::job();
   const Dataset data = dataset();
-  const ModelConfig config = model_config(model_kind());
+  const ModelConfig config = run_config();
   const Shard shard = rank_shard(data, PartitionMethod::kMetis, comm);
   Model model(config, shard.features.cols(), shard.num_classes);
   const std::int64_t minimum = minimum_device_budget(model, shard.local);
@@ -245,10 +265,13 @@ TEST_P(MultiRank, EveryRankMovesThePlannedBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, MultiRank,
-                         ::testing::Combine(test::all_backends(), ::testing::Values(ModelKind::kGcn, ModelKind::kGat)),
+                         ::testing::Combine(test::all_backends(),
+                                            ::testing::Values(MultiRankModel{"gcn", ModelKind::kGcn, 6},
+                                                              MultiRankModel{"gcn_sums_inputs", ModelKind::kGcn, 8},
+                                                              MultiRankModel{"gat", ModelKind::kGat, 6})),
                          [](const auto& test_info) {
                            return test::backend_name(std::get<0>(test_info.param)) + "_" +
-                                  to_string(std::get<1>(test_info.param));
+                                  std::get<1>(test_info.param).name;
                          });
 
 // The subgraph executor's backward, within a budget that splits every layer into several steps, against

@@ -1,9 +1,9 @@
 #pragma once
-// The exchange of boundary rows between the ranks of a partitioned graph. Forward, after a layer's transform,
-// owners send the rows of their vertices that other ranks mirror; backward, mirrors send their gradient rows
-// back to the owners, which sum them. Rows travel packed, one message per peer and direction, through the
-// Communicator's non-blocking exchange, so that a rank computes what needs no mirror while they travel.
-// With no peers (one rank) every call is a no-op.
+// The exchange of boundary rows between the ranks of a partitioned graph. Forward, owners send the rows of their
+// vertices that other ranks mirror (what the layer aggregates: its transformed rows, or the dropped inputs of a
+// first layer that sums them); backward, mirrors send their gradient rows back to the owners, which sum them. Rows
+// travel packed, one message per peer and direction, through the Communicator's non-blocking exchange, so that a rank
+// computes what needs no mirror while they travel. With no peers (one rank) every call is a no-op.
 //
 // Rows travel from host memory (the subgraph executor, whose rows live on the host) or, made with a backend,
 // straight from device memory (the in-memory executor, where the communicator sends from the device: NCCL, or

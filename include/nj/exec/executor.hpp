@@ -65,14 +65,15 @@ RandomStream attention_dropout_stream(const ModelConfig& config, std::uint32_t l
 // Whether the in-memory executor runs layer l as aggregate-then-transform, Y = (Â·X)·W, instead of Y = Â·(X·W):
 // for a layer whose aggregation commutes with its transform (GCN) and whose input needs no gradient (the first
 // layer), where one aggregation of in_dim-wide rows costs less than the two of row_width-wide ones the other order
-// runs (forward, and backward for ∂L/∂Z); the weight gradient is then (Â·X)ᵀ·∂L/∂Y, from the sums kept.
-// DGL's GraphConv chooses its order the same way. The two orders differ only in the rounding of their sums.
+// runs (forward, and backward for ∂L/∂Z, whose mirror rows would also travel); the weight gradient is then
+// (Â·X)ᵀ·∂L/∂Y, from the sums kept. DGL's GraphConv makes a similar choice on every layer (it aggregates first where
+// in ≤ out). The two orders differ only in the rounding of their sums.
 bool aggregates_before_transform(const Layer& layer, std::size_t l);
 
 // Runs every layer of a model on the whole local graph at once, with everything on the device (a GPU the graph
-// fits in). Each layer transforms the owned rows; the mirrors' transformed rows come from the exchange, which
-// runs while the owned rows that read no mirror aggregate; backward, the rows that read mirrors run first, so
-// that the mirrors' gradients travel home while the others run.
+// fits in). Each layer transforms the owned rows (a layer that sums its inputs first drops them out); the
+// mirrors' rows come from the exchange, which runs while the owned rows that read no mirror aggregate; backward,
+// the rows that read mirrors run first, so that the mirrors' gradients travel home while the others run.
 class InMemoryExecutor final : public Executor {
  public:
   // `features`: the owned vertices' rows (copied to the device). `comm` may be null when `local` has no peers.

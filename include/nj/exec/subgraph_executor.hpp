@@ -49,7 +49,7 @@ enum class StepKind {
   kAggregate,
   kAggregateBackward,
   kTransformBackward,
-  kSendRows,          // boundary rows of Z leave the device for the peers that mirror them
+  kSendRows,          // boundary rows of what the layer aggregates leave the device for the peers that mirror them
   kSendGradients,     // mirror rows of ∂L/∂Z leave the device for their owners
   kReceiveGradients,  // what the mirrors sent for the boundary rows is added into their ∂L/∂Z
 };
@@ -153,6 +153,10 @@ class PassSubgraphs {
 struct StepRows {
   RowRun reads, writes, accumulates;
 };
+// Whether the plan of a run with this budget (kUnlimited or 0: none) and mode sums the first layer's inputs
+// (Pass::first_layer_sums_inputs): reuse without a budget, where aggregates_before_transform allows it.
+bool plan_sums_first_layer_inputs(const Model& model, std::int64_t device_budget, ExecutionMode mode);
+
 StepRows rows_of_step(const Model& model, const Pass& pass, std::size_t step, std::span<const vid_t> sources);
 
 // Host bytes of a subgraph's block with `sources` and `edges` (what Pass::blocks holds per subgraph).
