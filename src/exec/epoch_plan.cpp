@@ -405,22 +405,17 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   pass.forward_steps = pass.steps.size();
   for (std::size_t l = layers; l-- > 0;) {
     const auto phase = static_cast<std::uint32_t>(layers + (layers - 1 - l));
-    if (dims[l].sums_inputs) {
-      // The weight gradient from the sums the forward kept, and no gradient of the inputs: no pool, no exchange
-      // (the phase's exchange points stay, so that phases keep their index; advance_exchange skips this one).
-      for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
-        add_step(StepKind::kAggregateBackward, l, k, phase);
-        if (!pass.output_stays(l, k)) {
-          pass.stream_h2d_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].out * kFloat;
-        }
-      }
-      pass.exchange_points.push_back({pass.steps.size(), pass.steps.size()});
-      continue;
+    // A layer that summed its inputs takes its weight gradient from the sums its forward kept and needs no gradient
+    // of the inputs: no pool, no exchange, no transform backward (its exchange points stay, empty, so that phases
+    // keep their index; advance_exchange skips them).
+    const bool input_gradients = !dims[l].sums_inputs;
+    if (input_gradients) {
+      const std::int64_t cached_tensors = dims[l].attention() ? 2 : 1;
+      trace.capacity_rows[phase][grad_tensor(l)] =
+          slots_for(plan.pool_bytes / cached_tensors, dims[l].width * kFloat, pass.num_rows);
+      if (dims[l].attention()) trace.capacity_rows[phase][z_tensor(l)] = trace.capacity_rows[phase][grad_tensor(l)];
     }
-    const std::int64_t cached_tensors = dims[l].attention() ? 2 : 1;
-    trace.capacity_rows[phase][grad_tensor(l)] =
-        slots_for(plan.pool_bytes / cached_tensors, dims[l].width * kFloat, pass.num_rows);
-    if (dims[l].attention()) trace.capacity_rows[phase][z_tensor(l)] = trace.capacity_rows[phase][grad_tensor(l)];
+    const bool exchanges = rows.exchange && input_gradients;
     // Subgraphs that read mirrors first, so that the mirrors' gradients are complete and leave early; the others
     // run while they travel.
     const auto& parts = pass.layer_parts[l];
@@ -433,7 +428,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
           pass.stream_h2d_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].out * kFloat;
         }
       }
-      if (!reading_mirrors || !rows.exchange) continue;
+      if (!reading_mirrors || !exchanges) continue;
       LayerExchange& exchange = pass.exchange[l];
       exchange.send_gradients = chunks_of(mirrors, exchange_chunk_rows(l, phase, grad_tensor(l)));
       exchange_step_bytes(l, exchange.send_gradients);
@@ -443,7 +438,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       }
       points.start = pass.steps.size();
     }
-    if (rows.exchange) {
+    if (exchanges) {
       LayerExchange& exchange = pass.exchange[l];
       exchange.receive_gradients = chunks_of(rows.boundary, exchange_chunk_rows(l, phase, grad_tensor(l)));
       exchange_step_bytes(l, exchange.receive_gradients);
@@ -461,6 +456,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       points.start = points.finish = pass.steps.size();
     }
     pass.exchange_points.push_back(points);
+    if (!input_gradients) continue;
     const auto& chunks = pass.transform_chunks[l];
     for (std::size_t k = chunks.size(); k-- > 0;) {
       add_step(StepKind::kTransformBackward, l, k, phase);

@@ -132,13 +132,13 @@ struct InMemoryExecutor::State {
 
   ConstDeviceRows layer_input(std::size_t l) const { return l == 0 ? input.view() : outputs[l - 1].view(); }
 
-  // The layer's input after dropout, kept for the backward pass; the input itself without dropout.
-  ConstDeviceRows dropped_input(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
+  // The layer's input after dropout, written into `out`; the input itself without dropout (`out` untouched).
+  ConstDeviceRows dropped_input(const Model& model, std::size_t l, std::uint32_t epoch, bool training, DeviceRows out) {
     const float p = model.config().dropout;
     if (!training || p <= 0.0F) return layer_input(l);
     backend.dropout(layer_input(l), owned_gid.view(),
-                    feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p, dropped[l].view());
-    return dropped[l].view();
+                    feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p, out);
+    return out;
   }
 
   // Where layer l's aggregation writes: the sums of its inputs, or its outputs.
@@ -208,17 +208,12 @@ struct InMemoryExecutor::State {
       if (sums_inputs_first[l]) {
         // The owned rows aggregated are the layer's inputs after dropout; the sums are transformed.
         const DeviceRows owned_rows = z[l].view().slice(0, num_owned);
-        if (training && model.config().dropout > 0.0F) {
-          backend.dropout(layer_input(l), owned_gid.view(),
-                          feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
-                          model.config().dropout, owned_rows);
-        } else {
-          backend.copy_rows(layer_input(l), {}, owned_rows, {}, num_owned);
-        }
+        const ConstDeviceRows x = dropped_input(model, l, epoch, training, owned_rows);
+        if (x.data != owned_rows.data) backend.copy_rows(x, {}, owned_rows, {}, num_owned);
         exchange_rows(model, l, epoch, training);
         Layer::transform(backend, p.weight.view(), input_sums[l].view(), outputs[l].view());
       } else {
-        kept[l] = dropped_input(model, l, epoch, training);
+        kept[l] = dropped_input(model, l, epoch, training, dropped[l].view());
         Layer::transform(backend, p.weight.view(), kept[l], z[l].view().slice(0, num_owned));
         exchange_rows(model, l, epoch, training);
       }
