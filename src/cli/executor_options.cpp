@@ -80,6 +80,8 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
   choice.options.policy = parse_cache_policy(args.cache_policy);
   choice.options.kept_block_bytes = parse_byte_size(args.host_blocks);
   choice.vertex_order = parse_vertex_order(args.vertex_order);
+  // Ids numbered by community are already a locality order: subgraphs are cut in it, with no search of their own.
+  if (choice.vertex_order == VertexOrder::kCommunity) choice.options.cut_order = CutOrder::kVertexIds;
   NJ_REQUIRE(!choice.in_memory || choice.options.device_budget == kUnlimited,
              "--device-memory needs --execution reuse or recompute (in-memory training has no budget)");
   return choice;

@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "nj/core/host_memory.hpp"
+#include "nj/core/stopwatch.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/partition/shard_file.hpp"
 
@@ -56,7 +57,9 @@ MeasuredPlan plan_and_measure(Model& model, const LocalGraph& local, ConstRows f
   const std::int64_t before = heap_bytes_in_use();
   MeasuredPlan measured{plan_epoch(model, local, options), 0};
   measured.plan_host_bytes = std::max<std::int64_t>(0, heap_bytes_in_use() - before);
+  const auto forecast_start = std::chrono::steady_clock::now();
   measured.plan.memory = forecast_device_memory(*make_cpu_backend(), model, local, features, measured.plan);
+  spdlog::debug("plan: device memory forecast in {:.2f} s", seconds_since(forecast_start));
   return measured;
 }
 
@@ -129,9 +132,6 @@ void run_plan(PlanArguments& args) {
     run_partition_plan(args);
     return;
   }
-  const auto seconds_since = [](std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
   const auto load_start = std::chrono::steady_clock::now();
   // Planning reads the features' shape only: its replay of an epoch moves no data.
   DatasetWithoutFeatures read = read_dataset_without_features(args.dataset);

@@ -2,8 +2,10 @@
 // the cache plan. The budget is split in two halves: the cache pools, and the buffers of the step that runs
 // plus the step being prefetched (a quarter each).
 #include <omp.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <limits>
 #include <numeric>
@@ -12,6 +14,7 @@
 
 #include "nj/core/bytes.hpp"
 #include "nj/core/side_by_side.hpp"
+#include "nj/core/stopwatch.hpp"
 #include "nj/device/arena.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/host_footprint.hpp"
@@ -279,6 +282,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     // Layers share nothing but the graph: they are cut on OpenMP's threads, each with a builder of its own (the
     // 100M-edge graph's two layers: 6.3 s one after the other, 3.8 s side by side). No exception leaves the parallel
     // region; the first layer's that threw is rethrown, as one thread cutting them in order would have.
+    const auto cut_start = std::chrono::steady_clock::now();
     const auto threads = static_cast<int>(std::min<std::size_t>(layers, std::max(1, omp_get_max_threads())));
     std::vector<std::exception_ptr> errors(layers);
 #pragma omp parallel num_threads(threads)
@@ -297,6 +301,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     for (const std::exception_ptr& error : errors) {
       if (error) std::rethrow_exception(error);
     }
+    spdlog::debug("plan: layers cut into subgraphs in {:.2f} s", seconds_since(cut_start));
     for (std::size_t l = 0; l < layers; ++l) {
       block_bytes += layer_block_bytes[l];
       pass.largest_step_bytes = std::max(pass.largest_step_bytes, layer_largest_step[l]);
@@ -479,7 +484,10 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     if (!listed.writes.rows.empty()) traced.write_runs.push_back(listed.writes);
     if (!listed.accumulates.rows.empty()) traced.accumulate_runs.push_back(listed.accumulates);
   }
+  const auto cache_start = std::chrono::steady_clock::now();
   pass.cache = plan_cache(trace, plan.options.policy, plan.options.cache_detail);
+  spdlog::debug("plan: {} cache plan of {} steps in {:.2f} s", to_string(plan.options.policy), trace.steps.size(),
+                seconds_since(cache_start));
   // The runs point into `sources`, which goes now.
   for (TraceStep& traced : trace.steps) traced.read_runs = traced.write_runs = traced.accumulate_runs = {};
   std::vector<std::int64_t>().swap(trace.vertex_degree);
@@ -507,11 +515,17 @@ SmallestStep smallest_step(const std::vector<LayerDims>& dims, const CsrGraph& p
   return largest;
 }
 
-// The locality order in three runs: the owned vertices that read no mirror, those that read one, then the
-// mirrors (which no layer aggregates). Subgraphs are cut in this order, so most of them fall wholly in the
-// first run and can aggregate while the mirrors' rows are still in flight. One rank has only the first run.
-std::vector<vid_t> owned_locality_order(const CsrGraph& prepared, const LocalGraph& local) {
-  std::vector<vid_t> order = locality_order(prepared);
+// The order subgraphs are cut in, in three runs: the owned vertices that read no mirror, those that read one,
+// then the mirrors (which no layer aggregates). Most subgraphs so fall wholly in the first run and can aggregate
+// while the mirrors' rows are still in flight. One rank has only the first run.
+std::vector<vid_t> owned_cut_order(const CsrGraph& prepared, const LocalGraph& local, CutOrder cut) {
+  std::vector<vid_t> order;
+  if (cut == CutOrder::kBreadthFirst) {
+    order = locality_order(prepared);
+  } else {
+    order.resize(static_cast<std::size_t>(prepared.num_vertices()));
+    std::iota(order.begin(), order.end(), vid_t{0});
+  }
   if (local.num_mirrors() == 0) return order;  // every vertex is owned and none reads a mirror
   const vid_t owned = local.num_owned;
   std::stable_partition(order.begin(), order.end(), [&](vid_t v) { return v < owned && !local.reads_mirror(v); });
@@ -652,6 +666,8 @@ ExecutionMode parse_execution_mode(const std::string& text) {
 
 const char* to_string(ExecutionMode mode) { return mode == ExecutionMode::kReuse ? "reuse" : "recompute"; }
 
+const char* to_string(CutOrder order) { return order == CutOrder::kBreadthFirst ? "breadth-first" : "vertex-id"; }
+
 std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local) {
   const PreparedGraph prepared = model.prepare(local);
   return minimum_budget(smallest_step(layer_dims(model), prepared.graph).bytes, resident_bytes(model));
@@ -674,16 +690,21 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   plan.step_limit_bytes = budget / kStepsPerBudget;
   plan.staging_limit_bytes = std::max<std::int64_t>(0, plan.step_limit_bytes - kStepPadding);
 
+  const auto prepare_start = std::chrono::steady_clock::now();
   PreparedGraph prepared = model.prepare(local);
+  spdlog::debug("plan: graph prepared for the model in {:.2f} s", seconds_since(prepare_start));
   const auto dims = layer_dims(model, plan_sums_first_layer_inputs(model, options.device_budget, options.mode));
   const std::size_t layers = dims.size();
   const std::int64_t owned = local.num_owned;
-  // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges. The
-  // locality order is one sequential search over the graph, the smallest step another pass over it: side by side.
+  // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges. A
+  // breadth-first order is one sequential search over the graph, the smallest step another pass over it: side by
+  // side.
   std::vector<vid_t> order;
   SmallestStep smallest;
-  side_by_side([&] { order = owned_locality_order(prepared.graph, local); },
+  const auto order_start = std::chrono::steady_clock::now();
+  side_by_side([&] { order = owned_cut_order(prepared.graph, local, options.cut_order); },
                [&] { smallest = smallest_step(dims, prepared.graph); });
+  spdlog::debug("plan: {} cut order in {:.2f} s", to_string(options.cut_order), seconds_since(order_start));
   if (smallest.bytes > plan.step_limit_bytes) {
     throw InputError(
         describe_minimum_budget(plan.options.device_budget, smallest.layer, smallest.bytes, plan.resident_bytes));

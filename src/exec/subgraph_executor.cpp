@@ -11,6 +11,7 @@
 
 #include "cache_pools.hpp"
 #include "host_rows.hpp"
+#include "nj/core/stopwatch.hpp"
 #include "nj/device/arena.hpp"
 #include "nj/device/planning_device.hpp"
 #include "nj/device/transfers.hpp"
@@ -20,10 +21,6 @@
 
 namespace nj {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // The slot of each entry of a step's lists (what CachePlanDetail::kFull would have recorded).
 struct StepSlots {

@@ -1,13 +1,16 @@
 #include "nj/graph/vertex_order.hpp"
 
 #include <omp.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <numeric>
 
 #include "nj/core/error.hpp"
 #include "nj/core/huge_pages.hpp"
+#include "nj/core/stopwatch.hpp"
 
 namespace nj {
 namespace {
@@ -177,6 +180,7 @@ std::vector<vid_t> communities(const LocalGraph& local) {
   scratch.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) scratch.emplace_back(max_degree);
   for (int round = 0; round < kPropagationRounds; ++round) {
+    const auto round_start = std::chrono::steady_clock::now();
     std::copy(label.begin(), label.end(), previous.begin());
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (vid_t c = 0; c < chunks; ++c) {
@@ -198,6 +202,8 @@ std::vector<vid_t> communities(const LocalGraph& local) {
         label[static_cast<std::size_t>(v)] = from;
       }
     }
+    spdlog::debug("communities: round {} moved {} of {} vertices in {:.2f} s", round + 1, moves, n,
+                  seconds_since(round_start));
     if (moves == 0) break;
   }
   return {label.begin(), label.end()};
@@ -325,7 +331,11 @@ void renumber_owned(Shard& shard, std::span<const vid_t> order) {
 }
 
 void order_vertices(LocalGraph& local, VertexOrder order) {
-  if (order != VertexOrder::kInput) renumber_owned(local, owned_order(local, order));
+  if (order == VertexOrder::kInput) return;
+  const std::vector<vid_t> owned = owned_order(local, order);
+  const auto start = std::chrono::steady_clock::now();
+  renumber_owned(local, owned);
+  spdlog::debug("vertex order: renumbered in {:.2f} s", seconds_since(start));
 }
 
 void order_vertices(Shard& shard, VertexOrder order) {

@@ -5,14 +5,11 @@
 #include <chrono>
 #include <cmath>
 
+#include "nj/core/stopwatch.hpp"
 #include "nj/train/loss.hpp"
 
 namespace nj {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 std::vector<Parameter*> with_decay_scope(Model& model, WeightDecayScope scope) {
   for (std::size_t l = 0; l < model.num_layers(); ++l) {

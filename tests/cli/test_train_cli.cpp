@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <utility>
 
 #include "nj/core/bytes.hpp"
 #include "nj/device/cuda.hpp"
@@ -198,6 +199,17 @@ TEST_F(TrainCli, PlanComparesEveryPolicy) {
   ASSERT_EQ(result.exit_code, 0) << result.output;
   for (const char* policy : {"st-aware", "lru", "fifo", "degree", "size-order", "belady", "none"}) {
     EXPECT_NE(result.output.find(std::string("\n") + policy + " "), std::string::npos) << policy << result.output;
+  }
+}
+
+// Vertices numbered by community are cut into subgraphs in their ids; as stored, by a breadth-first search.
+TEST_F(TrainCli, PlanCutsInTheVertexOrdersIds) {
+  for (const auto& [order, cut] : {std::pair{"community", "vertex-id"}, std::pair{"input", "breadth-first"}}) {
+    const auto result =
+        test::run_nj("--log-level debug plan " + shell_quote(dataset) + " --device-memory 48K --vertex-order " + order);
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find(std::string("plan: ") + cut + " cut order in"), std::string::npos)
+        << order << result.output;
   }
 }
 

@@ -2,8 +2,12 @@
 // for every cache policy and both execution modes; it never exceeds the budget; reuse computes every row once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "nj/core/bytes.hpp"
 #include "nj/exec/subgraph_executor.hpp"
@@ -130,10 +134,15 @@ TEST_P(Exactness, BudgetedTrainingMatchesFullGraphTraining) {
     ASSERT_GT(unlimited_peak, 0);
     for (const double fraction : {0.5, 0.2, 0.1}) {
       const auto budget = static_cast<std::int64_t>(fraction * static_cast<double>(unlimited_peak));
-      for (const CachePolicy policy : kAllPolicies) {
-        SCOPED_TRACE(fmt::format("budget {:.0f}% ({} bytes), {}, {}", 100 * fraction, budget, to_string(mode),
-                                 to_string(policy)));
-        const Trace budgeted = train_budgeted(kind(), data, config, epochs, {budget, mode, policy});
+      // Every policy on the breadth-first cut; the default policy on the cut in vertex ids too (the CLI's, where
+      // the vertices are numbered by community).
+      std::vector<std::pair<CachePolicy, CutOrder>> configs;
+      for (const CachePolicy policy : kAllPolicies) configs.emplace_back(policy, CutOrder::kBreadthFirst);
+      configs.emplace_back(CachePolicy::kStAware, CutOrder::kVertexIds);
+      for (const auto& [policy, cut] : configs) {
+        SCOPED_TRACE(fmt::format("budget {:.0f}% ({} bytes), {}, {}, {} cut", 100 * fraction, budget, to_string(mode),
+                                 to_string(policy), to_string(cut)));
+        const Trace budgeted = train_budgeted(kind(), data, config, epochs, {budget, mode, policy, cut});
         expect_close(reference, budgeted, 1e-5);
         for (const auto& m : budgeted.execution) {
           EXPECT_LE(m.peak_device_bytes, budget);
@@ -239,6 +248,43 @@ TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
     }
     EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int count) { return count == 1; }));
   }
+}
+
+// Destinations of each layer's subgraphs, one subgraph after another.
+std::vector<std::vector<vid_t>> cut_destinations(const Pass& pass) {
+  std::vector<std::vector<vid_t>> layers(pass.layer_parts.size());
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+      const auto dsts = pass.destinations(l, k);
+      layers[l].insert(layers[l].end(), dsts.begin(), dsts.end());
+    }
+  }
+  return layers;
+}
+
+TEST(SubgraphExecutor, CutInVertexIdsTakesConsecutiveIdsAndBreadthFirstSearchesTheGraph) {
+  const Dataset data = test::grid_dataset(20, 20, 9);
+  const LocalGraph local = whole_local_graph(data.graph);
+  const Model model(model_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
+  const std::int64_t budget = 4 * minimum_device_budget(model, local);
+  std::vector<vid_t> ids(static_cast<std::size_t>(data.num_vertices()));
+  std::iota(ids.begin(), ids.end(), vid_t{0});
+  const EpochPlan by_id =
+      plan_epoch(model, local, {budget, ExecutionMode::kReuse, CachePolicy::kStAware, CutOrder::kVertexIds});
+  const EpochPlan breadth_first =
+      plan_epoch(model, local, {budget, ExecutionMode::kReuse, CachePolicy::kStAware, CutOrder::kBreadthFirst});
+  const auto by_id_cut = cut_destinations(by_id.passes.front());
+  const auto breadth_first_cut = cut_destinations(breadth_first.passes.front());
+  for (std::size_t l = 0; l < by_id_cut.size(); ++l) {
+    SCOPED_TRACE(fmt::format("layer {}", l + 1));
+    EXPECT_GT(by_id.passes.front().layer_parts[l].size(), 1U);  // the budget cuts the layer
+    EXPECT_EQ(by_id_cut[l], ids);
+    // The breadth-first order starts from the grid's lowest-degree vertex and visits every vertex once, not in ids.
+    EXPECT_NE(breadth_first_cut[l], ids);
+    EXPECT_TRUE(std::is_permutation(breadth_first_cut[l].begin(), breadth_first_cut[l].end(), ids.begin()));
+  }
+  EXPECT_STREQ(to_string(CutOrder::kVertexIds), "vertex-id");
+  EXPECT_STREQ(to_string(CutOrder::kBreadthFirst), "breadth-first");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, SubgraphExecutorTest, test::all_backends(), test::BackendName());
