@@ -17,6 +17,11 @@ void add_train_command(CLI::App& app, Communicator& comm);
 void add_plan_command(CLI::App& app);
 void add_partition_command(CLI::App& app);
 
+// --community-order / --no-community-order of the commands that write a dataset file (on by default).
+void add_community_order_flag(CLI::App& command, bool& store);
+// Stores the dataset's community order with it where `store` says so, logging how long the search took.
+void add_community_order(Dataset& dataset, bool store);
+
 // Applies a TOML (or INI) file to a parsed subcommand: each key is a long option name without the dashes, and
 // options given on the command line take precedence. CLI11 2.1 reads config files only for the top-level app.
 void apply_config_file(CLI::App& command, const std::string& path);

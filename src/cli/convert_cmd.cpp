@@ -27,6 +27,7 @@ struct ConvertArgs {
   std::string ogb_split;
   std::vector<double> split_ratio;
   ConvertOptions options;
+  bool community_order = true;
   // Options that only some formats take; their presence is checked against --format.
   CLI::Option* one_based = nullptr;
   CLI::Option* relabel = nullptr;
@@ -71,7 +72,8 @@ void run(ConvertArgs& args) {
   const auto output_folder = std::filesystem::absolute(args.output).parent_path();
   NJ_REQUIRE(std::filesystem::is_directory(output_folder), "{}: the folder {} does not exist", args.output,
              output_folder.string());
-  const auto dataset = read_input(args);
+  auto dataset = read_input(args);
+  add_community_order(dataset, args.community_order);
   write_dataset(args.output, dataset);
   spdlog::info("{}: {} vertices, {} edges ({}, self-loops {}), {} features, {} classes, split {}/{}/{} -> {}",
                dataset.name, dataset.num_vertices(), dataset.graph.num_edges(),
@@ -145,6 +147,7 @@ void add_convert_command(CLI::App& app) {
                                ->excludes(args->split_ratio_option)
                                ->excludes(train);
 
+  add_community_order_flag(*cmd, args->community_order);
   cmd->callback([args] { run(*args); });
 }
 

@@ -13,13 +13,14 @@
 namespace nj::cli {
 namespace {
 
-void run_generate(const GeneratorOptions& options, const std::string& output) {
+void run_generate(const GeneratorOptions& options, const std::string& output, bool community_order) {
   const auto start = std::chrono::steady_clock::now();
   Dataset dataset;
   {
     ProgressDisplay progress("generate");
     dataset = generate_dataset(options, progress.callback());
   }
+  add_community_order(dataset, community_order);
   write_dataset(output, dataset);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   spdlog::info(
@@ -67,7 +68,9 @@ void add_generate_command(CLI::App& app) {
       ->add_option("--val-fraction", options->val_fraction,
                    "Fraction of vertices in the validation split; the rest is the test split")
       ->capture_default_str();
-  command->callback([options, output] { run_generate(*options, *output); });
+  auto community_order = std::make_shared<bool>(true);
+  add_community_order_flag(*command, *community_order);
+  command->callback([options, output, community_order] { run_generate(*options, *output, *community_order); });
 }
 
 }  // namespace nj::cli

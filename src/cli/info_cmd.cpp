@@ -51,6 +51,7 @@ void print_text(const std::string& path, std::uintmax_t file_bytes, const Datase
   fmt::print("vertices:        {}\n", stats.num_vertices);
   fmt::print("edges:           {} directed (symmetrized: {}, self-loops: {})\n", stats.num_edges,
              dataset.symmetrized ? "yes" : "no", to_string(dataset.self_loops));
+  fmt::print("community order: {}\n", dataset.community_order.empty() ? "not stored" : "stored");
   fmt::print("in-degree:       min {}, mean {:.2f}, max {}; isolated vertices {}\n", d.min_in_degree, d.mean_in_degree,
              d.max_in_degree, d.isolated_vertices);
   fmt::print("features:        {} per vertex; non-zero {:.1f}%, mean {:.4g}, std {:.4g}\n", stats.feature_width,
@@ -73,6 +74,7 @@ nlohmann::json to_json(const std::string& path, std::uintmax_t file_bytes, const
       {"num_edges", stats.num_edges},
       {"symmetrized", dataset.symmetrized},
       {"self_loops", to_string(dataset.self_loops)},
+      {"community_order_stored", !dataset.community_order.empty()},
       {"in_degree", {{"min", d.min_in_degree}, {"mean", d.mean_in_degree}, {"max", d.max_in_degree}}},
       {"isolated_vertices", d.isolated_vertices},
       {"feature_width", stats.feature_width},

@@ -142,7 +142,7 @@ void run_plan(PlanArguments& args) {
   LocalGraph local = whole_local_graph(std::move(read.dataset.graph));
   const double load_seconds = seconds_since(load_start);
   const auto order_start = std::chrono::steady_clock::now();
-  order_vertices(local, choice.vertex_order);
+  order_vertices(local, choice.vertex_order, read.dataset.community_order);
   spdlog::info("loaded in {:.2f} s, {} vertex order in {:.2f} s", load_seconds, to_string(choice.vertex_order),
                seconds_since(order_start));
 

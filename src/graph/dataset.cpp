@@ -59,6 +59,19 @@ void Dataset::validate_all_but_features(const std::string& where) const {
     }
   }
   NJ_REQUIRE(count(train_mask) > 0, "{}: the train split is empty", where);
+  if (!community_order.empty()) {
+    NJ_REQUIRE(static_cast<std::int64_t>(community_order.size()) == n,
+               "{}: /graph/community_order: {} entries for {} vertices", where, community_order.size(), n);
+    std::vector<char> seen(static_cast<std::size_t>(n), 0);
+    for (std::size_t i = 0; i < community_order.size(); ++i) {
+      const vid_t v = community_order[i];
+      NJ_REQUIRE(v >= 0 && v < n && seen[static_cast<std::size_t>(v)] == 0,
+                 "{}: /graph/community_order: entry {} is {}, which is {} (the order must be a permutation of the "
+                 "vertices)",
+                 where, i, v, v >= 0 && v < n ? "listed twice" : "not a vertex");
+      seen[static_cast<std::size_t>(v)] = 1;
+    }
+  }
 }
 
 void require_finite_features(const Matrix& features, const std::string& where, std::span<const gid_t> vertex_ids) {

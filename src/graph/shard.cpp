@@ -142,6 +142,7 @@ Shard whole_graph_shard(Dataset dataset) {
   shard.test_mask = std::move(dataset.test_mask);
   shard.symmetrized = dataset.symmetrized;
   shard.self_loops = dataset.self_loops;
+  shard.community_order = std::move(dataset.community_order);
   return shard;
 }
 

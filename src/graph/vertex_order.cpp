@@ -330,16 +330,37 @@ void renumber_owned(Shard& shard, std::span<const vid_t> order) {
   permute_prefix(shard.test_mask, order);
 }
 
-void order_vertices(LocalGraph& local, VertexOrder order) {
+namespace {
+
+// The order to renumber by: the stored one where there is one (checked to fit), else searched for.
+std::vector<vid_t> order_to_apply(const LocalGraph& local, VertexOrder order, std::span<const vid_t> stored) {
+  if (order != VertexOrder::kCommunity || stored.empty()) return owned_order(local, order);
+  NJ_REQUIRE(static_cast<vid_t>(stored.size()) == local.num_owned,
+             "the stored community order lists {} vertices, but {} are owned", stored.size(), local.num_owned);
+  spdlog::debug("vertex order: community order read from the dataset file");
+  return {stored.begin(), stored.end()};
+}
+
+}  // namespace
+
+void order_vertices(LocalGraph& local, VertexOrder order, std::span<const vid_t> stored) {
   if (order == VertexOrder::kInput) return;
-  const std::vector<vid_t> owned = owned_order(local, order);
+  const std::vector<vid_t> owned = order_to_apply(local, order, stored);
   const auto start = std::chrono::steady_clock::now();
   renumber_owned(local, owned);
   spdlog::debug("vertex order: renumbered in {:.2f} s", seconds_since(start));
 }
 
 void order_vertices(Shard& shard, VertexOrder order) {
-  if (order != VertexOrder::kInput) renumber_owned(shard, owned_order(shard.local, order));
+  if (order != VertexOrder::kInput) renumber_owned(shard, order_to_apply(shard.local, order, shard.community_order));
+  std::vector<vid_t>().swap(shard.community_order);  // its ids are no longer the shard's
+}
+
+void store_community_order(Dataset& dataset) {
+  // The search needs the graph as a local one: lent to it and taken back, not copied.
+  LocalGraph local = whole_local_graph(std::move(dataset.graph));
+  dataset.community_order = owned_order(local, VertexOrder::kCommunity);
+  dataset.graph = std::move(local.graph);
 }
 
 }  // namespace nj

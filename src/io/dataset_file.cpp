@@ -20,6 +20,7 @@ void write_dataset(const std::string& path, const Dataset& dataset) {
   file.write<eid_t>("/graph/indptr", dataset.graph.offsets, {n + 1});
   file.write<vid_t>("/graph/indices", dataset.graph.sources, {static_cast<hsize_t>(dataset.graph.num_edges())},
                     1U << 20U);
+  if (!dataset.community_order.empty()) file.write<vid_t>("/graph/community_order", dataset.community_order, {n});
   file.write<float>("/features", dataset.features.span(), {n, static_cast<hsize_t>(dataset.features.cols())},
                     kFeatureRowsPerChunk);
   file.write<std::int32_t>("/labels", dataset.labels, {n});
@@ -62,6 +63,8 @@ std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::stri
   const auto n = static_cast<std::int64_t>(d.graph.offsets.size()) - 1;
   d.graph.sources = hdf5::read_vector<vid_t>(file, "/graph/indices", -1);
   d.graph.validate(path + ": /graph");
+  if (file.exists("/graph/community_order"))
+    d.community_order = hdf5::read_vector<vid_t>(file, "/graph/community_order", n);
   for (const auto& [key, actual] : {std::pair<const char*, std::int64_t>{"num_vertices", n},
                                     std::pair<const char*, std::int64_t>{"num_edges", d.graph.num_edges()}}) {
     if (file.has_attribute(key)) {

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
 
+#include "nj/graph/vertex_order.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "support/test_support.hpp"
 
@@ -23,6 +25,40 @@ TEST(GenerateCli, WritesAReadableDatasetWithTheRequestedShape) {
   EXPECT_EQ(d.num_classes, 3);
   EXPECT_EQ(count(d.train_mask), 150);
   EXPECT_EQ(count(d.val_mask), 60);
+}
+
+// The file carries the community order a single-process run would search for, unless told not to; nj plan and
+// nj train read it and plan and train the same as without it.
+TEST(GenerateCli, StoresTheCommunityOrderThatRunsRead) {
+  const test::TempDir dir;
+  const std::string options = "generate --vertices 400 --edges 4000 --features 4 --classes 3 --seed 2 -o ";
+  const auto stored = dir.file("stored.h5");
+  const auto searched = dir.file("searched.h5");
+  ASSERT_EQ(test::run_nj(options + stored).exit_code, 0);
+  ASSERT_EQ(test::run_nj(options + searched + " --no-community-order").exit_code, 0);
+  Dataset d = read_dataset(searched);
+  EXPECT_TRUE(d.community_order.empty());
+  store_community_order(d);
+  EXPECT_EQ(read_dataset(stored).community_order, d.community_order);
+  EXPECT_NE(test::run_nj("info " + stored).output.find("community order: stored"), std::string::npos);
+
+  const auto plan = [](const std::string& path) {
+    const auto run = test::run_nj("--log-level debug plan " + path + " --device-memory 64K");
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    return run.output;
+  };
+  const std::string with_order = plan(stored);
+  const std::string without = plan(searched);
+  EXPECT_NE(with_order.find("community order read from the dataset file"), std::string::npos) << with_order;
+  EXPECT_EQ(with_order.find("communities: round"), std::string::npos) << with_order;
+  EXPECT_EQ(without.find("community order read from the dataset file"), std::string::npos) << without;
+  // The same plan: the table of predicted transfers is the output's last line.
+  const auto last_line = [](const std::string& out) {
+    const auto end = out.find_last_not_of('\n');
+    return out.substr(out.rfind('\n', end) + 1, end - out.rfind('\n', end));
+  };
+  EXPECT_EQ(last_line(with_order), last_line(without));
+  EXPECT_NE(last_line(with_order).find("st-aware"), std::string::npos) << with_order;
 }
 
 TEST(GenerateCli, BadOptionIsOneErrorLine) {

@@ -125,6 +125,42 @@ TEST(VertexOrder, ChunksThatFillOneCommunityTogetherStayWithinTheCap) {
   EXPECT_EQ(largest, kCommunityVertices);  // the cap binds
 }
 
+// What nj convert and nj generate store is what a single-process run would search for: reading it orders the
+// vertices exactly as searching does, for a graph and for a shard (which uses its stored order once).
+TEST(VertexOrder, AStoredCommunityOrderOrdersAsTheSearchDoes) {
+  Dataset dataset = test::grid_dataset(100, 100, 5);  // more vertices than a community holds
+  store_community_order(dataset);
+  const Shard input = whole_graph_shard(dataset);
+  ASSERT_EQ(input.community_order, dataset.community_order);
+  EXPECT_EQ(dataset.community_order, owned_order(input.local, VertexOrder::kCommunity));
+  EXPECT_NE(dataset.community_order, owned_order(input.local, VertexOrder::kInput));  // the order does change
+
+  LocalGraph searched = input.local;
+  order_vertices(searched, VertexOrder::kCommunity);
+  LocalGraph read = input.local;
+  order_vertices(read, VertexOrder::kCommunity, dataset.community_order);
+  EXPECT_EQ(read.global_id, searched.global_id);
+  EXPECT_EQ(read.graph.offsets, searched.graph.offsets);
+  EXPECT_EQ(read.graph.sources, searched.graph.sources);
+
+  Shard shard = input;
+  order_vertices(shard, VertexOrder::kCommunity);
+  EXPECT_EQ(shard.local.global_id, searched.global_id);
+  EXPECT_TRUE(shard.community_order.empty());  // its ids are no longer the shard's
+  // The input order ignores a stored community order.
+  LocalGraph as_stored = input.local;
+  order_vertices(as_stored, VertexOrder::kInput, dataset.community_order);
+  EXPECT_EQ(as_stored.global_id, input.local.global_id);
+}
+
+TEST(VertexOrder, AStoredOrderOfAnotherSizeIsAnInputError) {
+  Dataset dataset = test::grid_dataset(10, 10, 5);
+  store_community_order(dataset);
+  dataset.community_order.pop_back();
+  LocalGraph local = whole_local_graph(dataset.graph);
+  EXPECT_THROW(order_vertices(local, VertexOrder::kCommunity, dataset.community_order), InputError);
+}
+
 TEST(VertexOrder, UnknownOrderIsAnInputError) {
   EXPECT_EQ(parse_vertex_order("community"), VertexOrder::kCommunity);
   EXPECT_EQ(parse_vertex_order("input"), VertexOrder::kInput);

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <limits>
+#include <numeric>
 
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/hdf5.hpp"
@@ -97,6 +98,29 @@ TEST_F(DatasetFile, RejectsFeaturesStoredAsIntegers) {
   const auto cols = static_cast<hsize_t>(dataset_.features.cols());
   replace<std::int32_t>("/features", std::vector<std::int32_t>(num_vertices() * cols, 1), {num_vertices(), cols});
   expect_rejected({"/features", "expected float"});
+}
+
+TEST_F(DatasetFile, StoredCommunityOrderRoundTrips) {
+  EXPECT_TRUE(read_dataset(path_).community_order.empty());  // none written, none read
+  dataset_.community_order.resize(static_cast<std::size_t>(dataset_.num_vertices()));
+  std::iota(dataset_.community_order.rbegin(), dataset_.community_order.rend(), vid_t{0});
+  write_dataset(path_, dataset_);
+  EXPECT_EQ(read_dataset(path_).community_order, dataset_.community_order);
+  EXPECT_EQ(read_dataset_without_features(path_).dataset.community_order, dataset_.community_order);
+}
+
+TEST_F(DatasetFile, RejectsACommunityOrderThatIsNotAPermutation) {
+  std::vector<vid_t> order(static_cast<std::size_t>(dataset_.num_vertices()));
+  std::iota(order.begin(), order.end(), vid_t{0});
+  order[7] = order[3];
+  hdf5::File::open_write(path_).write<vid_t>("/graph/community_order", order, {order.size()});
+  expect_rejected({"/graph/community_order", "entry 7", "listed twice"});
+  order[7] = dataset_.num_vertices();
+  replace<vid_t>("/graph/community_order", order, {order.size()});
+  expect_rejected({"/graph/community_order", "entry 7", "not a vertex"});
+  order.pop_back();
+  replace<vid_t>("/graph/community_order", order, {order.size()});
+  expect_rejected({"/graph/community_order"});
 }
 
 TEST_F(DatasetFile, RejectsEdgeEndpointOutOfRange) {

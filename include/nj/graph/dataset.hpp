@@ -26,6 +26,10 @@ struct Dataset {
   std::vector<std::uint8_t> test_mask;
   bool symmetrized = false;
   SelfLoopPolicy self_loops = SelfLoopPolicy::kKept;
+  // The vertices in community order (owned_order of the whole graph, nj/graph/vertex_order.hpp), as nj convert
+  // and nj generate store it so that a single-process run reads it instead of searching for it; empty if the
+  // file holds none. A permutation of the vertices.
+  std::vector<vid_t> community_order;
 
   vid_t num_vertices() const { return graph.num_vertices(); }
   // Throws nj::InputError (prefixed with `where`) when any part is inconsistent with another.

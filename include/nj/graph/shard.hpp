@@ -91,6 +91,9 @@ struct Shard {
   std::vector<std::uint8_t> test_mask;
   bool symmetrized = false;
   SelfLoopPolicy self_loops = SelfLoopPolicy::kKept;
+  // The dataset's stored community order, for the one shard of a whole graph (empty otherwise, and once
+  // order_vertices has used it).
+  std::vector<vid_t> community_order;
 
   vid_t num_owned() const { return local.num_owned; }
   // Throws nj::InputError (prefixed with `where`) when any part is inconsistent with another.

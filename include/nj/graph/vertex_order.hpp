@@ -43,8 +43,14 @@ void renumber_owned(LocalGraph& local, std::span<const vid_t> order);
 // The same for a shard: its graph and the rows of its features, labels and masks.
 void renumber_owned(Shard& shard, std::span<const vid_t> order);
 
-// Renumbers the owned vertices in owned_order(order); kInput leaves them as they are.
-void order_vertices(LocalGraph& local, VertexOrder order);
+// Renumbers the owned vertices in owned_order(order); kInput leaves them as they are. Where kCommunity's order is
+// given (`stored`: the dataset file's, see store_community_order) it is used instead of searching for it; it must
+// be a permutation of the owned vertices. The shard's own stored order is used, and then cleared.
+void order_vertices(LocalGraph& local, VertexOrder order, std::span<const vid_t> stored = {});
 void order_vertices(Shard& shard, VertexOrder order);
+
+// Sets dataset.community_order to owned_order(kCommunity) of the whole graph, what a single-process run of it
+// would compute (the same on any number of threads), for nj convert and nj generate to store with the file.
+void store_community_order(Dataset& dataset);
 
 }  // namespace nj
