@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "nj/core/stopwatch.hpp"
+#include "nj/graph/vertex_order.hpp"
 
 namespace nj::cli {
 

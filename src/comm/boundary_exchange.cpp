@@ -1,13 +1,12 @@
 #include "nj/comm/boundary_exchange.hpp"
 
 #include <algorithm>
+#include <chrono>
+
+#include "nj/core/stopwatch.hpp"
 
 namespace nj {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 constexpr std::int64_t kFloat = sizeof(float);
 

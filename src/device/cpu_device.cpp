@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "nj/core/stopwatch.hpp"
 #include "nj/device/arena.hpp"
 #include "nj/device/device.hpp"
 
@@ -53,8 +54,6 @@ constexpr std::int64_t kCopyPieceBytes = std::int64_t{1} << 20U;
 
 using Clock = std::chrono::steady_clock;
 using Positions = std::array<std::uint64_t, kStreams>;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::uintptr_t address(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr); }
 

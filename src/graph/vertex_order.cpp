@@ -7,6 +7,7 @@
 #include <bit>
 #include <chrono>
 #include <numeric>
+#include <utility>
 
 #include "nj/core/error.hpp"
 #include "nj/core/huge_pages.hpp"
@@ -323,6 +324,7 @@ void renumber_owned(LocalGraph& local, std::span<const vid_t> order) {
 
 void renumber_owned(Shard& shard, std::span<const vid_t> order) {
   renumber_owned(shard.local, order);
+  std::vector<vid_t>().swap(shard.community_order);  // its ids are no longer the shard's
   permute_rows(shard.features.row(0), shard.features.cols(), order);
   permute_prefix(shard.labels, order);
   permute_prefix(shard.train_mask, order);
@@ -332,28 +334,29 @@ void renumber_owned(Shard& shard, std::span<const vid_t> order) {
 
 namespace {
 
-// The order to renumber by: the stored one where there is one (checked to fit), else searched for.
-std::vector<vid_t> order_to_apply(const LocalGraph& local, VertexOrder order, std::span<const vid_t> stored) {
-  if (order != VertexOrder::kCommunity || stored.empty()) return owned_order(local, order);
-  NJ_REQUIRE(static_cast<vid_t>(stored.size()) == local.num_owned,
-             "the stored community order lists {} vertices, but {} are owned", stored.size(), local.num_owned);
-  spdlog::debug("vertex order: community order read from the dataset file");
-  return {stored.begin(), stored.end()};
+// Renumbers by the stored order where there is one (checked to fit), else by the one searched for.
+template <class Renumberable>
+void renumber_in(Renumberable& target, const LocalGraph& local, VertexOrder order, std::span<const vid_t> stored) {
+  if (order != VertexOrder::kCommunity || stored.empty()) {
+    renumber_owned(target, owned_order(local, order));
+    return;
+  }
+  NJ_REQUIRE(stored.size() == static_cast<std::size_t>(local.num_owned),
+             "the given community order lists {} vertices, but {} are owned", stored.size(), local.num_owned);
+  spdlog::debug("vertex order: the stored community order used");
+  renumber_owned(target, stored);
 }
 
 }  // namespace
 
 void order_vertices(LocalGraph& local, VertexOrder order, std::span<const vid_t> stored) {
-  if (order == VertexOrder::kInput) return;
-  const std::vector<vid_t> owned = order_to_apply(local, order, stored);
-  const auto start = std::chrono::steady_clock::now();
-  renumber_owned(local, owned);
-  spdlog::debug("vertex order: renumbered in {:.2f} s", seconds_since(start));
+  if (order != VertexOrder::kInput) renumber_in(local, local, order, stored);
 }
 
 void order_vertices(Shard& shard, VertexOrder order) {
-  if (order != VertexOrder::kInput) renumber_owned(shard, order_to_apply(shard.local, order, shard.community_order));
-  std::vector<vid_t>().swap(shard.community_order);  // its ids are no longer the shard's
+  // Used once: after this the shard's ids are no longer those the stored order lists.
+  const std::vector<vid_t> stored = std::exchange(shard.community_order, {});
+  if (order != VertexOrder::kInput) renumber_in(shard, shard.local, order, stored);
 }
 
 void store_community_order(Dataset& dataset) {

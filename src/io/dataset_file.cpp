@@ -1,8 +1,11 @@
 #include "nj/io/dataset_file.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <limits>
 
 #include "nj/core/error.hpp"
+#include "nj/graph/vertex_order.hpp"
 #include "nj/io/hdf5.hpp"
 
 namespace nj {
@@ -20,7 +23,10 @@ void write_dataset(const std::string& path, const Dataset& dataset) {
   file.write<eid_t>("/graph/indptr", dataset.graph.offsets, {n + 1});
   file.write<vid_t>("/graph/indices", dataset.graph.sources, {static_cast<hsize_t>(dataset.graph.num_edges())},
                     1U << 20U);
-  if (!dataset.community_order.empty()) file.write<vid_t>("/graph/community_order", dataset.community_order, {n});
+  if (!dataset.community_order.empty()) {
+    file.write<vid_t>("/graph/community_order", dataset.community_order, {n});
+    file.set_attribute("community_order_version", kCommunityOrderVersion);
+  }
   file.write<float>("/features", dataset.features.span(), {n, static_cast<hsize_t>(dataset.features.cols())},
                     kFeatureRowsPerChunk);
   file.write<std::int32_t>("/labels", dataset.labels, {n});
@@ -63,8 +69,17 @@ std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::stri
   const auto n = static_cast<std::int64_t>(d.graph.offsets.size()) - 1;
   d.graph.sources = hdf5::read_vector<vid_t>(file, "/graph/indices", -1);
   d.graph.validate(path + ": /graph");
-  if (file.exists("/graph/community_order"))
-    d.community_order = hdf5::read_vector<vid_t>(file, "/graph/community_order", n);
+  if (file.exists("/graph/community_order")) {
+    // An order from another version of the search is not what this build would search for: searched again.
+    const std::int64_t order_version =
+        file.has_attribute("community_order_version") ? file.int_attribute("community_order_version") : 0;
+    if (order_version == kCommunityOrderVersion) {
+      d.community_order = hdf5::read_vector<vid_t>(file, "/graph/community_order", n);
+    } else {
+      spdlog::info("{}: the stored community order is of version {}, not {}: not used", path, order_version,
+                   kCommunityOrderVersion);
+    }
+  }
   for (const auto& [key, actual] : {std::pair<const char*, std::int64_t>{"num_vertices", n},
                                     std::pair<const char*, std::int64_t>{"num_edges", d.graph.num_edges()}}) {
     if (file.has_attribute(key)) {

@@ -27,8 +27,8 @@ TEST(GenerateCli, WritesAReadableDatasetWithTheRequestedShape) {
   EXPECT_EQ(count(d.val_mask), 60);
 }
 
-// The file carries the community order a single-process run would search for, unless told not to; nj plan and
-// nj train read it and plan and train the same as without it.
+// The file carries the community order a single-process run would search for, unless told not to; nj plan reads
+// it and plans the same as without it (nj train reads it through whole_graph_shard, VertexOrder tests).
 TEST(GenerateCli, StoresTheCommunityOrderThatRunsRead) {
   const test::TempDir dir;
   const std::string options = "generate --vertices 400 --edges 4000 --features 4 --classes 3 --seed 2 -o ";
@@ -49,9 +49,9 @@ TEST(GenerateCli, StoresTheCommunityOrderThatRunsRead) {
   };
   const std::string with_order = plan(stored);
   const std::string without = plan(searched);
-  EXPECT_NE(with_order.find("community order read from the dataset file"), std::string::npos) << with_order;
+  EXPECT_NE(with_order.find("the stored community order used"), std::string::npos) << with_order;
   EXPECT_EQ(with_order.find("communities: round"), std::string::npos) << with_order;
-  EXPECT_EQ(without.find("community order read from the dataset file"), std::string::npos) << without;
+  EXPECT_EQ(without.find("the stored community order used"), std::string::npos) << without;
   // The same plan: the table of predicted transfers is the output's last line.
   const auto last_line = [](const std::string& out) {
     const auto end = out.find_last_not_of('\n');

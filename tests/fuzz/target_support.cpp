@@ -18,6 +18,7 @@
 
 #include "nj/core/error.hpp"
 #include "nj/graph/generate.hpp"
+#include "nj/graph/vertex_order.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/input_limits.hpp"
 #include "nj/partition/partition.hpp"
@@ -204,7 +205,10 @@ Bytes ByteSource::take(std::size_t count) {
 const fs::path& base_dataset_file() {
   static const fs::path path = [] {
     const fs::path file = scratch_dir() / "base-dataset.h5";
-    write_dataset(file.string(), small_dataset());
+    // With a stored community order, so that edits reach its reader too.
+    Dataset dataset = small_dataset();
+    store_community_order(dataset);
+    write_dataset(file.string(), dataset);
     return file;
   }();
   return path;

@@ -153,6 +153,21 @@ TEST(VertexOrder, AStoredCommunityOrderOrdersAsTheSearchDoes) {
   EXPECT_EQ(as_stored.global_id, input.local.global_id);
 }
 
+// The stored order is the one applied, whatever it is: reversed ids give reversed ids, to a graph and a shard.
+TEST(VertexOrder, TheStoredOrderIsTheOneApplied) {
+  Dataset dataset = test::grid_dataset(12, 12, 5);
+  dataset.community_order.resize(static_cast<std::size_t>(dataset.num_vertices()));
+  std::iota(dataset.community_order.rbegin(), dataset.community_order.rend(), vid_t{0});
+  const std::vector<gid_t> reversed(dataset.community_order.begin(), dataset.community_order.end());
+  Shard shard = whole_graph_shard(dataset);
+  LocalGraph local = shard.local;
+  order_vertices(local, VertexOrder::kCommunity, dataset.community_order);
+  EXPECT_EQ(local.global_id, reversed);
+  order_vertices(shard, VertexOrder::kCommunity);
+  EXPECT_EQ(shard.local.global_id, reversed);
+  EXPECT_TRUE(shard.community_order.empty());
+}
+
 TEST(VertexOrder, AStoredOrderOfAnotherSizeIsAnInputError) {
   Dataset dataset = test::grid_dataset(10, 10, 5);
   store_community_order(dataset);

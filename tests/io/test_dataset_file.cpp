@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 
+#include "nj/graph/vertex_order.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/hdf5.hpp"
 #include "support/test_support.hpp"
@@ -109,11 +110,25 @@ TEST_F(DatasetFile, StoredCommunityOrderRoundTrips) {
   EXPECT_EQ(read_dataset_without_features(path_).dataset.community_order, dataset_.community_order);
 }
 
+// An order another version of the search stored is not this build's: read as none, so that runs search again.
+TEST_F(DatasetFile, ACommunityOrderOfAnotherVersionIsNotUsed) {
+  dataset_.community_order.resize(static_cast<std::size_t>(dataset_.num_vertices()));
+  std::iota(dataset_.community_order.begin(), dataset_.community_order.end(), vid_t{0});
+  write_dataset(path_, dataset_);
+  ASSERT_FALSE(read_dataset(path_).community_order.empty());
+  hdf5::File::open_write(path_).set_attribute("community_order_version", kCommunityOrderVersion + 1);
+  EXPECT_TRUE(read_dataset(path_).community_order.empty());
+}
+
 TEST_F(DatasetFile, RejectsACommunityOrderThatIsNotAPermutation) {
   std::vector<vid_t> order(static_cast<std::size_t>(dataset_.num_vertices()));
   std::iota(order.begin(), order.end(), vid_t{0});
   order[7] = order[3];
-  hdf5::File::open_write(path_).write<vid_t>("/graph/community_order", order, {order.size()});
+  {
+    auto file = hdf5::File::open_write(path_);
+    file.write<vid_t>("/graph/community_order", order, {order.size()});
+    file.set_attribute("community_order_version", kCommunityOrderVersion);
+  }
   expect_rejected({"/graph/community_order", "entry 7", "listed twice"});
   order[7] = dataset_.num_vertices();
   replace<vid_t>("/graph/community_order", order, {order.size()});

@@ -37,7 +37,7 @@ constexpr std::int64_t kDefaultKeptBlockBytes = std::int64_t{2} << 30;
 enum class CutOrder {
   kBreadthFirst,  // locality_order: for ids with no locality of their own (as stored)
   kVertexIds,     // ascending ids: where the vertices are numbered by community (order_vertices), the ids are a
-                  // locality order already, and a better one (the ablation's plans move 1-5 % fewer bytes)
+                  // locality order already, and a better one (the ablation's plans move 0-5 % fewer bytes)
 };
 const char* to_string(CutOrder order);
 

@@ -4,6 +4,7 @@
 // destination. Renumbering changes only local ids: every vertex keeps its global id, which addresses its
 // dropout masks and its place in every output, so training under any order is the same training up to the
 // order of floating-point sums.
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +24,11 @@ VertexOrder parse_vertex_order(const std::string& text);
 // The largest community kCommunity forms: 8192 rows of 128 floats are 4 MiB, which the last level cache holds
 // while its destinations gather them (on a 200k-vertex graph, 4096 left a third more of the gather time).
 inline constexpr vid_t kCommunityVertices = 8192;
+
+// The version of the community search that a stored order (store_community_order) records: raised whenever
+// communities() or owned_order() would order a graph differently, so that a file's order from an older search is
+// searched for again rather than used.
+inline constexpr std::int64_t kCommunityOrderVersion = 1;
 
 // The community of every owned vertex (a label: a vertex id its members share), each of at most
 // kCommunityVertices vertices: size-capped label propagation over the edges between owned vertices, a few
