@@ -6,7 +6,8 @@
 // order, a fresh pool's allocations take ascending slots, and the unlimited plan's layer outputs stay on the device as
 // the next layer's inputs and its features for the whole run (predicted bytes, which outputs stay, and that it lasts),
 // and a step's loads are placed from its last, so that a fresh pool's slots ascend along them (slots only), and the
-// unlimited GCN plan's first layer sums its inputs before it transforms them (its steps, trace and bytes).
+// unlimited GCN plan's first layer sums its inputs before it transforms them (its steps, trace and bytes). The
+// cases cut in community-ordered ids (CutOrder::kVertexIds) were added with it, at commit 7b9a24b's planner.
 // A change that is meant to change plans updates the hashes and says why in its commit.
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@
 
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/graph/generate.hpp"
+#include "nj/graph/vertex_order.hpp"
 #include "nj/partition/partition.hpp"
 #include "support/test_support.hpp"
 
@@ -186,13 +188,14 @@ std::map<std::string, std::uint64_t> plan_hashes(std::int64_t kept_block_bytes) 
   const Dataset sbm = generated(3000, 40000, 1);
   const LocalGraph whole = whole_local_graph(sbm.graph);
   const auto plan_of = [&](const std::string& name, const ModelConfig& config, const LocalGraph& local,
-                           double budget_factor, ExecutionMode mode, CachePolicy policy) {
+                           double budget_factor, ExecutionMode mode, CachePolicy policy,
+                           CutOrder cut = CutOrder::kBreadthFirst) {
     const Model model(config, sbm.features.cols(), sbm.num_classes);
     const std::int64_t budget =
         budget_factor > 0
             ? static_cast<std::int64_t>(budget_factor * static_cast<double>(minimum_device_budget(model, local)))
             : kUnlimited;
-    SubgraphExecutorOptions options{budget, mode, policy};
+    SubgraphExecutorOptions options{budget, mode, policy, cut};
     options.kept_block_bytes = kept_block_bytes;
     options.cache_detail = CachePlanDetail::kFull;
     const EpochPlan plan = plan_epoch(model, local, options);
@@ -222,6 +225,14 @@ std::map<std::string, std::uint64_t> plan_hashes(std::int64_t kept_block_bytes) 
   plan_of("gcn2 recompute x3 size-order", gcn(2, 16), whole, 3, ExecutionMode::kRecompute, CachePolicy::kSizeOrder);
   plan_of("gat recompute x4 st-aware", gat(4, 2), whole, 4, ExecutionMode::kRecompute, CachePolicy::kStAware);
 
+  // Numbered by community and cut in those ids, as the CLI plans by default (hashes recorded when CutOrder came).
+  LocalGraph by_community = whole;
+  order_vertices(by_community, VertexOrder::kCommunity);
+  plan_of("gcn2 x4 st-aware, community ids", gcn(2, 16), by_community, 4, ExecutionMode::kReuse, CachePolicy::kStAware,
+          CutOrder::kVertexIds);
+  plan_of("gat x6 st-aware, community ids", gat(4, 2), by_community, 6, ExecutionMode::kReuse, CachePolicy::kStAware,
+          CutOrder::kVertexIds);
+
   // A rank's shard: mirrors, boundary rows and the exchange's chunks.
   PartitionOptions options;
   options.parts = 3;
@@ -234,6 +245,10 @@ std::map<std::string, std::uint64_t> plan_hashes(std::int64_t kept_block_bytes) 
     plan_of(fmt::format("gat part {} x6 belady", part), gat(4, 2), shard.local, 6, ExecutionMode::kReuse,
             CachePolicy::kBelady);
   }
+  Shard ordered = make_shard(sbm, part_of, 1, info);
+  order_vertices(ordered, VertexOrder::kCommunity);
+  plan_of("gcn2 part 1 x6 st-aware, community ids", gcn(2, 16), ordered.local, 6, ExecutionMode::kReuse,
+          CachePolicy::kStAware, CutOrder::kVertexIds);
   return hashes;
 }
 
@@ -246,8 +261,10 @@ TEST(PlanIdentity, PlansAreTheReferencePlannersBitForBit) {
       {"gat x6 degree", 0x042b5c0b1f55d150ULL},
       {"gat x6 lru", 0x96a54121a5989ea6ULL},
       {"gat x6 st-aware", 0xe3981f6f2c5315bbULL},
+      {"gat x6 st-aware, community ids", 0x2e66b89cf6d5778fULL},
       {"gcn2 part 0 x6 st-aware", 0x7fae433cf4ef803aULL},
       {"gcn2 part 1 x6 st-aware", 0x9b5cf2b2ba8bce3bULL},
+      {"gcn2 part 1 x6 st-aware, community ids", 0x2d91bc7f8a22ad86ULL},
       {"gcn2 part 2 x6 st-aware", 0xbd0c378cc17cab17ULL},
       {"gcn2 recompute x3 size-order", 0xc051b9c738b59a4aULL},
       {"gcn2 unlimited st-aware", 0x87d5160af0770e26ULL},
@@ -259,6 +276,7 @@ TEST(PlanIdentity, PlansAreTheReferencePlannersBitForBit) {
       {"gcn2 x4 none", 0xbf55fd08591acc42ULL},
       {"gcn2 x4 size-order", 0xd4510aad53da07d7ULL},
       {"gcn2 x4 st-aware", 0x4e13c9a8aa109cdcULL},
+      {"gcn2 x4 st-aware, community ids", 0x2cb3d6bc204cb5c3ULL},
       {"gcn3 x3 belady", 0x772f0cb79dff0b73ULL},
 
   };
