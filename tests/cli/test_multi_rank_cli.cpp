@@ -224,27 +224,32 @@ TEST_F(MultiRankCli, DatasetAndPartitionsTogetherOrNeitherIsAnError) {
 
 TEST_F(MultiRankCli, TwoRanksPrintTheLossesOfOneProcessAndRecordThePartition) {
   partition(2);
-  const std::string common = " --epochs 5 --threads 1 --metrics-out ";
-  const auto single = test::run_nj("train " + shell_quote(dataset_) + common + shell_quote(dir_.file("single.jsonl")));
-  ASSERT_EQ(single.exit_code, 0) << single.output;
-  const auto expected = printed_losses(single.output);
-  ASSERT_EQ(expected.size(), 5U) << single.output;
+  // In memory (auto, without a budget), and within a budget: each rank's subgraphs cut in its community-ordered ids.
+  for (const std::string executor : {"", " --execution reuse --device-memory 256K --hidden 8"}) {
+    SCOPED_TRACE(executor);
+    const std::string common = executor + " --epochs 5 --threads 1 --metrics-out ";
+    const auto single =
+        test::run_nj("train " + shell_quote(dataset_) + common + shell_quote(dir_.file("single.jsonl")));
+    ASSERT_EQ(single.exit_code, 0) << single.output;
+    const auto expected = printed_losses(single.output);
+    ASSERT_EQ(expected.size(), 5U) << single.output;
 
-  const auto from_shards = dir_.file("shards.jsonl");
-  const auto from_in_memory = dir_.file("in-memory.jsonl");
-  const std::vector<std::pair<std::string, std::string>> runs = {
-      {"--partitions " + shell_quote(parts_), from_shards},
-      {shell_quote(dataset_) + " --partition-method metis", from_in_memory}};
-  for (const auto& [input, metrics] : runs) {
-    SCOPED_TRACE(input);
-    const auto result = test::run_nj_ranks(2, "train " + input + common + shell_quote(metrics));
-    ASSERT_EQ(result.exit_code, 0) << result.output;
-    EXPECT_EQ(printed_losses(result.output), expected) << result.output;
-    const auto partition = summary_of(metrics)["partition"];
-    EXPECT_EQ(partition["method"], "metis") << partition;
-    EXPECT_EQ(partition["parts"], 2) << partition;
-    EXPECT_EQ(partition["ranks"], 2) << partition;
-    EXPECT_GT(partition["edge_cut"].get<std::int64_t>(), 0) << partition;
+    const auto from_shards = dir_.file("shards.jsonl");
+    const auto from_in_memory = dir_.file("in-memory.jsonl");
+    const std::vector<std::pair<std::string, std::string>> runs = {
+        {"--partitions " + shell_quote(parts_), from_shards},
+        {shell_quote(dataset_) + " --partition-method metis", from_in_memory}};
+    for (const auto& [input, metrics] : runs) {
+      SCOPED_TRACE(input);
+      const auto result = test::run_nj_ranks(2, "train " + input + common + shell_quote(metrics));
+      ASSERT_EQ(result.exit_code, 0) << result.output;
+      EXPECT_EQ(printed_losses(result.output), expected) << result.output;
+      const auto partition = summary_of(metrics)["partition"];
+      EXPECT_EQ(partition["method"], "metis") << partition;
+      EXPECT_EQ(partition["parts"], 2) << partition;
+      EXPECT_EQ(partition["ranks"], 2) << partition;
+      EXPECT_GT(partition["edge_cut"].get<std::int64_t>(), 0) << partition;
+    }
   }
 }
 
