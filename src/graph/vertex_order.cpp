@@ -324,12 +324,13 @@ void renumber_owned(LocalGraph& local, std::span<const vid_t> order) {
 
 void renumber_owned(Shard& shard, std::span<const vid_t> order) {
   renumber_owned(shard.local, order);
-  std::vector<vid_t>().swap(shard.community_order);  // its ids are no longer the shard's
   permute_rows(shard.features.row(0), shard.features.cols(), order);
   permute_prefix(shard.labels, order);
   permute_prefix(shard.train_mask, order);
   permute_prefix(shard.val_mask, order);
   permute_prefix(shard.test_mask, order);
+  // Last: `order` may be the shard's own stored order, whose ids are no longer the shard's.
+  std::vector<vid_t>().swap(shard.community_order);
 }
 
 namespace {

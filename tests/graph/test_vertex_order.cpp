@@ -168,6 +168,25 @@ TEST(VertexOrder, TheStoredOrderIsTheOneApplied) {
   EXPECT_TRUE(shard.community_order.empty());
 }
 
+// A shard renumbered by its own stored order reads the order to the end (its rows too), then drops it.
+TEST(VertexOrder, RenumberingAShardByItsOwnStoredOrderPermutesItsRows) {
+  Dataset dataset = test::grid_dataset(6, 6, 5);
+  dataset.community_order.resize(static_cast<std::size_t>(dataset.num_vertices()));
+  std::iota(dataset.community_order.rbegin(), dataset.community_order.rend(), vid_t{0});
+  const Shard input = whole_graph_shard(dataset);
+  Shard shard = input;
+  renumber_owned(shard, shard.community_order);
+  EXPECT_TRUE(shard.community_order.empty());
+  const auto n = static_cast<std::size_t>(input.num_owned());
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(shard.labels[i], input.labels[n - 1 - i]) << i;
+    EXPECT_EQ(shard.test_mask[i], input.test_mask[n - 1 - i]) << i;
+    EXPECT_EQ(shard.features.row(static_cast<std::int64_t>(i))[0],
+              input.features.row(static_cast<std::int64_t>(n - 1 - i))[0])
+        << i;
+  }
+}
+
 TEST(VertexOrder, AStoredOrderOfAnotherSizeIsAnInputError) {
   Dataset dataset = test::grid_dataset(10, 10, 5);
   store_community_order(dataset);
