@@ -16,6 +16,7 @@
 #include "nj/comm/communicator.hpp"
 #include "nj/core/bytes.hpp"
 #include "nj/core/host_memory.hpp"
+#include "nj/core/stopwatch.hpp"
 #include "nj/device/resources.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/dataset_file.hpp"
@@ -239,8 +240,7 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
       "dataset {}: {} vertices, {} edges, {} features, {} classes, {} training vertices (loaded and "
       "ordered in {:.2f} s)",
       shard.name.empty() ? args.dataset : shard.name, shard.global_vertices, shard.global_edges, shard.features.cols(),
-      shard.num_classes, shard.global_train,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+      shard.num_classes, shard.global_train, seconds_since(load_start));
   if (comm.size() > 1) {
     spdlog::info("{} ranks, {} partition: edge cut {:.1f}%, rank 0 owns {} vertices and mirrors {}", comm.size(),
                  shard.partition.method, 100.0 * shard.partition.cut_fraction(), shard.num_owned(),

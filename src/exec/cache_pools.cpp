@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "nj/core/stopwatch.hpp"
+
 namespace nj {
 namespace {
 
@@ -87,7 +89,7 @@ void CachePools::copy_to_home(std::uint32_t tensor, std::span<const vid_t> slots
   backend_.copy_rows(pools_[tensor].view(), on_device.view(), packed.view(), {}, packed.rows());
   const auto start = std::chrono::steady_clock::now();
   transfers_.download(packed.view(), home_(tensor), rows);
-  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  wait_seconds_ += seconds_since(start);
 }
 
 CachePools::PendingLoads CachePools::issue_loads(std::span<const SlotAssignment> rows) {
@@ -106,7 +108,7 @@ CachePools::PendingLoads CachePools::issue_loads(std::span<const SlotAssignment>
 void CachePools::finish_loads(PendingLoads& pending) {
   const auto start = std::chrono::steady_clock::now();
   transfers_.device().wait(Stream::kCompute, pending.copied);
-  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  wait_seconds_ += seconds_since(start);
   for (auto& g : pending.groups) {
     const DeviceArray<vid_t> slots = slots_on_device(transfers_, g.slots);
     backend_.copy_rows(g.packed.view(), {}, pools_[g.tensor].view(), slots.view(), g.packed.rows());

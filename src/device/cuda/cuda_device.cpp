@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "nj/core/stopwatch.hpp"
 #include "nj/device/arena.hpp"
 #include "nj/device/cuda.hpp"
 #include "nj/device/cuda_check.hpp"
@@ -369,7 +370,7 @@ class CudaDevice final : public Device {
   }
 
   void add_wait(std::chrono::steady_clock::time_point start) {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = seconds_since(start);
     std::lock_guard lock(mutex_);
     stats_.wait_seconds += seconds;
   }
