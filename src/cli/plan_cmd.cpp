@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "nj/core/host_memory.hpp"
 #include "nj/core/stopwatch.hpp"
+#include "nj/device/resources.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/partition/shard_file.hpp"
 
@@ -25,7 +26,16 @@ struct PlanArguments {
   bool all_policies = false;
   bool list_subgraphs = false;
   bool json = false;
+  std::string device = "cpu";
+  bool deterministic = false;
 };
+
+// The executor options as nj train would run them on --device: a GPU's backend takes its libraries' memory.
+ExecutorChoice planned_choice(const PlanArguments& args) {
+  ExecutorChoice choice = parse_executor_choice(args.executor);
+  if (parse_device_kind(args.device) == DeviceKind::kCuda) choice.options.library = cuda_library_memory(args.deterministic);
+  return choice;
+}
 
 // Bytes a rank sends to its peers per epoch: forward, its boundary rows of what each layer aggregates;
 // backward, its mirrors' gradients of them, except for a first layer that sums its inputs (what ExchangeStats
@@ -82,7 +92,7 @@ HostFootprint rank_footprint(const PlanArguments& args, const LocalGraph& local,
 // Every rank of a partition folder, planned as `nj train --partitions` would run it with the same options.
 void run_partition_plan(const PlanArguments& args) {
   const PartitionManifest manifest = read_manifest(args.dataset);
-  const ExecutorChoice choice = parse_executor_choice(args.executor);
+  const ExecutorChoice choice = planned_choice(args);
   nlohmann::json ranks = nlohmann::json::array();
   if (!args.json) {
     std::cout << fmt::format("{} ({} parts by {}), {} at {} per rank; bytes per epoch:\n", manifest.dataset_name,
@@ -138,7 +148,7 @@ void run_plan(PlanArguments& args) {
   const std::int64_t width = read.feature_width;
   const std::int32_t classes = read.dataset.num_classes;
   Model model(args.model.resolve(), width, classes);
-  const ExecutorChoice choice = parse_executor_choice(args.executor);
+  const ExecutorChoice choice = planned_choice(args);
   LocalGraph local = whole_local_graph(std::move(read.dataset.graph));
   const double load_seconds = seconds_since(load_start);
   const auto order_start = std::chrono::steady_clock::now();
@@ -153,8 +163,11 @@ void run_plan(PlanArguments& args) {
   spdlog::info("planned in {:.2f} s", seconds_since(start));
   log_plan(plan);
   // Each category at the moment the footprint peaked, and at its own highest.
-  std::cout << fmt::format("device memory: peak {} of budget {}\n", format_bytes(plan.memory.peak_footprint_bytes),
-                           format_bytes(plan.options.device_budget));
+  const std::int64_t workspace = plan.options.library.workspace_bytes;
+  std::cout << fmt::format("device memory: peak {} of budget {}{}\n", format_bytes(plan.memory.peak_footprint_bytes),
+                           format_bytes(plan.options.device_budget),
+                           workspace > 0 ? fmt::format(" and {} of library workspaces beside it", format_bytes(workspace))
+                                         : std::string());
   std::cout << fmt::format("  {:<26} {:>12} {:>14}\n", "category", "at the peak", "most at once");
   for (const auto& [category, most] : plan.memory.category_peaks) {
     const auto at = plan.memory.at_peak.find(category);
@@ -220,6 +233,13 @@ void add_plan_command(CLI::App& app) {
   cmd->add_flag("--all-policies", args->all_policies, "Predict the transfers of every cache policy");
   cmd->add_flag("--list-subgraphs", args->list_subgraphs, "Print every subgraph's size");
   cmd->add_flag("--json", args->json, "A partition folder's per-rank figures as one JSON object");
+  cmd->add_option("--device", args->device,
+                  "The device to plan for: cpu, or cuda (counts what the CUDA backend's libraries take of the "
+                  "device; planned on any machine)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_flag("--deterministic", args->deterministic,
+                "With --device cuda: as nj train --deterministic, which runs without cuSPARSE");
   cmd->callback([args] { run_plan(*args); });
 }
 

@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "nj/comm/communicator.hpp"
+#include "nj/comm/device_communicator.hpp"
 #include "nj/core/bytes.hpp"
 #include "nj/core/host_memory.hpp"
 #include "nj/core/stopwatch.hpp"
@@ -148,6 +149,7 @@ std::string format_accuracy(double value) { return std::isnan(value) ? "  -   " 
 struct RankTraining {
   ModelConfig config;
   ExecutorChoice choice;
+  DeviceChoice device;
   FailurePoint failure;
   Shard shard;
   Resources resources;
@@ -192,9 +194,9 @@ void resume_on_leader(const TrainArguments& args, RankTraining& rank) {
                rank.resumed.next_epoch + 1);
 }
 
-// Reads the configuration file, checks the arguments, loads this rank's shard, plans its executor, resumes from
-// a checkpoint and opens the metrics log: everything before the first collective of training.
-void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTraining& rank) {
+// Reads the configuration file, checks the arguments, chooses the device and loads and orders this rank's shard:
+// what a rank does alone before the ranks meet.
+void set_up_data(TrainArguments& args, CLI::App& command, Communicator& comm, RankTraining& rank) {
   if (!args.config_file.empty()) {
     require_file(args.config_file, "--config");
     apply_config_file(command, args.config_file);
@@ -217,13 +219,13 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
   NJ_REQUIRE(!args.resume || args.load_checkpoint.empty(),
              "give --resume (the newest checkpoint of --checkpoint-dir) or --load-checkpoint FILE, not both");
   // Before the dataset loads: a missing GPU is a one-line error at once.
-  const DeviceChoice device = choose_device(parse_device_kind(args.device));
+  rank.device = choose_device(parse_device_kind(args.device));
 
   if (!args.dataset.empty()) require_file(args.dataset, "dataset");
   NJ_REQUIRE(args.partitions.empty() || std::filesystem::is_directory(args.partitions),
              "--partitions {}: no such folder", args.partitions);
   // Before loading: a run that cannot fit in host memory is an error now, not the operating system's kill later.
-  RunLayout layout = run_layout(rank.choice, device.kind == DeviceKind::kCpu);
+  RunLayout layout = run_layout(rank.choice, rank.device.kind == DeviceKind::kCpu);
   layout.threads = args.threads;
   const HostFootprint footprint =
       predict_host_footprint(rank.config, rank_shape(args.dataset, args.partitions, comm.rank(), comm.size()), layout);
@@ -246,18 +248,33 @@ void set_up(TrainArguments& args, CLI::App& command, Communicator& comm, RankTra
                  shard.partition.method, 100.0 * shard.partition.cut_fraction(), shard.num_owned(),
                  shard.local.num_mirrors());
   }
+}
 
-  spdlog::info("device: {}", device.reason);
-  // In-memory execution has the device to itself, without a budget.
-  rank.resources =
-      make_resources(device, {.budget_bytes = rank.choice.in_memory ? kUnlimited : rank.choice.options.device_budget,
-                              .threads = args.threads,
-                              .deterministic = args.deterministic});
+// The device and its communicator. Counting the ranks on each card and connecting the device communicator are
+// collectives: every rank reaches them here, in this order, once the data is set up on every rank (a rank that
+// failed before would leave the others waiting in them). Making the device may fail on one rank alone: agreed.
+void set_up_device(const TrainArguments& args, Communicator& comm, RankTraining& rank) {
+  rank.device.ranks_per_gpu = count_ranks_sharing_gpu(comm, rank.device);
+  agree_on_failure(comm, [&] {
+    spdlog::info("device: {}{}", rank.device.reason,
+                 rank.device.ranks_per_gpu > 1 ? fmt::format(", shared by {} ranks", rank.device.ranks_per_gpu) : "");
+    // In-memory execution has the device to itself, without a budget.
+    rank.resources = make_resources(
+        rank.device, {.budget_bytes = rank.choice.in_memory ? kUnlimited : rank.choice.options.device_budget,
+                      .threads = args.threads,
+                      .deterministic = args.deterministic});
+  });
+  // A rank that fails to connect leaves the others inside the connection: its error ends the job (main).
   rank.device_comm = make_device_communicator(comm, rank.resources);
   if (comm.size() > 1 && !rank.device_comm) {
     spdlog::info("exchange: over MPI from host memory ({} ranks share a GPU; NCCL needs one GPU per rank)",
                  rank.resources.ranks_per_device);
   }
+}
+
+// The model, its executor (planned), the trainer, a checkpoint to resume from and the metrics log.
+void set_up_training(const TrainArguments& args, Communicator& comm, RankTraining& rank) {
+  const Shard& shard = rank.shard;
   Communicator& training_comm = rank.device_comm ? *rank.device_comm : comm;
   rank.model = std::make_unique<Model>(rank.config, shard.features.cols(), shard.num_classes);
   if (rank.choice.in_memory) {
@@ -316,8 +333,10 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
   const std::int64_t baseline_rss = resident_memory().current;
   RankTraining rank;
   // A bad argument, a missing shard or a budget too small for one rank's graph ends every rank, reported once.
-  agree_on_failure(comm, [&] { set_up(args, command, comm, rank); });
+  agree_on_failure(comm, [&] { set_up_data(args, command, comm, rank); });
   if (comm.size() > 1) agree_on_failure(comm, [&] { check_same_partition(comm, rank.shard); });
+  set_up_device(args, comm, rank);
+  agree_on_failure(comm, [&] { set_up_training(args, comm, rank); });
   if (!args.load_checkpoint.empty() || args.resume) {
     broadcast_training_state(comm, 0, rank.resumed, rank.trainer->optimizer());
     rank.trainer->restore(rank.resumed);

@@ -61,8 +61,12 @@ int local_size() {
                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_NTASKS_PER_NODE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"}, 1));
 }
 
-DeviceChoice choose_device(DeviceKind requested) {
-  const int gpus = cuda_device_count();
+GpuInventory cuda_inventory() {
+  return {.count = cuda_device_count, .uuid = cuda_device_uuid, .description = cuda_device_description};
+}
+
+DeviceChoice choose_device(DeviceKind requested, const GpuInventory& inventory) {
+  const int gpus = inventory.count();
   DeviceChoice choice;
   if (requested == DeviceKind::kCpu || (requested == DeviceKind::kAuto && gpus == 0)) {
     choice.kind = DeviceKind::kCpu;
@@ -77,18 +81,31 @@ DeviceChoice choose_device(DeviceKind requested) {
   choice.kind = DeviceKind::kCuda;
   const int local = local_rank();
   choice.ordinal = local % gpus;
-  choice.ranks_per_gpu = (local_size() + gpus - 1) / gpus;
-  choice.reason = fmt::format("cuda{}: GPU {} of {} for local rank {} ({} per GPU): {}",
-                              requested == DeviceKind::kAuto ? " (auto)" : "", choice.ordinal, gpus, local,
-                              choice.ranks_per_gpu == 1 ? "one rank" : fmt::format("{} ranks", choice.ranks_per_gpu),
-                              cuda_device_description(choice.ordinal));
+  choice.gpu_uuid = inventory.uuid(choice.ordinal);
+  choice.reason = fmt::format("cuda{}: GPU {} of {} for local rank {}: {}", requested == DeviceKind::kAuto ? " (auto)" : "",
+                              choice.ordinal, gpus, local, inventory.description(choice.ordinal));
   return choice;
+}
+
+std::int64_t cuda_default_budget(std::int64_t total_bytes, std::int64_t free_bytes, int sharing) {
+  // The ranks sharing a card start together, so a rank's default is its share of the whole card (not of what
+  // happens to be free while the others allocate), or what is free where that is less.
+  const std::int64_t share = total_bytes / std::max(sharing, 1) - kCudaReservedBytes;
+  return std::min(share, free_bytes - kCudaReservedBytes);
+}
+
+int ranks_sharing(std::span<const std::string> uuids, int rank) {
+  NJ_EXPECTS(rank >= 0 && static_cast<std::size_t>(rank) < uuids.size(), "rank {} of {}", rank, uuids.size());
+  const std::string& mine = uuids[static_cast<std::size_t>(rank)];
+  if (mine.empty()) return 1;
+  return static_cast<int>(std::count(uuids.begin(), uuids.end(), mine));
 }
 
 Resources make_resources(const DeviceChoice& choice, const ResourceOptions& options) {
   if (choice.kind != DeviceKind::kCuda) return make_cpu_resources(options.budget_bytes, options.threads);
   Resources r;
-  r.device = make_cuda_device(choice.ordinal, options.budget_bytes, choice.ranks_per_gpu);
+  r.device = make_cuda_device(choice.ordinal, options.budget_bytes, choice.ranks_per_gpu,
+                              cuda_library_memory(options.deterministic).workspace_bytes);
   r.backend = make_cuda_backend(*r.device, options.deterministic);
   r.ranks_per_device = choice.ranks_per_gpu;
   return r;

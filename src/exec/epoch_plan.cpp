@@ -38,15 +38,19 @@ struct LayerDims {
   std::int64_t out = 0;      // output row width
   std::int64_t heads = 0;    // GAT heads, 0 for GCN
   bool sums_inputs = false;  // aggregates its inputs, then transforms the sums (Pass::first_layer_sums_inputs)
+  // Its aggregations may narrow their block's offsets into a buffer of their own (LibraryMemory).
+  bool narrows_offsets = false;
   bool attention() const { return heads > 0; }
 };
 
-std::vector<LayerDims> layer_dims(const Model& model, bool first_layer_sums_inputs = false) {
+std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& library,
+                                  bool first_layer_sums_inputs = false) {
   std::vector<LayerDims> dims;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
     dims.push_back({layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
-                    layer.attention_heads(), l == 0 && first_layer_sums_inputs});
+                    layer.attention_heads(), l == 0 && first_layer_sums_inputs,
+                    library.narrows_offsets && layer.attention_heads() == 0});
   }
   return dims;
 }
@@ -54,6 +58,11 @@ std::vector<LayerDims> layer_dims(const Model& model, bool first_layer_sums_inpu
 // GAT's backward keeps per-edge coefficients and score gradients, and per-destination score gradients.
 std::int64_t attention_workspace(const LayerDims& d, std::int64_t destinations, std::int64_t edges) {
   return d.attention() ? (2 * edges + destinations) * d.heads * kFloat : 0;
+}
+
+// The offsets an aggregation over `rows` CSR rows narrows for the sparse library, in an allocation of their own.
+std::int64_t narrowed_offsets(const LayerDims& d, std::int64_t rows) {
+  return d.narrows_offsets ? arena_block_bytes((rows + 1) * static_cast<std::int64_t>(sizeof(std::int32_t))) : 0;
 }
 
 constexpr std::int64_t kSlot = sizeof(vid_t);
@@ -75,10 +84,11 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, !d.attention());
   const std::int64_t transform = dst * ((d.in + d.width) * kFloat + kId + kSlot);
   // A layer that sums its inputs keeps their sums beside its outputs.
-  const std::int64_t aggregate = block + src * kSlot + dst * (d.out + (d.sums_inputs ? d.in : 0)) * kFloat;
+  const std::int64_t aggregate = block + src * kSlot + dst * (d.out + (d.sums_inputs ? d.in : 0)) * kFloat +
+                                 narrowed_offsets(d, dst);
   const std::int64_t aggregate_backward = block + 2 * src * kSlot + dst * d.out * kFloat +
                                           (d.attention() ? 2 * src * d.width * kFloat : 0) +
-                                          attention_workspace(d, dst, edges);
+                                          attention_workspace(d, dst, edges) + narrowed_offsets(d, src);
   // Inputs, their dropped copy and their gradient, the transformed-row gradients, and their ids and slots.
   const std::int64_t transform_backward = dst * ((3 * d.in + d.width) * kFloat + kId + kSlot);
   return staging + std::max({transform, aggregate, aggregate_backward, transform_backward}) + kStepPadding;
@@ -615,7 +625,7 @@ ClosurePlanner::ClosurePlanner(const Model& model, const LocalGraph& local)
 // The pass rows are the closure's vertices, the destinations first and then each hop further out; its graph
 // holds the in-edges of the rows some layer aggregates, with the whole graph's edge weights (its rows' factors).
 Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
-  const auto dims = layer_dims(model_);
+  const auto dims = layer_dims(model_, plan.options.library);
   const std::size_t layers = dims.size();
   std::vector<std::int64_t> level_sizes;
   std::vector<vid_t> closure = lister_.list(dsts, level_sizes);
@@ -668,9 +678,9 @@ const char* to_string(ExecutionMode mode) { return mode == ExecutionMode::kReuse
 
 const char* to_string(CutOrder order) { return order == CutOrder::kBreadthFirst ? "breadth-first" : "vertex-id"; }
 
-std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local) {
+std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local, const LibraryMemory& library) {
   const PreparedGraph prepared = model.prepare(local);
-  return minimum_budget(smallest_step(layer_dims(model), prepared.graph).bytes, resident_bytes(model));
+  return minimum_budget(smallest_step(layer_dims(model, library), prepared.graph).bytes, resident_bytes(model));
 }
 
 EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const SubgraphExecutorOptions& options) {
@@ -693,7 +703,8 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   const auto prepare_start = std::chrono::steady_clock::now();
   PreparedGraph prepared = model.prepare(local);
   spdlog::debug("plan: graph prepared for the model in {:.2f} s", seconds_since(prepare_start));
-  const auto dims = layer_dims(model, plan_sums_first_layer_inputs(model, options.device_budget, options.mode));
+  const auto dims =
+      layer_dims(model, options.library, plan_sums_first_layer_inputs(model, options.device_budget, options.mode));
   const std::size_t layers = dims.size();
   const std::int64_t owned = local.num_owned;
   // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges. A

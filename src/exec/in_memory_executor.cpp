@@ -72,12 +72,13 @@ BoundaryExchange make_exchange(Communicator* comm, const LocalGraph& local, cons
 }  // namespace
 
 struct InMemoryExecutor::State {
-  State(Resources& resources, const Model& model, const LocalGraph& local, ConstRows features, Communicator* comm)
+  State(Resources& resources, const Model& model, const LocalGraph& local, ConstRows features, Communicator* ranks)
       : backend(*resources.backend),
         device(*resources.device),
+        comm(ranks),
         transfers(device),
         parameters(transfers, model),
-        exchange(make_exchange(comm, local, model, backend, transfers)),
+        exchange(make_exchange(ranks, local, model, backend, transfers)),
         num_owned(local.num_owned),
         num_mirrors(local.num_mirrors()),
         owned_gid(to_device<gid_t>(transfers, {local.global_id.data(), static_cast<std::size_t>(local.num_owned)},
@@ -230,12 +231,11 @@ struct InMemoryExecutor::State {
       LayerParameters& p = parameters.layer(l);
       const DeviceRows grad_y = grad_outputs[l].view();
       backend.activation_backward(model.activation_after(l), outputs[l].view(), grad_y, grad_y);
-      backend.column_sums(grad_y, p.bias_grad.view().span(), true);
+      backend.column_sums(grad_y, p.bias_grad.span(), true);
       if (sums_inputs_first[l]) {
         // The input needs no gradient (the first layer), so neither do the rows aggregated: no aggregation, and
         // no exchange, runs backward.
-        Layer::transform_backward(backend, p.weight.view(), p.weight_grad.view(), input_sums[l].view(), grad_y, {});
-        parameters.finish_backward(backend, model, l);
+        Layer::transform_backward(backend, p.weight.view(), p.weight_grad, input_sums[l].view(), grad_y, {});
         continue;
       }
       if (parts.size() > 1) backend.zero_rows(grad_z[l].view(), {}, grad_z[l].rows());
@@ -248,7 +248,7 @@ struct InMemoryExecutor::State {
       }
       if (exchange.has_peers()) add_received_gradients(l);
       const DeviceRows grad_x = l > 0 ? grad_outputs[l - 1].view() : DeviceRows{};
-      Layer::transform_backward(backend, p.weight.view(), p.weight_grad.view(), kept[l],
+      Layer::transform_backward(backend, p.weight.view(), p.weight_grad, kept[l],
                                 grad_z[l].view().slice(0, num_owned), grad_x);
       if (l > 0 && model.config().dropout > 0.0F) {
         // Dropout's backward applies the same mask and scale to the gradient.
@@ -256,8 +256,8 @@ struct InMemoryExecutor::State {
                         feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
                         model.config().dropout, grad_x);
       }
-      parameters.finish_backward(backend, model, l);
     }
+    parameters.finish_step(model, comm);
   }
 
   // The mirrors' gradients leave for their owners.
@@ -293,6 +293,7 @@ struct InMemoryExecutor::State {
 
   Backend& backend;
   Device& device;
+  Communicator* comm;  // sums the gradients over the ranks (null: one rank)
   Transfers transfers;
   DeviceParameters parameters;
   BoundaryExchange exchange;

@@ -42,15 +42,16 @@ struct StepBlock {
 
 struct SubgraphExecutor::State {
   State(Backend& b, Device& d, const Model& model, const LocalGraph& local, ConstRows f, const EpochPlan& p,
-        Communicator* comm)
+        Communicator* ranks)
       : backend(b),
         device(d),
+        comm(ranks),
         transfers(device),
         features(f),
         num_owned(local.num_owned),
         global_id(local.global_id),
         plan(p),
-        exchange(comm, local, model.num_layers()),
+        exchange(ranks, local, model.num_layers()),
         parameters(transfers, model),
         pools(
             backend, transfers, 2 * model.num_layers(), plan.staging_limit_bytes,
@@ -448,11 +449,11 @@ struct SubgraphExecutor::State {
     const DeviceMatrix grad_y =
         stayed ? std::move(*stayed) : upload(grad_outputs[l], destinations, "rows: output gradients");
     LayerParameters& p = parameters.layer(l);
-    backend.column_sums(grad_y.view(), p.bias_grad.view().span(), true);
+    backend.column_sums(grad_y.view(), p.bias_grad.span(), true);
     if (sums_inputs(l)) {
       const std::optional<DeviceMatrix> sums = take(resident_sums, l, k);
       NJ_EXPECTS(sums.has_value(), "layer {} subgraph {}: its forward kept no sums", l + 1, k);
-      Layer::transform_backward(backend, p.weight.view(), p.weight_grad.view(), sums->view(), grad_y.view(), {});
+      Layer::transform_backward(backend, p.weight.view(), p.weight_grad, sums->view(), grad_y.view(), {});
       return;
     }
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
@@ -513,7 +514,7 @@ struct SubgraphExecutor::State {
     DeviceMatrix grad_x =
         l > 0 ? DeviceMatrix(device, input.rows(), layer.in_dim(), "rows: input gradients") : DeviceMatrix();
     LayerParameters& p = parameters.layer(l);
-    Layer::transform_backward(backend, p.weight.view(), p.weight_grad.view(), drops ? dropped->view() : input.view(),
+    Layer::transform_backward(backend, p.weight.view(), p.weight_grad, drops ? dropped->view() : input.view(),
                               *grad_z, grad_x.view());
     if (l > 0) {
       // The input is the previous layer's output: finish that layer's activation backward here, where its
@@ -590,8 +591,6 @@ struct SubgraphExecutor::State {
         case StepKind::kReceiveGradients: receive_gradients(s.layer, s.index); break;
         default: transform_backward(model, s.layer, s.index, epoch);
       }
-      const bool layer_done = k + 1 == pass->steps.size() || pass->steps[k + 1].layer != s.layer;
-      if (layer_done) parameters.finish_backward(backend, model, s.layer);
     });
   }
 
@@ -605,6 +604,7 @@ struct SubgraphExecutor::State {
       total += take_loss(loss);
       run_backward(model, epoch);
     });
+    parameters.finish_step(model, comm);
     count_rows();
     return total;
   }
@@ -661,6 +661,7 @@ struct SubgraphExecutor::State {
 
   Backend& backend;
   Device& device;
+  Communicator* comm;  // sums the gradients over the ranks (null: one rank)
   Transfers transfers;
   ConstRows features;
   std::int64_t num_owned = 0;
@@ -723,7 +724,7 @@ std::string budget_for(std::int64_t footprint) { return fmt::format("{}K", (foot
 MemoryForecast forecast_device_memory(const Backend& backend, Model& model, const LocalGraph& local, ConstRows features,
                                       const EpochPlan& plan) {
   PlanningDevice device;
-  const std::unique_ptr<Backend> kernels = make_planning_backend(backend);
+  const std::unique_ptr<Backend> kernels = make_planning_backend(backend, device, plan.options.library);
   const std::unique_ptr<Communicator> detached = make_detached_communicator();
   {
     SubgraphExecutor::State replay(*kernels, device, model, local, features, plan, detached.get());
@@ -734,8 +735,9 @@ MemoryForecast forecast_device_memory(const Backend& backend, Model& model, cons
 
 std::int64_t device_memory_shortfall(const EpochPlan& plan) {
   if (plan.options.device_budget == kUnlimited) return 0;
-  // The arena places whole alignment units of the budget.
-  const std::int64_t usable = plan.options.device_budget / kArenaAlignment * kArenaAlignment;
+  // The arena places whole alignment units of the budget, and holds the libraries' workspace beside it.
+  const std::int64_t usable =
+      (plan.options.device_budget + plan.options.library.workspace_bytes) / kArenaAlignment * kArenaAlignment;
   return std::max<std::int64_t>(0, plan.memory.peak_footprint_bytes - usable);
 }
 
@@ -747,9 +749,18 @@ std::string describe_forecast(const MemoryForecast& forecast) {
   return fmt::format("{}alignment and fragmentation {}", parts, format_bytes(forecast.padding_at_peak()));
 }
 
+namespace {
+
+SubgraphExecutorOptions with_library(SubgraphExecutorOptions options, const Backend& backend) {
+  options.library = backend.library_memory();
+  return options;
+}
+
+}  // namespace
+
 SubgraphExecutor::SubgraphExecutor(Resources& resources, Model& model, const LocalGraph& local, ConstRows features,
                                    const SubgraphExecutorOptions& options, Communicator* comm)
-    : plan_(plan_epoch(model, local, options)) {
+    : plan_(plan_epoch(model, local, with_library(options, *resources.backend))) {
   NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
              local.num_owned);
   NJ_EXPECTS(resources.device->budget_bytes() == plan_.options.device_budget,

@@ -1,5 +1,7 @@
 #include "nj/kernels/backend.hpp"
 
+#include <climits>
+
 #include "nj/core/error.hpp"
 
 namespace nj {
@@ -27,6 +29,21 @@ void expect_gat_shapes(const SparseBlockView& block, const GatShape& shape, Cons
                  reaches_sources(block, z),
              "gat shapes: z {}x{} (row width {}), out {}x{} (output width {}), block {}->{}", z.rows, z.cols,
              shape.row_width(), out.rows, out.cols, shape.output_width(), block.num_src, block.num_dst);
+}
+
+LibraryMemory cuda_library_memory(bool deterministic) {
+  if (deterministic) return {.workspace_bytes = kCublasWorkspaceBytes, .narrows_offsets = false};
+  return {.workspace_bytes = kCublasWorkspaceBytes + kCusparseWorkspaceBytes, .narrows_offsets = true};
+}
+
+bool sparse_library_takes(const SparseBlockView& block, bool transpose) {
+  const float* weights = transpose ? block.out_weight : block.edge_weight;
+  const std::int64_t rows = transpose ? block.num_src : block.num_dst;
+  return weights != nullptr && block.src_row == nullptr && rows > 0 && block.num_edges() <= INT32_MAX;
+}
+
+std::int64_t narrowed_offsets_bytes(const SparseBlockView& block, bool transpose) {
+  return ((transpose ? block.num_src : block.num_dst) + 1) * static_cast<std::int64_t>(sizeof(std::int32_t));
 }
 
 }  // namespace nj

@@ -4,15 +4,26 @@
 namespace nj {
 namespace {
 
+// It takes what the planned backend's libraries take (LibraryMemory), when that backend would: its workspace as
+// it is made, and the narrowed offsets for each SpMM the sparse library would run.
 class PlanningBackend final : public Backend {
  public:
-  explicit PlanningBackend(const Backend& sizes) : sizes_(sizes) {}
+  PlanningBackend(const Backend& sizes, Device& device, const LibraryMemory& library)
+      : sizes_(sizes),
+        device_(device),
+        library_(library),
+        workspace_(device, library.workspace_bytes, "library: workspaces") {}
   std::string_view name() const override { return "planning"; }
+  LibraryMemory library_memory() const override { return library_; }
   void gemm(bool /*transpose_a*/, bool /*transpose_b*/, float /*alpha*/, ConstDeviceRows /*a*/, ConstDeviceRows /*b*/,
             float /*beta*/, DeviceRows /*c*/) override {}
-  void spmm(const SparseBlockView& /*block*/, ConstDeviceRows /*in*/, DeviceRows /*out*/) override {}
-  void spmm_transpose(const SparseBlockView& /*block*/, ConstDeviceRows /*grad_out*/, DeviceRows /*grad_in*/,
-                      bool /*accumulate*/) override {}
+  void spmm(const SparseBlockView& block, ConstDeviceRows /*in*/, DeviceRows /*out*/) override {
+    narrow_offsets(block, false);
+  }
+  void spmm_transpose(const SparseBlockView& block, ConstDeviceRows /*grad_out*/, DeviceRows /*grad_in*/,
+                      bool /*accumulate*/) override {
+    narrow_offsets(block, true);
+  }
   void gat_forward(const SparseBlockView& /*block*/, const GatShape& /*shape*/, const RandomStream& /*attention*/,
                    ConstDeviceRows /*z*/, DeviceRows /*out*/) override {}
   std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const override {
@@ -35,13 +46,22 @@ class PlanningBackend final : public Backend {
   void zero_rows(DeviceRows /*dst*/, DeviceSpan<const vid_t> /*rows*/, std::int64_t /*count*/) override {}
 
  private:
+  void narrow_offsets(const SparseBlockView& block, bool transpose) {
+    if (!library_.narrows_offsets || !sparse_library_takes(block, transpose)) return;
+    const DeviceArray<std::byte> narrowed(device_, narrowed_offsets_bytes(block, transpose),
+                                          "library: narrowed offsets");
+  }
+
   const Backend& sizes_;
+  Device& device_;
+  LibraryMemory library_;
+  DeviceArray<std::byte> workspace_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_planning_backend(const Backend& sizes) {
-  return std::make_unique<PlanningBackend>(sizes);
+std::unique_ptr<Backend> make_planning_backend(const Backend& sizes, Device& device, const LibraryMemory& library) {
+  return std::make_unique<PlanningBackend>(sizes, device, library);
 }
 
 }  // namespace nj

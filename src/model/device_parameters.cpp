@@ -1,28 +1,47 @@
 #include "nj/model/device_parameters.hpp"
 
+#include "nj/device/arena.hpp"
+
 namespace nj {
 namespace {
 
 constexpr auto kFloat = static_cast<std::int64_t>(sizeof(float));
 
-std::int64_t layer_floats(const Layer& layer) { return 2 * (layer.in_dim() * layer.row_width() + layer.out_dim()); }
+// Each gradient starts on an arena unit of the shared buffer, as it would in an allocation of its own: the
+// buffer takes what the separate gradients took (the planner's resident_bytes), and views stay aligned.
+std::int64_t padded_floats(std::int64_t floats) { return arena_block_bytes(floats * kFloat) / kFloat; }
+std::int64_t gradient_floats(const Layer& layer) {
+  return padded_floats(layer.in_dim() * layer.row_width()) + padded_floats(layer.out_dim());
+}
+std::int64_t gradient_floats(const Model& model) {
+  std::int64_t floats = 0;
+  for (std::size_t l = 0; l < model.num_layers(); ++l) floats += gradient_floats(model.layer(l));
+  return floats;
+}
 
 }  // namespace
 
 std::int64_t DeviceParameters::bytes_for(const Model& model) {
-  std::int64_t bytes = 0;
-  for (std::size_t l = 0; l < model.num_layers(); ++l) bytes += layer_floats(model.layer(l)) * kFloat;
+  std::int64_t bytes = gradient_floats(model) * kFloat;
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    const Layer& layer = model.layer(l);
+    bytes += (layer.in_dim() * layer.row_width() + layer.out_dim()) * kFloat;
+  }
   return bytes;
 }
 
-DeviceParameters::DeviceParameters(Transfers& transfers, const Model& model) : transfers_(transfers) {
+DeviceParameters::DeviceParameters(Transfers& transfers, const Model& model)
+    : transfers_(transfers),
+      gradients_on_device_(transfers.device(), gradient_floats(model), "parameters: gradients") {
   Device& device = transfers.device();
+  float* next = gradients_on_device_.view().data;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
+    const DeviceRows weight_grad(next, layer.in_dim(), layer.row_width());
+    const DeviceRows bias_grad(next + padded_floats(weight_grad.size()), 1, layer.out_dim());
+    next += gradient_floats(layer);
     layers_.push_back({DeviceMatrix(device, layer.in_dim(), layer.row_width(), "parameters: weights"),
-                       DeviceMatrix(device, 1, layer.out_dim(), "parameters: biases"),
-                       DeviceMatrix(device, layer.in_dim(), layer.row_width(), "parameters: weight gradients"),
-                       DeviceMatrix(device, 1, layer.out_dim(), "parameters: bias gradients")});
+                       DeviceMatrix(device, 1, layer.out_dim(), "parameters: biases"), weight_grad, bias_grad});
   }
 }
 
@@ -31,29 +50,31 @@ void DeviceParameters::upload(Backend& backend, const Model& model) {
     LayerParameters& p = layers_[l];
     transfers_.upload_array(model.layer(l).effective_weight().span(), p.weight.view().span());
     transfers_.upload_array(model.layer(l).bias().value.span(), p.bias.view().span());
-    backend.zero_rows(p.weight_grad.view(), {}, p.weight_grad.rows());
-    backend.zero_rows(p.bias_grad.view(), {}, 1);
   }
+  const DeviceSpan<float> gradients = gradients_on_device_.view();
+  backend.zero_rows(DeviceRows(gradients.data, 1, gradients.size), {}, 1);
 }
 
-void DeviceParameters::finish_backward(Backend& backend, Model& model, std::size_t l) {
-  Layer& layer = model.layer(l);
-  LayerParameters& p = layers_[l];
-  // Both gradients reach the host before either is added: a download that fails leaves the layer's host
-  // gradients as they were (GAT's effective-weight gradient is no parameter, so zero_grad would not clear it).
-  const auto weight_floats = static_cast<std::size_t>(p.weight_grad.view().size());
-  gradients_.resize(weight_floats + static_cast<std::size_t>(p.bias_grad.view().size()));
-  transfers_.download_array(ConstDeviceRows(p.weight_grad.view()).span(), gradients_.data());
-  transfers_.download_array(ConstDeviceRows(p.bias_grad.view()).span(), gradients_.data() + weight_floats);
-  const auto add_gradient = [](const float* device_grad, Matrix& host_grad) {
-    for (std::int64_t i = 0; i < host_grad.size(); ++i) host_grad.data()[i] += device_grad[i];
+void DeviceParameters::finish_step(Model& model, Communicator* comm) {
+  const DeviceSpan<float> on_device = gradients_on_device_.view();
+  const bool with_peers = comm != nullptr && comm->size() > 1;
+  if (with_peers && comm->exchange_space() == MemorySpace::kDevice) comm->all_reduce_sum_on_device(on_device);
+  // Every gradient reaches the host before any is added: a download that fails leaves the host gradients as they
+  // were (GAT's effective-weight gradient is no parameter, so zero_grad would not clear it).
+  gradients_.resize(static_cast<std::size_t>(on_device.size));
+  transfers_.download_array(DeviceSpan<const float>(on_device), gradients_.data());
+  if (with_peers && comm->exchange_space() == MemorySpace::kHost) comm->all_reduce_sum(std::span<float>(gradients_));
+  const float* next = gradients_.data();
+  const auto add_gradient = [&next](Matrix& host_grad) {
+    for (std::int64_t i = 0; i < host_grad.size(); ++i) host_grad.data()[i] += next[i];
+    next += padded_floats(host_grad.size());
   };
-  add_gradient(gradients_.data(), layer.effective_weight_grad());
-  add_gradient(gradients_.data() + weight_floats, layer.bias().grad);
-  layer.finish_backward();
-  // Another pass over other rows (the recompute baseline) accumulates from zero again.
-  backend.zero_rows(p.weight_grad.view(), {}, p.weight_grad.rows());
-  backend.zero_rows(p.bias_grad.view(), {}, 1);
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    Layer& layer = model.layer(l);
+    add_gradient(layer.effective_weight_grad());
+    add_gradient(layer.bias().grad);
+    layer.finish_backward();
+  }
 }
 
 }  // namespace nj

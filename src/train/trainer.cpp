@@ -110,7 +110,6 @@ EpochMetrics Trainer::train_epoch(std::uint32_t epoch) {
   metrics.execution = executor_.take_metrics();
 
   start = std::chrono::steady_clock::now();
-  for (Parameter* p : model_.parameters()) comm_.all_reduce_sum(p->grad.span());
   comm_.all_reduce_sum(loss);
   require_finite(epoch, loss[0]);
   optimizer_.step();

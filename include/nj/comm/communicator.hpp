@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nj/core/error.hpp"
+#include "nj/device/device_view.hpp"
 
 namespace nj {
 
@@ -51,6 +52,9 @@ class Communicator {
   virtual void all_reduce_sum(std::span<double> values) = 0;
   virtual void all_reduce_sum(std::span<std::int64_t> values) = 0;
   virtual void all_reduce_max(std::span<double> values) = 0;
+  // Sums device memory over all ranks, in place (the weight gradients, in one fused buffer): only where
+  // exchange_space() is kDevice; the others throw.
+  virtual void all_reduce_sum_on_device(DeviceSpan<float> values);
   // Copies `root`'s bytes into every other rank's, in host memory: what one reader of a file (a checkpoint)
   // hands to the ranks that may not see it.
   virtual void broadcast(std::span<std::byte> bytes, int root) = 0;
@@ -88,19 +92,6 @@ std::unique_ptr<Communicator> make_single_process_communicator();
 // A rank cut off from its peers: exchanges complete at once, sending nothing and receiving nothing. Planning
 // replays a rank's epoch on it, to learn what the rank allocates without its peers taking part.
 std::unique_ptr<Communicator> make_detached_communicator();
-
-class Device;
-// Exchanges device buffers of `device` (a CUDA device) through NCCL and reduces gradients with it; the rest
-// goes to `host` (the MPI communicator, which also carries NCCL's unique id), which must outlive it. Throws in a build
-// without CUDA.
-std::unique_ptr<Communicator> make_nccl_communicator(Communicator& host, Device& device);
-
-struct Resources;
-// The communicator a rank trains with on its resources, over the job's `job` (which must outlive it): where the
-// job has peers, one that sends rows straight from device memory (NCCL on a CUDA device of its own; on the CPU
-// device, whose memory is host memory, `job` itself taking the device buffers as host ones); null where `job`
-// serves alone: one rank, or ranks sharing a GPU, which NCCL refuses.
-std::unique_ptr<Communicator> make_device_communicator(Communicator& job, Resources& resources);
 
 // Owns MPI's lifetime in a process: initialises MPI when the process was started by a launcher (mpirun, srun)
 // and finalises it on destruction. Without a launcher it does nothing, so that one process never pays for MPI.

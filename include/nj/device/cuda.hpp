@@ -26,7 +26,17 @@ inline constexpr std::int64_t kCudaReservedBytes = std::int64_t{2} << 30;
 // kUnlimited) the arena takes the card's share of `sharing` ranks that use it: its memory / sharing, less
 // kCudaReservedBytes, or the memory free less the reserve where that is less. A budget beyond the memory free now, less
 // the reserve, throws nj::InputError.
-std::unique_ptr<Device> make_cuda_device(int ordinal, std::int64_t budget_bytes, int sharing = 1);
+// `library_bytes` more are placed in the arena beyond the budget, for the backend's library workspaces
+// (LibraryMemory::workspace_bytes), which the budget's plans do not count; budget_bytes() stays the budget.
+std::unique_ptr<Device> make_cuda_device(int ordinal, std::int64_t budget_bytes, int sharing = 1,
+                                         std::int64_t library_bytes = 0);
+
+// The card's UUID as 32 hex digits: the same card reads the same in every process.
+std::string cuda_device_uuid(int ordinal);
+
+// The arena a CUDA device takes without a budget: the card's share among the `sharing` ranks that compute on it
+// (its total memory / sharing, less kCudaReservedBytes), or the memory free less that reserve where that is less.
+std::int64_t cuda_default_budget(std::int64_t total_bytes, std::int64_t free_bytes, int sharing);
 
 // The card behind a CUDA device, in words ("NVIDIA H200, 139.8 GiB, sm_90"): for logs.
 std::string cuda_device_description(int ordinal);

@@ -53,7 +53,8 @@ class Executor {
   // Logits of the owned vertices without dropout (the epoch is irrelevant outside training).
   virtual ConstRows evaluate(Model& model) = 0;
   // One training pass for `epoch` (which addresses the dropout masks): forward, the loss through `loss`, and
-  // backward, adding into every parameter's gradient. Returns the summed loss.
+  // backward, adding into every parameter's gradient the step's gradient summed over all ranks (one sum of every
+  // gradient at once, through the executor's communicator). Returns this rank's summed loss.
   virtual double train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) = 0;
   virtual ExecutionMetrics take_metrics() { return {}; }
 };

@@ -49,6 +49,9 @@ struct SubgraphExecutorOptions {
   std::int64_t kept_block_bytes = kDefaultKeptBlockBytes;
   // What the cache plans record: the executor needs only kTransfers; tests that compare every slot ask for kFull.
   CachePlanDetail cache_detail = CachePlanDetail::kTransfers;
+  // What the backend's libraries take of the device (the executor sets its backend's): the workspace lies in the
+  // arena beside the budget, the narrowed offsets within the steps.
+  LibraryMemory library = {};
 };
 
 // A step of a pass: `index` is a transform chunk of its layer (transform steps), a subgraph of its layer
@@ -243,7 +246,7 @@ class ClosurePlanner {
 
 // The smallest device budget with which plan_epoch succeeds for this model and graph, in either mode: both
 // run a layer's smallest step, one vertex with all its in-edges.
-std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local);
+std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local, const LibraryMemory& library = {});
 
 class SubgraphExecutor final : public Executor {
  public:

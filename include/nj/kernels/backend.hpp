@@ -16,10 +16,20 @@ namespace nj {
 using rowmath::Activation;
 using rowmath::GatShape;
 
+// Device memory a backend's libraries take from the device's arena, so that the budget holds it and the
+// planner's forecast counts it as the run takes it: a workspace made with the backend for the whole run, and,
+// for each SpMM that goes to the sparse library, the block's CSR offsets narrowed to 32 bits for that call.
+struct LibraryMemory {
+  std::int64_t workspace_bytes = 0;
+  bool narrows_offsets = false;
+  bool operator==(const LibraryMemory&) const = default;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  virtual LibraryMemory library_memory() const { return {}; }
 
   // Row-major C = alpha · op(A) · op(B) + beta · C, with op(X) = Xᵀ where the flag is set; the dimensions
   // come from the views.
@@ -82,6 +92,17 @@ void expect_spmm_shapes(const SparseBlockView& block, ConstDeviceRows sources, C
 // GAT aggregation and its backward: `z` (or its gradient) rows of the shape's row width reaching the sources,
 // `out` (or its gradient) one row of the output width per destination.
 void expect_gat_shapes(const SparseBlockView& block, const GatShape& shape, ConstDeviceRows z, ConstDeviceRows out);
+
+// The CUDA backend's library memory, in every build (nj plan --device cuda forecasts a GPU's run anywhere): the
+// cuBLAS workspace, and unless `deterministic` (which leaves cuSPARSE out), cuSPARSE's and the narrowed offsets.
+LibraryMemory cuda_library_memory(bool deterministic);
+inline constexpr std::int64_t kCublasWorkspaceBytes = std::int64_t{32} << 20;  // what cuBLAS asks for on Hopper
+inline constexpr std::int64_t kCusparseWorkspaceBytes = std::int64_t{4} << 20;
+// Whether the CUDA backend gives SpMM of `block` (its transpose with `transpose`) to cuSPARSE: weighted edges,
+// sources in consecutive rows, and fewer than 2^31 edges (32-bit offsets); the row kernels take the rest. The
+// offsets narrowed for it take narrowed_offsets_bytes.
+bool sparse_library_takes(const SparseBlockView& block, bool transpose);
+std::int64_t narrowed_offsets_bytes(const SparseBlockView& block, bool transpose);
 
 // The multithreaded CPU backend (OpenMP loops over rows, OpenBLAS GEMM). threads <= 0 keeps the default.
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);

@@ -1,10 +1,11 @@
 #pragma once
 // The parameters as the kernels read them: on the device, for the whole run. The host keeps the master copy
-// (the optimizer, the all-reduce and checkpoints work there); each training step uploads the weights once and
-// adds the device gradients into the host ones when a layer's backward is done.
+// (the optimizer and checkpoints work there); each training step uploads the weights once, and once its
+// backward is done sums the device gradients over the ranks and adds them into the host ones (finish_step).
 #include <cstdint>
 #include <vector>
 
+#include "nj/comm/communicator.hpp"
 #include "nj/device/device.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/kernels/backend.hpp"
@@ -12,12 +13,13 @@
 
 namespace nj {
 
-// One layer's: what its transform multiplies by and its bias, and their gradients.
+// One layer's: what its transform multiplies by and its bias, and their gradients (views into one buffer that
+// holds every layer's, so that one sum over the ranks and one download carry them all).
 struct LayerParameters {
-  DeviceMatrix weight;       // in_dim × row_width (the effective weight)
-  DeviceMatrix bias;         // 1 × out_dim
-  DeviceMatrix weight_grad;  // accumulated by transform_backward
-  DeviceMatrix bias_grad;    // accumulated by the aggregation backward's column sums
+  DeviceMatrix weight;     // in_dim × row_width (the effective weight)
+  DeviceMatrix bias;       // 1 × out_dim
+  DeviceRows weight_grad;  // accumulated by transform_backward
+  DeviceRows bias_grad;    // accumulated by the aggregation backward's column sums
 };
 
 class DeviceParameters {
@@ -29,9 +31,10 @@ class DeviceParameters {
   // After the layers were prepared: their weights and biases to the device, and the gradients zeroed. Kernels
   // issued afterwards see them.
   void upload(Backend& backend, const Model& model);
-  // Adds layer l's device gradients into its host ones, finishes its backward (Layer::finish_backward) and
-  // zeroes them on the device.
-  void finish_backward(Backend& backend, Model& model, std::size_t l);
+  // After a step's backward: sums the device gradients over the ranks of `comm` (null: one rank) in one call,
+  // on the device where the communicator takes device memory, adds them into the host gradients, and finishes
+  // each layer's backward (Layer::finish_backward).
+  void finish_step(Model& model, Communicator* comm);
 
   LayerParameters& layer(std::size_t l) { return layers_[l]; }
   const LayerParameters& layer(std::size_t l) const { return layers_[l]; }
@@ -39,7 +42,8 @@ class DeviceParameters {
  private:
   Transfers& transfers_;
   std::vector<LayerParameters> layers_;
-  std::vector<float> gradients_;  // a layer's downloaded weight and bias gradients
+  DeviceArray<float> gradients_on_device_;  // every layer's weight, then bias, gradient
+  std::vector<float> gradients_;            // their download
 };
 
 }  // namespace nj

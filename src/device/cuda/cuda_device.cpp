@@ -16,6 +16,7 @@
 #include "nj/device/arena.hpp"
 #include "nj/device/cuda.hpp"
 #include "nj/device/cuda_check.hpp"
+#include "nj/device/cuda_handle.hpp"
 #include "nj/device/cuda_native.hpp"
 
 namespace nj {
@@ -44,30 +45,39 @@ std::int64_t pinned_block_bytes(std::int64_t bytes) {
 // kernel launch's check (cudaPeekAtLastError) would take for its own failure.
 void clear_not_ready() { (void)cudaGetLastError(); }
 
-std::int64_t resolve_budget(int ordinal, std::int64_t requested, int sharing) {
+// The budget, and beside it in the arena `library_bytes` for the libraries' workspaces: both must fit what is free.
+std::int64_t resolve_budget(int ordinal, std::int64_t requested, int sharing, std::int64_t library_bytes) {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
   NJ_CUDA_TRY(cudaSetDevice(ordinal));
   NJ_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
   const auto usable = static_cast<std::int64_t>(free_bytes) - kCudaReservedBytes;
-  // The ranks sharing a card start together, so a rank's default is its share of the whole card (not of what
-  // happens to be free while the others allocate), or what is free where that is less.
-  const std::int64_t share = static_cast<std::int64_t>(total_bytes) / std::max(sharing, 1) - kCudaReservedBytes;
-  const std::int64_t budget = requested > 0 && requested != kUnlimited ? requested : std::min(share, usable);
-  NJ_REQUIRE(budget > 0 && budget <= usable,
+  const std::int64_t budget =
+      requested > 0 && requested != kUnlimited
+          ? requested
+          : cuda_default_budget(static_cast<std::int64_t>(total_bytes), static_cast<std::int64_t>(free_bytes), sharing) -
+                library_bytes;
+  NJ_REQUIRE(budget > 0 && budget + library_bytes <= usable,
              "device memory budget {} is more than GPU {} can give: {} free, less {} kept in reserve for CUDA's "
-             "libraries ({} ranks share it); use --device-memory {} or less",
+             "context and NCCL and {} for the libraries' workspaces ({} ranks share it); use --device-memory {} or less",
              format_bytes(budget), ordinal, format_bytes(static_cast<std::int64_t>(free_bytes)),
-             format_bytes(kCudaReservedBytes), sharing, format_bytes(std::max<std::int64_t>(usable, 0)));
+             format_bytes(kCudaReservedBytes), format_bytes(library_bytes), sharing,
+             format_bytes(std::max<std::int64_t>(usable - library_bytes, 0)));
   return budget;
 }
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(int ordinal, std::int64_t budget_bytes, int sharing)
-      : ordinal_(ordinal), arena_(resolve_budget(ordinal, budget_bytes, sharing)) {
-    NJ_CUDA_TRY(cudaMalloc(&base_, static_cast<std::size_t>(arena_.budget())));
-    for (StreamState& s : streams_) NJ_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+  // What was made before a failure is released by the members' destructors (a constructor that throws runs no
+  // destructor body).
+  CudaDevice(int ordinal, std::int64_t budget_bytes, int sharing, std::int64_t library_bytes)
+      : ordinal_(ordinal),
+        library_bytes_(library_bytes),
+        arena_(resolve_budget(ordinal, budget_bytes, sharing, library_bytes) + library_bytes) {
+    void* base = nullptr;
+    NJ_CUDA_TRY(cudaMalloc(&base, static_cast<std::size_t>(arena_.budget())));
+    base_.reset(base);
+    for (StreamState& s : streams_) s.stream = make_stream();
   }
 
   CudaDevice(const CudaDevice&) = delete;
@@ -75,34 +85,31 @@ class CudaDevice final : public Device {
 
   ~CudaDevice() override {
     bind_no_throw();
-    for (StreamState& s : streams_) {
-      if (s.stream != nullptr) NJ_CUDA_TRY_NO_THROW(cudaStreamSynchronize(s.stream));
-    }
+    for (StreamState& s : streams_) NJ_CUDA_TRY_NO_THROW(cudaStreamSynchronize(s.stream.get()));
     if (!live_.empty()) {
       spdlog::warn("device '{}' destroyed with {} live allocations ({} bytes); freeing them", name(), live_.size(),
                    arena_.requested_in_use());
     }
     for (StreamState& s : streams_) {
       for (const Recorded& r : s.recorded) release_event_no_throw(r);
-      if (s.stream != nullptr) NJ_CUDA_TRY_NO_THROW(cudaStreamDestroy(s.stream));
     }
     for (cudaEvent_t e : free_events_) NJ_CUDA_TRY_NO_THROW(cudaEventDestroy(e));
     for (const auto& [start, block] : pinned_) NJ_CUDA_TRY_NO_THROW(cudaFreeHost(reinterpret_cast<void*>(start)));
     for (const auto& [size, ptr] : pinned_free_) NJ_CUDA_TRY_NO_THROW(cudaFreeHost(ptr));
-    NJ_CUDA_TRY_NO_THROW(cudaFree(base_));
+    // The streams, then the arena, go with the members.
   }
 
   std::string_view name() const override { return "cuda"; }
-  std::int64_t budget_bytes() const override { return arena_.budget(); }
+  std::int64_t budget_bytes() const override { return arena_.budget() - library_bytes_; }
   int ordinal() const { return ordinal_; }
-  cudaStream_t stream(Stream s) const { return streams_[index(s)].stream; }
+  cudaStream_t stream(Stream s) const { return streams_[index(s)].stream.get(); }
 
   void* allocate(std::int64_t bytes, std::string_view what) override {
     NJ_EXPECTS(bytes >= 0, "negative device allocation of {} bytes for {}", bytes, what);
     if (bytes == 0) return nullptr;
     std::lock_guard lock(mutex_);
     const SizeLimitedArena::Block block = arena_.allocate(bytes, what);
-    void* ptr = static_cast<std::byte*>(base_) + block.offset;
+    void* ptr = static_cast<std::byte*>(base_.get()) + block.offset;
     live_.emplace(address(ptr), Allocation{bytes, block.offset, {}, {}});
     return ptr;
   }
@@ -118,10 +125,15 @@ class CudaDevice final : public Device {
     // Kernels that reuse the memory run on the compute stream: order it after the copies still touching it.
     bind_no_throw();
     for (const Event& copy : {it->second.last_upload, it->second.last_download}) {
-      const Recorded* r = find_recorded(copy);
+      const Recorded* r = recorded_or_null(copy);
       if (r != nullptr) NJ_CUDA_TRY_NO_THROW(cudaStreamWaitEvent(stream(Stream::kCompute), r->done, 0));
     }
-    arena_.deallocate(it->second.offset);
+    try {
+      arena_.deallocate(it->second.offset);
+    } catch (const std::exception& e) {  // bookkeeping out of step with live_: nothing to unwind to
+      spdlog::error("device '{}': {}", name(), e.what());
+      std::terminate();
+    }
     live_.erase(it);
   }
 
@@ -181,7 +193,7 @@ class CudaDevice final : public Device {
     StreamState& w = streams_[index(waiter)];
     if (waiter != event.stream) {
       if (const Recorded* r = find_recorded(event); r != nullptr) {
-        NJ_CUDA_TRY(cudaStreamWaitEvent(w.stream, r->done, 0));
+        NJ_CUDA_TRY(cudaStreamWaitEvent(w.stream.get(), r->done, 0));
       }
     }
     for (std::size_t i = 0; i < kStreams; ++i) w.clock[i] = std::max(w.clock[i], event.position[i]);
@@ -211,7 +223,7 @@ class CudaDevice final : public Device {
     {
       std::lock_guard lock(mutex_);
       bind();
-      for (const StreamState& s : streams_) NJ_CUDA_TRY(cudaStreamSynchronize(s.stream));
+      for (const StreamState& s : streams_) NJ_CUDA_TRY(cudaStreamSynchronize(s.stream.get()));
       retire_completed();
     }
     add_wait(start);
@@ -220,7 +232,7 @@ class CudaDevice final : public Device {
   void use(const void* /*ptr*/, std::int64_t /*bytes*/, Access /*access*/, std::string_view /*what*/) override {}
 
   void check_host_access(const void* ptr, std::int64_t bytes, std::string_view what) const override {
-    const std::uintptr_t begin = address(base_);
+    const std::uintptr_t begin = address(base_.get());
     const std::uintptr_t end = begin + static_cast<std::uintptr_t>(arena_.budget());
     if (bytes > 0 && address(ptr) < end && address(ptr) + static_cast<std::uintptr_t>(bytes) > begin) {
       throw Error(fmt::format("{} reads or writes device memory from the host", what));
@@ -258,7 +270,7 @@ class CudaDevice final : public Device {
     cudaEvent_t started = nullptr;
   };
   struct StreamState {
-    cudaStream_t stream = nullptr;
+    CudaStreamHandle stream;
     Positions clock{};              // [own] = operations issued; the others: what it was ordered after
     std::deque<Recorded> recorded;  // not yet known to be complete, ascending
     std::uint64_t completed = 0;    // every operation up to here has completed
@@ -279,9 +291,9 @@ class CudaDevice final : public Device {
     if (!is_pinned(host_side, bytes)) ++stats_.pageable_copies;
     bind();
     cudaEvent_t started = take_event();
-    NJ_CUDA_TRY(cudaEventRecord(started, s.stream));
+    NJ_CUDA_TRY(cudaEventRecord(started, s.stream.get()));
     NJ_CUDA_TRY(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(bytes),
-                                upload ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s.stream));
+                                upload ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s.stream.get()));
     const Event event = issued(direction, started);
     (upload ? a.last_upload : a.last_download) = event;
     (upload ? stats_.h2d_bytes : stats_.d2h_bytes) += bytes;
@@ -293,7 +305,7 @@ class CudaDevice final : public Device {
   Event issued(Stream s, cudaEvent_t started) {
     StreamState& state = streams_[index(s)];
     cudaEvent_t done = take_event();
-    NJ_CUDA_TRY(cudaEventRecord(done, state.stream));
+    NJ_CUDA_TRY(cudaEventRecord(done, state.stream.get()));
     const std::uint64_t position = ++state.clock[index(s)];
     state.recorded.push_back({position, done, started});
     retire_completed();
@@ -302,14 +314,20 @@ class CudaDevice final : public Device {
 
   // The CUDA event to wait for to see `event` complete; nullptr once it has.
   const Recorded* find_recorded(const Event& event) const {
+    const Recorded* r = recorded_or_null(event);
+    NJ_EXPECTS(r != nullptr || event.position[index(event.stream)] <= streams_[index(event.stream)].completed,
+               "an event at {} of stream {} which has issued {}", event.position[index(event.stream)],
+               to_string(event.stream), streams_[index(event.stream)].clock[index(event.stream)]);
+    return r;
+  }
+  // The same without the check, for the paths that must not throw: nullptr also for an event never issued.
+  const Recorded* recorded_or_null(const Event& event) const noexcept {
     const StreamState& s = streams_[index(event.stream)];
     const std::uint64_t position = event.position[index(event.stream)];
     if (position <= s.completed) return nullptr;
     const auto it = std::lower_bound(s.recorded.begin(), s.recorded.end(), position,
                                      [](const Recorded& r, std::uint64_t p) { return r.position < p; });
-    NJ_EXPECTS(it != s.recorded.end(), "an event at {} of stream {} which has issued {}", position,
-               to_string(event.stream), s.clock[index(event.stream)]);
-    return &*it;
+    return it != s.recorded.end() ? &*it : nullptr;
   }
 
   // Returns the events of completed operations to the pool, adding up the copies' times.
@@ -376,9 +394,10 @@ class CudaDevice final : public Device {
   }
 
   int ordinal_;
+  std::int64_t library_bytes_;  // the arena's beyond the budget
   mutable std::mutex mutex_;
   SizeLimitedArena arena_;
-  void* base_ = nullptr;
+  CudaHandle<void*, cudaFree> base_;  // the arena's memory; the streams go first
   std::array<StreamState, kStreams> streams_{};
   std::map<std::uintptr_t, Allocation> live_;
   std::map<std::uintptr_t, std::int64_t> pinned_;   // live page-locked blocks: start -> size
@@ -408,6 +427,14 @@ int cuda_device_count() {
   return count;
 }
 
+std::string cuda_device_uuid(int ordinal) {
+  cudaDeviceProp properties{};
+  NJ_CUDA_TRY(cudaGetDeviceProperties(&properties, ordinal));
+  std::string hex;
+  for (const char byte : properties.uuid.bytes) hex += fmt::format("{:02x}", static_cast<unsigned char>(byte));
+  return hex;
+}
+
 std::string cuda_device_description(int ordinal) {
   cudaDeviceProp properties{};
   NJ_CUDA_TRY(cudaGetDeviceProperties(&properties, ordinal));
@@ -416,11 +443,12 @@ std::string cuda_device_description(int ordinal) {
                      properties.minor);
 }
 
-std::unique_ptr<Device> make_cuda_device(int ordinal, std::int64_t budget_bytes, int sharing) {
+std::unique_ptr<Device> make_cuda_device(int ordinal, std::int64_t budget_bytes, int sharing,
+                                         std::int64_t library_bytes) {
   const int count = cuda_device_count();
   NJ_REQUIRE(count > 0, "--device cuda: {}", kNoCudaDevice);
   NJ_REQUIRE(ordinal >= 0 && ordinal < count, "GPU {} does not exist: this node has {}", ordinal, count);
-  return std::make_unique<CudaDevice>(ordinal, budget_bytes, sharing);
+  return std::make_unique<CudaDevice>(ordinal, budget_bytes, sharing, library_bytes);
 }
 
 cudaStream_t native_stream(Device& device, Stream stream) { return as_cuda(device).stream(stream); }

@@ -1,5 +1,5 @@
 // A build without CUDA (NJ_ENABLE_CUDA=OFF, or no nvcc): no GPU is ever found, and asking for one says why.
-#include "nj/comm/communicator.hpp"
+#include "nj/comm/device_communicator.hpp"
 #include "nj/device/cuda.hpp"
 #include "nj/kernels/backend.hpp"
 
@@ -18,14 +18,14 @@ namespace {
 bool cuda_built() { return false; }
 int cuda_device_count() { return 0; }
 std::string cuda_device_description(int /*ordinal*/) { unavailable("describing a GPU"); }
-std::unique_ptr<Device> make_cuda_device(int /*ordinal*/, std::int64_t /*budget_bytes*/, int /*sharing*/) {
+std::string cuda_device_uuid(int /*ordinal*/) { unavailable("identifying a GPU"); }
+std::unique_ptr<Device> make_cuda_device(int /*ordinal*/, std::int64_t /*budget_bytes*/, int /*sharing*/,
+                                         std::int64_t /*library_bytes*/) {
   unavailable("--device cuda");
 }
 std::unique_ptr<Backend> make_cuda_backend(Device& /*device*/, bool /*deterministic*/) {
   unavailable("the CUDA backend");
 }
-std::unique_ptr<Communicator> make_nccl_communicator(Communicator& /*host*/, Device& /*device*/) {
-  unavailable("the NCCL communicator");
-}
+std::unique_ptr<PeerTransport> make_nccl_transport(Device& /*device*/) { unavailable("NCCL"); }
 
 }  // namespace nj

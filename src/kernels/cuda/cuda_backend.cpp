@@ -7,11 +7,11 @@
 // not support falls back to the row kernels, once, with a warning.
 #include <spdlog/spdlog.h>
 
-#include <climits>
 #include <cstdint>
 
 #include "kernels/cuda/kernels.hpp"
 #include "nj/device/cuda_check.hpp"
+#include "nj/device/cuda_handle.hpp"
 #include "nj/device/cuda_native.hpp"
 #include "nj/kernels/backend.hpp"
 
@@ -43,32 +43,6 @@ class CsrDescription {
   cusparseStatus_t status_;
 };
 
-// Device memory outside the budget's arena, from what the CUDA device keeps in reserve: cuSPARSE's workspace and
-// the narrowed offsets. It only grows; growing waits for the kernels that may still use it.
-class Scratch {
- public:
-  explicit Scratch(cudaStream_t stream) : stream_(stream) {}
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  ~Scratch() { NJ_CUDA_TRY_NO_THROW(cudaFree(data_)); }
-  void* get(std::size_t bytes) {
-    if (bytes > bytes_) {
-      NJ_CUDA_TRY(cudaStreamSynchronize(stream_));
-      NJ_CUDA_TRY(cudaFree(data_));
-      data_ = nullptr;
-      bytes_ = 0;
-      NJ_CUDA_TRY(cudaMalloc(&data_, bytes));
-      bytes_ = bytes;
-    }
-    return data_;
-  }
-
- private:
-  cudaStream_t stream_;
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
 // Row-major dense rows for cuSPARSE.
 class DenseDescription {
  public:
@@ -86,34 +60,45 @@ class DenseDescription {
   cusparseDnMatDescr_t description_ = nullptr;
 };
 
+using BlasHandle = CudaHandle<cublasHandle_t, cublasDestroy>;
+using SparseHandle = CudaHandle<cusparseHandle_t, cusparseDestroy>;
+
 class CudaBackend final : public Backend {
  public:
+  // The libraries' workspaces come from the device's arena (cuda_library_memory), not from cudaMalloc behind the
+  // budget's back: cuBLAS's through cublasSetWorkspace, cuSPARSE's as the buffer each SpMM is handed.
   CudaBackend(Device& device, bool deterministic)
-      : ordinal_(native_ordinal(device)),
+      : device_(device),
+        ordinal_(native_ordinal(device)),
         stream_(native_stream(device, Stream::kCompute)),
-        use_sparse_library_(!deterministic) {
+        library_(cuda_library_memory(deterministic)),
+        use_sparse_library_(!deterministic),
+        workspace_(device, library_.workspace_bytes, "library: cuBLAS and cuSPARSE workspaces") {
     NJ_CUDA_TRY(cudaSetDevice(ordinal_));
-    NJ_CUDA_TRY(cublasCreate(&blas_));
-    NJ_CUDA_TRY(cublasSetStream(blas_, stream_));
-    NJ_CUDA_TRY(cusparseCreate(&sparse_));
-    NJ_CUDA_TRY(cusparseSetStream(sparse_, stream_));
+    cublasHandle_t blas = nullptr;
+    NJ_CUDA_TRY(cublasCreate(&blas));
+    blas_.reset(blas);
+    NJ_CUDA_TRY(cublasSetStream(blas, stream_));
+    NJ_CUDA_TRY(cublasSetWorkspace(blas, workspace_.view().data, static_cast<std::size_t>(kCublasWorkspaceBytes)));
+    cusparseHandle_t sparse = nullptr;
+    NJ_CUDA_TRY(cusparseCreate(&sparse));
+    sparse_.reset(sparse);
+    NJ_CUDA_TRY(cusparseSetStream(sparse, stream_));
   }
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
-  ~CudaBackend() override {
-    NJ_CUDA_TRY_NO_THROW(cudaStreamSynchronize(stream_));
-    NJ_CUDA_TRY_NO_THROW(cusparseDestroy(sparse_));
-    NJ_CUDA_TRY_NO_THROW(cublasDestroy(blas_));
-  }
+  // The libraries' handles go with the members, after the kernels that may use them are done.
+  ~CudaBackend() override { NJ_CUDA_TRY_NO_THROW(cudaStreamSynchronize(stream_)); }
 
   std::string_view name() const override { return "cuda"; }
+  LibraryMemory library_memory() const override { return library_; }
 
   void gemm(bool transpose_a, bool transpose_b, float alpha, ConstDeviceRows a, ConstDeviceRows b, float beta,
             DeviceRows c) override {
     const auto [m, n, k] = gemm_shape(transpose_a, transpose_b, a, b, c);
     if (m == 0 || n == 0) return;
     // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: the same buffers, the operands swapped.
-    NJ_CUDA_TRY(cublasSgemm(blas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+    NJ_CUDA_TRY(cublasSgemm(blas_.get(), transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                             static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b.data,
                             static_cast<int>(b.cols), a.data, static_cast<int>(a.cols), &beta, c.data,
                             static_cast<int>(c.cols)));
@@ -121,8 +106,8 @@ class CudaBackend final : public Backend {
 
   void spmm(const SparseBlockView& block, ConstDeviceRows in, DeviceRows out) override {
     expect_spmm_shapes(block, in, out);
-    if (block.edge_weight != nullptr && block.src_row == nullptr &&
-        sparse_library_spmm(block.num_dst, block.num_src, block.edges, block.dst_offsets, block.src_index,
+    if (sparse_library_takes(block, false) &&
+        sparse_library_spmm(block, false, block.num_dst, block.num_src, block.dst_offsets, block.src_index,
                             block.edge_weight, in.data, out, 0.0F)) {
       return;
     }
@@ -133,8 +118,8 @@ class CudaBackend final : public Backend {
                       bool accumulate) override {
     expect_spmm_shapes(block, grad_in, grad_out);
     // The out-edge arrays are the transpose's CSR: rows are sources, columns destinations.
-    if (block.out_weight != nullptr && block.src_row == nullptr &&
-        sparse_library_spmm(block.num_src, block.num_dst, block.edges, block.src_offsets, block.out_dst,
+    if (sparse_library_takes(block, true) &&
+        sparse_library_spmm(block, true, block.num_src, block.num_dst, block.src_offsets, block.out_dst,
                             block.out_weight, grad_out.data, grad_in.slice(0, block.num_src),
                             accumulate ? 1.0F : 0.0F)) {
       return;
@@ -198,28 +183,35 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // out = A·in + beta·out for the CSR matrix A (rows × cols) through cuSPARSE; false where it is off or does not
-  // support the configuration, for the caller to run the row kernels instead.
-  // The block's offsets are 64-bit and its column indices 32-bit, a mix cuSPARSE refuses: the offsets are
-  // narrowed into scratch first, which a block of 2^31 edges or more cannot be (the row kernels take it).
-  bool sparse_library_spmm(std::int64_t rows, std::int64_t cols, std::int64_t nonzeros, const eid_t* offsets,
-                           const vid_t* columns, const float* values, const float* in, DeviceRows out, float beta) {
-    if (!use_sparse_library_ || rows == 0 || out.cols == 0 || nonzeros > INT32_MAX) return false;
-    auto* narrow = static_cast<std::int32_t*>(narrow_offsets_.get(static_cast<std::size_t>(rows + 1) * 4));
-    NJ_CUDA_TRY(cuda_kernels::narrow_offsets(stream_, offsets, rows + 1, narrow));
-    const CsrDescription a(rows, cols, nonzeros, narrow, columns, values);
+  // out = A·in + beta·out for the CSR matrix A (rows × cols) of `block` (its transpose with `transpose`) through
+  // cuSPARSE; false where it is off or does not support the configuration, for the caller to run the row kernels
+  // instead. The block's offsets are 64-bit and its column indices 32-bit, a mix cuSPARSE refuses: the offsets are
+  // narrowed into a buffer of the arena's for the call first (what the forecast counts: narrowed_offsets_bytes).
+  bool sparse_library_spmm(const SparseBlockView& block, bool transpose, std::int64_t rows, std::int64_t cols,
+                           const eid_t* offsets, const vid_t* columns, const float* values, const float* in,
+                           DeviceRows out, float beta) {
+    if (!use_sparse_library_ || out.cols == 0) return false;
+    DeviceArray<std::int32_t> narrow(device_, narrowed_offsets_bytes(block, transpose) / 4,
+                                           "library: narrowed offsets");
+    NJ_CUDA_TRY(cuda_kernels::narrow_offsets(stream_, offsets, rows + 1, narrow.view().data));
+    const CsrDescription a(rows, cols, block.num_edges(), narrow.view().data, columns, values);
     if (!supported(a.status(), "cusparseCreateCsr")) return false;
     const DenseDescription b(cols, out.cols, in);
     const DenseDescription c(rows, out.cols, out.data);
     const float alpha = 1.0F;
     std::size_t bytes = 0;
-    const cusparseStatus_t sized =
-        cusparseSpMM_bufferSize(sparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
-                                a.get(), b.get(), &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
+    const cusparseStatus_t sized = cusparseSpMM_bufferSize(sparse_.get(), CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                                           CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a.get(), b.get(),
+                                                           &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
     if (!supported(sized, "cusparseSpMM_bufferSize")) return false;
-    NJ_CUDA_TRY(cusparseSpMM(sparse_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+    if (static_cast<std::int64_t>(bytes) > kCusparseWorkspaceBytes) {
+      warn_once(fmt::format("cuSPARSE asks for a workspace of {} bytes, more than the {} it is given", bytes,
+                            kCusparseWorkspaceBytes));
+      return false;
+    }
+    NJ_CUDA_TRY(cusparseSpMM(sparse_.get(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
                              a.get(), b.get(), &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT,
-                             sparse_workspace_.get(bytes)));
+                             workspace_.view().data + kCublasWorkspaceBytes));
     return true;
   }
 
@@ -227,8 +219,7 @@ class CudaBackend final : public Backend {
   // failures throw.
   bool supported(cusparseStatus_t status, const char* call) {
     if (status == CUSPARSE_STATUS_NOT_SUPPORTED) {
-      spdlog::warn("cuSPARSE does not support this SpMM ({}: {}); the row kernels aggregate instead", call,
-                   cusparseGetErrorString(status));
+      warn_once(fmt::format("cuSPARSE does not support this SpMM ({}: {})", call, cusparseGetErrorString(status)));
       use_sparse_library_ = false;
       return false;
     }
@@ -238,13 +229,21 @@ class CudaBackend final : public Backend {
     return true;
   }
 
+  void warn_once(const std::string& why) {
+    if (warned_) return;
+    warned_ = true;
+    spdlog::warn("{}; the row kernels aggregate instead", why);
+  }
+
+  Device& device_;
   int ordinal_;
   cudaStream_t stream_;
+  LibraryMemory library_;
   bool use_sparse_library_;
-  cublasHandle_t blas_ = nullptr;
-  cusparseHandle_t sparse_ = nullptr;
-  Scratch sparse_workspace_{stream_};
-  Scratch narrow_offsets_{stream_};
+  bool warned_ = false;
+  DeviceArray<std::byte> workspace_;  // cuBLAS's, then cuSPARSE's
+  BlasHandle blas_;                   // after the workspace: released before it
+  SparseHandle sparse_;
 };
 
 }  // namespace
