@@ -15,14 +15,21 @@ boundary exchange (all ranks), the copy engines' busy time (rank 0) and how much
 compute: 1 - (time the host waited for copies) / (copy time), a lower bound on the overlap, since the GPU may
 also wait on a copy while the host does not.
 
+The table also goes to --csv (default gpu_check.csv in the current folder), one row written as each run ends, so
+that a run stopped early still leaves what it measured. With --time-limit no timed run starts after that many
+seconds from the script's start; the table then says which were skipped. Only the standard library is used.
+
 Usage: scripts/bench/gpu_check.py --nj build-gpu/nj [--data ../shared/data] [--work DIR] [--vertices 500000]
                                   [--edges 5000000] [--epochs 4] [--trace-epochs 10] [--mpirun mpirun]
+                                  [--csv gpu_check.csv] [--time-limit SECONDS]
 """
 import argparse
+import csv
 import json
 import os
 import statistics
 import sys
+import time
 
 from nj_bench import minimum_budget, run
 
@@ -96,6 +103,32 @@ def summarise(metrics):
     }
 
 
+CSV_FIELDS = ["model", "ranks", "budget", "budget_bytes", "epoch_seconds", "rows_bytes", "exchange_bytes",
+              "copy_seconds", "hidden", "peak_bytes", "vertices", "edges", "epochs", "device"]
+
+
+class Table:
+    """The timing rows, each appended to the CSV file as it is measured."""
+
+    def __init__(self, path, args):
+        self.rows, self.args = [], args
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self.file = open(path, "w", newline="")
+        self.writer = csv.DictWriter(self.file, fieldnames=CSV_FIELDS)
+        self.writer.writeheader()
+        self.file.flush()
+
+    def add(self, model, ranks, label, budget, budget_bytes, r):
+        self.rows.append((model, ranks, label, budget, r))
+        self.writer.writerow({
+            "model": model, "ranks": ranks, "budget": label, "budget_bytes": budget_bytes,
+            "epoch_seconds": f"{r['seconds']:.6f}", "rows_bytes": int(r["rows_bytes"]),
+            "exchange_bytes": int(r["exchange_bytes"]), "copy_seconds": f"{r['copy_seconds']:.6f}",
+            "hidden": f"{r['hidden']:.4f}", "peak_bytes": int(r["peak"]), "vertices": self.args.vertices,
+            "edges": self.args.edges, "epochs": self.args.epochs, "device": self.args.device})
+        self.file.flush()
+
+
 def human(n):
     for unit in ("B", "K", "M", "G", "T"):
         if abs(n) < 1024 or unit == "T":
@@ -117,8 +150,23 @@ def main():
     parser.add_argument("--device", default="cuda", help="what is checked against the CPU and timed (cpu: a dry "
                         "run of this script on a machine without a GPU)")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads per rank (0: OpenMP's default)")
+    parser.add_argument("--csv", default="gpu_check.csv", help="the timing table as CSV")
+    parser.add_argument("--time-limit", type=float, default=0, help="start no timed run after this many seconds "
+                        "(0: no limit)")
     args = parser.parse_args()
+    started = time.monotonic()
+    # The GPU machines run everything as root, which mpirun refuses unless told.
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     os.makedirs(args.work, exist_ok=True)
+    table = Table(args.csv, args)
+    skipped = []
+
+    def out_of_time(what):
+        if args.time_limit > 0 and time.monotonic() - started > args.time_limit:
+            skipped.append(what)
+            return True
+        return False
 
     # ---- CPU against GPU ----
     cora = os.path.join(args.work, "cora.h5")
@@ -139,19 +187,22 @@ def main():
     shards = os.path.join(args.work, f"timed-{args.vertices}-{args.edges}-2")
     if not os.path.exists(os.path.join(shards, "manifest.json")):
         checked([args.nj, "partition", graph, "--parts", "2", "--method", "metis", "-o", shards], "partitioning")
-    rows = []
     for model in MODELS:
         for ranks in (1, 2):
+            if out_of_time(f"{model} on {ranks} ranks"):
+                continue
             dataset = graph if ranks == 1 else shards
             metrics = os.path.join(args.work, f"time-{model}-{ranks}-full.jsonl")
             code, output = train(args, ranks, dataset, model, "unlimited", metrics)
             if code != 0:
                 sys.exit(f"gpu_check.py: {model} on {ranks} ranks without a budget failed:\n{output}")
             full = summarise(metrics)
-            rows.append((model, ranks, "100%", human(full["peak"]), full))
+            table.add(model, ranks, "100%", human(full["peak"]), "unlimited", full)
             for fraction in (0.25, 0.10):
                 budget = int(full["peak"] * fraction)
                 label = f"{int(fraction * 100)}%"
+                if out_of_time(f"{model} on {ranks} ranks at {label}"):
+                    continue
                 metrics = os.path.join(args.work, f"time-{model}-{ranks}-{label}.jsonl")
                 code, output = train(args, ranks, dataset, model, budget, metrics)
                 least = minimum_budget(output) if code != 0 else None
@@ -160,7 +211,7 @@ def main():
                     code, output = train(args, ranks, dataset, model, least, metrics)
                 if code != 0:
                     sys.exit(f"gpu_check.py: {model} on {ranks} ranks at {label} failed:\n{output}")
-                rows.append((model, ranks, label, least or human(budget), summarise(metrics)))
+                table.add(model, ranks, label, least or human(budget), least or budget, summarise(metrics))
 
     print()
     print(f"{args.device} epochs: {args.vertices} vertices, {args.edges} edges, 64 features; reuse executor; "
@@ -169,9 +220,12 @@ def main():
              f"{'exchange':>9} {'copy s':>7} {'hidden':>7}"
     print(header)
     print("-" * len(header))
-    for model, ranks, label, budget, r in rows:
+    for model, ranks, label, budget, r in table.rows:
         print(f"{model:<5} {ranks:>5} {label:>7} {budget:>9} {r['seconds']:>8.3f} {human(r['rows_bytes']):>13} "
               f"{human(r['exchange_bytes']):>9} {r['copy_seconds']:>7.3f} {100 * r['hidden']:>6.0f}%")
+    print(f"table also in {os.path.abspath(args.csv)}")
+    if skipped:
+        sys.exit(f"gpu_check.py: the time limit ({args.time_limit:.0f} s) left out: {'; '.join(skipped)}")
 
 
 if __name__ == "__main__":

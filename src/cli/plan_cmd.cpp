@@ -33,7 +33,8 @@ struct PlanArguments {
 // The executor options as nj train would run them on --device: a GPU's backend takes its libraries' memory.
 ExecutorChoice planned_choice(const PlanArguments& args) {
   ExecutorChoice choice = parse_executor_choice(args.executor);
-  if (parse_device_kind(args.device) == DeviceKind::kCuda) choice.options.library = cuda_library_memory(args.deterministic);
+  if (parse_device_kind(args.device) == DeviceKind::kCuda)
+    choice.options.library = cuda_library_memory(args.deterministic);
   return choice;
 }
 
@@ -164,10 +165,10 @@ void run_plan(PlanArguments& args) {
   log_plan(plan);
   // Each category at the moment the footprint peaked, and at its own highest.
   const std::int64_t workspace = plan.options.library.workspace_bytes;
-  std::cout << fmt::format("device memory: peak {} of budget {}{}\n", format_bytes(plan.memory.peak_footprint_bytes),
-                           format_bytes(plan.options.device_budget),
-                           workspace > 0 ? fmt::format(" and {} of library workspaces beside it", format_bytes(workspace))
-                                         : std::string());
+  std::cout << fmt::format(
+      "device memory: peak {} of budget {}{}\n", format_bytes(plan.memory.peak_footprint_bytes),
+      format_bytes(plan.options.device_budget),
+      workspace > 0 ? fmt::format(" and {} of library workspaces beside it", format_bytes(workspace)) : std::string());
   std::cout << fmt::format("  {:<26} {:>12} {:>14}\n", "category", "at the peak", "most at once");
   for (const auto& [category, most] : plan.memory.category_peaks) {
     const auto at = plan.memory.at_peak.find(category);

@@ -82,8 +82,9 @@ DeviceChoice choose_device(DeviceKind requested, const GpuInventory& inventory) 
   const int local = local_rank();
   choice.ordinal = local % gpus;
   choice.gpu_uuid = inventory.uuid(choice.ordinal);
-  choice.reason = fmt::format("cuda{}: GPU {} of {} for local rank {}: {}", requested == DeviceKind::kAuto ? " (auto)" : "",
-                              choice.ordinal, gpus, local, inventory.description(choice.ordinal));
+  choice.reason =
+      fmt::format("cuda{}: GPU {} of {} for local rank {}: {}", requested == DeviceKind::kAuto ? " (auto)" : "",
+                  choice.ordinal, gpus, local, inventory.description(choice.ordinal));
   return choice;
 }
 

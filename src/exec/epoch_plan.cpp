@@ -84,8 +84,8 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, !d.attention());
   const std::int64_t transform = dst * ((d.in + d.width) * kFloat + kId + kSlot);
   // A layer that sums its inputs keeps their sums beside its outputs.
-  const std::int64_t aggregate = block + src * kSlot + dst * (d.out + (d.sums_inputs ? d.in : 0)) * kFloat +
-                                 narrowed_offsets(d, dst);
+  const std::int64_t aggregate =
+      block + src * kSlot + dst * (d.out + (d.sums_inputs ? d.in : 0)) * kFloat + narrowed_offsets(d, dst);
   const std::int64_t aggregate_backward = block + 2 * src * kSlot + dst * d.out * kFloat +
                                           (d.attention() ? 2 * src * d.width * kFloat : 0) +
                                           attention_workspace(d, dst, edges) + narrowed_offsets(d, src);

@@ -248,8 +248,8 @@ struct InMemoryExecutor::State {
       }
       if (exchange.has_peers()) add_received_gradients(l);
       const DeviceRows grad_x = l > 0 ? grad_outputs[l - 1].view() : DeviceRows{};
-      Layer::transform_backward(backend, p.weight.view(), p.weight_grad, kept[l],
-                                grad_z[l].view().slice(0, num_owned), grad_x);
+      Layer::transform_backward(backend, p.weight.view(), p.weight_grad, kept[l], grad_z[l].view().slice(0, num_owned),
+                                grad_x);
       if (l > 0 && model.config().dropout > 0.0F) {
         // Dropout's backward applies the same mask and scale to the gradient.
         backend.dropout(grad_x, owned_gid.view(),

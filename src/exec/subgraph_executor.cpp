@@ -514,8 +514,8 @@ struct SubgraphExecutor::State {
     DeviceMatrix grad_x =
         l > 0 ? DeviceMatrix(device, input.rows(), layer.in_dim(), "rows: input gradients") : DeviceMatrix();
     LayerParameters& p = parameters.layer(l);
-    Layer::transform_backward(backend, p.weight.view(), p.weight_grad, drops ? dropped->view() : input.view(),
-                              *grad_z, grad_x.view());
+    Layer::transform_backward(backend, p.weight.view(), p.weight_grad, drops ? dropped->view() : input.view(), *grad_z,
+                              grad_x.view());
     if (l > 0) {
       // The input is the previous layer's output: finish that layer's activation backward here, where its
       // output rows are already on the device, so that its aggregation backward reads only ∂L/∂Y.
@@ -735,9 +735,8 @@ MemoryForecast forecast_device_memory(const Backend& backend, Model& model, cons
 
 std::int64_t device_memory_shortfall(const EpochPlan& plan) {
   if (plan.options.device_budget == kUnlimited) return 0;
-  // The arena places whole alignment units of the budget, and holds the libraries' workspace beside it.
-  const std::int64_t usable =
-      (plan.options.device_budget + plan.options.library.workspace_bytes) / kArenaAlignment * kArenaAlignment;
+  // The arena places whole alignment units of the budget.
+  const std::int64_t usable = plan.options.device_budget / kArenaAlignment * kArenaAlignment;
   return std::max<std::int64_t>(0, plan.memory.peak_footprint_bytes - usable);
 }
 

@@ -4,15 +4,12 @@
 namespace nj {
 namespace {
 
-// It takes what the planned backend's libraries take (LibraryMemory), when that backend would: its workspace as
-// it is made, and the narrowed offsets for each SpMM the sparse library would run.
+// It takes of the arena what the planned backend's libraries take of it (LibraryMemory), when that backend would:
+// the narrowed offsets for each SpMM the sparse library would run. (Their workspace lies beside the arena.)
 class PlanningBackend final : public Backend {
  public:
   PlanningBackend(const Backend& sizes, Device& device, const LibraryMemory& library)
-      : sizes_(sizes),
-        device_(device),
-        library_(library),
-        workspace_(device, library.workspace_bytes, "library: workspaces") {}
+      : sizes_(sizes), device_(device), library_(library) {}
   std::string_view name() const override { return "planning"; }
   LibraryMemory library_memory() const override { return library_; }
   void gemm(bool /*transpose_a*/, bool /*transpose_b*/, float /*alpha*/, ConstDeviceRows /*a*/, ConstDeviceRows /*b*/,
@@ -55,7 +52,6 @@ class PlanningBackend final : public Backend {
   const Backend& sizes_;
   Device& device_;
   LibraryMemory library_;
-  DeviceArray<std::byte> workspace_;
 };
 
 }  // namespace

@@ -31,8 +31,7 @@ std::int64_t DeviceParameters::bytes_for(const Model& model) {
 }
 
 DeviceParameters::DeviceParameters(Transfers& transfers, const Model& model)
-    : transfers_(transfers),
-      gradients_on_device_(transfers.device(), gradient_floats(model), "parameters: gradients") {
+    : transfers_(transfers), gradients_on_device_(transfers.device(), gradient_floats(model), "parameters: gradients") {
   Device& device = transfers.device();
   float* next = gradients_on_device_.view().data;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {

@@ -10,6 +10,7 @@
 #include "nj/core/bytes.hpp"
 #include "nj/device/cuda.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/kernels/backend.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
@@ -200,6 +201,26 @@ TEST_F(TrainCli, PlanComparesEveryPolicy) {
   for (const char* policy : {"st-aware", "lru", "fifo", "degree", "size-order", "belady", "none"}) {
     EXPECT_NE(result.output.find(std::string("\n") + policy + " "), std::string::npos) << policy << result.output;
   }
+}
+
+// A GPU's run is planned on any machine: the CUDA libraries' workspace beside the budget, and the offsets its
+// cuSPARSE aggregations narrow within the steps; --deterministic leaves cuSPARSE and its offsets out.
+TEST_F(TrainCli, PlanForACudaDeviceShowsTheLibrariesWorkspace) {
+  const auto on = [&](const std::string& device) {
+    const auto result = test::run_nj("plan " + shell_quote(dataset) + " --device-memory 256K " + device);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return result.output;
+  };
+  const std::string cpu = on("");
+  EXPECT_EQ(cpu.find("library"), std::string::npos) << cpu;
+  EXPECT_NE(on("--device cuda")
+                .find(fmt::format("and {} of library workspaces beside it",
+                                  format_bytes(cuda_library_memory(false).workspace_bytes))),
+            std::string::npos);
+  EXPECT_NE(on("--device cuda --deterministic")
+                .find(fmt::format("and {} of library workspaces beside it", format_bytes(kCublasWorkspaceBytes))),
+            std::string::npos);
+  test::expect_one_line_error(test::run_nj("plan " + shell_quote(dataset) + " --device tpu"));
 }
 
 // Vertices numbered by community are cut into subgraphs in their ids; as stored, by a breadth-first search.

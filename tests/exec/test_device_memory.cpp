@@ -6,10 +6,13 @@
 
 #include <algorithm>
 
+#include "nj/device/planning_device.hpp"
+#include "nj/device/transfers.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/edge_list.hpp"
 #include "nj/io/plain_text.hpp"
 #include "nj/kernels/device_block.hpp"
+#include "nj/kernels/sparse_block.hpp"
 #include "nj/model/device_parameters.hpp"
 #include "nj/train/trainer.hpp"
 #include "support/backends.hpp"
@@ -211,6 +214,65 @@ TEST_P(DeviceMemory, PlannerRefusesABudgetThatHoldsTheRowsButNotTheBlocksAndPara
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DeviceMemory, test::all_backends(), test::BackendName());
+
+// What the CUDA backend's libraries take is planned for on any machine (nj plan --device cuda): the offsets each
+// cuSPARSE aggregation narrows come from the arena for the call, so the planning backend takes them as the
+// replay runs, and the steps leave room for them; the workspace lies beside the arena, outside the budget.
+TEST(LibraryMemory, ThePlanningBackendTakesTheNarrowedOffsetsWhereCusparseWouldRun) {
+  const Dataset data = test::grid_dataset(8, 8, 3);
+  const CsrGraph graph = with_self_loops(data.graph, false);
+  const std::vector<gid_t> ids(static_cast<std::size_t>(graph.num_vertices()));
+  const SparseBlock host = local_graph_block(
+      graph, std::vector<float>(static_cast<std::size_t>(graph.num_edges()), 1.0F), graph.num_vertices(), ids);
+  const auto cpu = make_cpu_backend();
+  for (const bool deterministic : {false, true}) {
+    SCOPED_TRACE(deterministic ? "deterministic" : "cuSPARSE");
+    PlanningDevice device;
+    const auto planning = make_planning_backend(*cpu, device, cuda_library_memory(deterministic));
+    Transfers transfers(device);
+    const DeviceBlock block(transfers, host, "graph: block");
+    DeviceMatrix rows(device, graph.num_vertices(), 4, "rows: in");
+    DeviceMatrix out(device, graph.num_vertices(), 4, "rows: out");
+    planning->spmm(block.view(), rows.view(), out.view());
+    planning->spmm_transpose(block.view(), out.view(), rows.view(), false);
+    const MemoryForecast forecast = device.forecast();
+    const auto library = forecast.category_peaks.find("library");
+    if (deterministic) {
+      EXPECT_EQ(library, forecast.category_peaks.end());
+      continue;
+    }
+    ASSERT_NE(library, forecast.category_peaks.end());
+    EXPECT_EQ(library->second, (graph.num_vertices() + 1) * std::int64_t{sizeof(std::int32_t)});
+    // Read through cache slots, the block goes to the row kernels: nothing narrowed.
+    PlanningDevice slotted;
+    const auto through_slots = make_planning_backend(*cpu, slotted, cuda_library_memory(false));
+    Transfers slot_transfers(slotted);
+    const DeviceBlock slot_block(slot_transfers, host, "graph: block");
+    DeviceArray<vid_t> slots(slotted, graph.num_vertices(), "index: slots");
+    DeviceMatrix pool(slotted, graph.num_vertices(), 4, "rows: pool");
+    DeviceMatrix slot_out(slotted, graph.num_vertices(), 4, "rows: out");
+    through_slots->spmm(slot_block.view(slots.view()), pool.view(), slot_out.view());
+    EXPECT_EQ(slotted.forecast().category_peaks.count("library"), 0U);
+  }
+}
+
+TEST(LibraryMemory, StepsLeaveRoomForTheNarrowedOffsets) {
+  const Dataset data = test::grid_dataset(16, 16, 11);
+  const Model model(model_config(ModelKind::kGcn), data.features.cols(), data.num_classes);
+  const LocalGraph local = whole_local_graph(data.graph);
+  SubgraphExecutorOptions options{4 * minimum_device_budget(model, local), ExecutionMode::kReuse,
+                                  CachePolicy::kStAware};
+  const EpochPlan plain = plan_epoch(model, local, options);
+  options.library = cuda_library_memory(false);
+  EXPECT_NE(plan_epoch(model, local, options).largest_step_bytes, plain.largest_step_bytes);
+  EXPECT_GT(minimum_device_budget(model, local, options.library), minimum_device_budget(model, local));
+  // Without cuSPARSE (--deterministic) the plan is the CPU's.
+  options.library = cuda_library_memory(true);
+  const EpochPlan deterministic = plan_epoch(model, local, options);
+  EXPECT_EQ(deterministic.num_steps, plain.num_steps);
+  EXPECT_EQ(deterministic.largest_step_bytes, plain.largest_step_bytes);
+  EXPECT_EQ(options.library.workspace_bytes, kCublasWorkspaceBytes);
+}
 
 }  // namespace
 }  // namespace nj

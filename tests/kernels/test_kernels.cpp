@@ -663,5 +663,100 @@ TEST_P(KernelTest, SourceRowsCanLiveInAnyRowOfTheBuffer) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, KernelTest, test::all_backends(), test::BackendName());
 
+// Every array of a host block, as the row math reads them.
+SparseBlockView full_host_view(const SparseBlock& block) {
+  SparseBlockView view = host_view(block);
+  view.edge_weight = block.edge_weight.data();
+  view.src_offsets = block.by_source.offsets.data();
+  view.out_dst = block.by_source.destinations.data();
+  view.out_edge = block.by_source.edge_position.data();
+  view.out_weight = block.out_weight.data();
+  return view;
+}
+
+// What the CUDA kernels run a warp a row: lanes 0..31 each compute their own columns (rowmath::LaneColumns). Run
+// one lane after the other here, they must write every element once and give the whole row bit for bit.
+template <typename RowFunction>
+void expect_lanes_give_the_whole_row(std::int64_t rows, std::int64_t cols, float initial, RowFunction&& row) {
+  Matrix whole(rows, cols);
+  Matrix split(rows, cols);
+  Matrix writes(rows, cols);  // how many lanes wrote each element
+  whole.fill(initial);
+  split.fill(initial);
+  for (std::int64_t r = 0; r < rows; ++r) row(r, whole.row(r), rowmath::AllColumns{});
+  for (std::int64_t lane = 0; lane < rowmath::LaneColumns::kStep; ++lane) {
+    Matrix before = split;
+    for (std::int64_t r = 0; r < rows; ++r) row(r, split.row(r), rowmath::LaneColumns{lane});
+    for (std::int64_t k = 0; k < split.size(); ++k) {
+      if (split.data()[k] != before.data()[k]) writes.data()[k] += 1.0F;
+    }
+  }
+  for (std::int64_t k = 0; k < whole.size(); ++k) {
+    ASSERT_EQ(split.data()[k], whole.data()[k]) << "element " << k;
+    ASSERT_LE(writes.data()[k], 1.0F) << "element " << k << " written by two lanes";
+  }
+}
+
+TEST(RowMathLanes, SplitRowsEqualWholeRows) {
+  const SparseBlock block = random_block(30, 200, true, 12);
+  const SparseBlockView b = full_host_view(block);
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> normal;
+  for (const std::int64_t cols : {1, 7, 32, 45, 70}) {
+    SCOPED_TRACE(fmt::format("{} columns", cols));
+    Matrix in(b.num_src, cols);
+    for (float& x : in.span()) x = normal(rng);
+    expect_lanes_give_the_whole_row(b.num_dst, cols, 0.0F, [&](std::int64_t i, float* out, auto columns) {
+      rowmath::spmm_row(b, static_cast<vid_t>(i), in.data(), cols, out, columns);
+    });
+    for (const bool accumulate : {false, true}) {
+      expect_lanes_give_the_whole_row(b.num_src, cols, 0.5F, [&](std::int64_t j, float* out, auto columns) {
+        rowmath::spmm_transpose_row(b, static_cast<vid_t>(j), in.data(), cols, out, accumulate, columns);
+      });
+      expect_lanes_give_the_whole_row(b.num_src, cols, 0.5F, [&](std::int64_t r, float* out, auto columns) {
+        rowmath::move_row(in.row(r), out, cols, accumulate, columns);
+      });
+    }
+    expect_lanes_give_the_whole_row(b.num_src, cols, 0.5F, [&](std::int64_t /*r*/, float* out, auto columns) {
+      rowmath::zero_row(out, cols, columns);
+    });
+  }
+  for (const bool concat : {true, false}) {
+    for (const int heads : {1, 3, 8}) {
+      SCOPED_TRACE(fmt::format("{} heads, {}", heads, concat ? "concatenated" : "averaged"));
+      GatShape shape;
+      shape.heads = heads;
+      shape.channels = 5;
+      shape.concat = concat;
+      shape.attention_dropout = 0.3F;
+      const RandomStream stream{3, RandomPurpose::kAttentionDropout, 1, 2};
+      Matrix z(b.num_src, shape.row_width());
+      for (float& x : z.span()) x = normal(rng);
+      expect_lanes_give_the_whole_row(
+          b.num_dst, shape.output_width(), 0.0F, [&](std::int64_t i, float* out, auto columns) {
+            rowmath::gat_forward_row(b, shape, stream, static_cast<vid_t>(i), z.data(), out, columns);
+          });
+      // The source pass reads the destination pass's workspace, which a thread a destination writes.
+      Matrix grad_out(b.num_dst, shape.output_width());
+      for (float& x : grad_out.span()) x = normal(rng);
+      std::vector<float> workspace(
+          static_cast<std::size_t>(rowmath::gat_backward_workspace_floats(b.num_dst, b.num_edges(), heads)));
+      float* dst_score_grad = workspace.data() + rowmath::gat_dst_score_grad_offset(b.num_edges(), heads);
+      for (vid_t i = 0; i < b.num_dst; ++i) {
+        rowmath::gat_backward_row(b, shape, stream, i, z.data(), grad_out.row(i), workspace.data(),
+                                  dst_score_grad + std::int64_t{i} * heads);
+      }
+      for (const bool accumulate : {false, true}) {
+        expect_lanes_give_the_whole_row(
+            b.num_src, shape.row_width(), 0.25F, [&](std::int64_t j, float* out, auto columns) {
+              const float* own = j < b.num_dst ? dst_score_grad + j * heads : nullptr;
+              rowmath::gat_backward_source_row(b, shape, static_cast<vid_t>(j), workspace.data(), own, grad_out.data(),
+                                               out, accumulate, columns);
+            });
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nj

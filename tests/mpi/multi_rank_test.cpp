@@ -239,6 +239,38 @@ TEST_P(MultiRank, ExchangeMovesMirrorRowsTimesRowWidth) {
   }
 }
 
+// The last rank's contiguous part shares no edge with the others: it has no peers while they have, so it reaches
+// its first sum over the ranks without an exchange before it. The device communicator is connected when it is
+// made, where every rank arrives alike, so training still meets the others and equals one process.
+TEST_P(MultiRank, ARankWithoutPeersTrainsWithTheOthers) {
+  Communicator& comm = test::job();
+  Dataset data = dataset();
+  const vid_t n = data.num_vertices();
+  const auto last_part = [&](vid_t v) { return static_cast<std::int64_t>(v) * comm.size() / n == comm.size() - 1; };
+  std::vector<vid_t> src;
+  std::vector<vid_t> dst;
+  for (vid_t v = 0; v < n; ++v) {
+    for (eid_t e = data.graph.offsets[v]; e < data.graph.offsets[v + 1]; ++e) {
+      const vid_t u = data.graph.sources[static_cast<std::size_t>(e)];
+      if (last_part(u) != last_part(v)) continue;
+      src.push_back(u);
+      dst.push_back(v);
+    }
+  }
+  data.graph = build_csr(n, src, dst);
+  const ModelConfig config = run_config();
+  auto single = make_single_process_communicator();
+  const TrainingRun reference = train(kind(), whole_graph_shard(data), config, {}, *single);
+  const Shard shard = rank_shard(data, PartitionMethod::kContiguous, comm);
+  if (comm.rank() == comm.size() - 1) {
+    EXPECT_TRUE(shard.local.peers.empty());
+  }
+  for (const Execution execution : {Execution::kInMemory, Execution::kReuse}) {
+    SCOPED_TRACE(execution == Execution::kInMemory ? "in-memory" : "reuse");
+    expect_same_function(reference, train(kind(), shard, config, {execution}, comm));
+  }
+}
+
 TEST_P(MultiRank, EveryRankMovesThePlannedBytes) {
   Communicator& comm = test::job();
   const Dataset data = dataset();

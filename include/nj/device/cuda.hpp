@@ -26,8 +26,8 @@ inline constexpr std::int64_t kCudaReservedBytes = std::int64_t{2} << 30;
 // kUnlimited) the arena takes the card's share of `sharing` ranks that use it: its memory / sharing, less
 // kCudaReservedBytes, or the memory free less the reserve where that is less. A budget beyond the memory free now, less
 // the reserve, throws nj::InputError.
-// `library_bytes` more are placed in the arena beyond the budget, for the backend's library workspaces
-// (LibraryMemory::workspace_bytes), which the budget's plans do not count; budget_bytes() stays the budget.
+// `library_bytes` more are allocated beside the arena, outside the budget and its counts, for the backend's
+// library workspaces (LibraryMemory::workspace_bytes, native_library_workspace).
 std::unique_ptr<Device> make_cuda_device(int ordinal, std::int64_t budget_bytes, int sharing = 1,
                                          std::int64_t library_bytes = 0);
 

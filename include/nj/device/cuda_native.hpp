@@ -11,5 +11,7 @@ namespace nj {
 cudaStream_t native_stream(Device& device, Stream stream);
 // The GPU ordinal of a device made by make_cuda_device.
 int native_ordinal(const Device& device);
+// The memory it keeps beside its arena for the backend's libraries (make_cuda_device's library_bytes).
+DeviceSpan<std::byte> native_library_workspace(Device& device);
 
 }  // namespace nj

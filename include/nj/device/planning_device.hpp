@@ -57,7 +57,6 @@ class PlanningDevice final : public Device {
 };
 
 // Kernels that do nothing, with `sizes`' workspace sizes: what planning replays an epoch with.
-std::unique_ptr<Backend> make_planning_backend(const Backend& sizes, Device& device,
-                                               const LibraryMemory& library = {});
+std::unique_ptr<Backend> make_planning_backend(const Backend& sizes, Device& device, const LibraryMemory& library = {});
 
 }  // namespace nj

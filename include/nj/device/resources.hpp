@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "nj/device/device.hpp"

@@ -49,8 +49,8 @@ struct SubgraphExecutorOptions {
   std::int64_t kept_block_bytes = kDefaultKeptBlockBytes;
   // What the cache plans record: the executor needs only kTransfers; tests that compare every slot ask for kFull.
   CachePlanDetail cache_detail = CachePlanDetail::kTransfers;
-  // What the backend's libraries take of the device (the executor sets its backend's): the workspace lies in the
-  // arena beside the budget, the narrowed offsets within the steps.
+  // What the backend's libraries take of the device (the executor sets its backend's): the workspace lies beside
+  // the arena, the narrowed offsets within the steps.
   LibraryMemory library = {};
 };
 

@@ -16,9 +16,10 @@ namespace nj {
 using rowmath::Activation;
 using rowmath::GatShape;
 
-// Device memory a backend's libraries take from the device's arena, so that the budget holds it and the
-// planner's forecast counts it as the run takes it: a workspace made with the backend for the whole run, and,
-// for each SpMM that goes to the sparse library, the block's CSR offsets narrowed to 32 bits for that call.
+// Device memory a backend's libraries take, all of it counted: a workspace for the whole run, which the device
+// keeps beside its arena (outside the budget; nj plan shows it), and, for each SpMM that goes to the sparse
+// library, the block's CSR offsets narrowed to 32 bits, from the arena for that call (the planner's steps and the
+// forecast count them).
 struct LibraryMemory {
   std::int64_t workspace_bytes = 0;
   bool narrows_offsets = false;

@@ -1,7 +1,8 @@
 #pragma once
 // Per-row and per-element math shared by the CPU backend's loops and the CUDA backend's kernels. Each
 // function computes one destination row (or one element) from raw pointers, so the CPU tests exercise the
-// same arithmetic the device runs.
+// same arithmetic the device runs. A row function computes the columns its Columns argument names: all of them
+// on the CPU (one thread a row), every 32nd on the GPU (a warp a row, each lane its own columns).
 #include <cmath>
 #include <cstring>
 
@@ -12,6 +13,20 @@
 namespace nj::rowmath {
 
 enum class Activation { kNone, kRelu, kElu };
+
+// The columns of a row one thread computes. Every column is computed in the same order of terms either way, so
+// a row split across a warp's lanes equals the row computed whole. Columns are those of the row: a slice that
+// starts at row column `offset` is split as the row is, so that the lanes never share an element.
+struct AllColumns {
+  static constexpr std::int64_t kStep = 1;
+  NJ_HD static constexpr std::int64_t first(std::int64_t /*offset*/ = 0) { return 0; }
+};
+struct LaneColumns {
+  static constexpr std::int64_t kStep = 32;
+  std::int64_t lane = 0;
+  // The first column of the slice at `offset` whose row column is this lane's: row columns lane, lane + 32, ...
+  NJ_HD std::int64_t first(std::int64_t offset = 0) const { return ((lane - offset) % kStep + kStep) % kStep; }
+};
 
 NJ_HD inline float activate(Activation act, float y) {
   switch (act) {
@@ -86,11 +101,19 @@ NJ_HD inline float dot_row(const float* __restrict__ a, const float* __restrict_
   return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
-// out[i] = Σ_e w_e in[src_e] for one destination row (w_e = 1 without weights).
-// out += w · x over a row; the rows never overlap, which lets the compiler vectorise.
-NJ_HD inline void axpy_row(float w, const float* __restrict__ x, float* __restrict__ out, std::int64_t cols) {
+// out += w · x over a slice of `cols` columns starting at row column `offset`; the rows never overlap, which lets
+// the compiler vectorise.
+template <typename Columns = AllColumns>
+NJ_HD inline void axpy_row(float w, const float* __restrict__ x, float* __restrict__ out, std::int64_t cols,
+                           Columns columns = {}, std::int64_t offset = 0) {
   NJ_SIMD
-  for (std::int64_t c = 0; c < cols; ++c) out[c] += w * x[c];
+  for (std::int64_t c = columns.first(offset); c < cols; c += Columns::kStep) out[c] += w * x[c];
+}
+
+// out = 0 over a slice, as axpy_row splits it.
+template <typename Columns = AllColumns>
+NJ_HD inline void zero_columns(float* out, std::int64_t cols, Columns columns = {}, std::int64_t offset = 0) {
+  for (std::int64_t c = columns.first(offset); c < cols; c += Columns::kStep) out[c] = 0.0F;
 }
 
 // Rows are gathered in an order the hardware prefetcher cannot guess; on the CPU, ask for the row a few edges
@@ -105,30 +128,32 @@ NJ_HD inline void prefetch_row(const float* row, std::int64_t cols) {
 }
 inline constexpr eid_t kPrefetchDistance = 8;
 
-NJ_HD inline void spmm_row(const SparseBlockView& b, vid_t i, const float* in, std::int64_t cols, float* out) {
-  for (std::int64_t c = 0; c < cols; ++c) out[c] = 0.0F;
+// out[i] = Σ_e w_e in[src_e] for one destination row (w_e = 1 without weights).
+template <typename Columns = AllColumns>
+NJ_HD inline void spmm_row(const SparseBlockView& b, vid_t i, const float* in, std::int64_t cols, float* out,
+                           Columns columns = {}) {
+  zero_columns(out, cols, columns);
   // Edges of the rows that follow are usually summed next by the same thread, so look past this row's end.
   const eid_t edges = b.num_edges();
   for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
     if (e + kPrefetchDistance < edges) prefetch_row(in + b.row_of(b.src_index[e + kPrefetchDistance]) * cols, cols);
     const float w = b.edge_weight != nullptr ? b.edge_weight[e] : 1.0F;
-    axpy_row(w, in + b.row_of(b.src_index[e]) * cols, out, cols);
+    axpy_row(w, in + b.row_of(b.src_index[e]) * cols, out, cols, columns);
   }
 }
 
 // grad_in_row (+)= Σ_{out-edges e of j} w_e grad_out[dst_e] for local source j.
+template <typename Columns = AllColumns>
 NJ_HD inline void spmm_transpose_row(const SparseBlockView& b, vid_t j, const float* grad_out, std::int64_t cols,
-                                     float* grad_in_row, bool accumulate) {
-  if (!accumulate) {
-    for (std::int64_t c = 0; c < cols; ++c) grad_in_row[c] = 0.0F;
-  }
+                                     float* grad_in_row, bool accumulate, Columns columns = {}) {
+  if (!accumulate) zero_columns(grad_in_row, cols, columns);
   const eid_t edges = b.src_offsets[b.num_src];
   for (eid_t k = b.src_offsets[j]; k < b.src_offsets[j + 1]; ++k) {
     if (k + kPrefetchDistance < edges) {
       prefetch_row(grad_out + static_cast<std::int64_t>(b.out_dst[k + kPrefetchDistance]) * cols, cols);
     }
     const float w = b.out_weight != nullptr ? b.out_weight[k] : 1.0F;
-    axpy_row(w, grad_out + static_cast<std::int64_t>(b.out_dst[k]) * cols, grad_in_row, cols);
+    axpy_row(w, grad_out + static_cast<std::int64_t>(b.out_dst[k]) * cols, grad_in_row, cols, columns);
   }
 }
 
@@ -264,11 +289,13 @@ NJ_HD inline void gat_max_logits(const SparseBlockView& b, const GatShape& s, vi
 // The in-edges are visited with all heads at once, so each source row is gathered once (after the pass that
 // finds each head's largest logit): where every head owns its output columns (concatenated, or one head),
 // out_h gathers Σ exp(logit − max) · x' and is divided by the head's Σ exp(logit − max) at the end; averaged
-// heads share their columns, so there each head's sum comes from a pass of its own first.
+// heads share their columns, so there each head's sum comes from a pass of its own first. Split across lanes,
+// every lane computes the per-head attention (the same values) and its own columns of the output.
+template <typename Columns = AllColumns>
 NJ_HD inline void gat_forward_row(const SparseBlockView& b, const GatShape& s, const RandomStream& stream, vid_t i,
-                                  const float* z_src, float* __restrict__ out) {
+                                  const float* z_src, float* __restrict__ out, Columns columns = {}) {
   const std::int64_t width = s.output_width();
-  for (std::int64_t c = 0; c < width; ++c) out[c] = 0.0F;
+  zero_columns(out, width, columns);
   const eid_t first = b.dst_offsets[i];
   const eid_t end = b.dst_offsets[i + 1];
   if (first == end) return;
@@ -321,16 +348,17 @@ NJ_HD inline void gat_forward_row(const SparseBlockView& b, const GatShape& s, c
       }
     }
     for (int h = 0; h < heads; ++h) {
-      axpy_row(coefficient[h], x + static_cast<std::int64_t>(h) * channels,
-               out + (s.concat ? static_cast<std::int64_t>(h) * channels : 0), channels);
+      const std::int64_t offset = s.concat ? static_cast<std::int64_t>(h) * channels : 0;
+      axpy_row(coefficient[h], x + static_cast<std::int64_t>(h) * channels, out + offset, channels, columns, offset);
     }
   }
   if (divide_after) {
     for (int h = 0; h < heads; ++h) {
       const float scale = head_scale / sum_exp[h];
-      float* out_h = out + static_cast<std::int64_t>(h) * channels;
+      const std::int64_t offset = static_cast<std::int64_t>(h) * channels;
+      float* out_h = out + offset;
       NJ_SIMD
-      for (int c = 0; c < channels; ++c) out_h[c] *= scale;
+      for (std::int64_t c = columns.first(offset); c < channels; c += Columns::kStep) out_h[c] *= scale;
     }
   }
 }
@@ -427,12 +455,12 @@ NJ_HD inline void gat_backward_row(const SparseBlockView& b, const GatShape& s, 
 // Backward, second half, for local source j: grad x'_j (+)= Σ coefficient · grad_out[dst], and
 // grad s_src[j] (+)= Σ ∂score, gathered over j's out-edges in a fixed order; where j is also a destination,
 // dst_score_grad (its gat_backward_row output; nullptr otherwise) goes to its s_dst gradient.
+template <typename Columns = AllColumns>
 NJ_HD inline void gat_backward_source_row(const SparseBlockView& b, const GatShape& s, vid_t j,
                                           const float* edge_workspace, const float* dst_score_grad,
-                                          const float* grad_out, float* __restrict__ grad_z_row, bool accumulate) {
-  if (!accumulate) {
-    for (std::int64_t c = 0; c < s.row_width(); ++c) grad_z_row[c] = 0.0F;
-  }
+                                          const float* grad_out, float* __restrict__ grad_z_row, bool accumulate,
+                                          Columns columns = {}) {
+  if (!accumulate) zero_columns(grad_z_row, s.row_width(), columns);
   const int heads = s.heads;
   const int channels = s.channels;
   const std::int64_t out_width = s.output_width();
@@ -446,14 +474,18 @@ NJ_HD inline void gat_backward_source_row(const SparseBlockView& b, const GatSha
     const float* __restrict__ slot = edge_workspace + b.out_edge[k] * 2 * heads;
     const float* __restrict__ g = grad_out + static_cast<std::int64_t>(b.out_dst[k]) * out_width;
     for (int h = 0; h < heads; ++h) {
-      axpy_row(slot[h], g + (s.concat ? static_cast<std::int64_t>(h) * channels : 0),
-               grad_z_row + static_cast<std::int64_t>(h) * channels, channels);
+      const std::int64_t offset = static_cast<std::int64_t>(h) * channels;
+      axpy_row(slot[h], g + (s.concat ? offset : 0), grad_z_row + offset, channels, columns, offset);
     }
     NJ_SIMD
-    for (int h = 0; h < heads; ++h) src_score_grad[h] += slot[heads + h];
+    for (std::int64_t h = columns.first(s.features()); h < heads; h += Columns::kStep) {
+      src_score_grad[h] += slot[heads + h];
+    }
   }
   if (dst_score_grad != nullptr) {
-    for (int h = 0; h < heads; ++h) grad_z_row[s.dst_score(h)] += dst_score_grad[h];
+    for (std::int64_t h = columns.first(s.dst_score(0)); h < heads; h += Columns::kStep) {
+      grad_z_row[s.dst_score(static_cast<int>(h))] += dst_score_grad[h];
+    }
   }
 }
 
@@ -463,16 +495,19 @@ NJ_HD inline float dropout_element(const RandomStream& stream, std::int64_t gid,
   return x == 0.0F ? 0.0F : x * dropout_scale(stream.vertex_uniform(gid, column), p);
 }
 
-NJ_HD inline void zero_row(float* row, std::int64_t cols) {
-  for (std::int64_t c = 0; c < cols; ++c) row[c] = 0.0F;
+template <typename Columns = AllColumns>
+NJ_HD inline void zero_row(float* row, std::int64_t cols, Columns columns = {}) {
+  zero_columns(row, cols, columns);
 }
 
 // to (+)= from, one row.
-NJ_HD inline void move_row(const float* __restrict__ from, float* __restrict__ to, std::int64_t cols, bool accumulate) {
+template <typename Columns = AllColumns>
+NJ_HD inline void move_row(const float* __restrict__ from, float* __restrict__ to, std::int64_t cols, bool accumulate,
+                           Columns columns = {}) {
   if (accumulate) {
-    for (std::int64_t c = 0; c < cols; ++c) to[c] += from[c];
+    for (std::int64_t c = columns.first(); c < cols; c += Columns::kStep) to[c] += from[c];
   } else {
-    for (std::int64_t c = 0; c < cols; ++c) to[c] = from[c];
+    for (std::int64_t c = columns.first(); c < cols; c += Columns::kStep) to[c] = from[c];
   }
 }
 

@@ -102,12 +102,12 @@ class NcclTransport final : public PeerTransport {
     // NCCL pairs messages by order, not by tag: every rank issues its exchanges in the same order (the contract).
     NJ_CUDA_TRY(ncclGroupStart());
     for (const ReceiveBuffer& r : receives) {
-      NJ_CUDA_TRY(ncclRecv(r.floats.data(), r.floats.size(), ncclFloat, r.peer, context_.comm.get(),
-                           context_.stream.get()));
+      NJ_CUDA_TRY(
+          ncclRecv(r.floats.data(), r.floats.size(), ncclFloat, r.peer, context_.comm.get(), context_.stream.get()));
     }
     for (const SendBuffer& s : sends) {
-      NJ_CUDA_TRY(ncclSend(s.floats.data(), s.floats.size(), ncclFloat, s.peer, context_.comm.get(),
-                           context_.stream.get()));
+      NJ_CUDA_TRY(
+          ncclSend(s.floats.data(), s.floats.size(), ncclFloat, s.peer, context_.comm.get(), context_.stream.get()));
     }
     NJ_CUDA_TRY(ncclGroupEnd());
     CudaEventHandle done = make_ordering_event();

@@ -52,17 +52,18 @@ std::int64_t resolve_budget(int ordinal, std::int64_t requested, int sharing, st
   NJ_CUDA_TRY(cudaSetDevice(ordinal));
   NJ_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
   const auto usable = static_cast<std::int64_t>(free_bytes) - kCudaReservedBytes;
-  const std::int64_t budget =
-      requested > 0 && requested != kUnlimited
-          ? requested
-          : cuda_default_budget(static_cast<std::int64_t>(total_bytes), static_cast<std::int64_t>(free_bytes), sharing) -
-                library_bytes;
-  NJ_REQUIRE(budget > 0 && budget + library_bytes <= usable,
-             "device memory budget {} is more than GPU {} can give: {} free, less {} kept in reserve for CUDA's "
-             "context and NCCL and {} for the libraries' workspaces ({} ranks share it); use --device-memory {} or less",
-             format_bytes(budget), ordinal, format_bytes(static_cast<std::int64_t>(free_bytes)),
-             format_bytes(kCudaReservedBytes), format_bytes(library_bytes), sharing,
-             format_bytes(std::max<std::int64_t>(usable - library_bytes, 0)));
+  const std::int64_t budget = requested > 0 && requested != kUnlimited
+                                  ? requested
+                                  : cuda_default_budget(static_cast<std::int64_t>(total_bytes),
+                                                        static_cast<std::int64_t>(free_bytes), sharing) -
+                                        library_bytes;
+  NJ_REQUIRE(
+      budget > 0 && budget + library_bytes <= usable,
+      "device memory budget {} is more than GPU {} can give: {} free, less {} kept in reserve for CUDA's "
+      "context and NCCL and {} for the libraries' workspaces ({} ranks share it); use --device-memory {} or less",
+      format_bytes(budget), ordinal, format_bytes(static_cast<std::int64_t>(free_bytes)),
+      format_bytes(kCudaReservedBytes), format_bytes(library_bytes), sharing,
+      format_bytes(std::max<std::int64_t>(usable - library_bytes, 0)));
   return budget;
 }
 
@@ -70,12 +71,13 @@ class CudaDevice final : public Device {
  public:
   // What was made before a failure is released by the members' destructors (a constructor that throws runs no
   // destructor body).
+  // The libraries' workspace lies after the arena in the same cudaMalloc, outside the budget and its counts.
   CudaDevice(int ordinal, std::int64_t budget_bytes, int sharing, std::int64_t library_bytes)
       : ordinal_(ordinal),
         library_bytes_(library_bytes),
-        arena_(resolve_budget(ordinal, budget_bytes, sharing, library_bytes) + library_bytes) {
+        arena_(resolve_budget(ordinal, budget_bytes, sharing, library_bytes)) {
     void* base = nullptr;
-    NJ_CUDA_TRY(cudaMalloc(&base, static_cast<std::size_t>(arena_.budget())));
+    NJ_CUDA_TRY(cudaMalloc(&base, static_cast<std::size_t>(workspace_offset() + library_bytes_)));
     base_.reset(base);
     for (StreamState& s : streams_) s.stream = make_stream();
   }
@@ -100,7 +102,10 @@ class CudaDevice final : public Device {
   }
 
   std::string_view name() const override { return "cuda"; }
-  std::int64_t budget_bytes() const override { return arena_.budget() - library_bytes_; }
+  std::int64_t budget_bytes() const override { return arena_.budget(); }
+  DeviceSpan<std::byte> library_workspace() const {
+    return {static_cast<std::byte*>(base_.get()) + workspace_offset(), library_bytes_};
+  }
   int ordinal() const { return ordinal_; }
   cudaStream_t stream(Stream s) const { return streams_[index(s)].stream.get(); }
 
@@ -233,7 +238,7 @@ class CudaDevice final : public Device {
 
   void check_host_access(const void* ptr, std::int64_t bytes, std::string_view what) const override {
     const std::uintptr_t begin = address(base_.get());
-    const std::uintptr_t end = begin + static_cast<std::uintptr_t>(arena_.budget());
+    const std::uintptr_t end = begin + static_cast<std::uintptr_t>(workspace_offset() + library_bytes_);
     if (bytes > 0 && address(ptr) < end && address(ptr) + static_cast<std::uintptr_t>(bytes) > begin) {
       throw Error(fmt::format("{} reads or writes device memory from the host", what));
     }
@@ -276,6 +281,8 @@ class CudaDevice final : public Device {
     std::uint64_t completed = 0;    // every operation up to here has completed
   };
 
+  // Where the workspace starts: after the arena, on the arena's alignment (cuBLAS wants 256 bytes).
+  std::int64_t workspace_offset() const { return arena_block_bytes(arena_.budget()); }
   void bind() const { NJ_CUDA_TRY(cudaSetDevice(ordinal_)); }
   void bind_no_throw() const noexcept { NJ_CUDA_TRY_NO_THROW(cudaSetDevice(ordinal_)); }
 
@@ -394,7 +401,7 @@ class CudaDevice final : public Device {
   }
 
   int ordinal_;
-  std::int64_t library_bytes_;  // the arena's beyond the budget
+  std::int64_t library_bytes_;  // the libraries' workspace, beyond the arena
   mutable std::mutex mutex_;
   SizeLimitedArena arena_;
   CudaHandle<void*, cudaFree> base_;  // the arena's memory; the streams go first
@@ -453,5 +460,6 @@ std::unique_ptr<Device> make_cuda_device(int ordinal, std::int64_t budget_bytes,
 
 cudaStream_t native_stream(Device& device, Stream stream) { return as_cuda(device).stream(stream); }
 int native_ordinal(const Device& device) { return as_cuda(const_cast<Device&>(device)).ordinal(); }  // NOLINT
+DeviceSpan<std::byte> native_library_workspace(Device& device) { return as_cuda(device).library_workspace(); }
 
 }  // namespace nj

@@ -65,21 +65,24 @@ using SparseHandle = CudaHandle<cusparseHandle_t, cusparseDestroy>;
 
 class CudaBackend final : public Backend {
  public:
-  // The libraries' workspaces come from the device's arena (cuda_library_memory), not from cudaMalloc behind the
-  // budget's back: cuBLAS's through cublasSetWorkspace, cuSPARSE's as the buffer each SpMM is handed.
+  // The libraries' workspaces are the memory the device keeps beside its arena for them (cuda_library_memory),
+  // not cudaMallocs of their own: cuBLAS's through cublasSetWorkspace, cuSPARSE's as the buffer each SpMM is handed.
   CudaBackend(Device& device, bool deterministic)
       : device_(device),
         ordinal_(native_ordinal(device)),
         stream_(native_stream(device, Stream::kCompute)),
         library_(cuda_library_memory(deterministic)),
         use_sparse_library_(!deterministic),
-        workspace_(device, library_.workspace_bytes, "library: cuBLAS and cuSPARSE workspaces") {
+        workspace_(native_library_workspace(device)) {
+    NJ_EXPECTS(workspace_.size >= library_.workspace_bytes,
+               "the device keeps {} bytes for the libraries' workspaces, which need {}", workspace_.size,
+               library_.workspace_bytes);
     NJ_CUDA_TRY(cudaSetDevice(ordinal_));
     cublasHandle_t blas = nullptr;
     NJ_CUDA_TRY(cublasCreate(&blas));
     blas_.reset(blas);
     NJ_CUDA_TRY(cublasSetStream(blas, stream_));
-    NJ_CUDA_TRY(cublasSetWorkspace(blas, workspace_.view().data, static_cast<std::size_t>(kCublasWorkspaceBytes)));
+    NJ_CUDA_TRY(cublasSetWorkspace(blas, workspace_.data, static_cast<std::size_t>(kCublasWorkspaceBytes)));
     cusparseHandle_t sparse = nullptr;
     NJ_CUDA_TRY(cusparseCreate(&sparse));
     sparse_.reset(sparse);
@@ -98,10 +101,10 @@ class CudaBackend final : public Backend {
     const auto [m, n, k] = gemm_shape(transpose_a, transpose_b, a, b, c);
     if (m == 0 || n == 0) return;
     // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: the same buffers, the operands swapped.
-    NJ_CUDA_TRY(cublasSgemm(blas_.get(), transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                            static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b.data,
-                            static_cast<int>(b.cols), a.data, static_cast<int>(a.cols), &beta, c.data,
-                            static_cast<int>(c.cols)));
+    NJ_CUDA_TRY(cublasSgemm(blas_.get(), transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                            static_cast<int>(k), &alpha, b.data, static_cast<int>(b.cols), a.data,
+                            static_cast<int>(a.cols), &beta, c.data, static_cast<int>(c.cols)));
   }
 
   void spmm(const SparseBlockView& block, ConstDeviceRows in, DeviceRows out) override {
@@ -192,7 +195,7 @@ class CudaBackend final : public Backend {
                            DeviceRows out, float beta) {
     if (!use_sparse_library_ || out.cols == 0) return false;
     DeviceArray<std::int32_t> narrow(device_, narrowed_offsets_bytes(block, transpose) / 4,
-                                           "library: narrowed offsets");
+                                     "library: narrowed offsets");
     NJ_CUDA_TRY(cuda_kernels::narrow_offsets(stream_, offsets, rows + 1, narrow.view().data));
     const CsrDescription a(rows, cols, block.num_edges(), narrow.view().data, columns, values);
     if (!supported(a.status(), "cusparseCreateCsr")) return false;
@@ -200,9 +203,9 @@ class CudaBackend final : public Backend {
     const DenseDescription c(rows, out.cols, out.data);
     const float alpha = 1.0F;
     std::size_t bytes = 0;
-    const cusparseStatus_t sized = cusparseSpMM_bufferSize(sparse_.get(), CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                                           CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a.get(), b.get(),
-                                                           &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
+    const cusparseStatus_t sized = cusparseSpMM_bufferSize(
+        sparse_.get(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a.get(), b.get(),
+        &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
     if (!supported(sized, "cusparseSpMM_bufferSize")) return false;
     if (static_cast<std::int64_t>(bytes) > kCusparseWorkspaceBytes) {
       warn_once(fmt::format("cuSPARSE asks for a workspace of {} bytes, more than the {} it is given", bytes,
@@ -211,7 +214,7 @@ class CudaBackend final : public Backend {
     }
     NJ_CUDA_TRY(cusparseSpMM(sparse_.get(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
                              a.get(), b.get(), &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT,
-                             workspace_.view().data + kCublasWorkspaceBytes));
+                             workspace_.data + kCublasWorkspaceBytes));
     return true;
   }
 
@@ -241,8 +244,8 @@ class CudaBackend final : public Backend {
   LibraryMemory library_;
   bool use_sparse_library_;
   bool warned_ = false;
-  DeviceArray<std::byte> workspace_;  // cuBLAS's, then cuSPARSE's
-  BlasHandle blas_;                   // after the workspace: released before it
+  DeviceSpan<std::byte> workspace_;  // cuBLAS's, then cuSPARSE's
+  BlasHandle blas_;
   SparseHandle sparse_;
 };
 

@@ -15,24 +15,34 @@ unsigned blocks_for(std::int64_t work) {
 __device__ std::int64_t first_item() { return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ std::int64_t item_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
+// Row kernels run a warp a row: the lanes split the row's columns (rowmath::LaneColumns), so that a warp's loads
+// of a gathered row are one coalesced transaction instead of 32 threads each walking a row of its own.
+constexpr int kWarp = static_cast<int>(rowmath::LaneColumns::kStep);
+unsigned warp_blocks_for(std::int64_t rows) { return blocks_for(rows * kWarp); }
+__device__ std::int64_t first_row() { return first_item() / kWarp; }
+__device__ std::int64_t row_stride() { return item_stride() / kWarp; }
+__device__ rowmath::LaneColumns lane_columns() { return {static_cast<std::int64_t>(threadIdx.x % kWarp)}; }
+
 __global__ void spmm_kernel(SparseBlockView b, ConstDeviceRows in, DeviceRows out) {
-  for (std::int64_t i = first_item(); i < b.num_dst; i += item_stride()) {
-    rowmath::spmm_row(b, static_cast<vid_t>(i), in.data, in.cols, out.row(i));
+  for (std::int64_t i = first_row(); i < b.num_dst; i += row_stride()) {
+    rowmath::spmm_row(b, static_cast<vid_t>(i), in.data, in.cols, out.row(i), lane_columns());
   }
 }
 
 __global__ void spmm_transpose_kernel(SparseBlockView b, ConstDeviceRows grad_out, DeviceRows grad_in,
                                       bool accumulate) {
-  for (std::int64_t j = first_item(); j < b.num_src; j += item_stride()) {
+  for (std::int64_t j = first_row(); j < b.num_src; j += row_stride()) {
     const auto source = static_cast<vid_t>(j);
-    rowmath::spmm_transpose_row(b, source, grad_out.data, grad_out.cols, grad_in.row(b.row_of(source)), accumulate);
+    rowmath::spmm_transpose_row(b, source, grad_out.data, grad_out.cols, grad_in.row(b.row_of(source)), accumulate,
+                                lane_columns());
   }
 }
 
+// Every lane computes the destination's attention (its loads of the scores are broadcast) and its own columns.
 __global__ void gat_forward_kernel(SparseBlockView b, rowmath::GatShape shape, RandomStream attention,
                                    ConstDeviceRows z, DeviceRows out) {
-  for (std::int64_t i = first_item(); i < b.num_dst; i += item_stride()) {
-    rowmath::gat_forward_row(b, shape, attention, static_cast<vid_t>(i), z.data, out.row(i));
+  for (std::int64_t i = first_row(); i < b.num_dst; i += row_stride()) {
+    rowmath::gat_forward_row(b, shape, attention, static_cast<vid_t>(i), z.data, out.row(i), lane_columns());
   }
 }
 
@@ -43,6 +53,7 @@ struct GatWorkspace {
   float* dst_score_grad;
 };
 
+// The destination pass writes per-edge values only (no row of features): a thread a destination.
 __global__ void gat_backward_dst_kernel(SparseBlockView b, rowmath::GatShape shape, RandomStream attention,
                                         ConstDeviceRows z, ConstDeviceRows grad_out, GatWorkspace w) {
   for (std::int64_t i = first_item(); i < b.num_dst; i += item_stride()) {
@@ -53,12 +64,12 @@ __global__ void gat_backward_dst_kernel(SparseBlockView b, rowmath::GatShape sha
 
 __global__ void gat_backward_src_kernel(SparseBlockView b, rowmath::GatShape shape, ConstDeviceRows grad_out,
                                         DeviceRows grad_z, bool accumulate, GatWorkspace w) {
-  for (std::int64_t j = first_item(); j < b.num_src; j += item_stride()) {
+  for (std::int64_t j = first_row(); j < b.num_src; j += row_stride()) {
     const auto source = static_cast<vid_t>(j);
     // Destinations are the first sources: each adds its own score gradient after its out-edges.
     const float* own = j < b.num_dst ? w.dst_score_grad + j * shape.heads : nullptr;
     rowmath::gat_backward_source_row(b, shape, source, w.edge, own, grad_out.data, grad_z.row(b.row_of(source)),
-                                     accumulate);
+                                     accumulate, lane_columns());
   }
 }
 
@@ -84,23 +95,44 @@ __global__ void activation_backward_kernel(rowmath::Activation act, ConstDeviceR
   }
 }
 
+// Column sums in rowmath::column_sum's order (the block sums of kColumnSumBlockRows rows, added in block order),
+// with the blocks summed in parallel: a thread block takes 32 columns; its 32 rows of threads sum 32 row blocks at
+// a time into shared memory, and the first row adds them to each column's total in order.
+constexpr int kSumColumns = 32;
+constexpr int kSumBlocks = 32;
 __global__ void column_sums_kernel(ConstDeviceRows in, float* out, bool accumulate) {
-  for (std::int64_t c = first_item(); c < in.cols; c += item_stride()) {
-    out[c] = rowmath::column_sum(in.data, in.rows, in.cols, c, accumulate ? out[c] : 0.0F);
+  __shared__ float partial[kSumBlocks][kSumColumns];
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * kSumColumns + threadIdx.x;
+  const bool column = c < in.cols;
+  float total = column && accumulate ? out[c] : 0.0F;
+  for (std::int64_t round = 0; round * kSumBlocks * rowmath::kColumnSumBlockRows < in.rows; ++round) {
+    const std::int64_t first = (round * kSumBlocks + threadIdx.y) * rowmath::kColumnSumBlockRows;
+    const std::int64_t end =
+        first + rowmath::kColumnSumBlockRows < in.rows ? first + rowmath::kColumnSumBlockRows : in.rows;
+    partial[threadIdx.y][threadIdx.x] =
+        column && first < in.rows ? rowmath::column_block_sum(in.data, in.cols, first, end, c) : 0.0F;
+    __syncthreads();
+    if (threadIdx.y == 0) {
+      for (int k = 0; k < kSumBlocks && (round * kSumBlocks + k) * rowmath::kColumnSumBlockRows < in.rows; ++k) {
+        total += partial[k][threadIdx.x];
+      }
+    }
+    __syncthreads();
   }
+  if (column && threadIdx.y == 0) out[c] = total;
 }
 
 __global__ void move_rows_kernel(ConstDeviceRows src, const vid_t* src_rows, DeviceRows dst, const vid_t* dst_rows,
                                  std::int64_t count, bool accumulate) {
-  for (std::int64_t i = first_item(); i < count; i += item_stride()) {
+  for (std::int64_t i = first_row(); i < count; i += row_stride()) {
     rowmath::move_row(src.row(src_rows != nullptr ? src_rows[i] : i), dst.row(dst_rows != nullptr ? dst_rows[i] : i),
-                      src.cols, accumulate);
+                      src.cols, accumulate, lane_columns());
   }
 }
 
 __global__ void zero_rows_kernel(DeviceRows dst, const vid_t* rows, std::int64_t count) {
-  for (std::int64_t i = first_item(); i < count; i += item_stride()) {
-    rowmath::zero_row(dst.row(rows != nullptr ? rows[i] : i), dst.cols);
+  for (std::int64_t i = first_row(); i < count; i += row_stride()) {
+    rowmath::zero_row(dst.row(rows != nullptr ? rows[i] : i), dst.cols, lane_columns());
   }
 }
 
@@ -111,19 +143,19 @@ __global__ void narrow_offsets_kernel(const eid_t* in, std::int64_t count, std::
 }  // namespace
 
 cudaError_t spmm(cudaStream_t stream, const SparseBlockView& block, ConstDeviceRows in, DeviceRows out) {
-  spmm_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, in, out);
+  spmm_kernel<<<warp_blocks_for(block.num_dst), kThreads, 0, stream>>>(block, in, out);
   return cudaPeekAtLastError();
 }
 
 cudaError_t spmm_transpose(cudaStream_t stream, const SparseBlockView& block, ConstDeviceRows grad_out,
                            DeviceRows grad_in, bool accumulate) {
-  spmm_transpose_kernel<<<blocks_for(block.num_src), kThreads, 0, stream>>>(block, grad_out, grad_in, accumulate);
+  spmm_transpose_kernel<<<warp_blocks_for(block.num_src), kThreads, 0, stream>>>(block, grad_out, grad_in, accumulate);
   return cudaPeekAtLastError();
 }
 
 cudaError_t gat_forward(cudaStream_t stream, const SparseBlockView& block, const rowmath::GatShape& shape,
                         const RandomStream& attention, ConstDeviceRows z, DeviceRows out) {
-  gat_forward_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, shape, attention, z, out);
+  gat_forward_kernel<<<warp_blocks_for(block.num_dst), kThreads, 0, stream>>>(block, shape, attention, z, out);
   return cudaPeekAtLastError();
 }
 
@@ -133,8 +165,8 @@ cudaError_t gat_backward(cudaStream_t stream, const SparseBlockView& block, cons
   const GatWorkspace w{workspace.data,
                        workspace.data + rowmath::gat_dst_score_grad_offset(block.num_edges(), shape.heads)};
   gat_backward_dst_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, shape, attention, z, grad_out, w);
-  gat_backward_src_kernel<<<blocks_for(block.num_src), kThreads, 0, stream>>>(block, shape, grad_out, grad_z,
-                                                                              accumulate, w);
+  gat_backward_src_kernel<<<warp_blocks_for(block.num_src), kThreads, 0, stream>>>(block, shape, grad_out, grad_z,
+                                                                                   accumulate, w);
   return cudaPeekAtLastError();
 }
 
@@ -157,15 +189,17 @@ cudaError_t activation_backward(cudaStream_t stream, rowmath::Activation act, Co
 }
 
 cudaError_t column_sums(cudaStream_t stream, ConstDeviceRows in, DeviceSpan<float> out, bool accumulate) {
-  column_sums_kernel<<<blocks_for(in.cols), kThreads, 0, stream>>>(in, out.data, accumulate);
+  if (in.cols == 0) return cudaSuccess;
+  const auto tiles = static_cast<unsigned>((in.cols + kSumColumns - 1) / kSumColumns);
+  column_sums_kernel<<<tiles, dim3(kSumColumns, kSumBlocks), 0, stream>>>(in, out.data, accumulate);
   return cudaPeekAtLastError();
 }
 
 cudaError_t move_rows(cudaStream_t stream, ConstDeviceRows src, DeviceSpan<const vid_t> src_rows, DeviceRows dst,
                       DeviceSpan<const vid_t> dst_rows, std::int64_t count, bool accumulate) {
   if (count == 0) return cudaSuccess;
-  move_rows_kernel<<<blocks_for(count), kThreads, 0, stream>>>(src, src_rows.data, dst, dst_rows.data, count,
-                                                               accumulate);
+  move_rows_kernel<<<warp_blocks_for(count), kThreads, 0, stream>>>(src, src_rows.data, dst, dst_rows.data, count,
+                                                                    accumulate);
   return cudaPeekAtLastError();
 }
 
@@ -176,7 +210,7 @@ cudaError_t narrow_offsets(cudaStream_t stream, const eid_t* in, std::int64_t co
 
 cudaError_t zero_rows(cudaStream_t stream, DeviceRows dst, DeviceSpan<const vid_t> rows, std::int64_t count) {
   if (count == 0) return cudaSuccess;
-  zero_rows_kernel<<<blocks_for(count), kThreads, 0, stream>>>(dst, rows.data, count);
+  zero_rows_kernel<<<warp_blocks_for(count), kThreads, 0, stream>>>(dst, rows.data, count);
   return cudaPeekAtLastError();
 }
 
