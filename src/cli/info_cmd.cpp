@@ -11,7 +11,7 @@
 #include "cli/commands.hpp"
 #include "nj/graph/statistics.hpp"
 #include "nj/io/dataset_file.hpp"
-#include "nj/partition/shard_file.hpp"
+#include "nj/io/shard_file.hpp"
 
 namespace nj::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include "nj/core/error.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/partition/partition.hpp"
-#include "nj/partition/shard_file.hpp"
+#include "nj/io/shard_file.hpp"
 
 namespace nj::cli {
 namespace {

@@ -12,9 +12,9 @@
 #include "cli/commands.hpp"
 #include "nj/core/host_memory.hpp"
 #include "nj/core/stopwatch.hpp"
-#include "nj/device/resources.hpp"
+#include "nj/runtime/resources.hpp"
 #include "nj/io/dataset_file.hpp"
-#include "nj/partition/shard_file.hpp"
+#include "nj/io/shard_file.hpp"
 
 namespace nj::cli {
 namespace {

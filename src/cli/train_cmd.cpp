@@ -15,15 +15,16 @@
 #include "cli/progress.hpp"
 #include "nj/comm/communicator.hpp"
 #include "nj/comm/device_communicator.hpp"
+#include "nj/runtime/rank_communicator.hpp"
 #include "nj/core/bytes.hpp"
 #include "nj/core/host_memory.hpp"
 #include "nj/core/stopwatch.hpp"
-#include "nj/device/resources.hpp"
+#include "nj/runtime/resources.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/kernels/blas_kernels.hpp"
 #include "nj/partition/partition.hpp"
-#include "nj/partition/shard_file.hpp"
+#include "nj/io/shard_file.hpp"
 #include "nj/train/checkpoint.hpp"
 #include "nj/train/metrics_log.hpp"
 #include "nj/train/trainer.hpp"
@@ -265,7 +266,7 @@ void set_up_device(const TrainArguments& args, Communicator& comm, RankTraining&
                       .deterministic = args.deterministic});
   });
   // A rank that fails to connect leaves the others inside the connection: its error ends the job (main).
-  rank.device_comm = make_device_communicator(comm, rank.resources);
+  rank.device_comm = make_rank_communicator(comm, rank.resources);
   if (comm.size() > 1 && !rank.device_comm) {
     spdlog::info("exchange: over MPI from host memory ({} ranks share a GPU; NCCL needs one GPU per rank)",
                  rank.resources.ranks_per_device);

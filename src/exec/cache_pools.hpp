@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "nj/device/transfers.hpp"
-#include "nj/exec/cache_plan.hpp"
+#include "nj/scheduler/cache_plan.hpp"
 #include "nj/kernels/backend.hpp"
 
 namespace nj {

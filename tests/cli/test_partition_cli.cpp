@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "nj/partition/shard_file.hpp"
+#include "nj/io/shard_file.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "nj/device/device.hpp"
-#include "nj/device/resources.hpp"
+#include "nj/runtime/resources.hpp"
 #include "support/device_checks.hpp"
 
 namespace nj {

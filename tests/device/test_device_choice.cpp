@@ -6,7 +6,7 @@
 #include <string>
 
 #include "nj/device/cuda.hpp"
-#include "nj/device/resources.hpp"
+#include "nj/runtime/resources.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {

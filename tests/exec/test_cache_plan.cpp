@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "nj/core/error.hpp"
-#include "nj/exec/cache_plan.hpp"
+#include "nj/scheduler/cache_plan.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {

@@ -3,7 +3,7 @@
 // as the manifest says), which reads the manifest and then the shard it names.
 #include <filesystem>
 
-#include "nj/partition/shard_file.hpp"
+#include "nj/io/shard_file.hpp"
 #include "target_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

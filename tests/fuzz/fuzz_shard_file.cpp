@@ -1,6 +1,6 @@
 // Fuzz target of the shard reader of partition folders, nj::read_shard (nj info, plan, train --partitions): raw
 // HDF5 files, and edits of a valid shard, part 1 of 2 (hdf5_edits.cpp).
-#include "nj/partition/shard_file.hpp"
+#include "nj/io/shard_file.hpp"
 #include "target_support.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -22,7 +22,7 @@
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/input_limits.hpp"
 #include "nj/partition/partition.hpp"
-#include "nj/partition/shard_file.hpp"
+#include "nj/io/shard_file.hpp"
 
 namespace nj::fuzz {
 namespace {

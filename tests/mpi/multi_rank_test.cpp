@@ -12,6 +12,7 @@
 
 #include "mpi/job.hpp"
 #include "nj/comm/device_communicator.hpp"
+#include "nj/runtime/rank_communicator.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
@@ -71,7 +72,7 @@ TrainingRun train(DeviceKind kind, const Shard& shard, const ModelConfig& config
                   Communicator& job, std::uint32_t epochs = 3, std::uint32_t eval_every = 0) {
   Resources resources =
       test::backend_resources(kind, setup.execution == Execution::kInMemory ? kUnlimited : setup.budget, 1);
-  const auto device_comm = setup.device_exchange ? make_device_communicator(job, resources) : nullptr;
+  const auto device_comm = setup.device_exchange ? make_rank_communicator(job, resources) : nullptr;
   Communicator& comm = device_comm ? *device_comm : job;
   Model model(config, shard.features.cols(), shard.num_classes);
   auto executor = make_executor(resources, model, shard, setup, comm);

@@ -13,7 +13,7 @@
 #include "nj/io/hdf5.hpp"
 #include "nj/io/plain_text.hpp"
 #include "nj/partition/partition.hpp"
-#include "nj/partition/shard_file.hpp"
+#include "nj/io/shard_file.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {

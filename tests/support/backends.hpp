@@ -9,7 +9,7 @@
 
 #include "nj/core/bytes.hpp"
 #include "nj/device/cuda.hpp"
-#include "nj/device/resources.hpp"
+#include "nj/runtime/resources.hpp"
 
 namespace nj {
 // How GoogleTest prints a backend parameter (found by argument-dependent lookup).

@@ -14,7 +14,7 @@
 #include "nj/core/bytes.hpp"
 #include "nj/core/matrix.hpp"
 #include "nj/device/device.hpp"
-#include "nj/device/resources.hpp"
+#include "nj/runtime/resources.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/kernels/device_block.hpp"
 #include "support/backends.hpp"

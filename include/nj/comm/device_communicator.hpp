@@ -52,16 +52,4 @@ std::unique_ptr<PeerTransport> make_host_memory_transport(Communicator& job, Dev
 // NCCL on `device`, a CUDA device of this rank's own. Throws in a build without CUDA.
 std::unique_ptr<PeerTransport> make_nccl_transport(Device& device);
 
-struct DeviceChoice;
-// How many ranks of the job compute on this rank's card (DeviceChoice::ranks_per_gpu), from every rank's GPU
-// UUID gathered over `job`: a collective of every rank. 1 on the CPU.
-int count_ranks_sharing_gpu(Communicator& job, const DeviceChoice& choice);
-
-struct Resources;
-// The communicator a rank trains with on its resources, over the job's `job`: where the job has peers, a device
-// communicator over NCCL (a CUDA device of its own) or over the host-memory transport (the CPU device); null
-// where `job` serves alone: one rank, or ranks sharing a GPU, which NCCL refuses. Every rank calls it at the
-// same point (it connects).
-std::unique_ptr<Communicator> make_device_communicator(Communicator& job, Resources& resources);
-
 }  // namespace nj

@@ -10,7 +10,7 @@
 
 #include "nj/comm/boundary_exchange.hpp"
 #include "nj/core/matrix.hpp"
-#include "nj/device/resources.hpp"
+#include "nj/runtime/resources.hpp"
 #include "nj/exec/subgraph.hpp"
 #include "nj/model/model.hpp"
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "nj/device/planning_device.hpp"
-#include "nj/device/resources.hpp"
-#include "nj/exec/cache_plan.hpp"
+#include "nj/runtime/resources.hpp"
+#include "nj/scheduler/cache_plan.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/subgraph.hpp"
 

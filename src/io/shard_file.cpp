@@ -1,4 +1,4 @@
-#include "nj/partition/shard_file.hpp"
+#include "nj/io/shard_file.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "nj/device/resources.hpp"
+#include "nj/runtime/resources.hpp"
 
 #include <algorithm>
 #include <climits>
