@@ -6,6 +6,7 @@
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/graph/vertex_order.hpp"
+#include "nj/run/rank_setup.hpp"
 
 namespace nj::cli {
 
@@ -46,12 +47,6 @@ struct ExecutorArguments {
 };
 // With allow_in_memory (nj train) the default execution is auto.
 void add_executor_options(CLI::App& command, ExecutorArguments& args, bool allow_in_memory);
-struct ExecutorChoice {
-  bool in_memory = false;
-  bool automatic = false;  // --execution auto chose it
-  SubgraphExecutorOptions options;
-  VertexOrder vertex_order = VertexOrder::kCommunity;
-};
 ExecutorChoice parse_executor_choice(const ExecutorArguments& args);
 
 // What rank `rank` of `ranks` will load, from a dataset file or a partition folder, read from the files' shapes
@@ -65,8 +60,6 @@ struct HostMemoryLimit {
 };
 HostMemoryLimit host_memory_limit(const std::string& option);
 RunLayout run_layout(const ExecutorChoice& choice, bool device_in_host_memory);
-// Logs a plan's subgraphs, pool and step budgets and predicted traffic.
-void log_plan(const EpochPlan& plan);
 // " | h2d 1.2M d2h 0.3M | hit 93.1% | recompute 1.00 | peak 4.0M" for an epoch's console line.
 std::string format_execution(const ExecutionMetrics& metrics);
 

@@ -87,34 +87,6 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
   return choice;
 }
 
-void log_plan(const EpochPlan& plan) {
-  std::string parts;
-  if (plan.options.mode == ExecutionMode::kRecompute) {
-    parts = fmt::format("{} subgraphs, each a pass over its closure", plan.closures.size());
-  } else {
-    const auto& layer_parts = plan.passes.front().layer_parts;
-    for (std::size_t l = 0; l < layer_parts.size(); ++l) {
-      parts += fmt::format("{}layer {}: {} subgraphs", l == 0 ? "" : ", ", l + 1, layer_parts[l].size());
-    }
-  }
-  const bool unlimited = plan.options.device_budget == kUnlimited;
-  spdlog::info("plan: {} with {} cache, budget {} (pools {}, step buffers {}), {}, {} steps",
-               to_string(plan.options.mode), to_string(plan.options.policy), format_bytes(plan.options.device_budget),
-               format_bytes(unlimited ? kUnlimited : plan.pool_bytes),
-               format_bytes(unlimited ? kUnlimited : plan.step_limit_bytes), parts, plan.num_steps);
-  const bool built = !plan.passes.empty() && !plan.passes.front().keeps_blocks();
-  spdlog::info("plan: subgraph blocks {} (--host-blocks {})",
-               built ? "built by each step as it runs" : "kept in host memory",
-               format_bytes(plan.options.kept_block_bytes));
-  spdlog::info("plan: device peak {} of {} ({}), largest step {}", format_bytes(plan.memory.peak_footprint_bytes),
-               format_bytes(plan.options.device_budget), describe_forecast(plan.memory),
-               format_bytes(plan.largest_step_bytes));
-  spdlog::info("plan: predicted per epoch: h2d {} (cache {}), d2h {} (cache {}), recompute ratio {:.3f}",
-               format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.d2h_bytes),
-               format_bytes(plan.cache_d2h_bytes),
-               static_cast<double>(plan.rows_computed) / static_cast<double>(plan.rows_needed));
-}
-
 std::string format_execution(const ExecutionMetrics& m) {
   return fmt::format(" | h2d {} (+{}) d2h {} (+{}) | hit {:.1f}% | recompute {:.2f} | peak {} | wait {:.3f} s",
                      format_bytes(m.h2d_bytes), format_bytes(m.h2d_other_bytes), format_bytes(m.d2h_bytes),

@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "cli/commands.hpp"
+#include "cli/fault_injection.hpp"
 #include "cli/progress.hpp"
 #include "nj/comm/communicator.hpp"
 #include "nj/comm/device_communicator.hpp"
@@ -54,66 +55,6 @@ struct TrainArguments {
   std::string partition_method = "metis";
   std::string host_memory;     // --host-memory; empty: what the machine has available
   std::string inject_failure;  // "RANK:EPOCH[:HOW]", for tests of failure handling
-};
-
-// The part of the graph this rank trains on: its shard of a partition folder, its part of the dataset
-// partitioned in memory (every rank reads the whole dataset and computes the same partition), or, on one
-// rank, the whole dataset.
-Shard load_rank_shard(const TrainArguments& args, Communicator& comm) {
-  if (!args.partitions.empty()) return load_part(args.partitions, comm.rank(), comm.size());
-  Dataset dataset = read_dataset(args.dataset);
-  if (comm.size() == 1) return whole_graph_shard(std::move(dataset));
-  PartitionOptions options;
-  options.method = parse_partition_method(args.partition_method);
-  options.parts = comm.size();
-  PartitionInfo info;
-  const std::vector<std::int32_t> part_of = assign_parts(dataset, options, info);
-  spdlog::info("partitioned in memory ({}, {} parts) in {:.2f} s: edge cut {:.1f}%", to_string(options.method),
-               options.parts, info.seconds, 100.0 * info.cut_fraction());
-  return make_shard(dataset, part_of, comm.rank(), info);
-}
-
-// --inject-failure RANK:EPOCH[:HOW], what the failure tests make a rank do: raise an error (error) or die
-// outright (kill) in the middle of the epoch's step, after its forward pass, or die while the checkpoint after
-// that epoch is being written (kill-in-checkpoint).
-struct FailurePoint {
-  enum class How { kError, kKill, kKillInCheckpoint };
-  int rank = -1;
-  std::uint32_t epoch = 0;  // counted from 0
-  How how = How::kError;
-  bool in_step(int this_rank) const { return rank == this_rank && how != How::kKillInCheckpoint; }
-};
-
-FailurePoint parse_failure_point(const std::string& text) {
-  static const std::regex form(R"((\d+):(\d+)(?::(error|kill|kill-in-checkpoint))?)");
-  std::smatch match;
-  NJ_REQUIRE(std::regex_match(text, match, form) && std::stoi(match[2]) >= 1,
-             "--inject-failure takes RANK:EPOCH[:error|kill|kill-in-checkpoint] with EPOCH >= 1, got '{}'", text);
-  FailurePoint point{.rank = std::stoi(match[1]), .epoch = static_cast<std::uint32_t>(std::stoi(match[2]) - 1)};
-  if (match[3] == "kill") point.how = FailurePoint::How::kKill;
-  if (match[3] == "kill-in-checkpoint") point.how = FailurePoint::How::kKillInCheckpoint;
-  NJ_REQUIRE(point.how != FailurePoint::How::kKillInCheckpoint || point.rank == 0,
-             "--inject-failure: only rank 0 writes checkpoints, got '{}'", text);
-  return point;
-}
-
-// Fails in the middle of one epoch's step, after the forward pass, as --inject-failure says.
-class FailingExecutor final : public Executor {
- public:
-  FailingExecutor(Executor& inner, const FailurePoint& point) : inner_(inner), point_(point) {}
-  ConstRows evaluate(Model& model) override { return inner_.evaluate(model); }
-  double train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) override {
-    if (epoch != point_.epoch) return inner_.train_step(model, epoch, loss);
-    return inner_.train_step(model, epoch, [&](ConstRows, const vid_t*, Rows) -> double {
-      if (point_.how == FailurePoint::How::kKill) std::raise(SIGKILL);
-      throw Error(fmt::format("injected failure in epoch {}", epoch + 1));
-    });
-  }
-  ExecutionMetrics take_metrics() override { return inner_.take_metrics(); }
-
- private:
-  Executor& inner_;
-  FailurePoint point_;
 };
 
 // " | exchange 1.2M (wait 0.003 s)": bytes all ranks sent this epoch, and the waits for the exchanges, each
@@ -234,21 +175,11 @@ void set_up_data(TrainArguments& args, CLI::App& command, Communicator& comm, Ra
   require_host_memory(footprint, limit.bytes, comm.size() > 1 ? "this rank" : "this run", limit.source);
   spdlog::info("host memory: at least {} ({}) of {} {}", format_bytes(footprint.total()), footprint.describe(),
                limit.bytes < 0 ? "an unknown amount" : format_bytes(limit.bytes), limit.source);
-  const auto load_start = std::chrono::steady_clock::now();
-  rank.shard = load_rank_shard(args, comm);
-  order_vertices(rank.shard, rank.choice.vertex_order);
-  const Shard& shard = rank.shard;
-  if (args.feature_norm == "row") row_normalize(rank.shard.features);
-  spdlog::info(
-      "dataset {}: {} vertices, {} edges, {} features, {} classes, {} training vertices (loaded and "
-      "ordered in {:.2f} s)",
-      shard.name.empty() ? args.dataset : shard.name, shard.global_vertices, shard.global_edges, shard.features.cols(),
-      shard.num_classes, shard.global_train, seconds_since(load_start));
-  if (comm.size() > 1) {
-    spdlog::info("{} ranks, {} partition: edge cut {:.1f}%, rank 0 owns {} vertices and mirrors {}", comm.size(),
-                 shard.partition.method, 100.0 * shard.partition.cut_fraction(), shard.num_owned(),
-                 shard.local.num_mirrors());
-  }
+  rank.shard = load_rank_shard({.dataset = args.dataset,
+                                 .partitions = args.partitions,
+                                 .partition_method = parse_partition_method(args.partition_method),
+                                 .normalize_rows = args.feature_norm == "row"},
+                                rank.choice.vertex_order, comm);
 }
 
 // The device and its communicator. Counting the ranks on each card and connecting the device communicator are
@@ -278,24 +209,8 @@ void set_up_training(const TrainArguments& args, Communicator& comm, RankTrainin
   const Shard& shard = rank.shard;
   Communicator& training_comm = rank.device_comm ? *rank.device_comm : comm;
   rank.model = std::make_unique<Model>(rank.config, shard.features.cols(), shard.num_classes);
-  if (rank.choice.in_memory) {
-    if (rank.choice.automatic) {
-      spdlog::info(
-          "execution: in-memory (no --device-memory was given: the whole graph on the device; --execution "
-          "reuse runs the subgraph executor)");
-    }
-    rank.executor = std::make_unique<InMemoryExecutor>(rank.resources, *rank.model, shard.local, shard.features.view(),
-                                                       &training_comm);
-  } else {
-    auto subgraph_executor = std::make_unique<SubgraphExecutor>(
-        rank.resources, *rank.model, shard.local, shard.features.view(), rank.choice.options, &training_comm);
-    log_plan(subgraph_executor->plan());
-    rank.executor = std::move(subgraph_executor);
-    // The executor holds what it reads of the graph (its plan, and the graph with self-loops that its steps build
-    // blocks from): the loaded in-edges, a copy, go before the rows fill (the offsets stay, for the counts).
-    std::vector<vid_t>().swap(rank.shard.local.graph.sources);
-  }
-  if (rank.failure.in_step(comm.rank())) rank.failing = std::make_unique<FailingExecutor>(*rank.executor, rank.failure);
+  rank.executor = make_executor(rank.choice, rank.resources, *rank.model, rank.shard, training_comm);
+  if (rank.failure.in_step(comm.rank())) rank.failing = make_failing_executor(*rank.executor, rank.failure);
   rank.trainer = std::make_unique<Trainer>(*rank.model, rank.failing ? *rank.failing : *rank.executor, training_comm,
                                            targets_of(shard), args.options);
   rank.identity = identify_run(rank.config, shard, args.feature_norm, args.options);

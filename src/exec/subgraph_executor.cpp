@@ -14,6 +14,7 @@
 #include "nj/core/stopwatch.hpp"
 #include "nj/device/arena.hpp"
 #include "nj/device/planning_device.hpp"
+#include "nj/kernels/planning_backend.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/kernels/device_block.hpp"

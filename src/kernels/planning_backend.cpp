@@ -1,5 +1,7 @@
 // Kernels that do nothing: planning replays an epoch's allocations and copies without its arithmetic.
-#include "nj/device/planning_device.hpp"
+#include "nj/kernels/planning_backend.hpp"
+
+#include "nj/device/device.hpp"
 
 namespace nj {
 namespace {

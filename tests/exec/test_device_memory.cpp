@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "nj/device/planning_device.hpp"
+#include "nj/kernels/planning_backend.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/edge_list.hpp"

@@ -12,6 +12,8 @@ namespace nj {
 
 // True when this binary carries the CUDA backend.
 bool cuda_built();
+// In a build without CUDA, what its CUDA entry points throw: nj::InputError naming `what` and how to build with CUDA.
+[[noreturn]] void cuda_unavailable(const char* what);
 // GPUs this process can use; 0 without CUDA, without a driver, or without a GPU.
 int cuda_device_count();
 // What tests print when they skip a GPU instance.

@@ -1,6 +1,6 @@
 #pragma once
 // A device that only places allocations. Planning replays an epoch of the executor on it, with kernels that do
-// nothing (make_planning_backend), to learn exactly what a run allocates, when, and how the arena places it:
+// nothing (make_planning_backend, nj/kernels/planning_backend.hpp), to learn exactly what a run allocates, when, and how the arena places it:
 // the same first-fit arena as the real devices, so the predicted peak footprint, fragmentation included, is
 // what the run will see. Copies to the host write zeros; nothing else touches memory.
 #include <cstdint>
@@ -9,7 +9,6 @@
 #include <string>
 
 #include "nj/device/device.hpp"
-#include "nj/kernels/backend.hpp"
 
 namespace nj {
 
@@ -55,8 +54,5 @@ class PlanningDevice final : public Device {
   std::unique_ptr<Live> live_;
   MemoryForecast forecast_;
 };
-
-// Kernels that do nothing, with `sizes`' workspace sizes: what planning replays an epoch with.
-std::unique_ptr<Backend> make_planning_backend(const Backend& sizes, Device& device, const LibraryMemory& library = {});
 
 }  // namespace nj

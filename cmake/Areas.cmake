@@ -1,0 +1,28 @@
+# One static library per area, nj_<area>, whose link dependencies state the layering (docs/architecture.md). An
+# area compiles against its own headers and those of the areas it depends on, and no others: each area's public
+# headers are reached through an include root of its own (<build>/include-areas/<area>/nj/<area>, a link to
+# include/nj/<area>), which its dependents inherit through the link. An include of a header from an area not
+# below it is a "No such file" error, so an upward include fails to build.
+function(nj_area area)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPENDS;PUBLIC_LINK;PRIVATE_LINK" ${ARGN})
+  add_library(nj_${area} STATIC ${ARG_SOURCES})
+  set(root "${PROJECT_BINARY_DIR}/include-areas/${area}")
+  file(MAKE_DIRECTORY "${root}/nj")
+  file(CREATE_LINK "${PROJECT_SOURCE_DIR}/include/nj/${area}" "${root}/nj/${area}" SYMBOLIC)
+  target_include_directories(nj_${area} PUBLIC "${root}" PRIVATE "${PROJECT_SOURCE_DIR}/src")
+  list(TRANSFORM ARG_DEPENDS PREPEND nj_)
+  target_link_libraries(nj_${area} PUBLIC ${ARG_DEPENDS} ${ARG_PUBLIC_LINK}
+                        PRIVATE ${ARG_PRIVATE_LINK} nj_warnings nj_optimize)
+endfunction()
+
+# The sources of area `area` under `folder`: its *.cpp, and those of its cuda/ folder (with *.cu) in a build with
+# CUDA, of its without_cuda/ folder in one without.
+function(nj_area_sources out folder)
+  if(NJ_HAVE_CUDA)
+    set(variant cuda)
+  else()
+    set(variant without_cuda)
+  endif()
+  file(GLOB sources CONFIGURE_DEPENDS "${folder}/*.cpp" "${folder}/${variant}/*.cpp" "${folder}/${variant}/*.cu")
+  set(${out} ${sources} PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,96 @@
+#include "nj/run/rank_setup.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "nj/core/bytes.hpp"
+#include "nj/core/stopwatch.hpp"
+#include "nj/io/dataset_file.hpp"
+#include "nj/io/shard_file.hpp"
+
+namespace nj {
+namespace {
+
+Shard read_rank_part(const DataSource& source, Communicator& comm) {
+  if (!source.partitions.empty()) return load_part(source.partitions, comm.rank(), comm.size());
+  Dataset dataset = read_dataset(source.dataset);
+  if (comm.size() == 1) return whole_graph_shard(std::move(dataset));
+  PartitionOptions options;
+  options.method = source.partition_method;
+  options.parts = comm.size();
+  PartitionInfo info;
+  const std::vector<std::int32_t> part_of = assign_parts(dataset, options, info);
+  spdlog::info("partitioned in memory ({}, {} parts) in {:.2f} s: edge cut {:.1f}%", to_string(options.method),
+               options.parts, info.seconds, 100.0 * info.cut_fraction());
+  return make_shard(dataset, part_of, comm.rank(), info);
+}
+
+}  // namespace
+
+Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator& comm) {
+  const auto start = std::chrono::steady_clock::now();
+  Shard shard = read_rank_part(source, comm);
+  order_vertices(shard, order);
+  if (source.normalize_rows) row_normalize(shard.features);
+  spdlog::info(
+      "dataset {}: {} vertices, {} edges, {} features, {} classes, {} training vertices (loaded and "
+      "ordered in {:.2f} s)",
+      shard.name.empty() ? source.dataset : shard.name, shard.global_vertices, shard.global_edges,
+      shard.features.cols(), shard.num_classes, shard.global_train, seconds_since(start));
+  if (comm.size() > 1) {
+    spdlog::info("{} ranks, {} partition: edge cut {:.1f}%, rank 0 owns {} vertices and mirrors {}", comm.size(),
+                 shard.partition.method, 100.0 * shard.partition.cut_fraction(), shard.num_owned(),
+                 shard.local.num_mirrors());
+  }
+  return shard;
+}
+
+std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources& resources, Model& model, Shard& shard,
+                                        Communicator& comm) {
+  if (choice.in_memory) {
+    if (choice.automatic) {
+      spdlog::info(
+          "execution: in-memory (no --device-memory was given: the whole graph on the device; --execution "
+          "reuse runs the subgraph executor)");
+    }
+    return std::make_unique<InMemoryExecutor>(resources, model, shard.local, shard.features.view(), &comm);
+  }
+  auto executor =
+      std::make_unique<SubgraphExecutor>(resources, model, shard.local, shard.features.view(), choice.options, &comm);
+  log_plan(executor->plan());
+  // The executor holds what it reads of the graph (its plan, and the graph with self-loops that its steps build
+  // blocks from): the loaded in-edges, a copy, go before the rows fill (the offsets stay, for the counts).
+  std::vector<vid_t>().swap(shard.local.graph.sources);
+  return executor;
+}
+
+void log_plan(const EpochPlan& plan) {
+  std::string parts;
+  if (plan.options.mode == ExecutionMode::kRecompute) {
+    parts = fmt::format("{} subgraphs, each a pass over its closure", plan.closures.size());
+  } else {
+    const auto& layer_parts = plan.passes.front().layer_parts;
+    for (std::size_t l = 0; l < layer_parts.size(); ++l) {
+      parts += fmt::format("{}layer {}: {} subgraphs", l == 0 ? "" : ", ", l + 1, layer_parts[l].size());
+    }
+  }
+  const bool unlimited = plan.options.device_budget == kUnlimited;
+  spdlog::info("plan: {} with {} cache, budget {} (pools {}, step buffers {}), {}, {} steps",
+               to_string(plan.options.mode), to_string(plan.options.policy), format_bytes(plan.options.device_budget),
+               format_bytes(unlimited ? kUnlimited : plan.pool_bytes),
+               format_bytes(unlimited ? kUnlimited : plan.step_limit_bytes), parts, plan.num_steps);
+  const bool built = !plan.passes.empty() && !plan.passes.front().keeps_blocks();
+  spdlog::info("plan: subgraph blocks {} (--host-blocks {})",
+               built ? "built by each step as it runs" : "kept in host memory",
+               format_bytes(plan.options.kept_block_bytes));
+  spdlog::info("plan: device peak {} of {} ({}), largest step {}", format_bytes(plan.memory.peak_footprint_bytes),
+               format_bytes(plan.options.device_budget), describe_forecast(plan.memory),
+               format_bytes(plan.largest_step_bytes));
+  spdlog::info("plan: predicted per epoch: h2d {} (cache {}), d2h {} (cache {}), recompute ratio {:.3f}",
+               format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.d2h_bytes),
+               format_bytes(plan.cache_d2h_bytes),
+               static_cast<double>(plan.rows_computed) / static_cast<double>(plan.rows_needed));
+}
+
+}  // namespace nj
