@@ -70,7 +70,7 @@ std::unique_ptr<Executor> make_executor(Resources& resources, Model& model, cons
 TrainingRun train(DeviceKind kind, const Shard& shard, const ModelConfig& config, const ExecutorSetup& setup,
                   Communicator& job, std::uint32_t epochs = 3, std::uint32_t eval_every = 0) {
   Resources resources =
-      test::backend_resources(kind, setup.execution == Execution::kInMemory ? kUnlimited : setup.budget, 1);
+      test::backend_resources(kind, setup.execution == Execution::kInMemory ? kUnlimited : setup.budget, 1, &job);
   const auto device_comm = setup.device_exchange ? make_device_communicator(job, resources) : nullptr;
   Communicator& comm = device_comm ? *device_comm : job;
   Model model(config, shard.features.cols(), shard.num_classes);

@@ -1,10 +1,13 @@
 #include "support/backends.hpp"
 
+#include "nj/comm/device_communicator.hpp"
+
 namespace nj::test {
 
-Resources backend_resources(DeviceKind kind, std::int64_t budget_bytes, int threads) {
+Resources backend_resources(DeviceKind kind, std::int64_t budget_bytes, int threads, Communicator* job) {
   if (kind == DeviceKind::kCpu) return make_cpu_resources(budget_bytes, threads);
-  const DeviceChoice choice = choose_device(DeviceKind::kCuda);
+  DeviceChoice choice = choose_device(DeviceKind::kCuda);
+  if (job != nullptr) choice.ranks_per_gpu = count_ranks_sharing_gpu(*job, choice);
   const bool unlimited = budget_bytes <= 0 || budget_bytes == kUnlimited;
   return make_resources(
       choice, {.budget_bytes = unlimited ? kTestCudaMemory : budget_bytes, .threads = threads, .deterministic = true});

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 
+#include "nj/comm/communicator.hpp"
 #include "nj/core/bytes.hpp"
 #include "nj/device/cuda.hpp"
 #include "nj/device/resources.hpp"
@@ -32,8 +33,9 @@ inline constexpr std::int64_t kTestCudaMemory = std::int64_t{4} << 30;
 
 // The resources of a backend under `budget_bytes` (kUnlimited: none on the CPU, kTestCudaMemory on a GPU):
 // the checked CPU emulation with `threads` threads, or the GPU of this rank with deterministic aggregation,
-// so that results repeat as the CPU's do.
-Resources backend_resources(DeviceKind kind, std::int64_t budget_bytes, int threads = 0);
+// so that results repeat as the CPU's do. With `job`, the ranks of the job that compute on this rank's GPU are
+// counted as nj train counts them (a collective of the job), so that ranks sharing a GPU leave NCCL out.
+Resources backend_resources(DeviceKind kind, std::int64_t budget_bytes, int threads = 0, Communicator* job = nullptr);
 
 // A device of a kind under `budget_bytes` (<= 0 or kUnlimited: none on the CPU, kTestCudaMemory on a GPU).
 std::unique_ptr<Device> backend_device(DeviceKind kind, std::int64_t budget_bytes);
