@@ -1,14 +1,14 @@
 #!/usr/bin/python3
 """Side by side on one machine, in one run: nj against DGL and PyG, GCN and GAT, on one dataset file.
 
-A benchmark, not a test (issue 12). It runs, with the same thread count and on the same HDF5 dataset file:
+A benchmark, not a test. It runs, with the same thread count and on the same HDF5 dataset file:
 
   nj-in-memory   nj train --execution in-memory (plain full-graph training)
   nj-reuse       nj train --execution reuse: the subgraph executor on the emulated device, unlimited budget
-                 (the executor every --device-memory run uses; plain `nj train` without a budget now runs in memory)
+                 (the executor every --device-memory run uses; plain `nj train` without a budget runs in memory)
   dgl            DGL GraphConv / GATConv, from PyPI in a virtual environment (torch 2.2.1, dgl 2.1.0)
-  pyg            PyG GCNConv / GATConv on an edge_index, in a second virtual environment (torch 2.15.0, the
-                 newest on PyPI when this was written, and torch_geometric 2.8.1)
+  pyg            PyG GCNConv / GATConv on an edge_index, in a second virtual environment (torch 2.15.0 and
+                 torch_geometric 2.8.1)
   pyg-csr        (not run by default) PyG's convs on a torch.sparse CSR adjacency (adj_t), same venv as pyg
 
 and prints one table: system, model, median seconds per epoch, and the ratio to DGL and to nj in memory, with
@@ -27,7 +27,7 @@ missing or does not import is skipped with the reason; the rest still runs.
 
 Usage (from the repository root; /usr/bin/python3 needs nothing beyond the standard library here):
   scripts/bench/side_by_side.py --make-venv --systems dgl,pyg --check      # make the venvs, check imports
-  scripts/bench/side_by_side.py --dataset gen200k                          # the issue's 200k generated graph
+  scripts/bench/side_by_side.py --dataset gen200k                          # the 200k-vertex generated graph
   scripts/bench/side_by_side.py --dataset slashdot                         # Slashdot, 128 random features
   scripts/bench/side_by_side.py --dataset path/to/file.h5 --models gcn --epochs 5 --threads 2
   scripts/bench/side_by_side.py --dataset gen20k --epochs 2 --warmup 1     # a smoke run (seconds)
@@ -68,7 +68,7 @@ VENV_CHECK = {
 
 
 def dataset_recipes(nj, data):
-    """Named datasets: the issue's 200k-vertex generated graph (the file scripts/bench/gcn_vs_pytorch.sh makes),
+    """Named datasets: the 200k-vertex generated graph (the file scripts/bench/gcn_vs_pytorch.sh makes),
     Slashdot with 128 random features and Cora (as nj_bench makes them), and a 20k-vertex graph for smoke runs."""
     shared = nj_bench.dataset_recipes(nj, data)
     return {

@@ -1,14 +1,8 @@
 // Planning is made faster and smaller without changing what it plans: these tests hash everything an epoch plan
 // tells the executor (subgraphs and their blocks, steps, exchange chunks, every slot and transfer of the cache
-// plan, the predicted bytes) for a set of graphs, models, budgets and policies, and compare the hashes with the
-// ones the planner of commit 33b933c produced, with changes since, each to what it says: the unlimited plan's
-// transform inputs are predicted uploaded once and a layer that is one subgraph takes its rows in ascending
-// order, a fresh pool's allocations take ascending slots, and the unlimited plan's layer outputs stay on the device as
-// the next layer's inputs and its features for the whole run (predicted bytes, which outputs stay, and that it lasts),
-// and a step's loads are placed from its last, so that a fresh pool's slots ascend along them (slots only), and the
-// unlimited GCN plan's first layer sums its inputs before it transforms them (its steps, trace and bytes). The
-// cases cut in community-ordered ids (CutOrder::kVertexIds) were added with it, at commit 7b9a24b's planner.
-// A change that is meant to change plans updates the hashes and says why in its commit.
+// plan, the predicted bytes) for a set of graphs, models, budgets and policies, cut in a breadth-first order and in
+// community-ordered ids (CutOrder::kVertexIds), and compare the hashes with those recorded below. A change that is
+// meant to change plans updates the hashes and says why in its commit message.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -326,7 +326,7 @@ TEST_P(KernelTest, GatRefusesMoreHeadsThanItsRowsKeep) {
   EXPECT_THROW(backend().gat_forward(b.view(), shape, RandomStream{}, dz.view(), dout.view()), Error);
 }
 
-// Attention dropout's mask is addressed by (source, destination, head) as it always was: head h takes half h % 8
+// Attention dropout's mask is addressed by (source, destination, head): head h takes half h % 8
 // of the Philox block at counter (src low, dst low, src high · W0 ^ dst high ^ (h / 8) << 20), and drawing all
 // heads of an edge at once gives each head's draw.
 TEST(GatRowMath, EdgeDropoutsAreEachHeadsDraw) {

@@ -1,6 +1,7 @@
 #pragma once
 // Communication between ranks. Training calls only this interface: one process (every operation the
-// identity), MPI now, NCCL with the CUDA backend. Sums are deterministic for a fixed number of ranks.
+// identity), MPI across ranks, and NCCL for device memory with the CUDA backend. Sums are deterministic for a
+// fixed number of ranks.
 #include <cstdint>
 #include <functional>
 #include <memory>
