@@ -7,6 +7,7 @@
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/graph/vertex_order.hpp"
 #include "nj/run/rank_setup.hpp"
+#include "nj/train/trainer.hpp"
 
 namespace nj::cli {
 
@@ -23,17 +24,64 @@ void add_community_order_flag(CLI::App& command, bool& store);
 // Stores the dataset's community order with it where `store` says so, logging how long the search took.
 void add_community_order(Dataset& dataset, bool store);
 
-// Applies a TOML (or INI) file to a parsed subcommand: each key is a long option name without the dashes, and
-// options given on the command line take precedence. CLI11 2.1 reads config files only for the top-level app.
+// The type name of options that take a file or folder: a relative path in a configuration file is relative to the
+// file's folder.
+inline constexpr const char* kPathType = "PATH";
+
+// Applies a TOML file to a parsed subcommand: each key is a long option name without the dashes (or the name of a
+// positional argument), and options given on the command line take precedence. Every error names the file, and
+// the line where there is one.
 void apply_config_file(CLI::App& command, const std::string& path);
+
+// Where nj train and nj plan read their data: a dataset file, as the argument or --dataset, or a partition
+// folder; and --config.
+struct DataArguments {
+  std::string config_file;
+  std::string positional_dataset;
+  std::string dataset_option;
+  std::string partitions;
+  // The dataset file, however it was given; throws nj::InputError where it was given both ways.
+  std::string dataset() const;
+};
+void add_data_options(CLI::App& command, DataArguments& args, const std::string& dataset_help);
+
+// The options only training uses; nj plan accepts them too (in its help's `group`) and ignores them.
+struct TrainingOnlyArguments {
+  TrainOptions options;
+  std::string decay_scope = "all";
+  std::string feature_norm = "none";
+  std::string metrics_out;
+  std::string save_checkpoint;
+  std::string load_checkpoint;
+  std::string checkpoint_dir;
+  std::uint32_t checkpoint_every = 0;  // epochs; 0: only after the last
+  bool resume = false;
+  std::string partition_method = "metis";
+  std::string host_memory;  // --host-memory; empty: what the machine has available
+  TrainingOnlyArguments() { options.adam.weight_decay = 5e-4F; }
+};
+void add_training_only_options(CLI::App& command, TrainingOnlyArguments& args, const std::string& group);
+
+// How a command that reads a dataset file takes a partition folder in its place: nj train with --partitions;
+// nj partition not at all.
+enum class PartitionFolders { kByOption, kNotRead };
+// Throws nj::InputError unless `path` is a file; where it is a folder, the message says what the folder holds and
+// what to run instead.
+void require_dataset_file(const std::string& path, PartitionFolders partition_folders);
+// Throws nj::InputError where nj convert's input is a folder of another format than `format`, or of none.
+void require_convert_input(const std::string& format, const std::string& path);
 
 // The model flags shared by `nj train` and `nj plan`.
 struct ModelArguments {
   std::string model = "gcn";
   std::string activation;  // empty: relu for GCN, elu for GAT
   ModelConfig config;
+  CLI::App* command = nullptr;  // where the options are, set by add_model_options
   // The configuration the flags describe; throws nj::InputError on bad values.
   ModelConfig resolve() const;
+  // Gives each option not given (on the command line or in a configuration file) `checkpoint`'s value; returns
+  // whether any was not given.
+  bool default_to(const ModelConfig& checkpoint);
 };
 void add_model_options(CLI::App& command, ModelArguments& args);
 
@@ -60,7 +108,8 @@ struct HostMemoryLimit {
 };
 HostMemoryLimit host_memory_limit(const std::string& option);
 RunLayout run_layout(const ExecutorChoice& choice, bool device_in_host_memory);
-// " | h2d 1.2M d2h 0.3M | hit 93.1% | recompute 1.00 | peak 4.0M" for an epoch's console line.
+// " | h2d 1.2M (+0.1M) d2h 0.3M (+0.1M) | hit 93.1% | rows computed 1.00x | peak 4.0M | wait 0.001 s" for an
+// epoch's console line.
 std::string format_execution(const ExecutionMetrics& metrics);
 
 }  // namespace nj::cli

@@ -51,6 +51,7 @@ void require_format(const CLI::Option* option, const ConvertArgs& args, const st
 }
 
 Dataset read_input(ConvertArgs& args) {
+  require_convert_input(args.format, args.input);
   require_format(args.one_based, args, "edgelist");
   require_format(args.relabel, args, "edgelist");
   require_format(args.num_vertices, args, "edgelist");

@@ -14,7 +14,27 @@ ModelConfig ModelArguments::resolve() const {
   return resolved;
 }
 
+bool ModelArguments::default_to(const ModelConfig& checkpoint) {
+  bool any = false;
+  const auto take = [&](const char* option, auto& field, const auto& value) {
+    if (command->get_option(option)->count() > 0) return;
+    field = value;
+    any = true;
+  };
+  take("--model", model, std::string(to_string(checkpoint.kind)));
+  take("--layers", config.layers, checkpoint.layers);
+  take("--hidden", config.hidden, checkpoint.hidden);
+  take("--heads", config.heads, checkpoint.heads);
+  take("--output-heads", config.output_heads, checkpoint.output_heads);
+  take("--activation", activation, std::string(to_string(checkpoint.activation)));
+  take("--dropout", config.dropout, checkpoint.dropout);
+  take("--attention-dropout", config.attention_dropout, checkpoint.attention_dropout);
+  take("--seed", config.seed, checkpoint.seed);
+  return any;
+}
+
 void add_model_options(CLI::App& cmd, ModelArguments& args) {
+  args.command = &cmd;
   cmd.add_option("--model", args.model, "Model: gcn or gat")
       ->check(CLI::IsMember({"gcn", "gat"}))
       ->capture_default_str();
@@ -47,9 +67,9 @@ void add_executor_options(CLI::App& cmd, ExecutorArguments& args, bool allow_in_
                      "layers: the baseline)") +
              (allow_in_memory ? ", in-memory (plain full-graph training, the whole graph on the device), or auto "
                                 "(in-memory unless --device-memory is given)"
-                              : ""))
-      ->check(allow_in_memory ? CLI::IsMember({"auto", "reuse", "recompute", "in-memory"})
-                              : CLI::IsMember({"reuse", "recompute"}))
+                              : "; auto plans reuse, and in-memory training (nj train's) has no plan"))
+      // Each command takes the other's values, so that a command line runs either; nj plan says what it cannot plan.
+      ->check(CLI::IsMember({"auto", "reuse", "recompute", "in-memory"}))
       ->capture_default_str();
   cmd.add_option("--device-memory", args.device_memory,
                  "Device memory budget, e.g. 512M or 2G (K/M/G/T suffixes), or unlimited")
@@ -88,7 +108,7 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
 }
 
 std::string format_execution(const ExecutionMetrics& m) {
-  return fmt::format(" | h2d {} (+{}) d2h {} (+{}) | hit {:.1f}% | recompute {:.2f} | peak {} | wait {:.3f} s",
+  return fmt::format(" | h2d {} (+{}) d2h {} (+{}) | hit {:.1f}% | rows computed {:.2f}x | peak {} | wait {:.3f} s",
                      format_bytes(m.h2d_bytes), format_bytes(m.h2d_other_bytes), format_bytes(m.d2h_bytes),
                      format_bytes(m.d2h_other_bytes), 100.0 * m.hit_rate(), m.recompute_ratio(),
                      format_bytes(m.peak_device_footprint_bytes), m.wait_seconds);

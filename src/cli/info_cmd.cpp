@@ -1,17 +1,24 @@
-// nj info: validates a dataset file, a shard file or a partition manifest and prints its statistics, as text or
-// as one JSON object.
+// nj info: validates a dataset file, a shard file or a partition manifest and prints its statistics, or says what
+// a checkpoint holds; as text or as one JSON object.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <numeric>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "nj/graph/statistics.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/io/path_kind.hpp"
 #include "nj/io/shard_file.hpp"
+#include "nj/train/checkpoint.hpp"
+#include "nj/train/metrics_log.hpp"
 
 namespace nj::cli {
 namespace {
@@ -174,10 +181,78 @@ void print_text(const std::string& path, const PartitionManifest& manifest) {
   }
 }
 
-// A folder or a .json file is a partition manifest; an HDF5 file is a shard when its kind says so, else a
-// dataset.
+std::string format_accuracy(double value) { return std::isnan(value) ? "-" : fmt::format("{:.4f}", value); }
+
+void print_text(const std::string& path, std::uintmax_t file_bytes, const CheckpointSummary& checkpoint) {
+  const RunIdentity& run = checkpoint.run;
+  const TrainingProgress& progress = checkpoint.progress;
+  std::int64_t values = 0;
+  std::vector<std::string> arrays;
+  for (const auto& [name, shape] : checkpoint.parameters) {
+    values += std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
+    arrays.push_back(fmt::format("{} {}", name, fmt::join(shape, "x")));
+  }
+  fmt::print("file:            {} ({}, {} bytes)\n", path, human_bytes(file_bytes), file_bytes);
+  fmt::print("checkpoint:      format {}, {} epochs done, {} Adam steps\n", checkpoint.format, progress.next_epoch,
+             checkpoint.adam_steps);
+  fmt::print("model:           {}\n", run.model);
+  if (progress.best_val_accuracy.valid()) {
+    fmt::print("best validation: {} at epoch {} (train {}, test {})\n", format_accuracy(progress.best_val_accuracy.val),
+               progress.best_val_epoch + 1, format_accuracy(progress.best_val_accuracy.train),
+               format_accuracy(progress.best_val_accuracy.test));
+  }
+  fmt::print("latest:          train {}, val {}, test {}\n", format_accuracy(progress.final_accuracy.train),
+             format_accuracy(progress.final_accuracy.val), format_accuracy(progress.final_accuracy.test));
+  fmt::print("dataset:         {}\n", run.dataset);
+  fmt::print("partitioning:    {}\n", run.partitioning);
+  fmt::print("optimizer:       {}{}\n", run.optimizer,
+             std::isnan(run.lr) ? std::string() : fmt::format(", trained at lr {}", run.lr));
+  fmt::print("parameters:      {} values in {} arrays: {}\n", values, arrays.size(), fmt::join(arrays, ", "));
+}
+
+nlohmann::json to_json(const std::string& path, std::uintmax_t file_bytes, const CheckpointSummary& checkpoint) {
+  const RunIdentity& run = checkpoint.run;
+  const TrainingProgress& progress = checkpoint.progress;
+  nlohmann::json model = {{"description", run.model}};
+  if (checkpoint.model) {
+    const ModelConfig& m = *checkpoint.model;
+    model.update({{"kind", to_string(m.kind)},
+                  {"layers", m.layers},
+                  {"hidden", m.hidden},
+                  {"heads", m.heads},
+                  {"output_heads", m.output_heads},
+                  {"activation", to_string(m.activation)},
+                  {"dropout", m.dropout},
+                  {"attention_dropout", m.attention_dropout},
+                  {"seed", m.seed}});
+  }
+  nlohmann::json parameters = nlohmann::json::array();
+  for (const auto& [name, shape] : checkpoint.parameters) parameters.push_back({{"name", name}, {"shape", shape}});
+  return {{"file", path},
+          {"file_bytes", file_bytes},
+          {"kind", "nj-checkpoint"},
+          {"format", checkpoint.format},
+          {"model", model},
+          {"epochs_done", progress.next_epoch},
+          {"best_val_epoch", progress.best_val_accuracy.valid() ? nlohmann::json(progress.best_val_epoch + 1) : nullptr},
+          {"best_val", to_json(progress.best_val_accuracy)},
+          {"final", to_json(progress.final_accuracy)},
+          {"dataset", run.dataset},
+          {"partitioning", run.partitioning},
+          {"optimizer", run.optimizer},
+          {"lr", std::isnan(run.lr) ? nlohmann::json(nullptr) : nlohmann::json(run.lr)},
+          {"adam_steps", checkpoint.adam_steps},
+          {"parameters", parameters}};
+}
+
+// A folder or a .json file is a partition manifest; an HDF5 file is a checkpoint or a shard when it says so, else
+// a dataset.
 void run_info(const std::string& path, bool json) {
-  if (std::filesystem::is_directory(path) || std::filesystem::path(path).extension() == ".json") {
+  const PathKind kind = path_kind(path);
+  if (kind != PathKind::kPartitionFolder && kind != PathKind::kFile) {
+    require_dataset_file(path, PartitionFolders::kNotRead);  // a folder of another kind: what it is instead
+  }
+  if (kind == PathKind::kPartitionFolder || std::filesystem::path(path).extension() == ".json") {
     const PartitionManifest manifest = read_manifest(path);
     const auto manifest_path = (std::filesystem::path(manifest.directory) / kManifestFileName).string();
     if (json) {
@@ -186,6 +261,16 @@ void run_info(const std::string& path, bool json) {
       std::cout << document.dump(2) << '\n';
     } else {
       print_text(manifest_path, manifest);
+    }
+    return;
+  }
+  if (is_checkpoint_file(path)) {
+    const CheckpointSummary checkpoint = read_checkpoint_summary(path);
+    const auto file_bytes = std::filesystem::file_size(path);
+    if (json) {
+      std::cout << to_json(path, file_bytes, checkpoint).dump(2) << '\n';
+    } else {
+      print_text(path, file_bytes, checkpoint);
     }
     return;
   }
@@ -216,8 +301,10 @@ void add_info_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto* command = app.add_subcommand(
       "info",
-      "Validate a dataset file, a shard file or a partition (its folder or manifest.json) and print statistics");
-  command->add_option("file", *path, "Dataset or shard file (HDF5), or a partition folder or its manifest.json")
+      "Validate a dataset file, a shard file or a partition (its folder or manifest.json) and print statistics, or "
+      "say what a checkpoint holds");
+  command->add_option("file", *path,
+                      "Dataset, shard or checkpoint file (HDF5), or a partition folder or its manifest.json")
       ->required();
   command->add_flag("--json", *json, "Print the statistics as one JSON object");
   command->callback([path, json] { run_info(*path, *json); });

@@ -8,6 +8,9 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/interruption.hpp"
+#include "cli/logging.hpp"
+#include "cli/suggestions.hpp"
 #include "nj/core/error.hpp"
 #include "nj/core/version.hpp"
 #include "nj/kernels/blas_kernels.hpp"
@@ -36,6 +39,8 @@ void restart_with_the_cpus_blas_kernels(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Until the command line is read: what its defaults give, so that nothing logged before is coloured in a file.
+  nj::cli::set_up_logging("info", "auto");
   restart_with_the_cpus_blas_kernels(argv);
   // Large arrays (features, rows, plans) are mapped and unmapped on their own. glibc otherwise raises its mmap
   // threshold after the first large free and serves the next large arrays from the heap, where freed ones stay
@@ -49,16 +54,23 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // A flag given twice takes its last value, so scripts can append overrides to a fixed command line.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.failure_message([](const CLI::App* /*app*/, const CLI::Error& e) {
-    return "nj: error: " + std::string(e.what()) + " (run with --help for usage)\n";
+  // nj's own options (--log-level, --color) may follow the subcommand too, as its own do.
+  app.fallthrough();
+  app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
+    return "nj: error: " + nj::cli::parse_failure_message(*failed, e) + " (run with --help for usage)\n";
   });
   app.set_version_flag("--version", std::string(nj::kVersion));
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "Logging level")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
-  app.parse_complete_callback([&] { spdlog::set_level(spdlog::level::from_str(log_level)); });
-  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  std::string color = "auto";
+  app.add_option("--color", color,
+                 "Colour the log: auto (where standard output is a terminal the user sees, not a rank of mpirun or "
+                 "srun, and NO_COLOR is unset), always, or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app.parse_complete_callback([&] { nj::cli::set_up_logging(log_level, color); });
 
   nj::cli::add_convert_command(app);
   nj::cli::add_generate_command(app);
@@ -83,6 +95,9 @@ int main(int argc, char** argv) {
     // Every rank parses the same command line and fails alike: one of them says so.
     if (comm->rank() == 0) return app.exit(e);
     return e.get_exit_code();
+  } catch (const nj::cli::Interrupted& e) {
+    if (e.report()) std::cerr << "nj: " << e.what() << std::endl;
+    return e.exit_code();
   } catch (const nj::JobError& e) {
     // Every rank knows of it: one says what it is, and all end without an abort.
     if (e.report()) {

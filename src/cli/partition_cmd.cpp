@@ -39,6 +39,7 @@ void run_partition(PartitionArgs& args) {
   // Checked first, so that a long read does not fail only at its end.
   NJ_REQUIRE(!std::filesystem::exists(args.output) || std::filesystem::is_directory(args.output),
              "{}: exists and is not a folder", args.output);
+  require_dataset_file(args.input, PartitionFolders::kNotRead);
   const auto start = std::chrono::steady_clock::now();
   const Dataset dataset = read_dataset(args.input);
   ProgressDisplay progress("partition");

@@ -1,6 +1,7 @@
 // nj plan: plans an epoch of the subgraph executor without training, and compares the cache policies; on a
 // partition folder, plans every rank's shard and reports what each rank moves per epoch.
 #include <omp.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -14,27 +15,34 @@
 #include "nj/core/stopwatch.hpp"
 #include "nj/runtime/resources.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/io/path_kind.hpp"
 #include "nj/io/shard_file.hpp"
 
 namespace nj::cli {
 namespace {
 
+// Training's own options are accepted and ignored, so that nj train's command lines and configuration files plan.
+constexpr const char* kIgnoredGroup = "Training (accepted for nj train's command lines, and ignored)";
+
 struct PlanArguments {
-  std::string dataset;
+  DataArguments data;
   ModelArguments model;
   ExecutorArguments executor;
+  TrainingOnlyArguments ignored;
   bool all_policies = false;
   bool list_subgraphs = false;
   bool json = false;
   std::string device = "cpu";
   bool deterministic = false;
+  int threads = 0;
 };
 
 // The executor options as nj train would run them on --device: a GPU's backend takes its libraries' memory.
 ExecutorChoice planned_choice(const PlanArguments& args) {
   ExecutorChoice choice = parse_executor_choice(args.executor);
-  if (parse_device_kind(args.device) == DeviceKind::kCuda)
-    choice.options.library = cuda_library_memory(args.deterministic);
+  const DeviceKind device =
+      args.device == "auto" ? choose_device(DeviceKind::kAuto).kind : parse_device_kind(args.device);
+  if (device == DeviceKind::kCuda) choice.options.library = cuda_library_memory(args.deterministic);
   return choice;
 }
 
@@ -83,7 +91,8 @@ HostFootprint rank_footprint(const PlanArguments& args, const LocalGraph& local,
                         .features = features,
                         .classes = classes};
   const ModelConfig config = args.model.resolve();
-  const RunLayout layout = run_layout(ExecutorChoice{.options = measured.plan.options}, true);
+  RunLayout layout = run_layout(ExecutorChoice{.options = measured.plan.options}, true);
+  layout.threads = args.threads;
   const int threads = layout.threads > 0 ? layout.threads : omp_get_max_threads();
   return planned_host_footprint(config, shape, layout, measured.plan.memory.peak_footprint_bytes,
                                 measured.plan_host_bytes,
@@ -91,8 +100,8 @@ HostFootprint rank_footprint(const PlanArguments& args, const LocalGraph& local,
 }
 
 // Every rank of a partition folder, planned as `nj train --partitions` would run it with the same options.
-void run_partition_plan(const PlanArguments& args) {
-  const PartitionManifest manifest = read_manifest(args.dataset);
+void run_partition_plan(const PlanArguments& args, const std::string& folder) {
+  const PartitionManifest manifest = read_manifest(folder);
   const ExecutorChoice choice = planned_choice(args);
   nlohmann::json ranks = nlohmann::json::array();
   if (!args.json) {
@@ -138,14 +147,45 @@ void run_partition_plan(const PlanArguments& args) {
   }
 }
 
-void run_plan(PlanArguments& args) {
-  if (std::filesystem::is_directory(args.dataset) || args.dataset.ends_with(kManifestFileName)) {
-    run_partition_plan(args);
+// Applies --config, and settles what to plan: a partition folder (given with --partitions or as the dataset) or a
+// dataset file.
+void read_arguments(PlanArguments& args, CLI::App& command) {
+  if (!args.data.config_file.empty()) {
+    NJ_REQUIRE(std::filesystem::is_regular_file(args.data.config_file), "--config {}: no such file",
+               args.data.config_file);
+    apply_config_file(command, args.data.config_file);
+  }
+  std::vector<std::string> ignored;
+  for (const CLI::Option* option : command.get_options()) {
+    if (option->get_group() == kIgnoredGroup && option->count() > 0) ignored.push_back(option->get_name());
+  }
+  if (!ignored.empty()) spdlog::debug("plan: ignoring what only training uses: {}", fmt::join(ignored, " "));
+  NJ_REQUIRE(args.executor.execution != "in-memory",
+             "--execution in-memory: nj plan forecasts the subgraph executor (reuse or recompute), and in-memory "
+             "training has no plan (its device holds the whole graph)");
+  if (args.executor.execution == "auto") args.executor.execution = "reuse";
+  const std::string dataset = args.data.dataset();
+  NJ_REQUIRE(dataset.empty() != args.data.partitions.empty(),
+             "give either a dataset or --partitions (a folder written by nj partition), not {}",
+             dataset.empty() ? "neither" : "both");
+  if (dataset.empty()) return;
+  if (path_kind(dataset) == PathKind::kPartitionFolder || dataset.ends_with(kManifestFileName)) {
+    args.data.partitions = dataset;
     return;
   }
+  require_dataset_file(dataset, PartitionFolders::kNotRead);
+}
+
+void run_plan(PlanArguments& args, CLI::App& command) {
+  read_arguments(args, command);
+  if (!args.data.partitions.empty()) {
+    run_partition_plan(args, args.data.partitions);
+    return;
+  }
+  const std::string dataset = args.data.dataset();
   const auto load_start = std::chrono::steady_clock::now();
   // Planning reads the features' shape only: its replay of an epoch moves no data.
-  DatasetWithoutFeatures read = read_dataset_without_features(args.dataset);
+  DatasetWithoutFeatures read = read_dataset_without_features(dataset);
   const std::int64_t width = read.feature_width;
   const std::int32_t classes = read.dataset.num_classes;
   Model model(args.model.resolve(), width, classes);
@@ -224,24 +264,27 @@ void add_plan_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan",
       "Plan an epoch of the subgraph executor (subgraphs, device budget, predicted transfers) without training");
-  cmd->add_option("dataset,--dataset", args->dataset,
-                  "Dataset file (HDF5), or a partition folder (nj partition): then every rank's shard is planned and "
-                  "what each rank moves per epoch is reported")
-      ->required()
-      ->check(CLI::ExistingPath);
+  add_data_options(*cmd, args->data,
+                   "Dataset file (HDF5), or a partition folder (nj partition): then every rank's shard is planned and "
+                   "what each rank moves per epoch is reported");
   add_model_options(*cmd, args->model);
   add_executor_options(*cmd, args->executor, false);
+  cmd->add_option("--threads", args->threads, "Threads a training run would use (0: OpenMP's default), for its host "
+                                              "memory")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  add_training_only_options(*cmd, args->ignored, kIgnoredGroup);
   cmd->add_flag("--all-policies", args->all_policies, "Predict the transfers of every cache policy");
   cmd->add_flag("--list-subgraphs", args->list_subgraphs, "Print every subgraph's size");
   cmd->add_flag("--json", args->json, "A partition folder's per-rank figures as one JSON object");
   cmd->add_option("--device", args->device,
-                  "The device to plan for: cpu, or cuda (counts what the CUDA backend's libraries take of the "
-                  "device; planned on any machine)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
+                  "The device to plan for: cpu, cuda (counts what the CUDA backend's libraries take of the "
+                  "device; planned on any machine), or auto (cuda where this machine has a GPU, as nj train)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_flag("--deterministic", args->deterministic,
                 "With --device cuda: as nj train --deterministic, which runs without cuSPARSE");
-  cmd->callback([args] { run_plan(*args); });
+  cmd->callback([args, cmd] { run_plan(*args, *cmd); });
 }
 
 }  // namespace nj::cli

@@ -2,17 +2,17 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <regex>
+#include <span>
+#include <type_traits>
 
 #include "cli/commands.hpp"
 #include "cli/fault_injection.hpp"
+#include "cli/interruption.hpp"
+#include "cli/logging.hpp"
 #include "cli/progress.hpp"
 #include "nj/comm/communicator.hpp"
 #include "nj/comm/device_communicator.hpp"
@@ -34,26 +34,13 @@ namespace nj::cli {
 namespace {
 
 struct TrainArguments {
-  std::string config_file;
-  std::string dataset;
+  DataArguments data;
   ModelArguments model;
-  TrainOptions options;
-  std::string decay_scope = "all";
-  TrainArguments() { options.adam.weight_decay = 5e-4F; }
-  std::string feature_norm = "none";
+  TrainingOnlyArguments training;
   int threads = 0;
   std::string device = "auto";
   bool deterministic = false;
   ExecutorArguments executor;
-  std::string metrics_out;
-  std::string save_checkpoint;
-  std::string load_checkpoint;
-  std::string checkpoint_dir;
-  std::uint32_t checkpoint_every = 0;  // epochs; 0: only after the last
-  bool resume = false;
-  std::string partitions;
-  std::string partition_method = "metis";
-  std::string host_memory;     // --host-memory; empty: what the machine has available
   std::string inject_failure;  // "RANK:EPOCH[:HOW]", for tests of failure handling
 };
 
@@ -89,6 +76,9 @@ std::string format_accuracy(double value) { return std::isnan(value) ? "  -   " 
 
 // What a rank holds once it is set up to train.
 struct RankTraining {
+  std::string dataset;  // the dataset file, however it was given; empty with --partitions
+  // The model options of the checkpoint to continue from (rank 0 reads it and hands them to the others).
+  std::optional<ModelConfig> checkpoint_model;
   ModelConfig config;
   ExecutorChoice choice;
   DeviceChoice device;
@@ -104,6 +94,7 @@ struct RankTraining {
   RunIdentity identity;                         // what a checkpoint of this run records
   std::optional<CheckpointFolder> checkpoints;  // --checkpoint-dir, on rank 0
   TrainingProgress resumed;                     // rank 0's, from a checkpoint; epoch 0 otherwise
+  std::string resumed_from;                     // rank 0's: the checkpoint's path, if any
   MetricsLog log;                               // rank 0's
 };
 
@@ -111,16 +102,16 @@ void require_file(const std::string& path, const char* what) {
   NJ_REQUIRE(std::filesystem::is_regular_file(path), "{} {}: no such file", what, path);
 }
 
+bool continues(const TrainingOnlyArguments& args) { return !args.load_checkpoint.empty() || args.resume; }
+
 // --load-checkpoint FILE, or --resume from the newest checkpoint of --checkpoint-dir (starting afresh where it
 // has none, so that a job that is requeued runs the same command as the first time).
-void resume_on_leader(const TrainArguments& args, RankTraining& rank) {
+void resume_on_leader(const TrainingOnlyArguments& args, RankTraining& rank) {
   Adam& optimizer = rank.trainer->optimizer();
   if (!args.checkpoint_dir.empty()) rank.checkpoints.emplace(args.checkpoint_dir);
-  std::string from;
   if (!args.load_checkpoint.empty()) {
-    require_file(args.load_checkpoint, "--load-checkpoint");
     rank.resumed = load_checkpoint(args.load_checkpoint, rank.identity, optimizer);
-    from = args.load_checkpoint;
+    rank.resumed_from = args.load_checkpoint;
   } else if (args.resume) {
     auto resumed = rank.checkpoints->resume(rank.identity, optimizer);
     if (!resumed) {
@@ -128,57 +119,75 @@ void resume_on_leader(const TrainArguments& args, RankTraining& rank) {
       return;
     }
     rank.resumed = resumed->progress;
-    from = resumed->path;
-  } else {
-    return;
+    rank.resumed_from = resumed->path;
   }
-  spdlog::info("resumed from {}: {} epochs done, continuing at epoch {}", from, rank.resumed.next_epoch,
-               rank.resumed.next_epoch + 1);
 }
 
-// Reads the configuration file, checks the arguments, chooses the device and loads and orders this rank's shard:
-// what a rank does alone before the ranks meet.
-void set_up_data(TrainArguments& args, CLI::App& command, Communicator& comm, RankTraining& rank) {
-  if (!args.config_file.empty()) {
-    require_file(args.config_file, "--config");
-    apply_config_file(command, args.config_file);
+// Reads the configuration file and checks the arguments; rank 0 reads the model options of the checkpoint to
+// continue from. What a rank does alone before the ranks meet.
+void read_arguments(TrainArguments& args, CLI::App& command, Communicator& comm, RankTraining& rank) {
+  if (!args.data.config_file.empty()) {
+    require_file(args.data.config_file, "--config");
+    apply_config_file(command, args.data.config_file);
   }
-  NJ_REQUIRE(args.dataset.empty() != args.partitions.empty(),
+  rank.dataset = args.data.dataset();
+  const std::string& partitions = args.data.partitions;
+  NJ_REQUIRE(rank.dataset.empty() != partitions.empty(),
              "give either a dataset or --partitions (a folder written by nj partition), not {}",
-             args.dataset.empty() ? "neither" : "both");
+             rank.dataset.empty() ? "neither" : "both");
+  TrainingOnlyArguments& training = args.training;
+  training.options.decay_scope = parse_weight_decay_scope(training.decay_scope);
+  NJ_REQUIRE(training.options.epochs >= 1, "--epochs must be at least 1");
+  NJ_REQUIRE(training.options.adam.lr > 0.0F, "--lr must be positive");
+  if (!args.inject_failure.empty()) rank.failure = parse_failure_point(args.inject_failure);
+  NJ_REQUIRE(!training.resume || !training.checkpoint_dir.empty(),
+             "--resume needs --checkpoint-dir (where to resume from)");
+  NJ_REQUIRE(training.checkpoint_every == 0 || !training.checkpoint_dir.empty(),
+             "--checkpoint-every needs --checkpoint-dir (where to write)");
+  NJ_REQUIRE(!training.resume || training.load_checkpoint.empty(),
+             "give --resume (the newest checkpoint of --checkpoint-dir) or --load-checkpoint FILE, not both");
+  if (!rank.dataset.empty()) require_dataset_file(rank.dataset, PartitionFolders::kByOption);
+  NJ_REQUIRE(partitions.empty() || std::filesystem::is_directory(partitions),
+             "--partitions {}: {}", partitions,
+             std::filesystem::exists(partitions) ? "a file, not a folder written by nj partition (a dataset file is "
+                                                   "given as the dataset)"
+                                                 : "no such folder");
+  if (comm.rank() != 0) return;
+  if (!training.load_checkpoint.empty()) {
+    require_file(training.load_checkpoint, "--load-checkpoint");
+    rank.checkpoint_model = read_checkpoint_summary(training.load_checkpoint).model;
+  } else if (training.resume) {
+    const std::optional<CheckpointSummary> newest = CheckpointFolder(training.checkpoint_dir).newest_summary();
+    if (newest) rank.checkpoint_model = newest->model;
+  }
+}
+
+// Chooses the model, the executor and the device, and loads and orders this rank's shard.
+void set_up_data(TrainArguments& args, Communicator& comm, RankTraining& rank) {
+  if (rank.checkpoint_model && args.model.default_to(*rank.checkpoint_model)) {
+    spdlog::info("model: the options not given are the checkpoint's: {}", describe_model(args.model.resolve()));
+  }
   rank.config = args.model.resolve();
   rank.choice = parse_executor_choice(args.executor);
-  args.options.decay_scope = parse_weight_decay_scope(args.decay_scope);
-  NJ_REQUIRE(args.options.epochs >= 1, "--epochs must be at least 1");
-  NJ_REQUIRE(args.options.adam.lr > 0.0F, "--lr must be positive");
   NJ_REQUIRE(rank.choice.in_memory || rank.choice.options.mode == ExecutionMode::kReuse || comm.size() == 1,
              "--execution recompute runs on one rank only (its closures cross ranks); this job has {} ranks",
              comm.size());
-  if (!args.inject_failure.empty()) rank.failure = parse_failure_point(args.inject_failure);
-  NJ_REQUIRE(!args.resume || !args.checkpoint_dir.empty(), "--resume needs --checkpoint-dir (where to resume from)");
-  NJ_REQUIRE(args.checkpoint_every == 0 || !args.checkpoint_dir.empty(),
-             "--checkpoint-every needs --checkpoint-dir (where to write)");
-  NJ_REQUIRE(!args.resume || args.load_checkpoint.empty(),
-             "give --resume (the newest checkpoint of --checkpoint-dir) or --load-checkpoint FILE, not both");
   // Before the dataset loads: a missing GPU is a one-line error at once.
   rank.device = choose_device(parse_device_kind(args.device));
 
-  if (!args.dataset.empty()) require_file(args.dataset, "dataset");
-  NJ_REQUIRE(args.partitions.empty() || std::filesystem::is_directory(args.partitions),
-             "--partitions {}: no such folder", args.partitions);
   // Before loading: a run that cannot fit in host memory is an error now, not the operating system's kill later.
   RunLayout layout = run_layout(rank.choice, rank.device.kind == DeviceKind::kCpu);
   layout.threads = args.threads;
-  const HostFootprint footprint =
-      predict_host_footprint(rank.config, rank_shape(args.dataset, args.partitions, comm.rank(), comm.size()), layout);
-  const HostMemoryLimit limit = host_memory_limit(args.host_memory);
+  const HostFootprint footprint = predict_host_footprint(
+      rank.config, rank_shape(rank.dataset, args.data.partitions, comm.rank(), comm.size()), layout);
+  const HostMemoryLimit limit = host_memory_limit(args.training.host_memory);
   require_host_memory(footprint, limit.bytes, comm.size() > 1 ? "this rank" : "this run", limit.source);
   spdlog::info("host memory: at least {} ({}) of {} {}", format_bytes(footprint.total()), footprint.describe(),
                limit.bytes < 0 ? "an unknown amount" : format_bytes(limit.bytes), limit.source);
-  rank.shard = load_rank_shard({.dataset = args.dataset,
-                                 .partitions = args.partitions,
-                                 .partition_method = parse_partition_method(args.partition_method),
-                                 .normalize_rows = args.feature_norm == "row"},
+  rank.shard = load_rank_shard({.dataset = rank.dataset,
+                                 .partitions = args.data.partitions,
+                                 .partition_method = parse_partition_method(args.training.partition_method),
+                                 .normalize_rows = args.training.feature_norm == "row"},
                                 rank.choice.vertex_order, comm);
 }
 
@@ -207,17 +216,20 @@ void set_up_device(const TrainArguments& args, Communicator& comm, RankTraining&
 // The model, its executor (planned), the trainer, a checkpoint to resume from and the metrics log.
 void set_up_training(const TrainArguments& args, Communicator& comm, RankTraining& rank) {
   const Shard& shard = rank.shard;
+  const TrainingOnlyArguments& training = args.training;
   Communicator& training_comm = rank.device_comm ? *rank.device_comm : comm;
   rank.model = std::make_unique<Model>(rank.config, shard.features.cols(), shard.num_classes);
   rank.executor = make_executor(rank.choice, rank.resources, *rank.model, rank.shard, training_comm);
   if (rank.failure.in_step(comm.rank())) rank.failing = make_failing_executor(*rank.executor, rank.failure);
   rank.trainer = std::make_unique<Trainer>(*rank.model, rank.failing ? *rank.failing : *rank.executor, training_comm,
-                                           targets_of(shard), args.options);
-  rank.identity = identify_run(rank.config, shard, args.feature_norm, args.options);
+                                           targets_of(shard), training.options);
+  rank.identity = identify_run(rank.config, shard, training.feature_norm, training.options);
   // Rank 0 alone reads and writes checkpoints; the others get the state from it (broadcast_training_state).
-  if (comm.rank() == 0) resume_on_leader(args, rank);
-  if (!args.metrics_out.empty() && comm.rank() == 0) {
-    rank.log = MetricsLog(args.metrics_out, rank.resumed.next_epoch > 0 ? MetricsLog::kAppend : MetricsLog::kCreate);
+  if (comm.rank() == 0) resume_on_leader(training, rank);
+  const bool done = rank.resumed.next_epoch >= training.options.epochs;
+  if (!training.metrics_out.empty() && comm.rank() == 0 && !done) {
+    rank.log = MetricsLog(training.metrics_out,
+                          rank.resumed.next_epoch > 0 ? MetricsLog::kAppend : MetricsLog::kCreate);
   }
 }
 
@@ -242,32 +254,38 @@ void check_same_partition(Communicator& comm, const Shard& shard) {
   }
 }
 
-void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
-  const bool leader = comm.rank() == 0;
-  // Only rank 0 reports; the others say only what goes wrong.
-  if (!leader) spdlog::set_level(std::max(spdlog::get_level(), spdlog::level::warn));
-  const std::int64_t baseline_rss = resident_memory().current;
-  RankTraining rank;
-  // A bad argument, a missing shard or a budget too small for one rank's graph ends every rank, reported once.
-  agree_on_failure(comm, [&] { set_up_data(args, command, comm, rank); });
-  if (comm.size() > 1) agree_on_failure(comm, [&] { check_same_partition(comm, rank.shard); });
-  set_up_device(args, comm, rank);
-  agree_on_failure(comm, [&] { set_up_training(args, comm, rank); });
-  if (!args.load_checkpoint.empty() || args.resume) {
-    broadcast_training_state(comm, 0, rank.resumed, rank.trainer->optimizer());
-    rank.trainer->restore(rank.resumed);
-  }
-  const ModelConfig& config = rank.config;
-  const ExecutorChoice& choice = rank.choice;
-  const Shard& shard = rank.shard;
-  Model& model = *rank.model;
-  Trainer& trainer = *rank.trainer;
-  const std::string_view backend = rank.resources.backend->name();
-  spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}{}", to_string(config.kind), config.layers,
-               config.hidden, model.num_parameters(), backend,
-               backend == "cpu" ? fmt::format(" (OpenBLAS {} kernels)", openblas_core()) : "");
+// Hands rank 0's reading of the checkpoint's model options to every rank.
+void share_checkpoint_model(Communicator& comm, std::optional<ModelConfig>& model) {
+  static_assert(std::is_trivially_copyable_v<std::optional<ModelConfig>>);
+  comm.broadcast(std::as_writable_bytes(std::span(&model, 1)), 0);
+}
 
-  MetricsLog& log = rank.log;
+// Where a run goes on from a checkpoint, rank 0 says from where, or that nothing is left to train (then the run
+// ends, successfully: a requeued job whose work is done has nothing to do). Returns whether anything is left.
+bool report_continuation(const TrainingOnlyArguments& training, const RankTraining& rank, bool leader) {
+  const std::uint32_t done = rank.trainer->progress().next_epoch;
+  const std::uint32_t epochs = training.options.epochs;
+  if (done < epochs) {
+    if (leader && !rank.resumed_from.empty()) {
+      spdlog::info("resumed from {}: {} epochs done, continuing at epoch {}", rank.resumed_from, done, done + 1);
+    }
+    return true;
+  }
+  if (leader) {
+    print_always(fmt::format("nothing to train: {} has {} epochs done, and --epochs asks for {} (give more to train "
+                             "on)",
+                             rank.resumed_from, done, epochs));
+  }
+  return false;
+}
+
+// Trains the epochs left, one line each, writing the checkpoints asked for. Where SIGINT or SIGTERM stops
+// training at the end of an epoch, writes the checkpoints that let a rerun go on from there and throws Interrupted.
+TrainSummary train_epochs(const TrainArguments& args, Communicator& comm, RankTraining& rank) {
+  const bool leader = comm.rank() == 0;
+  const TrainingOnlyArguments& training = args.training;
+  const std::uint32_t epochs = training.options.epochs;
+  Trainer& trainer = *rank.trainer;
   // The kill that --inject-failure ...:kill-in-checkpoint asks for, once the data is on disk and not yet named.
   const std::function<void()> on_checkpoint_written = [&rank] {
     if (rank.failure.how == FailurePoint::How::kKillInCheckpoint &&
@@ -276,37 +294,94 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
     }
   };
   // Rank 0 writes; every rank agrees on the outcome, so that a failed write ends every rank, reported once.
-  auto agreed_write = [&](const std::function<std::string()>& write) {
+  const auto agreed_write = [&](const std::function<std::string()>& write) {
     agree_on_failure(comm, [&] {
       if (leader) spdlog::info("checkpoint written to {}", write());
     });
   };
+  std::uint32_t in_folder = 0;  // epochs done at the newest checkpoint written to --checkpoint-dir
+  const auto save_to_folder = [&] {
+    agreed_write([&] {
+      return rank.checkpoints->save(rank.identity, trainer.progress(), trainer.optimizer(), on_checkpoint_written);
+    });
+    in_folder = trainer.progress().next_epoch;
+  };
+  const auto save_to_file = [&] {
+    agreed_write([&] {
+      save_checkpoint(training.save_checkpoint, rank.identity, trainer.progress(), trainer.optimizer());
+      return training.save_checkpoint;
+    });
+  };
+
   // A bar over the epochs on a terminal; elsewhere each epoch's line is the progress.
   ProgressDisplay progress("train", leader && isatty(STDERR_FILENO) != 0);
-  progress.update("epochs", trainer.progress().next_epoch, args.options.epochs);
-  const TrainSummary summary = trainer.fit([&](const EpochMetrics& m) {
-    progress.clear();
-    spdlog::info("epoch {:4d} | loss {:.4f} | train {} val {} test {} | {:.3f} s{}{}", m.epoch + 1, m.loss,
-                 format_accuracy(m.accuracy.train), format_accuracy(m.accuracy.val), format_accuracy(m.accuracy.test),
-                 m.train_seconds(), choice.in_memory ? std::string() : format_execution(m.execution),
-                 comm.size() > 1 ? format_exchange(m) : std::string());
-    log.write(to_json(m));
-    const std::uint32_t done = m.epoch + 1;
-    if (!args.checkpoint_dir.empty() &&
-        (done == args.options.epochs || (args.checkpoint_every > 0 && done % args.checkpoint_every == 0))) {
-      agreed_write([&] {
-        return rank.checkpoints->save(rank.identity, trainer.progress(), trainer.optimizer(), on_checkpoint_written);
+  progress.update("epochs", trainer.progress().next_epoch, epochs);
+  const InterruptionWatch interruption(leader);
+  int signal = 0;
+  const TrainSummary summary = trainer.fit(
+      [&](const EpochMetrics& m) {
+        progress.clear();
+        spdlog::info("epoch {:4d} | loss {:.4f} | train {} val {} test {} | {:.3f} s{}{}", m.epoch + 1, m.loss,
+                     format_accuracy(m.accuracy.train), format_accuracy(m.accuracy.val),
+                     format_accuracy(m.accuracy.test), m.train_seconds(),
+                     rank.choice.in_memory ? std::string() : format_execution(m.execution),
+                     comm.size() > 1 ? format_exchange(m) : std::string());
+        rank.log.write(to_json(m));
+        const std::uint32_t done = m.epoch + 1;
+        if (!training.checkpoint_dir.empty() &&
+            (done == epochs || (training.checkpoint_every > 0 && done % training.checkpoint_every == 0))) {
+          save_to_folder();
+        }
+        progress.update("epochs", done, epochs);
+      },
+      [&] {
+        // Asked only while epochs are left: a signal in the last one lets the run end as it would have.
+        if (trainer.progress().next_epoch >= epochs) return false;
+        signal = interruption.agreed_signal(comm);
+        return signal != 0;
       });
-    }
-    progress.update("epochs", done, args.options.epochs);
-  });
   progress.clear();
-  if (!args.save_checkpoint.empty()) {
-    agreed_write([&] {
-      save_checkpoint(args.save_checkpoint, rank.identity, trainer.progress(), trainer.optimizer());
-      return args.save_checkpoint;
-    });
+  if (!training.save_checkpoint.empty()) save_to_file();
+  if (signal == 0) return summary;
+
+  const std::uint32_t done = trainer.progress().next_epoch;
+  std::string rerun = "nothing was saved (with --checkpoint-dir, a rerun with --resume would go on from here)";
+  if (!training.save_checkpoint.empty()) rerun = "rerun with --load-checkpoint " + training.save_checkpoint;
+  if (!training.checkpoint_dir.empty()) {
+    if (in_folder != done) save_to_folder();
+    rerun = "rerun with --resume";
   }
+  throw Interrupted(fmt::format("interrupted at epoch {}; {}", done, rerun), signal, leader);
+}
+
+void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
+  const bool leader = comm.rank() == 0;
+  // Only rank 0 reports; the others say only what goes wrong.
+  if (!leader) spdlog::set_level(std::max(spdlog::get_level(), spdlog::level::warn));
+  const std::int64_t baseline_rss = resident_memory().current;
+  RankTraining rank;
+  // A bad argument, a missing shard or a budget too small for one rank's graph ends every rank, reported once.
+  agree_on_failure(comm, [&] { read_arguments(args, command, comm, rank); });
+  share_checkpoint_model(comm, rank.checkpoint_model);
+  agree_on_failure(comm, [&] { set_up_data(args, comm, rank); });
+  if (comm.size() > 1) agree_on_failure(comm, [&] { check_same_partition(comm, rank.shard); });
+  set_up_device(args, comm, rank);
+  agree_on_failure(comm, [&] { set_up_training(args, comm, rank); });
+  if (continues(args.training)) {
+    broadcast_training_state(comm, 0, rank.resumed, rank.trainer->optimizer());
+    rank.trainer->restore(rank.resumed);
+    if (!report_continuation(args.training, rank, leader)) return;
+  }
+  const ModelConfig& config = rank.config;
+  const ExecutorChoice& choice = rank.choice;
+  const Shard& shard = rank.shard;
+  Model& model = *rank.model;
+  const std::string_view backend = rank.resources.backend->name();
+  spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}{}", to_string(config.kind), config.layers,
+               config.hidden, model.num_parameters(), backend,
+               backend == "cpu" ? fmt::format(" (OpenBLAS {} kernels)", openblas_core()) : "");
+
+  const TrainSummary summary = train_epochs(args, comm, rank);
   // Host memory each rank took for its data and training, above what it held before loading.
   const OverRanks host_bytes = over_ranks(comm, {static_cast<double>(resident_memory().peak - baseline_rss)}).front();
   auto record = to_json(summary);
@@ -325,11 +400,13 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
                       {"exchange_from", rank.device_comm ? "device memory" : "host memory"}};
   record["partition"] = partition_json(shard, comm.size());
   record["host_peak_above_baseline_bytes"] = to_json(host_bytes);
-  log.write(record);
-  spdlog::info("done: final test {} | best val {} at epoch {} (test {}) | median epoch {:.4f} s",
-               format_accuracy(summary.final_accuracy.test), format_accuracy(summary.best_val_accuracy.val),
-               summary.best_val_epoch + 1, format_accuracy(summary.best_val_accuracy.test),
-               summary.median_epoch_seconds);
+  rank.log.write(record);
+  if (leader) {
+    print_always(fmt::format("done: final test {} | best val {} at epoch {} (test {}) | median epoch {:.4f} s",
+                             format_accuracy(summary.final_accuracy.test),
+                             format_accuracy(summary.best_val_accuracy.val), summary.best_val_epoch + 1,
+                             format_accuracy(summary.best_val_accuracy.test), summary.median_epoch_seconds));
+  }
 }
 
 }  // namespace
@@ -341,33 +418,10 @@ void add_train_command(CLI::App& app, Communicator& comm) {
                                      "with one rank per shard (mpirun, srun)");
   // Paths are checked when each rank sets up, not while parsing: ranks on different nodes may see different
   // file systems, and a check that fails on some ranks only must still end every rank (agree_on_failure).
-  cmd->add_option("--config", args->config_file,
-                  "Read options from a TOML file (keys are the long option names; flags given here win)");
-  cmd->add_option("dataset,--dataset", args->dataset, "Dataset file (HDF5, see docs/dataset-format.md)");
-  cmd->add_option("--partitions", args->partitions,
-                  "Partition folder written by nj partition: each rank reads only its own shard (its part count "
-                  "must equal the number of ranks)");
-  cmd->add_option("--partition-method", args->partition_method,
-                  "How several ranks partition a dataset given without --partitions (in memory, on every rank)")
-      ->check(CLI::IsMember({"metis", "random", "contiguous"}))
-      ->capture_default_str();
-  cmd->add_option("--host-memory", args->host_memory,
-                  "Host memory this rank may use, e.g. 16G (default: what the machine has available, shared by the "
-                  "ranks on it); a run predicted to need more stops before loading");
+  add_data_options(*cmd, args->data, "Dataset file (HDF5, see docs/dataset-format.md)");
   cmd->add_option("--inject-failure", args->inject_failure, "Raise an error on rank R in epoch E (tests)")->group("");
   add_model_options(*cmd, args->model);
-  cmd->add_option("--epochs", args->options.epochs, "Epochs (one optimizer step each)")->capture_default_str();
-  cmd->add_option("--lr", args->options.adam.lr, "Adam learning rate")->capture_default_str();
-  cmd->add_option("--weight-decay", args->options.adam.weight_decay, "L2 weight decay added to the gradient")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  cmd->add_option("--weight-decay-scope", args->decay_scope,
-                  "Parameters decayed: all, or first (layer 1 only, as Kipf's GCN)")
-      ->check(CLI::IsMember({"all", "first"}))
-      ->capture_default_str();
-  cmd->add_option("--feature-norm", args->feature_norm, "Feature normalisation: none, or row (divide by the row sum)")
-      ->check(CLI::IsMember({"none", "row"}))
-      ->capture_default_str();
+  add_training_only_options(*cmd, args->training, "Options");
   cmd->add_option("--threads", args->threads, "Threads (0: OpenMP's default)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -379,22 +433,7 @@ void add_train_command(CLI::App& app, Communicator& comm) {
   cmd->add_flag("--deterministic", args->deterministic,
                 "CUDA: aggregate with the shared row kernels instead of cuSPARSE, so that runs repeat bit for bit "
                 "(the CPU backend always does)");
-  cmd->add_option("--eval-every", args->options.eval_every, "Evaluate every k epochs (0: only after the last)")
-      ->capture_default_str();
   add_executor_options(*cmd, args->executor, true);
-  cmd->add_option("--metrics-out", args->metrics_out, "Write one JSON object per epoch and a summary to this file");
-  cmd->add_option("--save-checkpoint", args->save_checkpoint,
-                  "Write weights, optimizer state and progress to this file at the end");
-  cmd->add_option("--load-checkpoint", args->load_checkpoint,
-                  "Continue from this checkpoint (it must come from the same model, dataset, partitioning and "
-                  "optimizer settings)");
-  cmd->add_option("--checkpoint-dir", args->checkpoint_dir,
-                  "Write checkpoints into this folder (checkpoint-<epochs done>.h5, the newest two kept), after "
-                  "the last epoch and every --checkpoint-every epochs");
-  cmd->add_option("--checkpoint-every", args->checkpoint_every, "Epochs between checkpoints (0: after the last only)")
-      ->capture_default_str();
-  cmd->add_flag("--resume", args->resume,
-                "Continue from the newest readable checkpoint of --checkpoint-dir, or start afresh where it has none");
   cmd->callback([args, cmd, &comm] { run_train(*args, *cmd, comm); });
 }
 

@@ -48,8 +48,18 @@ const char* class_name(H5T_class_t type_class) {
     case H5T_INTEGER: return "integer";
     case H5T_FLOAT: return "float";
     case H5T_STRING: return "string";
+    case H5T_ENUM: return "enum";
     default: return "non-numeric";
   }
+}
+
+// The class a value of type `type` reads as: an enum over integers is read as its integer values, as h5py stores
+// NumPy's bool (FALSE = 0, TRUE = 1 over int8), which HDF5 converts to any integer type.
+H5T_class_t numeric_class(hid_t type) {
+  const H5T_class_t type_class = H5Tget_class(type);
+  if (type_class != H5T_ENUM) return type_class;
+  const Handle base(H5Tget_super(type), H5Tclose);
+  return base.get() >= 0 && H5Tget_class(base.get()) == H5T_INTEGER ? H5T_INTEGER : H5T_ENUM;
 }
 
 // The widest number of the project's formats. HDF5 reads a dataset through a conversion buffer of the stored
@@ -116,6 +126,24 @@ void File::create_group(const std::string& group) {
   if (g.get() < 0) fail(group, "cannot create group");
 }
 
+std::vector<std::string> File::members(const std::string& group) const {
+  if (!exists(group)) fail(group, "missing");
+  const Handle g(H5Gopen2(handle_.get(), group.c_str(), H5P_DEFAULT), H5Gclose);
+  if (g.get() < 0) fail(group, "not a group");
+  H5G_info_t info{};
+  if (H5Gget_info(g.get(), &info) < 0) fail(group, "unreadable group");
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    const ssize_t length = H5Lget_name_by_idx(g.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (length < 0) fail(group, "unreadable member name");
+    std::string name(static_cast<std::size_t>(length) + 1, '\0');
+    H5Lget_name_by_idx(g.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT);
+    name.resize(static_cast<std::size_t>(length));
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
 std::vector<hsize_t> File::shape(const std::string& dataset) const {
   if (!exists(dataset)) fail(dataset, "missing");
   const Handle ds(H5Dopen2(handle_.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
@@ -154,7 +182,7 @@ std::vector<hsize_t> File::check_readable(const std::string& dataset) const {
   std::vector<hsize_t> dims = shape(dataset);
   const Handle ds(H5Dopen2(handle_.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
   const Handle type(H5Dget_type(ds.get()), H5Tclose);
-  const H5T_class_t stored = H5Tget_class(type.get());
+  const H5T_class_t stored = numeric_class(type.get());
   const H5T_class_t wanted = std::is_floating_point_v<T> ? H5T_FLOAT : H5T_INTEGER;
   if (stored != wanted) {
     fail(dataset, fmt::format("expected {} data, found {}", class_name(wanted), class_name(stored)));
@@ -241,7 +269,7 @@ template <typename T>
 T read_numeric_attribute(hid_t file, const std::string& key, const std::string& path, H5T_class_t wanted, hid_t type) {
   const Handle attr = open_attribute(file, key, path);
   const Handle stored(H5Aget_type(attr.get()), H5Tclose);
-  const H5T_class_t stored_class = H5Tget_class(stored.get());
+  const H5T_class_t stored_class = numeric_class(stored.get());
   const bool numeric = stored_class == H5T_INTEGER || stored_class == H5T_FLOAT;
   if (!numeric || (wanted == H5T_INTEGER && stored_class != H5T_INTEGER)) {
     throw InputError(fmt::format("{}: attribute '{}' must be {}, found {}", path, key, class_name(wanted),

@@ -1,9 +1,12 @@
 #include "nj/io/shard_file.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <type_traits>
 #include <utility>
 
@@ -343,6 +346,24 @@ PartitionManifest read_manifest(const std::string& path) {
   return manifest;
 }
 
+namespace {
+
+// The shard files an earlier partition into more parts left in `directory` (part-<k>.h5 for k >= parts): they are
+// not this partition's, and a reader of the folder would take them for shards of it.
+void remove_shards_beyond(const std::string& directory, int parts) {
+  static const std::regex shard_name(R"(part-(\d{1,9})\.h5)");
+  std::vector<fs::path> stale;
+  for (const auto& entry : fs::directory_iterator(directory)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch match;
+    if (std::regex_match(name, match, shard_name) && std::stoi(match[1]) >= parts) stale.push_back(entry.path());
+  }
+  for (const fs::path& path : stale) fs::remove(path);
+  if (!stale.empty()) spdlog::info("removed {} shard files of an earlier partition into more parts", stale.size());
+}
+
+}  // namespace
+
 PartitionManifest write_partition(const Dataset& dataset, const std::string& dataset_path,
                                   std::span<const std::int32_t> part_of, const PartitionInfo& info,
                                   const std::string& directory, const ProgressCallback& progress) {
@@ -365,6 +386,7 @@ PartitionManifest write_partition(const Dataset& dataset, const std::string& dat
   }
   ticks.finish();
   write_manifest(directory, manifest);
+  remove_shards_beyond(directory, info.parts);
   return manifest;
 }
 

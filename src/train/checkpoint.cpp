@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <regex>
 
 #include "nj/core/printable.hpp"
@@ -19,8 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Written into every checkpoint; a file without it is not one of ours.
-constexpr const char* kFormat = "nj-checkpoint 1";
+// Written into every checkpoint, followed by the format's number; a file without it is not one of ours.
+constexpr std::string_view kFormatPrefix = "nj-checkpoint ";
 
 struct IdentityPart {
   const char* name;
@@ -75,15 +76,124 @@ std::span<std::byte> bytes_of(std::span<T> values) {
   return {reinterpret_cast<std::byte*>(values.data()), values.size_bytes()};
 }
 
+// The model's options, one attribute each, beside its description: what a run that does not give them takes.
+void write_model_options(hdf5::File& file, const ModelConfig& model) {
+  file.set_attribute("model_kind", std::string(to_string(model.kind)));
+  file.set_attribute("model_layers", std::int64_t{model.layers});
+  file.set_attribute("model_hidden", std::int64_t{model.hidden});
+  file.set_attribute("model_heads", std::int64_t{model.heads});
+  file.set_attribute("model_output_heads", std::int64_t{model.output_heads});
+  file.set_attribute("model_activation", std::string(to_string(model.activation)));
+  file.set_attribute("model_dropout", double{model.dropout});
+  file.set_attribute("model_attention_dropout", double{model.attention_dropout});
+  file.set_attribute("model_seed", static_cast<std::int64_t>(model.seed));  // the seed's 64 bits
+}
+
+int positive_int_attribute(const hdf5::File& file, const std::string& key) {
+  const std::int64_t value = file.int_attribute(key);
+  NJ_REQUIRE(value >= 1 && value <= std::numeric_limits<int>::max(), "{}: attribute {} must be positive, got {}",
+             file.path(), key, value);
+  return static_cast<int>(value);
+}
+
+float probability_attribute(const hdf5::File& file, const std::string& key) {
+  const double value = file.float_attribute(key);
+  NJ_REQUIRE(value >= 0.0 && value < 1.0, "{}: attribute {} must be in [0, 1), got {}", file.path(), key, value);
+  return static_cast<float>(value);
+}
+
+ModelConfig read_model_options(const hdf5::File& file) {
+  ModelConfig model;
+  try {
+    model.kind = parse_model_kind(file.string_attribute("model_kind"));
+    model.activation = parse_activation(file.string_attribute("model_activation"));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", file.path(), printable(e.what())));
+  }
+  model.layers = positive_int_attribute(file, "model_layers");
+  model.hidden = positive_int_attribute(file, "model_hidden");
+  model.heads = positive_int_attribute(file, "model_heads");
+  model.output_heads = positive_int_attribute(file, "model_output_heads");
+  model.dropout = probability_attribute(file, "model_dropout");
+  model.attention_dropout = probability_attribute(file, "model_attention_dropout");
+  model.seed = static_cast<std::uint64_t>(file.int_attribute("model_seed"));
+  return model;
+}
+
+// Format 1 described every model option: "gcn, 2 layers, hidden 16, heads 8, output heads 1, activation relu,
+// dropout 0.5, attention dropout 0.6, seed 0". Nothing where the text is not such a description.
+std::optional<ModelConfig> parse_format1_model(const std::string& text) {
+  static const std::regex form(
+      R"((gcn|gat), (\d{1,9}) layers, hidden (\d{1,9}), heads (\d{1,9}), output heads (\d{1,9}), activation )"
+      R"((relu|elu), dropout ([0-9.e+-]{1,20}), attention dropout ([0-9.e+-]{1,20}), seed (\d{1,20}))");
+  std::smatch match;
+  if (!std::regex_match(text, match, form)) return std::nullopt;
+  try {
+    ModelConfig model;
+    model.kind = parse_model_kind(match[1]);
+    model.layers = std::stoi(match[2]);
+    model.hidden = std::stoi(match[3]);
+    model.heads = std::stoi(match[4]);
+    model.output_heads = std::stoi(match[5]);
+    model.activation = parse_activation(match[6]);
+    model.dropout = std::stof(match[7]);
+    model.attention_dropout = std::stof(match[8]);
+    model.seed = std::stoull(match[9]);
+    return model;
+  } catch (const std::exception&) {  // a number beyond its type
+    return std::nullopt;
+  }
+}
+
+// Format 1 named the learning rate in the optimizer's description: "Adam lr 0.01, betas ...". Splits it off, so
+// that the description is this format's; NaN where it is not there.
+float split_format1_lr(std::string& optimizer) {
+  static const std::regex form(R"(Adam lr ([^,]{1,30}), (.*))");
+  std::smatch match;
+  if (!std::regex_match(optimizer, match, form)) return std::numeric_limits<float>::quiet_NaN();
+  try {
+    const float lr = std::stof(match[1]);
+    optimizer = "Adam " + match[2].str();
+    return lr;
+  } catch (const std::exception&) {
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
+// The format number that the `format` attribute gives; throws where the file is not a checkpoint this build reads.
+int format_of(const hdf5::File& file) {
+  const std::string format = file.has_attribute("format") ? file.string_attribute("format") : "";
+  NJ_REQUIRE(format.starts_with(kFormatPrefix), "{}: not a NeutronJittor checkpoint (no '{}N' format attribute)",
+             file.path(), kFormatPrefix);
+  const std::string number = format.substr(kFormatPrefix.size());
+  NJ_REQUIRE(number == "1" || number == std::to_string(kCheckpointFormat),
+             "{}: checkpoint format '{}' is not one this build reads (1 to {}): written by a newer nj?", file.path(),
+             printable(number), kCheckpointFormat);
+  return std::stoi(number);
+}
+
+// Where training stood. Format 1 counted the best validation epoch from 0; this format counts epochs from 1, with
+// 0 for none evaluated.
+TrainingProgress read_progress(const hdf5::File& file, int format) {
+  TrainingProgress progress;
+  for (const auto& [name, value] : accuracy_fields(progress)) *value = file.float_attribute(name);
+  const std::int64_t done = file.int_attribute(format == 1 ? "next_epoch" : "epochs_done");
+  const std::int64_t best = file.int_attribute("best_val_epoch");
+  const bool consistent = format == 1 ? best >= 0 && (best < done || best == 0) : best >= 0 && best <= done;
+  NJ_REQUIRE(done >= 0 && done <= UINT32_MAX && consistent,
+             "{}: inconsistent progress ({} epochs done, best validation at epoch {})", file.path(), done,
+             format == 1 ? best + 1 : best);
+  progress.next_epoch = static_cast<std::uint32_t>(done);
+  progress.best_val_epoch = static_cast<std::uint32_t>(format == 1 || best == 0 ? best : best - 1);
+  return progress;
+}
+
 }  // namespace
 
 RunIdentity identify_run(const ModelConfig& model, const Shard& shard, const std::string& feature_norm,
                          const TrainOptions& options) {
   RunIdentity run;
-  run.model = fmt::format(
-      "{}, {} layers, hidden {}, heads {}, output heads {}, activation {}, dropout {}, attention dropout {}, seed {}",
-      to_string(model.kind), model.layers, model.hidden, model.heads, model.output_heads, to_string(model.activation),
-      model.dropout, model.attention_dropout, model.seed);
+  run.model = describe_model(model);
   run.dataset =
       fmt::format("'{}': {} vertices, {} edges, {} features, {} classes, {} training vertices, {} features", shard.name,
                   shard.global_vertices, shard.global_edges, shard.features.cols(), shard.num_classes,
@@ -92,10 +202,21 @@ RunIdentity identify_run(const ModelConfig& model, const Shard& shard, const std
   run.partitioning = p.parts == 1 ? std::string("one rank, the whole graph")
                                   : fmt::format("{} ranks, {} partition, seed {}, edge cut {}, owned {}", p.parts,
                                                 p.method, p.seed, p.edge_cut, fmt::join(p.owned, "/"));
-  run.optimizer = fmt::format("Adam lr {}, betas {} {}, eps {}, weight decay {} on {}", options.adam.lr,
-                              options.adam.beta1, options.adam.beta2, options.adam.eps, options.adam.weight_decay,
+  run.optimizer = fmt::format("Adam betas {} {}, eps {}, weight decay {} on {}", options.adam.beta1,
+                              options.adam.beta2, options.adam.eps, options.adam.weight_decay,
                               options.decay_scope == WeightDecayScope::kAll ? "all layers" : "the first layer");
+  run.model_options = model;
+  run.lr = options.adam.lr;
   return run;
+}
+
+std::string describe_model(const ModelConfig& model) {
+  const bool gat = model.kind == ModelKind::kGat;
+  std::string text = fmt::format("{}, {} layers, hidden {}", to_string(model.kind), model.layers, model.hidden);
+  if (gat) text += fmt::format(", heads {}, output heads {}", model.heads, model.output_heads);
+  text += fmt::format(", activation {}, dropout {}", to_string(model.activation), model.dropout);
+  if (gat) text += fmt::format(", attention dropout {}", model.attention_dropout);
+  return text + fmt::format(", seed {}", model.seed);
 }
 
 std::string describe_differences(const RunIdentity& checkpoint, const RunIdentity& run) {
@@ -114,10 +235,13 @@ void save_checkpoint(const std::string& path, const RunIdentity& run, const Trai
   const std::string partial = path + ".partial";
   {
     auto file = hdf5::File::create(partial);
-    file.set_attribute("format", std::string(kFormat));
+    file.set_attribute("format", fmt::format("{}{}", kFormatPrefix, kCheckpointFormat));
     for (const IdentityPart& part : kIdentityParts) file.set_attribute(part.name, run.*part.field);
-    file.set_attribute("next_epoch", static_cast<std::int64_t>(progress.next_epoch));
-    file.set_attribute("best_val_epoch", static_cast<std::int64_t>(progress.best_val_epoch));
+    write_model_options(file, run.model_options);
+    file.set_attribute("lr", double{run.lr});
+    file.set_attribute("epochs_done", static_cast<std::int64_t>(progress.next_epoch));
+    file.set_attribute("best_val_epoch",
+                       progress.best_val_accuracy.valid() ? static_cast<std::int64_t>(progress.best_val_epoch) + 1 : 0);
     TrainingProgress copy = progress;
     for (const auto& [name, value] : accuracy_fields(copy)) file.set_attribute(name, *value);
     file.set_attribute("adam_steps", optimizer.steps());
@@ -139,28 +263,53 @@ void save_checkpoint(const std::string& path, const RunIdentity& run, const Trai
   sync_path(parent_folder(path), O_RDONLY | O_DIRECTORY);
 }
 
-TrainingProgress load_checkpoint(const std::string& path, const RunIdentity& run, Adam& optimizer) {
+bool is_checkpoint_file(const std::string& path) {
+  try {
+    const auto file = hdf5::File::open_read(path);
+    return file.has_attribute("format") && file.string_attribute("format").starts_with(kFormatPrefix);
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+CheckpointSummary read_checkpoint_summary(const std::string& path) {
   const auto file = hdf5::File::open_read(path);
-  NJ_REQUIRE(file.has_attribute("format") && file.string_attribute("format") == kFormat,
-             "{}: not a NeutronJittor checkpoint (no '{}' format attribute)", path, kFormat);
-  RunIdentity stored;
+  CheckpointSummary summary;
+  summary.format = format_of(file);
+  RunIdentity& run = summary.run;
   // Quoted into a one-line error: control characters escaped.
-  for (const IdentityPart& part : kIdentityParts) stored.*part.field = printable(file.string_attribute(part.name));
-  const std::string differences = describe_differences(stored, run);
+  for (const IdentityPart& part : kIdentityParts) run.*part.field = printable(file.string_attribute(part.name));
+  if (summary.format == 1) {
+    summary.model = parse_format1_model(run.model);
+    if (summary.model) run.model = describe_model(*summary.model);
+    run.lr = split_format1_lr(run.optimizer);
+  } else {
+    summary.model = read_model_options(file);
+    run.lr = static_cast<float>(file.float_attribute("lr"));
+  }
+  if (summary.model) run.model_options = *summary.model;
+  summary.progress = read_progress(file, summary.format);
+  summary.adam_steps = file.int_attribute("adam_steps");
+  NJ_REQUIRE(summary.adam_steps >= 0, "{}: attribute adam_steps must not be negative, got {}", path,
+             summary.adam_steps);
+  for (const std::string& name : file.members("/params")) {
+    const std::vector<hsize_t> shape = file.shape("/params/" + name);
+    summary.parameters.emplace_back(printable(name), std::vector<std::int64_t>(shape.begin(), shape.end()));
+  }
+  return summary;
+}
+
+TrainingProgress load_checkpoint(const std::string& path, const RunIdentity& run, Adam& optimizer) {
+  const CheckpointSummary summary = read_checkpoint_summary(path);
+  const std::string differences = describe_differences(summary.run, run);
   if (!differences.empty())
     throw CheckpointMismatch(fmt::format("{}: written by a different run: {}", path, differences));
-
-  TrainingProgress progress;
-  const std::int64_t next_epoch = file.int_attribute("next_epoch");
-  const std::int64_t best_val_epoch = file.int_attribute("best_val_epoch");
-  const std::int64_t steps = file.int_attribute("adam_steps");
-  NJ_REQUIRE(next_epoch >= 0 && next_epoch <= UINT32_MAX && best_val_epoch >= 0 &&
-                 (best_val_epoch < next_epoch || best_val_epoch == 0) && steps >= 0,
-             "{}: inconsistent progress (next epoch {}, best validation epoch {}, Adam steps {})", path, next_epoch,
-             best_val_epoch, steps);
-  progress.next_epoch = static_cast<std::uint32_t>(next_epoch);
-  progress.best_val_epoch = static_cast<std::uint32_t>(best_val_epoch);
-  for (const auto& [name, value] : accuracy_fields(progress)) *value = file.float_attribute(name);
+  if (!std::isnan(summary.run.lr) && summary.run.lr != run.lr) {
+    spdlog::info("{}: trained at lr {}, going on at lr {} (fine-tuning)", path, summary.run.lr, run.lr);
+  }
+  const auto file = hdf5::File::open_read(path);
+  const TrainingProgress& progress = summary.progress;
+  const std::int64_t steps = summary.adam_steps;
 
   // Everything is read before anything is replaced, so that a damaged file leaves the model as it was.
   const auto& params = optimizer.parameters();
@@ -220,6 +369,16 @@ std::vector<std::string> CheckpointFolder::checkpoints() const {
   std::vector<std::string> paths;
   for (auto& [epochs, path] : found) paths.push_back(std::move(path));
   return paths;
+}
+
+std::optional<CheckpointSummary> CheckpointFolder::newest_summary() const {
+  for (const std::string& path : checkpoints()) {
+    try {
+      return read_checkpoint_summary(path);
+    } catch (const Error&) {
+    }
+  }
+  return std::nullopt;
 }
 
 std::string CheckpointFolder::save(const RunIdentity& run, const TrainingProgress& progress, const Adam& optimizer,

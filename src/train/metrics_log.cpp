@@ -28,7 +28,7 @@ nlohmann::json to_json(const Accuracy& accuracy) {
 
 nlohmann::json to_json(const EpochMetrics& m) {
   return {{"type", "epoch"},
-          {"epoch", m.epoch},
+          {"epoch", m.epoch + 1},  // counted from 1, as the log counts
           {"loss", m.loss},
           {"train_acc", number_or_null(m.accuracy.train)},
           {"val_acc", number_or_null(m.accuracy.val)},
@@ -76,7 +76,7 @@ nlohmann::json to_json(const TrainSummary& s) {
   return {{"type", "summary"},
           {"epochs", s.epochs},
           {"final", to_json(s.final_accuracy)},
-          {"best_val_epoch", s.best_val_epoch},
+          {"best_val_epoch", s.best_val_accuracy.valid() ? nlohmann::json(s.best_val_epoch + 1) : nullptr},
           {"best_val", to_json(s.best_val_accuracy)},
           {"median_epoch_seconds", s.median_epoch_seconds},
           {"total_seconds", s.total_seconds}};

@@ -166,7 +166,8 @@ Accuracy Trainer::evaluate() {
   return {ratio(0), ratio(1), ratio(2)};
 }
 
-TrainSummary Trainer::fit(const std::function<void(const EpochMetrics&)>& on_epoch) {
+TrainSummary Trainer::fit(const std::function<void(const EpochMetrics&)>& on_epoch,
+                          const std::function<bool()>& stop) {
   TrainSummary summary;
   std::vector<double> epoch_seconds;
   const auto start = std::chrono::steady_clock::now();
@@ -187,6 +188,7 @@ TrainSummary Trainer::fit(const std::function<void(const EpochMetrics&)>& on_epo
     progress_.next_epoch = epoch + 1;
     epoch_seconds.push_back(metrics.train_seconds());
     on_epoch(metrics);
+    if (stop && stop()) break;
   }
   summary.best_val_epoch = progress_.best_val_epoch;
   summary.best_val_accuracy = progress_.best_val_accuracy;

@@ -48,6 +48,34 @@ TEST_F(InfoCli, JsonHasTheSameCounts) {
   EXPECT_EQ(json["file_bytes"], std::filesystem::file_size(path_));
 }
 
+TEST_F(InfoCli, SaysWhatACheckpointHolds) {
+  const std::string checkpoint = dir_.file("gat.h5");
+  const auto trained = test::run_nj("train " + test::shell_quote(path_) +
+                                    " --model gat --heads 2 --hidden 4 --epochs 3 --lr 0.02 --save-checkpoint " +
+                                    test::shell_quote(checkpoint));
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const auto text = test::run_nj("info " + test::shell_quote(checkpoint));
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  for (const std::string expected :
+       {"checkpoint:      format 2, 3 epochs done, 3 Adam steps\n",
+        "model:           gat, 2 layers, hidden 4, heads 2, output heads 1, activation elu, dropout 0.5, attention "
+        "dropout 0.6, seed 0\n",
+        "dataset:         'tiny': 600 vertices, ", "partitioning:    one rank, the whole graph\n",
+        "optimizer:       Adam betas 0.9 0.999, eps 1e-08, weight decay 0.0005 on all layers, trained at lr 0.02\n",
+        "best validation: ", "parameters:      "}) {
+    EXPECT_NE(text.output.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << text.output;
+  }
+  const auto json = test::run_nj("info --json " + test::shell_quote(checkpoint));
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  const auto held = nlohmann::json::parse(json.output);
+  EXPECT_EQ(held["kind"], "nj-checkpoint");
+  EXPECT_EQ(held["epochs_done"], 3);
+  EXPECT_EQ(held["model"]["kind"], "gat");
+  EXPECT_EQ(held["model"]["heads"], 2);
+  EXPECT_FLOAT_EQ(held["lr"].get<float>(), 0.02F);
+  EXPECT_EQ(held["parameters"].size(), 8U);  // per layer: the weight, the two attention vectors and the bias
+}
+
 TEST_F(InfoCli, TruncatedFileGivesOneErrorLine) {
   std::filesystem::resize_file(path_, std::filesystem::file_size(path_) / 2);
   const auto line = test::expect_one_line_error(test::run_nj("info " + test::shell_quote(path_)));

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "nj/io/shard_file.hpp"
@@ -85,6 +86,20 @@ TEST_F(PartitionCli, InfoReadsAShardAndTheManifest) {
   EXPECT_EQ(manifest["parts"], 3);
   EXPECT_EQ(manifest["per_part"].size(), 3U);
   EXPECT_EQ(manifest["dataset"]["num_vertices"], 600);
+}
+
+TEST_F(PartitionCli, FewerPartsIntoTheSameFolderRemoveTheStaleShards) {
+  ASSERT_EQ(partition("--parts 4").exit_code, 0);
+  std::ofstream(std::filesystem::path(output_) / "notes.txt") << "mine\n";
+  const auto run = partition("--parts 2");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("removed 2 shard files of an earlier partition into more parts"), std::string::npos)
+      << run.output;
+  for (int p = 0; p < 4; ++p) {
+    EXPECT_EQ(std::filesystem::exists(std::filesystem::path(output_) / shard_file_name(p)), p < 2) << p;
+  }
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(output_) / "notes.txt"));
+  EXPECT_EQ(read_manifest(output_).partition.parts, 2);
 }
 
 TEST_F(PartitionCli, BadInputIsOneErrorLine) {

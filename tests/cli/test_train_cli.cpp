@@ -41,7 +41,7 @@ TEST_F(TrainCli, WritesOneRecordPerEpochAndASummary) {
   ASSERT_EQ(records.size(), 5U);
   for (int e = 0; e < 4; ++e) {
     EXPECT_EQ(records[e]["type"], "epoch");
-    EXPECT_EQ(records[e]["epoch"], e);
+    EXPECT_EQ(records[e]["epoch"], e + 1);
     EXPECT_GT(records[e]["loss"].get<double>(), 0.0);
     EXPECT_EQ(records[e]["val_acc"].is_null(), e % 2 == 0) << records[e];
   }

@@ -101,6 +101,54 @@ TEST_F(DatasetFile, RejectsFeaturesStoredAsIntegers) {
   expect_rejected({"/features", "expected float"});
 }
 
+// h5py writes NumPy's bool as an HDF5 enum over int8 (FALSE = 0, TRUE = 1), and a Python str as a variable-length
+// UTF-8 string: masks and attributes written so read as those nj writes.
+TEST_F(DatasetFile, AcceptsMasksAndAttributesAsH5pyWritesThem) {
+  const hid_t file = H5Fopen(path_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  const hid_t boolean = H5Tenum_create(H5T_NATIVE_INT8);
+  for (const auto& [name, value] : {std::pair{"FALSE", std::int8_t{0}}, std::pair{"TRUE", std::int8_t{1}}}) {
+    H5Tenum_insert(boolean, name, &value);
+  }
+  const hsize_t n = num_vertices();
+  const hid_t vertices = H5Screate_simple(1, &n, nullptr);
+  for (const auto& [name, mask] : {std::pair{"/masks/train", &dataset_.train_mask},
+                                   std::pair{"/masks/val", &dataset_.val_mask},
+                                   std::pair{"/masks/test", &dataset_.test_mask}}) {
+    ASSERT_GE(H5Ldelete(file, name, H5P_DEFAULT), 0) << name;
+    const std::vector<std::int8_t> values(mask->begin(), mask->end());
+    const hid_t stored = H5Dcreate2(file, name, boolean, vertices, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    EXPECT_GE(H5Dwrite(stored, boolean, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), 0) << name;
+    H5Dclose(stored);
+  }
+  const hid_t scalar = H5Screate(H5S_SCALAR);
+  H5Adelete(file, "symmetrized");
+  const hid_t symmetrized = H5Acreate2(file, "symmetrized", boolean, scalar, H5P_DEFAULT, H5P_DEFAULT);
+  const std::int8_t yes = 1;
+  EXPECT_GE(H5Awrite(symmetrized, boolean, &yes), 0);
+  H5Aclose(symmetrized);
+  const hid_t text = H5Tcopy(H5T_C_S1);
+  H5Tset_size(text, H5T_VARIABLE);
+  H5Tset_cset(text, H5T_CSET_UTF8);
+  for (const auto& [key, value] : {std::pair{"name", "h5py \u2603"}, std::pair{"self_loops", "removed"}}) {
+    H5Adelete(file, key);
+    const hid_t attribute = H5Acreate2(file, key, text, scalar, H5P_DEFAULT, H5P_DEFAULT);
+    EXPECT_GE(H5Awrite(attribute, text, &value), 0) << key;
+    H5Aclose(attribute);
+  }
+  H5Tclose(text);
+  H5Sclose(scalar);
+  H5Sclose(vertices);
+  H5Tclose(boolean);
+  H5Fclose(file);
+
+  ASSERT_TRUE(dataset_.symmetrized);
+  ASSERT_EQ(dataset_.self_loops, SelfLoopPolicy::kRemoved);
+  const Dataset read = read_dataset(path_);
+  EXPECT_EQ(read.name, "h5py \u2603");
+  test::expect_same_dataset(read, dataset_);
+}
+
 TEST_F(DatasetFile, StoredCommunityOrderRoundTrips) {
   EXPECT_TRUE(read_dataset(path_).community_order.empty());  // none written, none read
   dataset_.community_order.resize(static_cast<std::size_t>(dataset_.num_vertices()));

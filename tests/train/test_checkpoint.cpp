@@ -107,17 +107,104 @@ TEST_F(CheckpointTest, IdentityTellsModelsDatasetsPartitionsAndOptimizersApart) 
   wider.hidden = 8;
   EXPECT_TRUE(describe_differences(base, identify_run(wider, shard, "none", options)).starts_with("model: "));
   EXPECT_TRUE(describe_differences(base, identify_run(gcn(), shard, "row", options)).starts_with("dataset: "));
-  TrainOptions faster = options;
-  faster.adam.lr = 0.5F;
-  EXPECT_TRUE(describe_differences(base, identify_run(gcn(), shard, "none", faster)).starts_with("optimizer: "));
+  TrainOptions decayed = options;
+  decayed.adam.weight_decay = 0.5F;
+  EXPECT_TRUE(describe_differences(base, identify_run(gcn(), shard, "none", decayed)).starts_with("optimizer: "));
   Shard part = whole_graph_shard(Dataset(data));
   part.partition.parts = 2;
   part.partition.method = "metis";
   EXPECT_TRUE(describe_differences(base, identify_run(gcn(), part, "none", options)).starts_with("partitioning: "));
-  // Training for more epochs is what resuming is for.
+  // Training for more epochs is what resuming is for, and at another learning rate what fine-tuning is.
   TrainOptions longer = options;
   longer.epochs = options.epochs + 100;
+  longer.adam.lr = 0.5F;
   EXPECT_EQ(describe_differences(base, identify_run(gcn(), shard, "none", longer)), "");
+}
+
+// A GCN has no heads and no attention: options only a GAT uses do not tell GCN runs apart.
+TEST_F(CheckpointTest, IdentityOfAModelLeavesOutTheOptionsItsKindDoesNotUse) {
+  const Shard shard = whole_graph_shard(test::random_dataset(40, 160, 6, 3, 1));
+  const TrainOptions options;
+  ModelConfig other_heads = gcn();
+  other_heads.heads = 3;
+  other_heads.output_heads = 2;
+  other_heads.attention_dropout = 0.1F;
+  EXPECT_EQ(describe_differences(identify_run(gcn(), shard, "none", options),
+                                 identify_run(other_heads, shard, "none", options)),
+            "");
+  ModelConfig gat = other_heads;
+  gat.kind = ModelKind::kGat;
+  ModelConfig gat_heads = gat;
+  gat_heads.heads = 4;
+  EXPECT_TRUE(describe_differences(identify_run(gat, shard, "none", options),
+                                   identify_run(gat_heads, shard, "none", options))
+                  .starts_with("model: "));
+  EXPECT_EQ(describe_model(gcn()), "gcn, 2 layers, hidden 4, activation relu, dropout 0.5, seed 0");
+}
+
+// The summary gives every model option, the learning rate and the progress with epochs counted from 1 in the
+// file: what nj info shows and what a run that gives no model options takes.
+TEST_F(CheckpointTest, SummaryHoldsTheModelOptionsAndEpochsCountedFromOne) {
+  ModelConfig config = gcn();
+  config.kind = ModelKind::kGat;
+  config.heads = 2;
+  config.seed = 0xFFFFFFFFFFFFFFF0ULL;
+  TrainingState state(config, 1.0F);
+  RunIdentity run = kRun;
+  run.model_options = config;
+  run.lr = 0.25F;
+  save_checkpoint(dir.file("c.h5"), run, state.progress, state.adam);
+  EXPECT_TRUE(is_checkpoint_file(dir.file("c.h5")));
+  const CheckpointSummary summary = read_checkpoint_summary(dir.file("c.h5"));
+  EXPECT_EQ(summary.format, kCheckpointFormat);
+  ASSERT_TRUE(summary.model.has_value());
+  EXPECT_EQ(summary.model->kind, ModelKind::kGat);
+  EXPECT_EQ(summary.model->heads, 2);
+  EXPECT_EQ(summary.model->seed, config.seed);
+  EXPECT_EQ(summary.run.lr, 0.25F);
+  EXPECT_EQ(summary.progress.next_epoch, 5U);
+  EXPECT_EQ(summary.progress.best_val_epoch, 1U);
+  EXPECT_EQ(summary.adam_steps, 4);
+  EXPECT_EQ(summary.parameters.size(), state.adam.parameters().size());
+  const auto file = hdf5::File::open_read(dir.file("c.h5"));
+  EXPECT_EQ(file.int_attribute("epochs_done"), 5);
+  EXPECT_EQ(file.int_attribute("best_val_epoch"), 2);  // the second epoch, counted from 1
+}
+
+// Format 1 counted the best epoch from 0 and described every model option and the learning rate in the identity:
+// such a checkpoint loads as it did, under this build's identity, with its model options recovered.
+TEST_F(CheckpointTest, AFormatOneCheckpointStillLoads) {
+  const Shard shard = whole_graph_shard(test::random_dataset(40, 160, 6, 3, 1));
+  TrainOptions options;
+  options.adam.lr = 0.02F;
+  const RunIdentity run = identify_run(gcn(), shard, "none", options);
+  TrainingState saved(gcn(), 1.0F);
+  save_checkpoint(dir.file("c.h5"), run, saved.progress, saved.adam);
+  {
+    auto file = hdf5::File::open_write(dir.file("c.h5"));
+    file.set_attribute("format", std::string("nj-checkpoint 1"));
+    file.set_attribute("model",
+                       std::string("gcn, 2 layers, hidden 4, heads 8, output heads 1, activation relu, dropout 0.5, "
+                                   "attention dropout 0.6, seed 0"));
+    file.set_attribute("optimizer", "Adam lr 0.02, " + run.optimizer.substr(std::string("Adam ").size()));
+    file.set_attribute("next_epoch", std::int64_t{5});
+    file.set_attribute("best_val_epoch", std::int64_t{1});  // counted from 0
+  }
+  const CheckpointSummary summary = read_checkpoint_summary(dir.file("c.h5"));
+  EXPECT_EQ(summary.format, 1);
+  EXPECT_EQ(summary.run.model, run.model);
+  EXPECT_EQ(summary.run.lr, 0.02F);
+  ASSERT_TRUE(summary.model.has_value());
+  EXPECT_EQ(summary.model->hidden, 4);
+  TrainingState loaded(gcn(), 9.0F);
+  const TrainingProgress progress = load_checkpoint(dir.file("c.h5"), run, loaded.adam);
+  EXPECT_EQ(loaded.weights(), saved.weights());
+  EXPECT_EQ(progress.next_epoch, 5U);
+  EXPECT_EQ(progress.best_val_epoch, 1U);
+
+  hdf5::File::open_write(dir.file("c.h5")).set_attribute("format", std::string("nj-checkpoint 9"));
+  EXPECT_NE(message_of([&] { read_checkpoint_summary(dir.file("c.h5")); }).find("format '9' is not one this build reads"),
+            std::string::npos);
 }
 
 TEST_F(CheckpointTest, DamagedFilesAreOneLineErrorsThatLeaveTheModelAsItWas) {

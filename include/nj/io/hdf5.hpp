@@ -44,6 +44,8 @@ class File {
   const std::string& path() const { return path_; }
   bool exists(const std::string& object) const;
   void create_group(const std::string& group);
+  // The names of a group's members, in name order.
+  std::vector<std::string> members(const std::string& group) const;
   std::vector<hsize_t> shape(const std::string& dataset) const;
 
   // Writes a dataset of the given shape; rows_per_chunk > 0 stores it chunked along the first axis.

@@ -51,8 +51,8 @@ void write_manifest(const std::string& directory, const PartitionManifest& manif
 PartitionManifest read_manifest(const std::string& path);
 
 // Writes every part's shard of `dataset` (one at a time, so that only one shard is in memory) and then the
-// manifest into `directory`, which is created if missing, telling `progress` of each shard. Returns the manifest
-// written.
+// manifest into `directory`, which is created if missing, telling `progress` of each shard; removes the shard files
+// an earlier partition into more parts left there. Returns the manifest written.
 PartitionManifest write_partition(const Dataset& dataset, const std::string& dataset_path,
                                   std::span<const std::int32_t> part_of, const PartitionInfo& info,
                                   const std::string& directory, const ProgressCallback& progress = {});

@@ -19,16 +19,24 @@
 namespace nj {
 
 // What a run must share with a checkpoint to resume from it, one description per part. Resuming under a
-// different partitioning would change how sums are rounded, and under a different optimizer the trajectory.
+// different partitioning would change how sums are rounded, and under a different optimizer the trajectory. The
+// model's description names only the options its kind uses (a GCN's has no heads), and the optimizer's leaves out
+// the learning rate, which fine-tuning changes.
 struct RunIdentity {
   std::string model;
   std::string dataset;
   std::string partitioning;
   std::string optimizer;
+  // Recorded beside the identity, not compared: every model option, so that a run that does not give them can
+  // take them from the checkpoint, and the learning rate.
+  ModelConfig model_options{};
+  float lr = 0.0F;
 };
 // `feature_norm` is how the run normalises features after loading ("none", "row").
 RunIdentity identify_run(const ModelConfig& model, const Shard& shard, const std::string& feature_norm,
                          const TrainOptions& options);
+// "gcn, 2 layers, hidden 16, activation relu, dropout 0.5, seed 0": the options that `model`'s kind uses.
+std::string describe_model(const ModelConfig& model);
 // One line per part that differs, "model: checkpoint has '...', this run has '...'", joined by "; ". Empty
 // when they match.
 std::string describe_differences(const RunIdentity& checkpoint, const RunIdentity& run);
@@ -44,10 +52,28 @@ class CheckpointMismatch : public InputError {
 // the data is on disk and before it takes its name: where tests kill the process.
 void save_checkpoint(const std::string& path, const RunIdentity& run, const TrainingProgress& progress,
                      const Adam& optimizer, const std::function<void()>& on_written = {});
-// Reads a checkpoint into the optimizer's parameters and moments, all or nothing, and returns its progress.
-// Throws CheckpointMismatch naming every part of the identity that differs, and InputError naming the file and
-// the object where it is not a checkpoint, is damaged, or holds a non-finite value.
+// Reads a checkpoint into the optimizer's parameters and moments, all or nothing, and returns its progress; logs
+// a learning rate other than the checkpoint's (fine-tuning). Throws CheckpointMismatch naming every part of the
+// identity that differs, and InputError naming the file and the object where it is not a checkpoint, is damaged,
+// or holds a non-finite value.
 TrainingProgress load_checkpoint(const std::string& path, const RunIdentity& run, Adam& optimizer);
+
+// The checkpoint format this build writes. It reads the ones before it too: format 1 counted the best validation
+// epoch from 0 and described every model option and the learning rate in the identity.
+inline constexpr int kCheckpointFormat = 2;
+
+// What a checkpoint records besides the arrays, read and checked without them.
+struct CheckpointSummary {
+  int format = kCheckpointFormat;
+  RunIdentity run;                   // its descriptions as this build writes them
+  std::optional<ModelConfig> model;  // every model option; absent from a format 1 file not written by nj train
+  TrainingProgress progress;
+  std::int64_t adam_steps = 0;
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameters;  // name and shape, in the file's order
+};
+// True when `path` is an HDF5 file that says it is a checkpoint (of any format).
+bool is_checkpoint_file(const std::string& path);
+CheckpointSummary read_checkpoint_summary(const std::string& path);
 
 // Makes every rank's parameters, moments and progress rank `root`'s: the one rank that read a checkpoint
 // hands it to the others, which need not see the file.
@@ -68,6 +94,9 @@ class CheckpointFolder {
                    const std::function<void()>& on_written = {}) const;
   // Checkpoints in the folder, newest first.
   std::vector<std::string> checkpoints() const;
+  // The newest checkpoint whose summary reads, without a warning for those that do not (resume gives them);
+  // nothing where there is none.
+  std::optional<CheckpointSummary> newest_summary() const;
 
   struct Resumed {
     std::string path;

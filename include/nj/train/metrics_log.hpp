@@ -1,5 +1,6 @@
 #pragma once
 // --metrics-out: one JSON object per line, one per epoch, then a final summary object ("type": "summary").
+// Epochs are counted from 1 there, as in the log.
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>

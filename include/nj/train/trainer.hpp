@@ -67,7 +67,7 @@ struct Accuracy {
 };
 
 struct EpochMetrics {
-  std::uint32_t epoch = 0;
+  std::uint32_t epoch = 0;  // counted from 0, as the dropout masks address it; printed and logged from 1
   double loss = 0.0;
   Accuracy accuracy;          // NaN where the epoch was not evaluated
   double step_seconds = 0.0;  // forward, loss and backward
@@ -87,7 +87,7 @@ struct EpochMetrics {
 struct TrainSummary {
   std::uint32_t epochs = 0;
   Accuracy final_accuracy;
-  std::uint32_t best_val_epoch = 0;
+  std::uint32_t best_val_epoch = 0;  // counted from 0
   Accuracy best_val_accuracy;  // all three accuracies at the epoch with the best validation accuracy
   double median_epoch_seconds = 0.0;
   double total_seconds = 0.0;
@@ -96,8 +96,8 @@ struct TrainSummary {
 // Where training stands between epochs: with the weights and Adam's state, all a resumed run needs to go on as
 // if it had never stopped.
 struct TrainingProgress {
-  std::uint32_t next_epoch = 0;
-  std::uint32_t best_val_epoch = 0;
+  std::uint32_t next_epoch = 0;      // counted from 0: the number of epochs done
+  std::uint32_t best_val_epoch = 0;  // counted from 0
   Accuracy best_val_accuracy;  // NaN until an epoch is evaluated
   Accuracy final_accuracy;     // of the latest evaluated epoch
 };
@@ -112,8 +112,10 @@ class Trainer {
   // Accuracies of a forward pass without dropout, from counts summed over ranks.
   Accuracy evaluate();
   // Trains epochs [progress().next_epoch, options.epochs), calling on_epoch after each, when progress() has
-  // moved past it.
-  TrainSummary fit(const std::function<void(const EpochMetrics&)>& on_epoch);
+  // moved past it. Where `stop` is given, it is asked after each epoch's on_epoch, on every rank, and training
+  // ends early where it says so: it must answer alike on every rank. progress() tells where training stopped.
+  TrainSummary fit(const std::function<void(const EpochMetrics&)>& on_epoch,
+                   const std::function<bool()>& stop = {});
 
   Adam& optimizer() { return optimizer_; }
   const TrainingProgress& progress() const { return progress_; }
