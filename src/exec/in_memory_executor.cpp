@@ -342,8 +342,23 @@ double InMemoryExecutor::train_step(Model& model, std::uint32_t epoch, const Los
 
 ExecutionMetrics InMemoryExecutor::take_metrics() {
   ExecutionMetrics metrics;
+  take_device_metrics(state_->transfers, metrics);
   metrics.exchange = state_->exchange.take_stats();
   return metrics;
+}
+
+void take_device_metrics(Transfers& transfers, ExecutionMetrics& m) {
+  Device& device = transfers.device();
+  device.synchronize();
+  const DeviceStats stats = device.stats();
+  std::tie(m.h2d_bytes, m.d2h_bytes) = transfers.take_row_bytes();
+  m.h2d_other_bytes = stats.h2d_bytes - m.h2d_bytes;
+  m.d2h_other_bytes = stats.d2h_bytes - m.d2h_bytes;
+  m.pageable_copies = stats.pageable_copies;
+  m.peak_device_bytes = stats.peak_bytes;
+  m.peak_device_footprint_bytes = stats.peak_footprint_bytes;
+  m.copy_seconds = stats.copy_seconds;
+  device.reset_transfer_stats();
 }
 
 }  // namespace nj
