@@ -291,6 +291,20 @@ struct InMemoryExecutor::State {
     return {values.data(), rows, cols};
   }
 
+  // Runs a step or an evaluation whose measurements are dropped if it fails part-way, so that the next step
+  // measures as if it were the first (as the subgraph executor's as_whole does).
+  template <typename Fn>
+  auto as_whole(Fn&& fn) {
+    try {
+      return fn();
+    } catch (...) {
+      transfers.take_row_bytes();
+      exchange.take_stats();
+      device.reset_transfer_stats();
+      throw;
+    }
+  }
+
   Backend& backend;
   Device& device;
   Communicator* comm;  // sums the gradients over the ranks (null: one rank)
@@ -328,16 +342,18 @@ InMemoryExecutor::InMemoryExecutor(Resources& resources, const Model& model, con
 InMemoryExecutor::~InMemoryExecutor() = default;
 
 ConstRows InMemoryExecutor::evaluate(Model& model) {
-  state_->forward(model, 0, false);
+  state_->as_whole([&] { state_->forward(model, 0, false); });
   return state_->logits.view();
 }
 
 double InMemoryExecutor::train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) {
   State& s = *state_;
-  s.forward(model, epoch, true);
-  const double total = loss(s.logits.view(), nullptr, s.grad_logits.view());
-  s.backward(model, epoch);
-  return total;
+  return s.as_whole([&] {
+    s.forward(model, epoch, true);
+    const double total = loss(s.logits.view(), nullptr, s.grad_logits.view());
+    s.backward(model, epoch);
+    return total;
+  });
 }
 
 ExecutionMetrics InMemoryExecutor::take_metrics() {
