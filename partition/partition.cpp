@@ -9,6 +9,7 @@
 #include <string>
 #include <type_traits>
 
+#include "nj/core/enum_names.hpp"
 #include "nj/core/error.hpp"
 
 namespace nj {
@@ -91,21 +92,13 @@ std::vector<std::int32_t> contiguous_parts(vid_t n, int parts) {
 
 }  // namespace
 
-const char* to_string(PartitionMethod method) {
-  switch (method) {
-    case PartitionMethod::kMetis: return "metis";
-    case PartitionMethod::kRandom: return "random";
-    case PartitionMethod::kContiguous: return "contiguous";
-  }
-  NJ_EXPECTS(false, "unknown partition method {}", static_cast<int>(method));
-}
+constexpr EnumNames<PartitionMethod, 3> kPartitionMethodNames{"partition method",
+                                                              {{{PartitionMethod::kMetis, "metis"},
+                                                                {PartitionMethod::kRandom, "random"},
+                                                                {PartitionMethod::kContiguous, "contiguous"}}}};
 
-PartitionMethod parse_partition_method(const std::string& text) {
-  for (const auto method : {PartitionMethod::kMetis, PartitionMethod::kRandom, PartitionMethod::kContiguous}) {
-    if (text == to_string(method)) return method;
-  }
-  throw InputError(fmt::format("unknown partition method '{}' (expected metis, random or contiguous)", text));
-}
+const char* to_string(PartitionMethod method) { return kPartitionMethodNames.name(method); }
+PartitionMethod parse_partition_method(const std::string& text) { return kPartitionMethodNames.parse(text); }
 
 void require_fits_metis(const std::string& what, std::int64_t vertices, std::int64_t adjacency_entries) {
   constexpr std::int64_t kLimit = std::numeric_limits<idx_t>::max();

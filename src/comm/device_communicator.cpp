@@ -58,14 +58,16 @@ class TrackedExchange final : public PendingExchange {
   bool open_ = true;
 };
 
-class DeviceCommunicator final : public Communicator {
+class DeviceCommunicator final : public ForwardingCommunicator {
  public:
   DeviceCommunicator(Communicator& job, std::unique_ptr<PeerTransport> transport)
-      : job_(job), transport_(std::move(transport)), unwinding_at_creation_(std::uncaught_exceptions()) {
+      : ForwardingCommunicator(job),
+        transport_(std::move(transport)),
+        unwinding_at_creation_(std::uncaught_exceptions()) {
     std::vector<std::byte> id(transport_->id_bytes());
-    if (job_.rank() == 0) transport_->make_id(id);
-    job_.broadcast(id, 0);
-    transport_->connect(id, job_.rank(), job_.size());
+    if (rank() == 0) transport_->make_id(id);
+    broadcast(id, 0);
+    transport_->connect(id, rank(), size());
   }
   DeviceCommunicator(const DeviceCommunicator&) = delete;
   DeviceCommunicator& operator=(const DeviceCommunicator&) = delete;
@@ -85,17 +87,10 @@ class DeviceCommunicator final : public Communicator {
     }
   }
 
-  int rank() const override { return job_.rank(); }
-  int size() const override { return job_.size(); }
   MemorySpace exchange_space() const override { return MemorySpace::kDevice; }
-  void all_reduce_sum(std::span<float> values) override { job_.all_reduce_sum(values); }
-  void all_reduce_sum(std::span<double> values) override { job_.all_reduce_sum(values); }
-  void all_reduce_sum(std::span<std::int64_t> values) override { job_.all_reduce_sum(values); }
-  void all_reduce_max(std::span<double> values) override { job_.all_reduce_max(values); }
   void all_reduce_sum_on_device(DeviceSpan<float> values) override {
     if (!values.empty()) transport_->all_reduce_sum(values);
   }
-  void broadcast(std::span<std::byte> bytes, int root) override { job_.broadcast(bytes, root); }
 
   std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
                                                   std::span<const ReceiveBuffer> receives, int tag) override {
@@ -103,19 +98,17 @@ class DeviceCommunicator final : public Communicator {
       return std::all_of(sends.begin(), sends.end(), [&](const SendBuffer& s) { return s.space == space; }) &&
              std::all_of(receives.begin(), receives.end(), [&](const ReceiveBuffer& r) { return r.space == space; });
     };
-    if (in_space(MemorySpace::kHost)) return job_.start_exchange(sends, receives, tag);
+    if (in_space(MemorySpace::kHost)) return inner().start_exchange(sends, receives, tag);
     NJ_EXPECTS(in_space(MemorySpace::kDevice), "an exchange mixes host and device buffers");
     return std::make_unique<TrackedExchange>(transport_->start(sends, receives, tag), in_flight_);
   }
 
   [[noreturn]] void abort(int code) noexcept override {
     transport_->abort();
-    job_.abort(code);
-    std::_Exit(code);  // not reached: the job's abort ends the process
+    ForwardingCommunicator::abort(code);
   }
 
  private:
-  Communicator& job_;
   std::unique_ptr<PeerTransport> transport_;
   std::shared_ptr<InFlight> in_flight_ = std::make_shared<InFlight>();
   int unwinding_at_creation_;

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "nj/core/enum_names.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/device/arena.hpp"
 #include "nj/device/device.hpp"
@@ -37,12 +38,11 @@
 namespace nj {
 
 const char* to_string(Stream stream) {
-  switch (stream) {
-    case Stream::kCompute: return "compute";
-    case Stream::kHostToDevice: return "host-to-device";
-    case Stream::kDeviceToHost: return "device-to-host";
-  }
-  return "?";
+  static constexpr EnumNames<Stream, 3> kNames{"stream",
+                                               {{{Stream::kCompute, "compute"},
+                                                 {Stream::kHostToDevice, "host-to-device"},
+                                                 {Stream::kDeviceToHost, "device-to-host"}}}};
+  return kNames.name(stream);
 }
 
 namespace {

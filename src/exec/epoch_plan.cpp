@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "nj/core/bytes.hpp"
+#include "nj/core/enum_names.hpp"
 #include "nj/core/side_by_side.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/device/arena.hpp"
@@ -668,15 +669,14 @@ bool plan_sums_first_layer_inputs(const Model& model, std::int64_t device_budget
   return unlimited(device_budget) && mode == ExecutionMode::kReuse && aggregates_before_transform(model.layer(0), 0);
 }
 
-ExecutionMode parse_execution_mode(const std::string& text) {
-  if (text == "reuse") return ExecutionMode::kReuse;
-  if (text == "recompute") return ExecutionMode::kRecompute;
-  throw InputError(fmt::format("unknown execution mode '{}' (expected reuse or recompute)", text));
-}
+constexpr EnumNames<ExecutionMode, 2> kExecutionModeNames{
+    "execution mode", {{{ExecutionMode::kReuse, "reuse"}, {ExecutionMode::kRecompute, "recompute"}}}};
+constexpr EnumNames<CutOrder, 2> kCutOrderNames{
+    "cut order", {{{CutOrder::kBreadthFirst, "breadth-first"}, {CutOrder::kVertexIds, "vertex-id"}}}};
 
-const char* to_string(ExecutionMode mode) { return mode == ExecutionMode::kReuse ? "reuse" : "recompute"; }
-
-const char* to_string(CutOrder order) { return order == CutOrder::kBreadthFirst ? "breadth-first" : "vertex-id"; }
+ExecutionMode parse_execution_mode(const std::string& text) { return kExecutionModeNames.parse(text); }
+const char* to_string(ExecutionMode mode) { return kExecutionModeNames.name(mode); }
+const char* to_string(CutOrder order) { return kCutOrderNames.name(order); }
 
 std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local, const LibraryMemory& library) {
   const PreparedGraph prepared = model.prepare(local);

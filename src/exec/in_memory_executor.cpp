@@ -291,6 +291,20 @@ struct InMemoryExecutor::State {
     return {values.data(), rows, cols};
   }
 
+  // Runs a step or an evaluation whose measurements are dropped if it fails part-way, so that the next step
+  // measures as if it were the first (as the subgraph executor's as_whole does).
+  template <typename Fn>
+  auto as_whole(Fn&& fn) {
+    try {
+      return fn();
+    } catch (...) {
+      transfers.take_row_bytes();
+      exchange.take_stats();
+      device.reset_transfer_stats();
+      throw;
+    }
+  }
+
   Backend& backend;
   Device& device;
   Communicator* comm;  // sums the gradients over the ranks (null: one rank)
@@ -328,22 +342,39 @@ InMemoryExecutor::InMemoryExecutor(Resources& resources, const Model& model, con
 InMemoryExecutor::~InMemoryExecutor() = default;
 
 ConstRows InMemoryExecutor::evaluate(Model& model) {
-  state_->forward(model, 0, false);
+  state_->as_whole([&] { state_->forward(model, 0, false); });
   return state_->logits.view();
 }
 
 double InMemoryExecutor::train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) {
   State& s = *state_;
-  s.forward(model, epoch, true);
-  const double total = loss(s.logits.view(), nullptr, s.grad_logits.view());
-  s.backward(model, epoch);
-  return total;
+  return s.as_whole([&] {
+    s.forward(model, epoch, true);
+    const double total = loss(s.logits.view(), nullptr, s.grad_logits.view());
+    s.backward(model, epoch);
+    return total;
+  });
 }
 
 ExecutionMetrics InMemoryExecutor::take_metrics() {
   ExecutionMetrics metrics;
+  take_device_metrics(state_->transfers, metrics);
   metrics.exchange = state_->exchange.take_stats();
   return metrics;
+}
+
+void take_device_metrics(Transfers& transfers, ExecutionMetrics& m) {
+  Device& device = transfers.device();
+  device.synchronize();
+  const DeviceStats stats = device.stats();
+  std::tie(m.h2d_bytes, m.d2h_bytes) = transfers.take_row_bytes();
+  m.h2d_other_bytes = stats.h2d_bytes - m.h2d_bytes;
+  m.d2h_other_bytes = stats.d2h_bytes - m.d2h_bytes;
+  m.pageable_copies = stats.pageable_copies;
+  m.peak_device_bytes = stats.peak_bytes;
+  m.peak_device_footprint_bytes = stats.peak_footprint_bytes;
+  m.copy_seconds = stats.copy_seconds;
+  device.reset_transfer_stats();
 }
 
 }  // namespace nj

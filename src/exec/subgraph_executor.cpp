@@ -797,18 +797,9 @@ double SubgraphExecutor::train_step(Model& model, std::uint32_t epoch, const Los
 }
 ExecutionMetrics SubgraphExecutor::take_metrics() {
   State& s = *state_;
-  s.device.synchronize();
-  const DeviceStats stats = s.device.stats();
   ExecutionMetrics m = s.metrics;
-  std::tie(m.h2d_bytes, m.d2h_bytes) = s.transfers.take_row_bytes();
-  m.h2d_other_bytes = stats.h2d_bytes - m.h2d_bytes;
-  m.d2h_other_bytes = stats.d2h_bytes - m.d2h_bytes;
-  m.pageable_copies = stats.pageable_copies;
-  m.peak_device_bytes = stats.peak_bytes;
-  m.peak_device_footprint_bytes = stats.peak_footprint_bytes;
-  m.copy_seconds = stats.copy_seconds;
+  take_device_metrics(s.transfers, m);
   m.exchange = s.exchange.take_stats();
-  s.device.reset_transfer_stats();
   s.metrics = {};
   return m;
 }

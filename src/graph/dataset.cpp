@@ -2,26 +2,22 @@
 
 #include <cmath>
 
+#include "nj/core/enum_names.hpp"
 #include "nj/core/error.hpp"
 #include "nj/core/printable.hpp"
 
 namespace nj {
 
-const char* to_string(SelfLoopPolicy policy) {
-  switch (policy) {
-    case SelfLoopPolicy::kKept: return "kept";
-    case SelfLoopPolicy::kRemoved: return "removed";
-    case SelfLoopPolicy::kAdded: return "added";
-  }
-  return "unknown";
-}
+namespace {
 
-SelfLoopPolicy parse_self_loop_policy(const std::string& text) {
-  if (text == "kept") return SelfLoopPolicy::kKept;
-  if (text == "removed") return SelfLoopPolicy::kRemoved;
-  if (text == "added") return SelfLoopPolicy::kAdded;
-  throw InputError(fmt::format("unknown self-loop policy '{}' (expected kept, removed or added)", printable(text)));
-}
+constexpr EnumNames<SelfLoopPolicy, 3> kSelfLoopPolicyNames{
+    "self-loop policy",
+    {{{SelfLoopPolicy::kKept, "kept"}, {SelfLoopPolicy::kRemoved, "removed"}, {SelfLoopPolicy::kAdded, "added"}}}};
+
+}  // namespace
+
+const char* to_string(SelfLoopPolicy policy) { return kSelfLoopPolicyNames.name(policy); }
+SelfLoopPolicy parse_self_loop_policy(const std::string& text) { return kSelfLoopPolicyNames.parse(text); }
 
 std::int64_t count(std::span<const std::uint8_t> mask) {
   std::int64_t n = 0;

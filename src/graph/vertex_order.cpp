@@ -9,6 +9,7 @@
 #include <numeric>
 #include <utility>
 
+#include "nj/core/enum_names.hpp"
 #include "nj/core/error.hpp"
 #include "nj/core/huge_pages.hpp"
 #include "nj/core/stopwatch.hpp"
@@ -247,13 +248,11 @@ void permute_prefix(std::vector<T>& values, std::span<const vid_t> order) {
 
 }  // namespace
 
-const char* to_string(VertexOrder order) { return order == VertexOrder::kInput ? "input" : "community"; }
+constexpr EnumNames<VertexOrder, 2> kVertexOrderNames{
+    "vertex order", {{{VertexOrder::kCommunity, "community"}, {VertexOrder::kInput, "input"}}}};
 
-VertexOrder parse_vertex_order(const std::string& text) {
-  if (text == "input") return VertexOrder::kInput;
-  if (text == "community") return VertexOrder::kCommunity;
-  throw InputError(fmt::format("unknown vertex order '{}' (use input or community)", text));
-}
+const char* to_string(VertexOrder order) { return kVertexOrderNames.name(order); }
+VertexOrder parse_vertex_order(const std::string& text) { return kVertexOrderNames.parse(text); }
 
 std::vector<vid_t> owned_order(const LocalGraph& local, VertexOrder order) {
   std::vector<vid_t> result(static_cast<std::size_t>(local.num_owned));

@@ -2,27 +2,21 @@
 #include "nj/kernels/planning_backend.hpp"
 
 #include "nj/device/device.hpp"
+#include "nj/kernels/forwarding_backend.hpp"
 
 namespace nj {
 namespace {
 
-// It takes of the arena what the planned backend's libraries take of it (LibraryMemory), when that backend would:
-// the narrowed offsets for each SpMM the sparse library would run. (Their workspace lies beside the arena.)
-class PlanningBackend final : public Backend {
+// Kernels that do nothing, with `sizes`' workspace sizes.
+class NoKernels final : public Backend {
  public:
-  PlanningBackend(const Backend& sizes, Device& device, const LibraryMemory& library)
-      : sizes_(sizes), device_(device), library_(library) {}
+  explicit NoKernels(const Backend& sizes) : sizes_(sizes) {}
   std::string_view name() const override { return "planning"; }
-  LibraryMemory library_memory() const override { return library_; }
   void gemm(bool /*transpose_a*/, bool /*transpose_b*/, float /*alpha*/, ConstDeviceRows /*a*/, ConstDeviceRows /*b*/,
             float /*beta*/, DeviceRows /*c*/) override {}
-  void spmm(const SparseBlockView& block, ConstDeviceRows /*in*/, DeviceRows /*out*/) override {
-    narrow_offsets(block, false);
-  }
-  void spmm_transpose(const SparseBlockView& block, ConstDeviceRows /*grad_out*/, DeviceRows /*grad_in*/,
-                      bool /*accumulate*/) override {
-    narrow_offsets(block, true);
-  }
+  void spmm(const SparseBlockView& /*block*/, ConstDeviceRows /*in*/, DeviceRows /*out*/) override {}
+  void spmm_transpose(const SparseBlockView& /*block*/, ConstDeviceRows /*grad_out*/, DeviceRows /*grad_in*/,
+                      bool /*accumulate*/) override {}
   void gat_forward(const SparseBlockView& /*block*/, const GatShape& /*shape*/, const RandomStream& /*attention*/,
                    ConstDeviceRows /*z*/, DeviceRows /*out*/) override {}
   std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const override {
@@ -45,13 +39,28 @@ class PlanningBackend final : public Backend {
   void zero_rows(DeviceRows /*dst*/, DeviceSpan<const vid_t> /*rows*/, std::int64_t /*count*/) override {}
 
  private:
-  void narrow_offsets(const SparseBlockView& block, bool transpose) {
-    if (!library_.narrows_offsets || !sparse_library_takes(block, transpose)) return;
-    const DeviceArray<std::byte> narrowed(device_, narrowed_offsets_bytes(block, transpose),
+  const Backend& sizes_;
+};
+
+// It takes of the arena what the planned backend's libraries take of it (LibraryMemory), when that backend would:
+// the narrowed offsets for each SpMM the sparse library would run. (Their workspace lies beside the arena.)
+class PlanningBackend final : public ForwardingBackend {
+ public:
+  PlanningBackend(const Backend& sizes, Device& device, const LibraryMemory& library)
+      : ForwardingBackend(std::make_unique<NoKernels>(sizes)), device_(device), library_(library) {}
+  LibraryMemory library_memory() const override { return library_; }
+
+ private:
+  void before(const KernelCall& call) override {
+    if (!library_.narrows_offsets || call.block == nullptr) return;
+    const std::string_view kernel = call.kernel;
+    if (kernel != "spmm" && kernel != "spmm_transpose") return;
+    const bool transpose = kernel == "spmm_transpose";
+    if (!sparse_library_takes(*call.block, transpose)) return;
+    const DeviceArray<std::byte> narrowed(device_, narrowed_offsets_bytes(*call.block, transpose),
                                           "library: narrowed offsets");
   }
 
-  const Backend& sizes_;
   Device& device_;
   LibraryMemory library_;
 };

@@ -1,31 +1,25 @@
 #include "nj/model/model.hpp"
 
+#include "nj/core/enum_names.hpp"
 #include "nj/kernels/sparse_block.hpp"
 #include "nj/model/layers.hpp"
 
 namespace nj {
 
-ModelKind parse_model_kind(const std::string& text) {
-  if (text == "gcn") return ModelKind::kGcn;
-  if (text == "gat") return ModelKind::kGat;
-  throw InputError(fmt::format("unknown model '{}' (expected gcn or gat)", text));
-}
+namespace {
 
-const char* to_string(ModelKind kind) { return kind == ModelKind::kGcn ? "gcn" : "gat"; }
+constexpr EnumNames<ModelKind, 2> kModelNames{"model", {{{ModelKind::kGcn, "gcn"}, {ModelKind::kGat, "gat"}}}};
+// What --activation accepts; "none" is the output layer's, printed but never asked for.
+constexpr EnumNames<Activation, 2> kActivationNames{"activation",
+                                                    {{{Activation::kRelu, "relu"}, {Activation::kElu, "elu"}}}};
 
-Activation parse_activation(const std::string& text) {
-  if (text == "relu") return Activation::kRelu;
-  if (text == "elu") return Activation::kElu;
-  throw InputError(fmt::format("unknown activation '{}' (expected relu or elu)", text));
-}
+}  // namespace
 
+ModelKind parse_model_kind(const std::string& text) { return kModelNames.parse(text); }
+const char* to_string(ModelKind kind) { return kModelNames.name(kind); }
+Activation parse_activation(const std::string& text) { return kActivationNames.parse(text); }
 const char* to_string(Activation activation) {
-  switch (activation) {
-    case Activation::kRelu: return "relu";
-    case Activation::kElu: return "elu";
-    case Activation::kNone: break;
-  }
-  return "none";
+  return activation == Activation::kNone ? "none" : kActivationNames.name(activation);
 }
 
 Model::Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_classes) : config_(config) {

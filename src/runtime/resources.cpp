@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <initializer_list>
 
+#include "nj/core/enum_names.hpp"
 #include "nj/core/error.hpp"
 #include "nj/device/cuda.hpp"
 
@@ -17,21 +18,15 @@ Resources make_cpu_resources(std::int64_t budget_bytes, int threads) {
   return r;
 }
 
-DeviceKind parse_device_kind(std::string_view text) {
-  if (text == "auto") return DeviceKind::kAuto;
-  if (text == "cpu") return DeviceKind::kCpu;
-  if (text == "cuda") return DeviceKind::kCuda;
-  throw InputError(fmt::format("unknown device '{}': expected cuda, cpu or auto", text));
-}
+namespace {
 
-const char* to_string(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::kAuto: return "auto";
-    case DeviceKind::kCpu: return "cpu";
-    case DeviceKind::kCuda: return "cuda";
-  }
-  return "?";
-}
+constexpr EnumNames<DeviceKind, 3> kDeviceKindNames{
+    "device", {{{DeviceKind::kCuda, "cuda"}, {DeviceKind::kCpu, "cpu"}, {DeviceKind::kAuto, "auto"}}}};
+
+}  // namespace
+
+DeviceKind parse_device_kind(std::string_view text) { return kDeviceKindNames.parse(text); }
+const char* to_string(DeviceKind kind) { return kDeviceKindNames.name(kind); }
 
 namespace {
 

@@ -14,11 +14,10 @@
 #include <span>
 #include <utility>
 
+#include "nj/core/enum_names.hpp"
 #include "nj/core/error.hpp"
 #include "nj/core/huge_pages.hpp"
 #include "nj/core/stopwatch.hpp"
-
-
 #include "scheduler/evictors.hpp"
 #include "scheduler/trace_index.hpp"
 
@@ -74,7 +73,6 @@ struct Pool {
   // A position in the ring from one less than twice its size (without a division on every slot taken).
   std::size_t wrap(std::size_t i) const { return i < free_ring.size() ? i : i - free_ring.size(); }
 };
-
 
 struct Traits {
   bool aware;  // honours release_dead_rows: dead rows leave at once, only live values are written back
@@ -425,34 +423,20 @@ CachePlan run_planners(const AccessTrace& trace, const TraceIndex& ix, Traits tr
   return plan;
 }
 
-constexpr std::array<std::pair<CachePolicy, const char*>, 7> kPolicyNames = {{
-    {CachePolicy::kStAware, "st-aware"},
-    {CachePolicy::kLru, "lru"},
-    {CachePolicy::kFifo, "fifo"},
-    {CachePolicy::kDegree, "degree"},
-    {CachePolicy::kSizeOrder, "size-order"},
-    {CachePolicy::kBelady, "belady"},
-    {CachePolicy::kNone, "none"},
-}};
+constexpr EnumNames<CachePolicy, 7> kPolicyNames{"cache policy",
+                                                 {{{CachePolicy::kStAware, "st-aware"},
+                                                   {CachePolicy::kLru, "lru"},
+                                                   {CachePolicy::kFifo, "fifo"},
+                                                   {CachePolicy::kDegree, "degree"},
+                                                   {CachePolicy::kSizeOrder, "size-order"},
+                                                   {CachePolicy::kBelady, "belady"},
+                                                   {CachePolicy::kNone, "none"}}}};
 
 }  // namespace
 }  // namespace scheduling
 
-CachePolicy parse_cache_policy(const std::string& name) {
-  for (const auto& [policy, policy_name] : scheduling::kPolicyNames) {
-    if (name == policy_name) return policy;
-  }
-  throw InputError(fmt::format(
-      "unknown cache policy '{}' (expected st-aware, lru, fifo, degree, size-order, belady or none)", name));
-}
-
-const char* to_string(CachePolicy policy) {
-  for (const auto& [candidate, name] : scheduling::kPolicyNames) {
-    if (candidate == policy) return name;
-  }
-  NJ_EXPECTS(false, "cache policy {} has no name", static_cast<int>(policy));
-  return "";
-}
+CachePolicy parse_cache_policy(const std::string& name) { return scheduling::kPolicyNames.parse(name); }
+const char* to_string(CachePolicy policy) { return scheduling::kPolicyNames.name(policy); }
 
 CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy, CachePlanDetail detail, int threads) {
   const bool full = detail == CachePlanDetail::kFull;
@@ -464,12 +448,17 @@ CachePlan plan_cache(const AccessTrace& trace, CachePolicy policy, CachePlanDeta
   const std::size_t tensors = trace.tensors.size();
   switch (policy) {
     case CachePolicy::kStAware:
-      return scheduling::run_planners(trace, ix, traits, full, [&] { return scheduling::NextUseEvictor(tensors, true); });
+      return scheduling::run_planners(trace, ix, traits, full,
+                                      [&] { return scheduling::NextUseEvictor(tensors, true); });
     case CachePolicy::kBelady:
-      return scheduling::run_planners(trace, ix, traits, full, [&] { return scheduling::NextUseEvictor(tensors, false); });
+      return scheduling::run_planners(trace, ix, traits, full,
+                                      [&] { return scheduling::NextUseEvictor(tensors, false); });
     case CachePolicy::kLru:
-      return scheduling::run_planners(trace, ix, traits, full, [&] { return scheduling::KeyedEvictor(rows, tensors, true); });
-    default: return scheduling::run_planners(trace, ix, traits, full, [&] { return scheduling::KeyedEvictor(rows, tensors, false); });
+      return scheduling::run_planners(trace, ix, traits, full,
+                                      [&] { return scheduling::KeyedEvictor(rows, tensors, true); });
+    default:
+      return scheduling::run_planners(trace, ix, traits, full,
+                                      [&] { return scheduling::KeyedEvictor(rows, tensors, false); });
   }
 }
 

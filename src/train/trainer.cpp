@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "nj/core/enum_names.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/train/loss.hpp"
 
@@ -68,9 +69,9 @@ VertexTargets targets_of(const Shard& shard) {
 }
 
 WeightDecayScope parse_weight_decay_scope(const std::string& text) {
-  if (text == "all") return WeightDecayScope::kAll;
-  if (text == "first") return WeightDecayScope::kFirstLayer;
-  throw InputError(fmt::format("unknown weight-decay scope '{}' (expected all or first)", text));
+  static constexpr EnumNames<WeightDecayScope, 2> kNames{
+      "weight-decay scope", {{{WeightDecayScope::kAll, "all"}, {WeightDecayScope::kFirstLayer, "first"}}}};
+  return kNames.parse(text);
 }
 
 Trainer::Trainer(Model& model, Executor& executor, Communicator& comm, const VertexTargets& targets,

@@ -247,6 +247,18 @@ TEST(GpuSharing, TheChoiceCarriesTheCardsUuidAndNoGuessAtSharing) {
   const GpuInventory one_gpu{.count = [] { return 1; },
                              .uuid = [](int ordinal) { return fmt::format("{:032x}", ordinal + 41); },
                              .description = [](int) { return std::string("a test GPU"); }};
+  if (!cuda_built()) {
+    // A build without the CUDA backend refuses the request however many GPUs the machine has.
+    try {
+      (void)choose_device(DeviceKind::kCuda, one_gpu);
+      ADD_FAILURE() << "a build without CUDA chose a GPU";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("this build has no CUDA backend"), std::string::npos) << e.what();
+    }
+    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    return;
+  }
   const DeviceChoice choice = choose_device(DeviceKind::kCuda, one_gpu);
   unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
   unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");

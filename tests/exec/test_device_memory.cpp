@@ -275,5 +275,35 @@ TEST(LibraryMemory, StepsLeaveRoomForTheNarrowedOffsets) {
   EXPECT_EQ(options.library.workspace_bytes, kCublasWorkspaceBytes);
 }
 
+// In-memory training reports what its device holds and moves, as the subgraph executor does: its peak (every
+// layer's rows, the graph and the features at once), the logits' gradients it uploads and the logits it downloads.
+TEST(InMemoryMetrics, ReportTheDevicePeakAndTheBytesMoved) {
+  const Dataset data = test::grid_dataset(16, 16, 11);
+  Model model(model_config(ModelKind::kGcn), data.features.cols(), data.num_classes);
+  Resources resources = test::backend_resources(DeviceKind::kCpu, kUnlimited, 2);
+  InMemoryExecutor executor(resources, model, whole_local_graph(data.graph), data.features.view());
+  auto comm = make_single_process_communicator();
+  TrainOptions options;
+  options.epochs = 2;
+  options.eval_every = 0;
+  const std::int64_t logits = data.num_vertices() * data.num_classes * std::int64_t{sizeof(float)};
+  int epochs = 0;
+  Trainer(model, executor, *comm, targets_of(data), options).fit([&](const EpochMetrics& m) {
+    ++epochs;
+    EXPECT_GT(m.execution.peak_device_bytes, data.features.size() * std::int64_t{sizeof(float)});
+    EXPECT_GE(m.execution.peak_device_footprint_bytes, m.execution.peak_device_bytes);
+    // The first epoch also counts the features, uploaded as the executor was made.
+    if (epochs == 1) {
+      EXPECT_EQ(m.execution.h2d_bytes, logits + data.features.size() * std::int64_t{sizeof(float)});
+    } else {
+      EXPECT_EQ(m.execution.h2d_bytes, logits) << "the logits' gradients";
+    }
+    EXPECT_EQ(m.execution.d2h_bytes, logits) << "the logits";
+    EXPECT_GT(m.execution.h2d_other_bytes, 0) << "the parameters";
+    EXPECT_GT(m.execution.d2h_other_bytes, 0) << "the gradients";
+  });
+  EXPECT_EQ(epochs, 2);
+}
+
 }  // namespace
 }  // namespace nj

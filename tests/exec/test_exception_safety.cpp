@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "nj/exec/subgraph_executor.hpp"
+#include "nj/kernels/forwarding_backend.hpp"
 #include "nj/train/loss.hpp"
 #include "support/backends.hpp"
 #include "support/test_support.hpp"
@@ -66,73 +67,14 @@ class FaultInjector {
 };
 
 // Every kernel is an operation that may fail, before it runs.
-class FaultyBackend final : public Backend {
+class FaultyBackend final : public ForwardingBackend {
  public:
-  FaultyBackend(std::unique_ptr<Backend> inner, FaultInjector& faults) : inner_(std::move(inner)), faults_(faults) {}
-
-  std::string_view name() const override { return inner_->name(); }
-  void gemm(bool transpose_a, bool transpose_b, float alpha, ConstDeviceRows a, ConstDeviceRows b, float beta,
-            DeviceRows c) override {
-    faults_.operation("gemm");
-    inner_->gemm(transpose_a, transpose_b, alpha, a, b, beta, c);
-  }
-  void spmm(const SparseBlockView& block, ConstDeviceRows in, DeviceRows out) override {
-    faults_.operation("spmm");
-    inner_->spmm(block, in, out);
-  }
-  void spmm_transpose(const SparseBlockView& block, ConstDeviceRows grad_out, DeviceRows grad_in,
-                      bool accumulate) override {
-    faults_.operation("spmm_transpose");
-    inner_->spmm_transpose(block, grad_out, grad_in, accumulate);
-  }
-  void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
-                   ConstDeviceRows z, DeviceRows out) override {
-    faults_.operation("gat_forward");
-    inner_->gat_forward(block, shape, attention, z, out);
-  }
-  std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const override {
-    return inner_->gat_backward_workspace(num_dst, num_edges, heads);
-  }
-  void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
-                    ConstDeviceRows z, ConstDeviceRows grad_out, DeviceRows grad_z, bool accumulate,
-                    DeviceSpan<float> workspace) override {
-    faults_.operation("gat_backward");
-    inner_->gat_backward(block, shape, attention, z, grad_out, grad_z, accumulate, workspace);
-  }
-  void dropout(ConstDeviceRows in, DeviceSpan<const gid_t> row_gid, const RandomStream& stream, float p,
-               DeviceRows out) override {
-    faults_.operation("dropout");
-    inner_->dropout(in, row_gid, stream, p, out);
-  }
-  void bias_activation(ConstDeviceRows y, DeviceSpan<const float> bias, Activation act, DeviceRows h) override {
-    faults_.operation("bias_activation");
-    inner_->bias_activation(y, bias, act, h);
-  }
-  void activation_backward(Activation act, ConstDeviceRows h, ConstDeviceRows grad_h, DeviceRows grad_y) override {
-    faults_.operation("activation_backward");
-    inner_->activation_backward(act, h, grad_h, grad_y);
-  }
-  void column_sums(ConstDeviceRows in, DeviceSpan<float> out, bool accumulate) override {
-    faults_.operation("column_sums");
-    inner_->column_sums(in, out, accumulate);
-  }
-  void copy_rows(ConstDeviceRows src, DeviceSpan<const vid_t> src_rows, DeviceRows dst,
-                 DeviceSpan<const vid_t> dst_rows, std::int64_t count) override {
-    faults_.operation("copy_rows");
-    inner_->copy_rows(src, src_rows, dst, dst_rows, count);
-  }
-  void add_rows(ConstDeviceRows src, DeviceSpan<const vid_t> src_rows, DeviceRows dst, DeviceSpan<const vid_t> dst_rows,
-                std::int64_t count) override {
-    faults_.operation("add_rows");
-    inner_->add_rows(src, src_rows, dst, dst_rows, count);
-  }
-  void zero_rows(DeviceRows dst, DeviceSpan<const vid_t> rows, std::int64_t count) override {
-    faults_.operation("zero_rows");
-    inner_->zero_rows(dst, rows, count);
-  }
+  FaultyBackend(std::unique_ptr<Backend> inner, FaultInjector& faults)
+      : ForwardingBackend(std::move(inner)), faults_(faults) {}
 
  private:
-  std::unique_ptr<Backend> inner_;
+  void before(const KernelCall& call) override { faults_.operation(call.kernel); }
+
   FaultInjector& faults_;
 };
 

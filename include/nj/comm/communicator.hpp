@@ -3,6 +3,7 @@
 // identity), MPI across ranks, and NCCL for device memory with the CUDA backend. Sums are deterministic for a
 // fixed number of ranks.
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <span>
@@ -66,6 +67,36 @@ class Communicator {
   // Ends every rank of the job with `code`, at once: what an error on one rank must do so that no other rank
   // waits for it forever.
   [[noreturn]] virtual void abort(int code) noexcept = 0;
+};
+
+// A communicator that hands every operation to another (`inner`, which must outlive it): the base of those that
+// change a few operations and keep the rest.
+class ForwardingCommunicator : public Communicator {
+ public:
+  explicit ForwardingCommunicator(Communicator& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  MemorySpace exchange_space() const override { return inner_.exchange_space(); }
+  void all_reduce_sum(std::span<float> values) override { inner_.all_reduce_sum(values); }
+  void all_reduce_sum(std::span<double> values) override { inner_.all_reduce_sum(values); }
+  void all_reduce_sum(std::span<std::int64_t> values) override { inner_.all_reduce_sum(values); }
+  void all_reduce_max(std::span<double> values) override { inner_.all_reduce_max(values); }
+  void all_reduce_sum_on_device(DeviceSpan<float> values) override { inner_.all_reduce_sum_on_device(values); }
+  void broadcast(std::span<std::byte> bytes, int root) override { inner_.broadcast(bytes, root); }
+  std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
+                                                  std::span<const ReceiveBuffer> receives, int tag) override {
+    return inner_.start_exchange(sends, receives, tag);
+  }
+  [[noreturn]] void abort(int code) noexcept override {
+    inner_.abort(code);
+    std::_Exit(code);  // not reached: the inner communicator's abort ends the process
+  }
+
+ protected:
+  Communicator& inner() { return inner_; }
+
+ private:
+  Communicator& inner_;
 };
 
 // An error the ranks of a job have agreed on (agree_on_failure): exactly one of them reports it, and every

@@ -10,6 +10,7 @@
 
 #include "nj/comm/boundary_exchange.hpp"
 #include "nj/core/matrix.hpp"
+#include "nj/device/transfers.hpp"
 #include "nj/runtime/resources.hpp"
 #include "nj/exec/subgraph.hpp"
 #include "nj/model/model.hpp"
@@ -46,6 +47,10 @@ struct ExecutionMetrics {
     return total > 0 ? static_cast<double>(cache_hits) / static_cast<double>(total) : 1.0;
   }
 };
+
+// What the device measured since the last call, into `metrics`: the rows' bytes (as Transfers counted them) and
+// the other bytes, page-locked copies, peaks and copy time; then the device's counters start again.
+void take_device_metrics(Transfers& transfers, ExecutionMetrics& metrics);
 
 class Executor {
  public:

@@ -4,7 +4,8 @@
 // what a step needs is moved to the device. Two execution modes:
 //  - reuse (the paper's embedding reuse): layer by layer, every vertex's rows are computed once per epoch and
 //    read by every subgraph that needs them; rows with no reader left are released at once. The epoch's
-//    access trace is planned offline by a cache policy (cache_plan.hpp) and replayed.
+//    access trace is planned offline by a cache policy (cache_plan.hpp) and replayed. The plan's types and its
+//    planner are in epoch_plan.hpp.
 //  - recompute (the baseline of a graph-unaware swapping framework running a split full-graph model): each
 //    subgraph is pushed through all layers with its whole L-hop in-closure, so shared vertices are recomputed
 //    in every subgraph that needs them. A closure too large for the device is paged through it by the same
@@ -17,198 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "nj/device/planning_device.hpp"
-#include "nj/runtime/resources.hpp"
-#include "nj/scheduler/cache_plan.hpp"
+#include "nj/exec/epoch_plan.hpp"
 #include "nj/exec/executor.hpp"
-#include "nj/exec/subgraph.hpp"
+#include "nj/runtime/resources.hpp"
 
 namespace nj {
-
-enum class ExecutionMode { kReuse, kRecompute };
-ExecutionMode parse_execution_mode(const std::string& text);
-const char* to_string(ExecutionMode mode);
-
-// A pass keeps its subgraphs' blocks on the host when they take at most this many bytes together; otherwise each
-// step builds its subgraph's block from the pass's graph when it runs (SubgraphBuilder), holding one at a time.
-constexpr std::int64_t kDefaultKeptBlockBytes = std::int64_t{2} << 30;
-
-// The order a layer's destinations are cut into subgraphs in, so that consecutive subgraphs share source rows.
-enum class CutOrder {
-  kBreadthFirst,  // locality_order: for ids with no locality of their own (as stored)
-  kVertexIds,     // ascending ids: where the vertices are numbered by community (order_vertices), the ids are a
-                  // locality order already, and a better one (the ablation's plans move 0-5 % fewer bytes)
-};
-const char* to_string(CutOrder order);
-
-struct SubgraphExecutorOptions {
-  std::int64_t device_budget = kUnlimited;  // bytes
-  ExecutionMode mode = ExecutionMode::kReuse;
-  CachePolicy policy = CachePolicy::kStAware;
-  CutOrder cut_order = CutOrder::kBreadthFirst;
-  std::int64_t kept_block_bytes = kDefaultKeptBlockBytes;
-  // What the cache plans record: the executor needs only kTransfers; tests that compare every slot ask for kFull.
-  CachePlanDetail cache_detail = CachePlanDetail::kTransfers;
-  // What the backend's libraries take of the device (the executor sets its backend's): the workspace lies beside
-  // the arena, the narrowed offsets within the steps.
-  LibraryMemory library = {};
-};
-
-// A step of a pass: `index` is a transform chunk of its layer (transform steps), a subgraph of its layer
-// (aggregation steps) or a chunk of the layer's exchange rows (exchange steps).
-enum class StepKind {
-  kTransform,
-  kAggregate,
-  kAggregateBackward,
-  kTransformBackward,
-  kSendRows,          // boundary rows of what the layer aggregates leave the device for the peers that mirror them
-  kSendGradients,     // mirror rows of ∂L/∂Z leave the device for their owners
-  kReceiveGradients,  // what the mirrors sent for the boundary rows is added into their ∂L/∂Z
-};
-
-struct PlannedStep {
-  StepKind kind = StepKind::kTransform;
-  std::uint32_t layer = 0;
-  std::uint32_t index = 0;
-};
-
-// The rows one layer of a pass exchanges with other ranks, cut into chunks that fit a step.
-struct LayerExchange {
-  std::vector<std::vector<vid_t>> send_rows;          // boundary rows, forward
-  std::vector<std::vector<vid_t>> send_gradients;     // mirror rows, backward
-  std::vector<std::vector<vid_t>> receive_gradients;  // boundary rows, backward
-  std::vector<std::int64_t> receive_first;            // position in the boundary rows of each receive chunk
-};
-
-// Where a phase's exchange runs: it starts before step `start` and must be complete before step `finish`
-// (the first step that reads what it brings; that step is fenced). Either may be the phase's end: the
-// index of the next phase's first step, or the number of steps.
-struct ExchangePoints {
-  std::size_t start = 0;
-  std::size_t finish = 0;
-};
-
-// The size of one subgraph of a pass. Subgraph k of layer l has destinations transform_chunks[l][k] (a layer's
-// subgraphs come first among its chunks) with all their in-edges.
-struct PartSize {
-  vid_t num_src = 0;
-  eid_t num_edges = 0;
-  bool reads_mirror = false;  // some source is a mirror, whose row the exchange brings
-};
-
-// One run of the layer-by-layer schedule over a set of rows, forward and backward. Reuse makes one pass over
-// the whole graph. The recompute baseline makes one pass per subgraph over its L-hop closure: layer l computes
-// the rows within L-1-l hops of the subgraph, and nothing a pass computed is kept for the next one.
-struct Pass {
-  std::vector<vid_t> vertices;       // the graph vertex of each pass row; empty: row r is vertex r
-  std::int64_t num_rows = 0;         // rows of the first layer's input
-  std::int64_t num_outputs = 0;      // the last layer's outputs: the first num_outputs rows, whose loss the pass takes
-  std::int64_t aggregated_rows = 0;  // the most rows a layer aggregates (mirrors never are)
-  std::vector<std::vector<std::vector<vid_t>>> transform_chunks;  // per layer: the rows each transform step takes
-  std::vector<std::vector<PartSize>> layer_parts;                 // per layer: its subgraphs
-  // Per layer, every subgraph's block (in pass rows, src_gid: global ids) where the pass keeps them
-  // (SubgraphExecutorOptions::kept_block_bytes); empty where steps build them from `graph` as they run.
-  std::vector<std::vector<Subgraph>> blocks;
-  PreparedGraph graph;             // in pass rows, with its edge weights; empty where the blocks are kept
-  std::vector<PlannedStep> steps;  // in execution order: the trace's steps, one to one
-  std::size_t forward_steps = 0;   // the first forward_steps steps are the forward pass
-  // Multi-rank reuse: rows [num_outputs, num_rows) are mirrors, received from their owners. Per layer, the
-  // chunks of exchanged rows; per phase (forward layers, then backward layers from the last), where the
-  // exchange runs. Subgraphs that read no mirror run while it is in flight.
-  std::vector<LayerExchange> exchange;
-  std::vector<ExchangePoints> exchange_points;
-  AccessTrace trace;  // once planned, without its steps' row lists (they pointed into planning's own data)
-  CachePlan cache;
-  std::int64_t largest_step_bytes = 0;  // what the largest step uses besides the pools
-  std::int64_t stream_h2d_bytes = 0;    // predicted bytes of rows streamed to the device (not cached)
-  std::int64_t stream_d2h_bytes = 0;    // predicted bytes of rows streamed back
-  std::int64_t rows_computed = 0;       // forward aggregations
-  // Without a budget, per layer below the last and per subgraph: whether the subgraph's destinations are also the
-  // next layer's transform chunk of the same index, whose input its outputs then are on the device, as the
-  // gradients that chunk's backward computes for them are its output gradients; neither goes through the host.
-  std::vector<std::vector<char>> outputs_stay;
-  // Without a budget, reuse's pass keeps its blocks and the features on the device for the whole run: uploaded
-  // once, before the first epoch, they are no epoch's transfers.
-  bool lasting = false;
-  // Whether the first layer aggregates its dropped inputs and transforms the sums, as in-memory training does
-  // (aggregates_before_transform): then its transform steps only drop out, its aggregations keep the sums on the
-  // device for the backward half, which takes the weight gradient from them, and nothing of it runs backward but
-  // those (no gradient pool, no exchange, no transform backward). Only a lasting pass, where the sums can stay.
-  bool first_layer_sums_inputs = false;
-
-  vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
-  bool output_stays(std::size_t layer, std::size_t part) const {
-    return layer < outputs_stay.size() && part < outputs_stay[layer].size() && outputs_stay[layer][part] != 0;
-  }
-  std::span<const vid_t> destinations(std::size_t layer, std::size_t part) const {
-    return transform_chunks[layer][part];
-  }
-  bool keeps_blocks() const { return !blocks.empty(); }
-};
-
-// The subgraphs of a pass as its steps run them: a kept block as it is, or one built into a buffer this holds
-// (valid until the next get). `global_id`: per graph vertex; both must outlive this.
-class PassSubgraphs {
- public:
-  PassSubgraphs(const Pass& pass, std::span<const gid_t> global_id);
-  const Subgraph& get(std::size_t layer, std::size_t part);
-
- private:
-  const Pass& pass_;
-  std::optional<SubgraphBuilder> builder_;
-  Subgraph built_;
-};
-
-// The rows a step of a pass lists (its trace step's lists, each one run of one tensor's rows), in list order:
-// what the plan gives each of them a slot for. Tensor 2l holds layer l's transformed rows, 2l+1 their gradients.
-// `sources`: an aggregation step's subgraph sources (unused by other steps).
-struct StepRows {
-  RowRun reads, writes, accumulates;
-};
-// Whether the plan of a run with this budget (kUnlimited or 0: none) and mode sums the first layer's inputs
-// (Pass::first_layer_sums_inputs): reuse without a budget, where aggregates_before_transform allows it.
-bool plan_sums_first_layer_inputs(const Model& model, std::int64_t device_budget, ExecutionMode mode);
-
-StepRows rows_of_step(const Model& model, const Pass& pass, std::size_t step, std::span<const vid_t> sources);
-
-// Host bytes of a subgraph's block with `sources` and `edges` (what Pass::blocks holds per subgraph).
-std::int64_t host_block_bytes(std::int64_t destinations, std::int64_t sources, std::int64_t edges, bool weighted);
-
-// The plan of one epoch, made once: every epoch runs it alike (the recompute baseline cuts the same passes
-// again each epoch).
-struct EpochPlan {
-  SubgraphExecutorOptions options;
-  std::vector<Pass> passes;  // reuse: its one pass. Recompute: none stored (see closures)
-  bool first_layer_sums_inputs() const { return passes.size() == 1 && passes.front().first_layer_sums_inputs; }
-  // Recompute: the destinations of each pass. Its closure pass is cut again when it runs (ClosurePlanner), as a
-  // full-neighbour sampler cuts a split model's subgraphs: storing every closure's edges would take more host
-  // memory than the graph.
-  std::vector<std::vector<vid_t>> closures;
-  std::int64_t resident_bytes = 0;       // the parameters and their gradients, on the device for the whole run
-  std::int64_t pool_bytes = 0;           // device memory given to the cache pools
-  std::int64_t step_limit_bytes = 0;     // what one step may use besides the pools
-  std::int64_t staging_limit_bytes = 0;  // the packed rows and slots one transfer may stage (within a step)
-  // Over all passes:
-  std::int64_t largest_step_bytes = 0;  // what the largest step uses besides the pools
-  std::int64_t largest_pass_rows = 0;
-  std::int64_t largest_aggregated_rows = 0;
-  std::int64_t num_steps = 0;
-  // The device peak cannot exceed this without fragmentation: the parameters, the pools, and two steps (the
-  // running one and the prefetched one). `memory` is the exact forecast.
-  std::int64_t peak_bytes_bound = 0;
-  std::int64_t rows_computed = 0;  // per epoch, forward aggregations
-  std::int64_t rows_needed = 0;
-  // Predicted per epoch; cache_* is the part the cache plans move, the rest is streamed.
-  std::int64_t h2d_bytes = 0;
-  std::int64_t d2h_bytes = 0;
-  std::int64_t cache_h2d_bytes = 0;
-  std::int64_t cache_d2h_bytes = 0;
-  std::int64_t cache_hits = 0;
-  std::int64_t cache_misses = 0;
-  // The device memory the run needs (forecast_device_memory; the executor fills it in).
-  MemoryForecast memory;
-};
-
 // Replays one training step of `plan` on a planning device (planning_device.hpp), with kernels that do nothing
 // and a rank detached from its peers: exactly what the run allocates on the device, and how the arena places
 // it. The replay runs `model`'s prepare() and finish_backward(), and adds zeros to its gradients (planning
@@ -222,31 +36,6 @@ std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int 
 std::int64_t device_memory_shortfall(const EpochPlan& plan);
 // "rows 1.2M, graph 300K, ..., alignment and fragmentation 12K": the forecast's peak by category.
 std::string describe_forecast(const MemoryForecast& forecast);
-
-// Plans an epoch of `model` on `graph` (as stored: the model adds its self-loops). Throws nj::InputError when
-// the budget cannot hold the smallest possible step, naming the smallest budget that would.
-EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const SubgraphExecutorOptions& options);
-
-// Cuts the recompute baseline's passes, each over one subgraph's L-hop closure.
-class ClosurePlanner {
- public:
-  // `model` must outlive the planner; `local` must have no peers.
-  ClosurePlanner(const Model& model, const LocalGraph& local);
-  Pass plan(const EpochPlan& plan, std::span<const vid_t> destinations);
-  const CsrGraph& prepared_graph() const { return prepared_.graph; }
-
- private:
-  const Model& model_;
-  PreparedGraph prepared_;
-  std::vector<gid_t> global_id_;
-  std::vector<std::int64_t> out_degree_;
-  std::vector<vid_t> row_of_;  // scratch: the pass row of each vertex, -1 outside the closure
-  ClosureLister lister_;
-};
-
-// The smallest device budget with which plan_epoch succeeds for this model and graph, in either mode: both
-// run a layer's smallest step, one vertex with all its in-edges.
-std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local, const LibraryMemory& library = {});
 
 class SubgraphExecutor final : public Executor {
  public:
