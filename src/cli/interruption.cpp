@@ -12,6 +12,7 @@ volatile std::sig_atomic_t received = 0;
 volatile std::sig_atomic_t announce = 0;
 struct sigaction previous_sigint {};
 struct sigaction previous_sigterm {};
+struct sigaction previous_sigusr1 {};
 
 void on_signal(int signal) {
   if (signal == SIGINT && received == SIGINT) {  // Ctrl-C twice: stop now
@@ -39,11 +40,13 @@ InterruptionWatch::InterruptionWatch(bool announce_signal) {
   action.sa_flags = SA_RESTART;  // calls in progress go on: the epoch finishes
   sigaction(SIGINT, &action, &previous_sigint);
   sigaction(SIGTERM, &action, &previous_sigterm);
+  sigaction(SIGUSR1, &action, &previous_sigusr1);
 }
 
 InterruptionWatch::~InterruptionWatch() {
   sigaction(SIGINT, &previous_sigint, nullptr);
   sigaction(SIGTERM, &previous_sigterm, nullptr);
+  sigaction(SIGUSR1, &previous_sigusr1, nullptr);
 }
 
 int InterruptionWatch::agreed_signal(Communicator& comm) const {

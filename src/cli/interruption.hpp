@@ -1,8 +1,9 @@
 #pragma once
-// SIGINT and SIGTERM during nj train: Ctrl-C, Slurm before a time limit or a preemption, mpirun passing either on
-// to its ranks. The epoch under way is finished; at its end every rank agrees, in one all-reduce, whether any rank
-// received one, so that all stop after the same epoch and none is left waiting; nj train then writes a checkpoint
-// and exits with 128 + the signal's number (130, 143).
+// SIGINT, SIGTERM and SIGUSR1 during nj train: Ctrl-C, Slurm before a time limit or a preemption, and mpirun, which
+// takes SIGTERM and SIGINT as an order to kill its job but passes SIGUSR1 on to every rank. The epoch under way is
+// finished; at its end every rank agrees, in one all-reduce, whether any rank received one, so that all stop after
+// the same epoch and none is left waiting; nj train then writes a checkpoint and exits with 128 + the signal's
+// number (130, 143, 138).
 #include <stdexcept>
 #include <string>
 
@@ -10,7 +11,7 @@
 
 namespace nj::cli {
 
-// While it lives, SIGINT and SIGTERM are remembered instead of ending the process; a second SIGINT ends it at
+// While it lives, SIGINT, SIGTERM and SIGUSR1 are remembered instead of ending the process; a second SIGINT ends it at
 // once, as an uncaught one would. One at a time.
 class InterruptionWatch {
  public:

@@ -62,7 +62,7 @@ void add_training_only_options(CLI::App& command, TrainingOnlyArguments& args, c
       ->type_name(kPathType);
   add("--checkpoint-dir", args.checkpoint_dir,
       "Write checkpoints into this folder (checkpoint-<epochs done>.h5, the newest two kept), after the last epoch, "
-      "every --checkpoint-every epochs, and where SIGINT or SIGTERM stops training")
+      "every --checkpoint-every epochs, and where SIGINT, SIGTERM or SIGUSR1 stops training")
       ->type_name(kPathType);
   add("--checkpoint-every", args.checkpoint_every, "Epochs between checkpoints (0: after the last only)")
       ->capture_default_str();

@@ -56,7 +56,7 @@ TEST_F(CheckpointCli, ModelOptionsNotGivenComeFromTheCheckpoint) {
   ASSERT_EQ(train("--model gat --heads 2 --hidden 4 --dropout 0.3 --epochs 2 --checkpoint-dir " + shell_quote(folder_))
                 .exit_code,
             0);
-  for (const std::string from : {"--load-checkpoint " + shell_quote(folder_ + "/checkpoint-000002.h5"),
+  for (const std::string& from : {"--load-checkpoint " + shell_quote(folder_ + "/checkpoint-000002.h5"),
                                  "--checkpoint-dir " + shell_quote(folder_) + " --resume"}) {
     SCOPED_TRACE(from);
     const auto resumed = train("--epochs 3 --metrics-out " + shell_quote(metrics) + " " + from);
