@@ -1,11 +1,11 @@
-// Replays an EpochPlan on a device: per phase, cache pools of fixed slots (cache_pools.hpp) and the cache
-// plan's transfers; per step, the streamed rows (transfers.hpp), the step's block, slots and ids, and the
-// layer's kernels on device buffers.
+// Replays an EpochPlan on a device. The step loop (run_steps) runs a pass's steps phase by phase: the cache pools
+// of fixed slots (cache_pools.hpp) carry out the cache plan's transfers, the exchange with other ranks advances
+// at the plan's points (pass_exchange.hpp), what stays on the device between steps is kept by its rules
+// (step_residency.hpp), and each step runs its layer's kernels on device buffers. The same code replayed on a
+// planning device, which moves nothing (moves_data false), measures the plan's memory (forecast_device_memory).
 #include "nj/exec/subgraph_executor.hpp"
 
 #include <chrono>
-#include <deque>
-#include <map>
 #include <optional>
 #include <tuple>
 
@@ -14,11 +14,13 @@
 #include "nj/core/stopwatch.hpp"
 #include "nj/device/arena.hpp"
 #include "nj/device/planning_device.hpp"
-#include "nj/kernels/planning_backend.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/kernels/device_block.hpp"
+#include "nj/kernels/planning_backend.hpp"
 #include "nj/model/device_parameters.hpp"
+#include "pass_exchange.hpp"
+#include "step_residency.hpp"
 
 namespace nj {
 namespace {
@@ -26,17 +28,6 @@ namespace {
 // The slot of each entry of a step's lists (what CachePlanDetail::kFull would have recorded).
 struct StepSlots {
   std::vector<vid_t> reads, writes, accumulates;
-};
-
-// What the running pass keeps per (layer, subgraph or transform chunk).
-template <typename T>
-using ByChunk = std::map<std::pair<std::size_t, std::size_t>, T>;
-
-// A subgraph's block on the device; replayed on a planning device, which moves nothing, only its allocation.
-struct StepBlock {
-  DeviceBlock block;
-  DeviceArray<std::byte> placeholder;
-  SparseBlockView view(DeviceSpan<const vid_t> src_row = {}) const { return block.view(src_row); }
 };
 
 }  // namespace
@@ -52,13 +43,14 @@ struct SubgraphExecutor::State {
         num_owned(local.num_owned),
         global_id(local.global_id),
         plan(p),
-        exchange(ranks, local, model.num_layers()),
+        exchange(ranks, local, model, p.first_layer_sums_inputs(), homes),
         parameters(transfers, model),
         pools(
             backend, transfers, 2 * model.num_layers(), plan.staging_limit_bytes,
             [this](std::uint32_t tensor) { return homes[tensor]; }, metrics.wait_seconds),
         model_of_run(&model),
-        moves_data(device.moves_data()) {
+        moves_data(device.moves_data()),
+        residency(plan.options.device_budget == kUnlimited, !plan.passes.empty() && plan.passes.front().lasting) {
     if (!plan.closures.empty()) closure_planner.emplace(model, local);
     // Transformed rows and their gradients have homes for mirrors too, shared by tensors whose phases do not
     // overlap; layer outputs only for aggregated rows, and a layer's output gradients overwrite its outputs in
@@ -66,7 +58,6 @@ struct SubgraphExecutor::State {
     // the loss writes while it reads the logits.
     const std::int64_t rows = plan.largest_pass_rows;
     const std::int64_t aggregated = plan.largest_aggregated_rows;
-    const auto boundary = static_cast<std::int64_t>(exchange.boundary_rows().size());
     const std::size_t layers = model.num_layers();
     const bool sums_inputs = plan.first_layer_sums_inputs();
     const HostHomes layout = host_homes(model, sums_inputs);
@@ -80,9 +71,6 @@ struct SubgraphExecutor::State {
       output_rows.emplace_back(aggregated, layer.out_dim());
       outputs.push_back(output_rows.back().view());
       grad_outputs.push_back(outputs.back());
-      // A first layer that sums its inputs receives no gradients of them.
-      received_gradients.emplace_back(boundary, l == 0 && sums_inputs ? 0 : aggregated_width(model, l, sums_inputs));
-      boundary_rows.emplace_back(boundary, aggregated_width(model, l, sums_inputs));
     }
     last_gradients = HostRows(aggregated, model.layer(layers - 1).out_dim());
     grad_outputs.back() = last_gradients.view();
@@ -93,7 +81,7 @@ struct SubgraphExecutor::State {
       own_logits = HostRows(num_owned, model.layer(layers - 1).out_dim());
       logits = own_logits.view();
     }
-    if (lasting) upload_lasting(plan.passes.front());
+    if (residency.lasting) upload_lasting(plan.passes.front());
   }
 
   // Without a budget reuse's one pass keeps its blocks and its first layer's inputs, the features, on the device
@@ -108,15 +96,15 @@ struct SubgraphExecutor::State {
         part = moves_data || p.keeps_blocks() ? &subgraphs->get(l, k) : nullptr;
         if (part != nullptr) {
           // Kept blocks last as long as the plan; a block built here is gone with the next one.
-          lasting_sources[{l, k}] = p.keeps_blocks()
-                                        ? std::span<const vid_t>(part->sources)
-                                        : std::span<const vid_t>(built_sources.emplace_back(part->sources));
+          residency.lasting_sources[{l, k}] =
+              p.keeps_blocks() ? std::span<const vid_t>(part->sources)
+                               : std::span<const vid_t>(residency.built_sources.emplace_back(part->sources));
         }
-        resident_blocks[{l, k}] = new_step_block(l, k);
+        residency.blocks[{l, k}] = new_step_block(l, k);
       }
     }
     for (std::size_t k = 0; k < p.transform_chunks[0].size(); ++k) {
-      resident_inputs[{0, k}] = upload(features, layer_input_rows(0, p.transform_chunks[0][k]), "rows: features");
+      residency.inputs[{0, k}] = upload(features, layer_input_rows(0, p.transform_chunks[0][k]), "rows: features");
     }
     part = nullptr;
     subgraphs.reset();
@@ -178,7 +166,7 @@ struct SubgraphExecutor::State {
     for (std::size_t k = first; k < last; ++k) {
       const std::uint32_t phase = trace.steps[k].phase;
       if (k == first || trace.steps[k - 1].phase != phase) pools.begin_phase(trace, phase);
-      advance_exchange(k);
+      exchange.advance(*pass, k);
       const StepPlan& step = cache.steps[k];
       if (!prefetched) {
         pools.write_back(step.evict_writeback);
@@ -199,60 +187,8 @@ struct SubgraphExecutor::State {
       exchange.poll();
       if (phase_ends) pools.end_phase(cache.phase_ends[phase].writeback);
     }
-    advance_exchange(last);
+    exchange.advance(*pass, last);
   }
-
-  // ---- the exchange with other ranks ----
-
-  // Starts and completes the running pass's phase exchanges whose points lie at or before step k, in phase
-  // order, up to the last phase of the half that runs (a forward-only evaluation starts no backward exchange).
-  // A phase's exchange carries the rows its layer aggregates forward, or their gradients backward (none for a first
-  // layer that sums its inputs).
-  void advance_exchange(std::size_t k) {
-    const auto& points = pass->exchange_points;
-    const std::size_t layers = pass->layer_parts.size();
-    const std::size_t phases_running = std::min(points.size(), in_backward ? 2 * layers : layers);
-    while (exchange_phase < phases_running) {
-      const std::size_t phase = exchange_phase;
-      const bool forward = phase < layers;
-      const auto layer = static_cast<std::uint32_t>(forward ? phase : 2 * layers - 1 - phase);
-      if (!forward && layer == 0 && pass->first_layer_sums_inputs) {  // no gradient of the inputs travels
-        ++exchange_phase;
-        continue;
-      }
-      if (!exchange_started) {
-        if (points[phase].start > k) return;
-        if (forward) {
-          start_rows(layer);
-        } else {
-          exchange.start_gradients(layer, mirror_rows(homes[grad_index(layer)]));
-        }
-        exchange_started = true;
-      }
-      if (points[phase].finish > k) return;
-      if (forward) {
-        exchange.finish_rows(mirror_rows(homes[z_index(layer)]));
-      } else {
-        exchange.finish_gradients(received_gradients[layer].view());
-      }
-      exchange_started = false;
-      ++exchange_phase;
-    }
-  }
-
-  // The boundary rows of what layer l aggregates leave for the peers that mirror them.
-  void start_rows(std::uint32_t layer) {
-    const std::vector<vid_t>& rows = exchange.boundary_rows();
-    Matrix& packed = boundary_rows[layer];
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const float* row = homes[z_index(layer)].row(rows[i]);
-      std::copy(row, row + packed.cols(), packed.row(static_cast<std::int64_t>(i)));
-    }
-    exchange.start_rows(layer, packed.view());
-  }
-
-  // The mirrors' rows of a host home (reuse runs one pass whose rows are the local vertices).
-  Rows mirror_rows(Rows home) const { return home.slice(num_owned, home.rows - num_owned); }
 
   // Where step k's rows are: its loads and allocations take their slots (a row that left keeps a stale entry,
   // which nothing reads before a later load or allocation gives it a new one); an aggregation's subgraph is made
@@ -269,7 +205,8 @@ struct SubgraphExecutor::State {
     part = nullptr;
     std::span<const vid_t> sources;
     if (s.kind == StepKind::kAggregate || s.kind == StepKind::kAggregateBackward) {
-      if (const auto kept = lasting_sources.find({s.layer, s.index}); kept != lasting_sources.end()) {
+      if (const auto kept = residency.lasting_sources.find({s.layer, s.index});
+          kept != residency.lasting_sources.end()) {
         sources = kept->second;  // the block is on the device: nothing to build
       } else if (moves_data || pass->keeps_blocks()) {
         part = &subgraphs->get(s.layer, s.index);
@@ -291,46 +228,13 @@ struct SubgraphExecutor::State {
     find(rows.accumulates, slots.accumulates);
   }
 
-  // What a step uploads for the running pass, by layer and subgraph or transform chunk: without a budget it stays
-  // on the device until its last reader in the pass (the run, for what lasts), so that the backward half finds
-  // what the forward half uploaded or computed there; within a budget the plan counted it only for its step, so
-  // `streamed` holds it for the caller's step alone.
-  template <typename T, typename Make>
-  T& staying(ByChunk<T>& resident, std::size_t l, std::size_t k, std::optional<T>& streamed, Make&& make) {
-    if (!uploads_stay) return streamed.emplace(make());
-    auto [it, inserted] = resident.try_emplace({l, k});
-    if (inserted) it->second = make();
-    return it->second;
-  }
-
-  // What stays on the device goes at the end of its pass, but what stays for the whole run.
-  void release_staying() {
-    if (!lasting) {
-      resident_blocks.clear();
-      resident_inputs.clear();
-    }
-    std::erase_if(resident_inputs, [](const auto& entry) { return entry.first.first > 0; });
-    resident_dropped.clear();
-    resident_sums.clear();
-    resident_output_gradients.clear();
-  }
-
-  // What `resident` holds for layer l's chunk k, taken out of it (its last reader frees it); nothing if it holds none.
-  static std::optional<DeviceMatrix> take(ByChunk<DeviceMatrix>& resident, std::size_t l, std::size_t k) {
-    const auto it = resident.find({l, k});
-    if (it == resident.end()) return std::nullopt;
-    std::optional<DeviceMatrix> taken(std::move(it->second));
-    resident.erase(it);
-    return taken;
-  }
-
   // The running aggregation's block on the device.
   const StepBlock& step_block(std::size_t l, std::size_t k, std::optional<StepBlock>& streamed) {
-    return staying(resident_blocks, l, k, streamed, [&] { return new_step_block(l, k); });
+    return residency.staying(residency.blocks, l, k, streamed, [&] { return new_step_block(l, k); });
   }
   // Layer l's input rows of transform chunk k on the device, as uploaded (before dropout).
   DeviceMatrix& transform_input(std::size_t l, std::size_t k, std::optional<DeviceMatrix>& streamed) {
-    return staying(resident_inputs, l, k, streamed, [&] {
+    return residency.staying(residency.inputs, l, k, streamed, [&] {
       const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
       return upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
     });
@@ -408,7 +312,7 @@ struct SubgraphExecutor::State {
       backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), write_slots.view(), out.rows());
     }
     // Rows that stay keep their dropout too, for the backward half, which would otherwise draw it again.
-    if (!streamed && drops) resident_dropped[{l, k}] = std::move(dropped);
+    if (!streamed && drops) residency.dropped[{l, k}] = std::move(dropped);
   }
 
   void aggregate(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch, bool training) {
@@ -430,11 +334,11 @@ struct SubgraphExecutor::State {
     }
     if (sums_inputs(l)) {
       Layer::transform(backend, parameters.layer(l).weight.view(), sums.view(), out.view());
-      if (training) resident_sums[{l, k}] = std::move(sums);  // what the weight gradient multiplies by
+      if (training) residency.sums[{l, k}] = std::move(sums);  // what the weight gradient multiplies by
     }
     backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
     if (pass->output_stays(l, k)) {
-      resident_inputs[{l + 1, k}] = std::move(out);  // the next layer's transform input, where it is
+      residency.inputs[{l + 1, k}] = std::move(out);  // the next layer's transform input, where it is
       return;
     }
     download(out.view(), outputs[l], destinations);
@@ -446,13 +350,13 @@ struct SubgraphExecutor::State {
     const PartSize& size = pass->layer_parts[l][k];
     // ∂L/∂Y, the activation's backward done where ∂L/∂H was computed: on the device where the outputs stayed, else
     // in grad_outputs[l].
-    std::optional<DeviceMatrix> stayed = take(resident_output_gradients, l, k);
+    std::optional<DeviceMatrix> stayed = StepResidency::take(residency.output_gradients, l, k);
     const DeviceMatrix grad_y =
         stayed ? std::move(*stayed) : upload(grad_outputs[l], destinations, "rows: output gradients");
     LayerParameters& p = parameters.layer(l);
     backend.column_sums(grad_y.view(), p.bias_grad.span(), true);
     if (sums_inputs(l)) {
-      const std::optional<DeviceMatrix> sums = take(resident_sums, l, k);
+      const std::optional<DeviceMatrix> sums = StepResidency::take(residency.sums, l, k);
       NJ_EXPECTS(sums.has_value(), "layer {} subgraph {}: its forward kept no sums", l + 1, k);
       Layer::transform_backward(backend, p.weight.view(), p.weight_grad, sums->view(), grad_y.view(), {});
       return;
@@ -501,7 +405,7 @@ struct SubgraphExecutor::State {
     std::optional<DeviceMatrix> streamed;
     const DeviceMatrix& input = transform_input(l, k, streamed);
     // Rows that stayed kept their dropout from the forward half; streamed rows draw it again.
-    std::optional<DeviceMatrix> dropped = take(resident_dropped, l, k);
+    std::optional<DeviceMatrix> dropped = StepResidency::take(residency.dropped, l, k);
     const bool kept_dropout = dropped.has_value();
     if (!kept_dropout) dropped.emplace(device, input.rows(), input.cols(), "rows: dropped inputs");
     const bool drops = kept_dropout || dropout_rows(model, l, epoch, true, rows, input.view(), dropped->view());
@@ -523,13 +427,13 @@ struct SubgraphExecutor::State {
       dropout_rows(model, l, epoch, true, rows, grad_x.view(), grad_x.view());
       backend.activation_backward(model.activation_after(l - 1), input.view(), grad_x.view(), grad_x.view());
       if (pass->output_stays(l - 1, k)) {
-        resident_output_gradients[{l - 1, k}] = std::move(grad_x);
+        residency.output_gradients[{l - 1, k}] = std::move(grad_x);
       } else {
         download(grad_x.view(), grad_outputs[l - 1], rows);
       }
     }
     // This was the input's last reader in the pass.
-    if (!streamed && !(lasting && l == 0)) resident_inputs.erase({l, k});
+    if (!streamed && !(residency.lasting && l == 0)) residency.inputs.erase({l, k});
   }
 
   // Rows of a pool leave the device for their host home, from where the exchange sends them.
@@ -539,7 +443,7 @@ struct SubgraphExecutor::State {
   void receive_gradients(std::size_t l, std::size_t chunk) {
     const LayerExchange& e = pass->exchange[l];
     const auto rows = static_cast<std::int64_t>(e.receive_gradients[chunk].size());
-    const ConstRows sums = ConstRows(received_gradients[l].view()).slice(e.receive_first[chunk], rows);
+    const ConstRows sums = exchange.received_gradients(l).slice(e.receive_first[chunk], rows);
     DeviceMatrix packed(device, rows, sums.cols, "rows: exchange staging");
     timed([&] { transfers.upload(sums, {}, packed.view()); });
     const DeviceArray<vid_t> accumulate_slots = slots_on_device(transfers, slots.accumulates);
@@ -553,9 +457,7 @@ struct SubgraphExecutor::State {
 
   // Runs the forward half of the pass and copies its logits to their vertices' rows.
   void run_forward(Model& model, std::uint32_t epoch, bool training) {
-    exchange_phase = 0;
-    exchange_started = false;
-    in_backward = false;
+    exchange.begin_forward();
     run_steps(0, pass->forward_steps, [&](std::size_t k) {
       const PlannedStep& s = pass->steps[k];
       if (s.kind == StepKind::kTransform) {
@@ -581,7 +483,7 @@ struct SubgraphExecutor::State {
   }
 
   void run_backward(Model& model, std::uint32_t epoch) {
-    in_backward = true;
+    exchange.begin_backward();
     run_steps(pass->forward_steps, pass->steps.size(), [&](std::size_t k) {
       const PlannedStep& s = pass->steps[k];
       switch (s.kind) {
@@ -620,7 +522,7 @@ struct SubgraphExecutor::State {
       return fn();
     } catch (...) {
       pools.release();
-      release_staying();
+      residency.release();
       transfers.take_row_bytes();
       exchange.take_stats();
       device.reset_transfer_stats();
@@ -645,7 +547,7 @@ struct SubgraphExecutor::State {
       pass = &p;
       subgraphs.emplace(p, global_id);
       fn();
-      release_staying();
+      residency.release();
     }
     for (const auto& destinations : plan.closures) {
       const auto start = std::chrono::steady_clock::now();
@@ -654,7 +556,7 @@ struct SubgraphExecutor::State {
       pass = &closure_pass;
       subgraphs.emplace(closure_pass, global_id);
       fn();
-      release_staying();
+      residency.release();
     }
     subgraphs.reset();
     pass = nullptr;
@@ -668,18 +570,15 @@ struct SubgraphExecutor::State {
   std::int64_t num_owned = 0;
   std::vector<gid_t> global_id;  // per local vertex
   const EpochPlan& plan;
-  BoundaryExchange exchange;
-  DeviceParameters parameters;
-  std::size_t exchange_phase = 0;  // the running pass's next phase exchange
-  bool exchange_started = false;
-  bool in_backward = false;                       // the running pass runs its backward half
-  std::optional<ClosurePlanner> closure_planner;  // recompute
-  const Pass* pass = nullptr;                     // the running pass
   // Per trace tensor (2l: layer l's transformed rows, 2l+1: their gradients), the host home of rows that leave
   // the device, in buffers tensors share where their phases do not overlap; and where each row is on the device.
   std::vector<HostRows> home_buffers;
   std::vector<Rows> homes;
   std::vector<std::vector<vid_t>> slot_of;
+  PassExchange exchange;
+  DeviceParameters parameters;
+  std::optional<ClosurePlanner> closure_planner;  // recompute
+  const Pass* pass = nullptr;                     // the running pass
   // Per layer, in the running pass's rows:
   std::vector<HostRows> output_rows;
   std::vector<Rows> outputs;       // H^{l+1}; the last holds the logits
@@ -687,8 +586,6 @@ struct SubgraphExecutor::State {
   HostRows last_gradients;         // grad_outputs.back()
   HostRows own_logits;             // recompute: per vertex, gathered from every pass
   ConstRows logits;                // per vertex: the last layer's outputs
-  std::vector<Matrix> received_gradients;  // per layer: what the mirrors sent for each boundary row
-  std::vector<Matrix> boundary_rows;       // per layer: the boundary rows leaving, packed
   CachePools pools;
   ExecutionMetrics metrics;
   // The running step's subgraph (null for other steps, and where a replay builds none) and slots.
@@ -697,18 +594,7 @@ struct SubgraphExecutor::State {
   std::optional<PassSubgraphs> subgraphs;
   const Subgraph* part = nullptr;
   StepSlots slots;
-  // Without a budget, the running pass's blocks and transform inputs on the device (see staying(); a layer above
-  // the first takes its input from the previous layer's outputs where they stay).
-  bool uploads_stay = plan.options.device_budget == kUnlimited;
-  bool lasting = !plan.passes.empty() && plan.passes.front().lasting;  // see upload_lasting()
-  ByChunk<std::span<const vid_t>> lasting_sources;                     // of the lasting blocks
-  std::deque<std::vector<vid_t>> built_sources;  // what lasting_sources views where the pass builds its blocks
-  ByChunk<StepBlock> resident_blocks;
-  ByChunk<DeviceMatrix> resident_inputs;
-  ByChunk<DeviceMatrix> resident_dropped;  // their dropout, where it drops
-  ByChunk<DeviceMatrix> resident_sums;     // per first-layer subgraph, its inputs' sums (Pass::first_layer_sums_inputs)
-  // Per layer and subgraph whose outputs stay: their gradients, from the next layer's transform backward.
-  ByChunk<DeviceMatrix> resident_output_gradients;
+  StepResidency residency;
   std::vector<vid_t> replay_sources;
 };
 

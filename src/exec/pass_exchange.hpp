@@ -1,0 +1,49 @@
+#pragma once
+// The exchange of a running pass's boundary rows with the other ranks, as the step loop advances it: each phase's
+// exchange starts and finishes at the steps the plan chose for it (Pass::exchange_points), forward with the rows a
+// layer aggregates, backward with their gradients, so that the transfers overlap the steps in between.
+#include <cstddef>
+#include <vector>
+
+#include "nj/comm/boundary_exchange.hpp"
+#include "nj/core/matrix.hpp"
+#include "nj/exec/epoch_plan.hpp"
+
+namespace nj {
+
+class PassExchange {
+ public:
+  // `homes`: per trace tensor, the host rows the exchange reads the boundary rows from and writes the mirrors'
+  // rows into (2l: layer l's transformed rows, 2l+1: their gradients); they must outlive the exchange.
+  PassExchange(Communicator* ranks, const LocalGraph& local, const Model& model, bool first_layer_sums_inputs,
+               const std::vector<Rows>& homes);
+
+  // The running pass starts its forward half (every phase's exchange from the first) or its backward half.
+  void begin_forward();
+  void begin_backward();
+
+  // Starts and completes, in phase order, the pass's phase exchanges whose points lie at or before step k, up to
+  // the last phase of the half that runs (a forward-only evaluation starts no backward exchange).
+  void advance(const Pass& pass, std::size_t k);
+  // Lets transfers in flight progress between steps.
+  void poll() { exchange_.poll(); }
+
+  // Per layer: what the mirrors sent for each boundary row, as the last backward exchange of the layer left it.
+  ConstRows received_gradients(std::size_t layer) const { return received_gradients_[layer].view(); }
+  LayerExchangeStats take_stats() { return exchange_.take_stats(); }
+
+ private:
+  void start_rows(std::uint32_t layer);
+  Rows mirror_rows(Rows home) const { return home.slice(num_owned_, home.rows - num_owned_); }
+
+  BoundaryExchange exchange_;
+  const std::vector<Rows>& homes_;
+  std::int64_t num_owned_;
+  std::vector<Matrix> received_gradients_;  // per layer: what the mirrors sent for each boundary row
+  std::vector<Matrix> boundary_rows_;       // per layer: the boundary rows leaving, packed
+  std::size_t phase_ = 0;                   // the running pass's next phase exchange
+  bool started_ = false;                    // that phase's exchange is in flight
+  bool in_backward_ = false;                // the running pass runs its backward half
+};
+
+}  // namespace nj
