@@ -37,22 +37,6 @@ std::vector<std::string> printed_losses(const std::string& output) {
 
 // Under mpirun the output holds nj's error line and mpirun's own report of the abort. The line must appear
 // exactly once and whole: several ranks printing the same error repeat it, or interleave it mid-line.
-std::string the_error_line(const test::CommandResult& result) {
-  EXPECT_NE(result.exit_code, 0) << result.output;
-  const std::string marker = "nj: error: ";
-  std::ptrdiff_t count = 0;
-  for (auto at = result.output.find(marker); at != std::string::npos; at = result.output.find(marker, at + 1)) {
-    ++count;
-  }
-  EXPECT_EQ(count, 1) << result.output;
-  std::istringstream lines(result.output);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.starts_with(marker)) return line;
-  }
-  ADD_FAILURE() << "no line starts with '" << marker << "' in\n" << result.output;
-  return "";
-}
-
 class MultiRankCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -155,7 +139,7 @@ TEST_F(MultiRankCli, InjectedFailureEndsEveryRankWithinSeconds) {
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_LT(elapsed.count(), 30.0) << result.output;
   EXPECT_NE(result.exit_code, 124) << "the job was still running after 60 s:\n" << result.output;
-  EXPECT_EQ(the_error_line(result), "nj: error: rank 1: injected failure in epoch 2");
+  EXPECT_EQ(test::the_error_line(result), "nj: error: rank 1: injected failure in epoch 2");
   // Rank 1 fails before the epoch's all-reduce, so no rank gets past epoch 1.
   EXPECT_EQ(printed_losses(result.output).size(), 1U) << result.output;
 }
@@ -166,7 +150,7 @@ TEST_F(MultiRankCli, FailureWhileTheSubgraphExecutorExchangesEndsEveryRank) {
       3, "train " + shell_quote(dataset_) + " --epochs 500 --threads 1 --device-memory 2M --inject-failure 2:3",
       std::chrono::seconds(60));
   EXPECT_NE(result.exit_code, 124) << "the job was still running after 60 s:\n" << result.output;
-  EXPECT_EQ(the_error_line(result), "nj: error: rank 2: injected failure in epoch 3");
+  EXPECT_EQ(test::the_error_line(result), "nj: error: rank 2: injected failure in epoch 3");
 }
 
 TEST_F(MultiRankCli, ASetUpFailureOnOneRankIsReportedOnceByThatRank) {
@@ -175,7 +159,7 @@ TEST_F(MultiRankCli, ASetUpFailureOnOneRankIsReportedOnceByThatRank) {
   const auto result =
       test::run_nj_ranks(3, "train --partitions " + shell_quote(parts_) + " --threads 1", std::chrono::seconds(60));
   EXPECT_NE(result.exit_code, 124) << "the job hung:\n" << result.output;
-  const auto line = the_error_line(result);
+  const auto line = test::the_error_line(result);
   EXPECT_TRUE(line.starts_with("nj: error: rank 2: ")) << line;
   EXPECT_NE(line.find("part-2.h5"), std::string::npos) << line;
 }
@@ -191,27 +175,27 @@ TEST_F(MultiRankCli, ShardsOfDifferentPartitionsAreAnError) {
                              std::filesystem::copy_options::overwrite_existing);
   const auto result =
       test::run_nj_ranks(2, "train --partitions " + shell_quote(parts_) + " --threads 1", std::chrono::seconds(60));
-  EXPECT_NE(the_error_line(result).find("different partitions"), std::string::npos) << result.output;
+  EXPECT_NE(test::the_error_line(result).find("different partitions"), std::string::npos) << result.output;
 }
 
 TEST_F(MultiRankCli, OnlyTrainingRunsAsSeveralRanks) {
   const auto result =
       test::run_nj_ranks(2, "partition " + shell_quote(dataset_) + " --parts 2 -o " + shell_quote(parts_));
-  EXPECT_NE(the_error_line(result).find("nj partition runs as one process"), std::string::npos) << result.output;
+  EXPECT_NE(test::the_error_line(result).find("nj partition runs as one process"), std::string::npos) << result.output;
   EXPECT_FALSE(std::filesystem::exists(parts_)) << "a rank wrote shards";
 }
 
 TEST_F(MultiRankCli, PartCountOtherThanRanksIsOneLineNamingBoth) {
   partition(2);
   const auto result = test::run_nj_ranks(3, "train --partitions " + shell_quote(parts_) + " --threads 1");
-  const auto line = the_error_line(result);
+  const auto line = test::the_error_line(result);
   EXPECT_NE(line.find("2 parts"), std::string::npos) << line;
   EXPECT_NE(line.find("3 ranks"), std::string::npos) << line;
 }
 
 TEST_F(MultiRankCli, RecomputeOnSeveralRanksIsOneLine) {
   const auto result = test::run_nj_ranks(2, "train " + shell_quote(dataset_) + " --execution recompute --threads 1");
-  EXPECT_NE(the_error_line(result).find("recompute"), std::string::npos) << result.output;
+  EXPECT_NE(test::the_error_line(result).find("recompute"), std::string::npos) << result.output;
 }
 
 TEST_F(MultiRankCli, DatasetAndPartitionsTogetherOrNeitherIsAnError) {

@@ -43,19 +43,6 @@ std::string checkpoint_differences(const std::string& a, const std::string& b) {
   return differences;
 }
 
-// A refusal comes after the log lines of loading: the job fails with exactly one error line, which is returned.
-std::string the_error_line(const test::CommandResult& result) {
-  EXPECT_NE(result.exit_code, 0) << result.output;
-  std::istringstream lines(result.output);
-  std::vector<std::string> errors;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("error") != std::string::npos) errors.push_back(line);
-  }
-  EXPECT_EQ(errors.size(), 1U) << result.output;
-  EXPECT_TRUE(!errors.empty() && errors.back().starts_with("nj: error: ")) << result.output;
-  return errors.empty() ? "" : errors.back();
-}
-
 class ResumeCli : public ::testing::TestWithParam<ResumeCase> {
  protected:
   void SetUp() override {
@@ -156,7 +143,7 @@ class ResumeRefusalCli : public ::testing::Test {
 
 TEST_F(ResumeRefusalCli, ADifferentModelOrOptimizerIsRefusedSayingWhichAndHow) {
   ASSERT_EQ(test::run_nj(train("--hidden 16")).exit_code, 0);
-  const auto line = the_error_line(test::run_nj(train("--hidden 32 --weight-decay 0.1 --resume")));
+  const auto line = test::the_error_line(test::run_nj(train("--hidden 32 --weight-decay 0.1 --resume")));
   EXPECT_NE(line.find("checkpoint-000002.h5: written by a different run: model: checkpoint has 'gcn, 2 layers, "
                       "hidden 16"),
             std::string::npos)
@@ -169,14 +156,14 @@ TEST_F(ResumeRefusalCli, ADifferentModelOrOptimizerIsRefusedSayingWhichAndHow) {
 
 TEST_F(ResumeRefusalCli, ADifferentDatasetIsRefused) {
   ASSERT_EQ(test::run_nj(train("")).exit_code, 0);
-  const auto line = the_error_line(test::run_nj(train("--feature-norm row --resume")));
+  const auto line = test::the_error_line(test::run_nj(train("--feature-norm row --resume")));
   EXPECT_NE(line.find("dataset: checkpoint has "), std::string::npos) << line;
 }
 
 TEST_F(ResumeRefusalCli, ADifferentPartitioningIsRefused) {
   NJ_SKIP_WITHOUT_MPIRUN();
   ASSERT_EQ(test::run_nj_ranks(2, train("--threads 1"), std::chrono::seconds(120)).exit_code, 0);
-  const auto line = the_error_line(test::run_nj(train("--resume")));
+  const auto line = test::the_error_line(test::run_nj(train("--resume")));
   EXPECT_NE(line.find("partitioning: checkpoint has '2 ranks, metis partition"), std::string::npos) << line;
   EXPECT_NE(line.find("this run has 'one rank, the whole graph'"), std::string::npos) << line;
 }

@@ -145,18 +145,6 @@ bool unlimited(Execution execution) {
   return execution == Execution::kInMemory || execution == Execution::kReuseUnlimited;
 }
 
-ModelConfig model_config(ModelKind kind) {
-  ModelConfig c;
-  c.kind = kind;
-  c.hidden = 8;
-  c.heads = 2;
-  c.dropout = 0.5F;
-  c.attention_dropout = 0.3F;
-  c.activation = kind == ModelKind::kGat ? Activation::kElu : Activation::kRelu;
-  c.seed = 3;
-  return c;
-}
-
 // What a training step computed: its loss, every parameter's gradient, and what the executor measured.
 struct StepResult {
   double loss = 0.0;
@@ -173,7 +161,7 @@ class TrainingRun {
       : data_(data),
         resources_(test::backend_resources(kind, unlimited(execution) ? kUnlimited : budget, 2)),
         faults_(*resources_.device),
-        model_(model_config(model_kind), data.features.cols(), data.num_classes),
+        model_(test::training_config(model_kind), data.features.cols(), data.num_classes),
         local_(whole_local_graph(data.graph)) {
     if (source == FaultSource::kKernel) {
       resources_.backend = std::make_unique<FaultyBackend>(std::move(resources_.backend), faults_);
@@ -284,7 +272,7 @@ std::vector<std::int64_t> failure_points(std::int64_t total, std::int64_t forwar
 // keeps every subgraph's block on the device), so that rows are evicted and loaded again, and loads are
 // prefetched.
 std::int64_t tight_budget(DeviceKind kind, const Dataset& data, ModelKind model_kind) {
-  Model model(model_config(model_kind), data.features.cols(), data.num_classes);
+  Model model(test::training_config(model_kind), data.features.cols(), data.num_classes);
   const LocalGraph local = whole_local_graph(data.graph);
   const Resources resources = test::backend_resources(kind, kUnlimited, 1);
   const EpochPlan plan = plan_epoch(model, local, {kUnlimited, ExecutionMode::kReuse, CachePolicy::kStAware});

@@ -24,19 +24,6 @@ struct Trace {
   std::vector<ExecutionMetrics> execution;
 };
 
-ModelConfig model_config(ModelKind kind, int layers) {
-  ModelConfig c;
-  c.kind = kind;
-  c.layers = layers;
-  c.hidden = 8;
-  c.heads = 2;
-  c.dropout = 0.5F;
-  c.attention_dropout = 0.3F;
-  c.activation = kind == ModelKind::kGat ? Activation::kElu : Activation::kRelu;
-  c.seed = 3;
-  return c;
-}
-
 // Trains `epochs` epochs with the given executor factory and records losses, final weights and metrics.
 template <typename MakeExecutor>
 Trace train(DeviceKind kind, const Dataset& data, const ModelConfig& config, std::uint32_t epochs,
@@ -123,7 +110,7 @@ constexpr CachePolicy kAllPolicies[] = {CachePolicy::kStAware, CachePolicy::kLru
 
 TEST_P(Exactness, BudgetedTrainingMatchesFullGraphTraining) {
   const Dataset data = test::grid_dataset(30, 30, 5);
-  const ModelConfig config = model_config(model_case().kind, model_case().layers);
+  const ModelConfig config = test::training_config(model_case().kind, model_case().layers);
   const std::uint32_t epochs = 3;
   const Trace reference = train_in_memory(kind(), data, config, epochs);
 
@@ -177,7 +164,7 @@ class SubgraphExecutorTest : public ::testing::TestWithParam<DeviceKind> {
 
 TEST_P(SubgraphExecutorTest, GatOnHubsStaysWithinTheSmallestBudget) {
   const Dataset data = graph_with_hubs();
-  const ModelConfig config = model_config(ModelKind::kGat, 2);
+  const ModelConfig config = test::training_config(ModelKind::kGat, 2);
   const Trace reference = train_in_memory(kind(), data, config, 2);
   const Model model(config, data.features.cols(), data.num_classes);
   for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
@@ -210,7 +197,7 @@ TEST_P(SubgraphExecutorTest, GatOnHubsStaysWithinTheSmallestBudget) {
 TEST_P(SubgraphExecutorTest, MeasuredTrafficAndPeakAreWhatThePlanSays) {
   const Dataset data = graph_with_hubs();
   for (const ModelKind model_kind : {ModelKind::kGcn, ModelKind::kGat}) {
-    const ModelConfig config = model_config(model_kind, 2);
+    const ModelConfig config = test::training_config(model_kind, 2);
     const Model model(config, data.features.cols(), data.num_classes);
     for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
       for (const CachePolicy policy : {CachePolicy::kStAware, CachePolicy::kSizeOrder}) {
@@ -230,7 +217,7 @@ TEST_P(SubgraphExecutorTest, MeasuredTrafficAndPeakAreWhatThePlanSays) {
 
 TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
   const Dataset data = test::grid_dataset(20, 20, 9);
-  const Model model(model_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
+  const Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
   const std::int64_t budget = 4 * minimum_device_budget(model, whole_local_graph(data.graph));
   const EpochPlan reuse =
       plan_epoch(model, whole_local_graph(data.graph), {budget, ExecutionMode::kReuse, CachePolicy::kStAware});
@@ -265,7 +252,7 @@ std::vector<std::vector<vid_t>> cut_destinations(const Pass& pass) {
 TEST(SubgraphExecutor, CutInVertexIdsTakesConsecutiveIdsAndBreadthFirstSearchesTheGraph) {
   const Dataset data = test::grid_dataset(20, 20, 9);
   const LocalGraph local = whole_local_graph(data.graph);
-  const Model model(model_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
+  const Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
   const std::int64_t budget = 4 * minimum_device_budget(model, local);
   std::vector<vid_t> ids(static_cast<std::size_t>(data.num_vertices()));
   std::iota(ids.begin(), ids.end(), vid_t{0});

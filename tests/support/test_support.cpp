@@ -92,12 +92,38 @@ std::string expect_one_line_error(const CommandResult& result) {
   return result.output;
 }
 
+std::string the_error_line(const CommandResult& result) {
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  const std::string marker = "nj: error: ";
+  std::vector<std::string> errors;
+  std::istringstream lines(result.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(marker) != std::string::npos) errors.push_back(line);
+  }
+  EXPECT_EQ(errors.size(), 1U) << result.output;
+  EXPECT_TRUE(!errors.empty() && errors.front().starts_with(marker)) << result.output;
+  return errors.empty() ? "" : errors.front();
+}
+
 std::string shell_quote(const std::string& path) { return "'" + path + "'"; }
 
 void expect_same_dataset(const Dataset& a, const Dataset& b) {
   EXPECT_EQ(a.graph.offsets, b.graph.offsets);
   EXPECT_EQ(a.graph.sources, b.graph.sources);
   expect_same_vertex_data(a, b);
+}
+
+ModelConfig training_config(ModelKind kind, int layers) {
+  ModelConfig c;
+  c.kind = kind;
+  c.layers = layers;
+  c.hidden = 8;
+  c.heads = 2;
+  c.dropout = 0.5F;
+  c.attention_dropout = 0.3F;
+  c.activation = kind == ModelKind::kGat ? Activation::kElu : Activation::kRelu;
+  c.seed = 3;
+  return c;
 }
 
 Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature_width, std::int32_t num_classes,

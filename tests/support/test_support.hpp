@@ -72,6 +72,9 @@ CommandResult run_nj_ranks(int ranks, const std::string& arguments,
                            std::chrono::seconds limit = std::chrono::seconds(300));
 // Checks that a command failed with exactly one line, `nj: error: ...`, and returns that line.
 std::string expect_one_line_error(const CommandResult& result);
+// Where the error comes after log lines (of loading, or of other ranks): the one line that starts "nj: error: "
+// in a failed command's output, checked to be the only one.
+std::string the_error_line(const CommandResult& result);
 // Single-quotes a path for the shell.
 std::string shell_quote(const std::string& path);
 
@@ -98,6 +101,10 @@ void expect_same_vertex_data(const VertexData& a, const VertexData& b) {
 
 // Expects every part of two datasets (name excepted) to be equal, feature values bit for bit.
 void expect_same_dataset(const Dataset& a, const Dataset& b);
+
+// A small model of `kind` whose training exercises every random stream: input and attention dropout, ELU after
+// GAT layers (ReLU after GCN's), two heads.
+ModelConfig training_config(ModelKind kind, int layers = 2);
 
 // A small random dataset with features, labels and all three splits; deterministic by seed.
 Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature_width, std::int32_t num_classes,
