@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "nj/device/transfers.hpp"
-#include "nj/scheduler/cache_plan.hpp"
 #include "nj/kernels/backend.hpp"
+#include "nj/scheduler/cache_plan.hpp"
 
 namespace nj {
 

@@ -50,7 +50,9 @@ struct Interruption {
   const char* target;  // "job" or "rank"
 };
 
-void PrintTo(const Interruption& c, std::ostream* out) { *out << c.ranks << " ranks, SIG" << c.signal << " to the " << c.target; }
+void PrintTo(const Interruption& c, std::ostream* out) {
+  *out << c.ranks << " ranks, SIG" << c.signal << " to the " << c.target;
+}
 
 // The loss of every epoch in a metrics file, the last record of each epoch where a resumed run repeated some.
 std::map<int, double> losses_by_epoch(const std::string& metrics) {

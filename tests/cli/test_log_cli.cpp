@@ -26,7 +26,8 @@ bool coloured(const std::string& output) {
 
 std::vector<int> numbers(const std::string& text, const std::regex& pattern) {
   std::vector<int> found;
-  for (std::sregex_iterator it(text.begin(), text.end(), pattern), end; it != end; ++it) found.push_back(std::stoi((*it)[1]));
+  for (std::sregex_iterator it(text.begin(), text.end(), pattern), end; it != end; ++it)
+    found.push_back(std::stoi((*it)[1]));
   return found;
 }
 
@@ -53,8 +54,8 @@ TEST_F(LogCli, ColourOnATerminalOnlyUnlessAskedAndNeverWithNoColor) {
   EXPECT_TRUE(coloured(test::run_nj(run + " --color always").output));
   EXPECT_TRUE(coloured(test::run_nj_in_terminal(run).output));
   EXPECT_FALSE(coloured(test::run_nj_in_terminal(run + " --color never").output));
-  const auto no_color = test::run_shell("NO_COLOR=1 script -qec \"'" + std::string(NJ_BINARY) + "' " + run +
-                                        "\" /dev/null </dev/null");
+  const auto no_color =
+      test::run_shell("NO_COLOR=1 script -qec \"'" + std::string(NJ_BINARY) + "' " + run + "\" /dev/null </dev/null");
   ASSERT_EQ(no_color.exit_code, 0) << no_color.output;
   EXPECT_FALSE(coloured(no_color.output)) << no_color.output;
   EXPECT_TRUE(coloured(test::run_nj(run + " --color always", "NO_COLOR=1").output)) << "--color always wins";
@@ -81,8 +82,8 @@ TEST_F(LogCli, TheLevelFollowsTheSubcommandAndQuietLevelsStillEndWithTheSummary)
 TEST_F(LogCli, EpochsAreCountedFromOneInTheLogTheMetricsTheSummaryAndTheCheckpoint) {
   const std::string metrics = dir_.file("m.jsonl");
   const std::string checkpoint = dir_.file("c.h5");
-  const auto result = test::run_nj(train("--epochs 3 --metrics-out " + shell_quote(metrics) + " --save-checkpoint " +
-                                         shell_quote(checkpoint)));
+  const auto result = test::run_nj(
+      train("--epochs 3 --metrics-out " + shell_quote(metrics) + " --save-checkpoint " + shell_quote(checkpoint)));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const std::vector<int> logged = numbers(result.output, std::regex(R"(epoch +(\d+) \| loss)"));
   EXPECT_EQ(logged, (std::vector<int>{1, 2, 3})) << result.output;
@@ -132,8 +133,8 @@ TEST(MultiRankLogCli, RanksWriteNoColourIntoAFileUnlessAsked) {
   for (const std::string colour : {"", " --color always"}) {
     SCOPED_TRACE(colour);
     const std::string log = dir.file("log.txt");
-    const auto result = test::run_nj_ranks(2, "train " + shell_quote(dataset) + " --epochs 1 --threads 1" + colour +
-                                                  " >" + shell_quote(log));
+    const auto result = test::run_nj_ranks(
+        2, "train " + shell_quote(dataset) + " --epochs 1 --threads 1" + colour + " >" + shell_quote(log));
     ASSERT_EQ(result.exit_code, 0) << result.output;
     const std::string text = file_text(log);
     EXPECT_NE(text.find("epoch    1 |"), std::string::npos) << text;
