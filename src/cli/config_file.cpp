@@ -1,8 +1,8 @@
 // --config: the TOML that option files need, read line by line so that every error names its line. A line is
 // empty, a comment (`#`), or `key = value`, where the value is a string ("..." with \" \\ \n \t \r escapes, or
 // '...' taken as written), a word (a number, true, false, or any text without spaces, taken as written), or an
-// array of those on the one line; a comment may follow it. Tables ([section]) name no option of one command, and a key given twice would leave one of its values
-// unused: both are errors, as anything else is.
+// array of those on the one line; a comment may follow it. Tables ([section]) name no option of one command, and a key
+// given twice would leave one of its values unused: both are errors, as anything else is.
 #include <fmt/format.h>
 
 #include <cctype>
@@ -51,8 +51,8 @@ class LineParser {
   std::string key() {
     skip_spaces();
     const std::size_t start = at_;
-    while (at_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[at_])) != 0 || text_[at_] == '-' ||
-                                  text_[at_] == '_')) {
+    while (at_ < text_.size() &&
+           (std::isalnum(static_cast<unsigned char>(text_[at_])) != 0 || text_[at_] == '-' || text_[at_] == '_')) {
       ++at_;
     }
     if (at_ == start) fail(fmt::format("expected `key = value`, found '{}'", printable(text_.substr(start))));

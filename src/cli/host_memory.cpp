@@ -5,9 +5,9 @@
 
 #include "cli/commands.hpp"
 #include "nj/core/bytes.hpp"
-#include "nj/runtime/resources.hpp"
 #include "nj/io/hdf5.hpp"
 #include "nj/io/shard_file.hpp"
+#include "nj/runtime/resources.hpp"
 
 namespace nj::cli {
 namespace {

@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
-#include <numeric>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "cli/commands.hpp"
 #include "nj/graph/statistics.hpp"
@@ -228,21 +228,22 @@ nlohmann::json to_json(const std::string& path, std::uintmax_t file_bytes, const
   }
   nlohmann::json parameters = nlohmann::json::array();
   for (const auto& [name, shape] : checkpoint.parameters) parameters.push_back({{"name", name}, {"shape", shape}});
-  return {{"file", path},
-          {"file_bytes", file_bytes},
-          {"kind", "nj-checkpoint"},
-          {"format", checkpoint.format},
-          {"model", model},
-          {"epochs_done", progress.next_epoch},
-          {"best_val_epoch", progress.best_val_accuracy.valid() ? nlohmann::json(progress.best_val_epoch + 1) : nullptr},
-          {"best_val", to_json(progress.best_val_accuracy)},
-          {"final", to_json(progress.final_accuracy)},
-          {"dataset", run.dataset},
-          {"partitioning", run.partitioning},
-          {"optimizer", run.optimizer},
-          {"lr", std::isnan(run.lr) ? nlohmann::json(nullptr) : nlohmann::json(run.lr)},
-          {"adam_steps", checkpoint.adam_steps},
-          {"parameters", parameters}};
+  return {
+      {"file", path},
+      {"file_bytes", file_bytes},
+      {"kind", "nj-checkpoint"},
+      {"format", checkpoint.format},
+      {"model", model},
+      {"epochs_done", progress.next_epoch},
+      {"best_val_epoch", progress.best_val_accuracy.valid() ? nlohmann::json(progress.best_val_epoch + 1) : nullptr},
+      {"best_val", to_json(progress.best_val_accuracy)},
+      {"final", to_json(progress.final_accuracy)},
+      {"dataset", run.dataset},
+      {"partitioning", run.partitioning},
+      {"optimizer", run.optimizer},
+      {"lr", std::isnan(run.lr) ? nlohmann::json(nullptr) : nlohmann::json(run.lr)},
+      {"adam_steps", checkpoint.adam_steps},
+      {"parameters", parameters}};
 }
 
 // A folder or a .json file is a partition manifest; an HDF5 file is a checkpoint or a shard when it says so, else
@@ -303,8 +304,9 @@ void add_info_command(CLI::App& app) {
       "info",
       "Validate a dataset file, a shard file or a partition (its folder or manifest.json) and print statistics, or "
       "say what a checkpoint holds");
-  command->add_option("file", *path,
-                      "Dataset, shard or checkpoint file (HDF5), or a partition folder or its manifest.json")
+  command
+      ->add_option("file", *path,
+                   "Dataset, shard or checkpoint file (HDF5), or a partition folder or its manifest.json")
       ->required();
   command->add_flag("--json", *json, "Print the statistics as one JSON object");
   command->callback([path, json] { run_info(*path, *json); });

@@ -19,18 +19,21 @@ void require_dataset_file(const std::string& path, PartitionFolders partition_fo
                                          "splits a dataset file",
                                          path));
     case PathKind::kPlainFolder:
-      throw InputError(fmt::format("{} is a folder of a plain-text export (meta.txt, edges.txt, ...), not a dataset "
-                                   "file: convert it with nj convert --format plain {} --output FILE.h5",
-                                   path, path));
+      throw InputError(
+          fmt::format("{} is a folder of a plain-text export (meta.txt, edges.txt, ...), not a dataset "
+                      "file: convert it with nj convert --format plain {} --output FILE.h5",
+                      path, path));
     case PathKind::kOgbFolder:
-      throw InputError(fmt::format("{} is an OGB dataset folder (raw/edge.csv, ...), not a dataset file: convert it "
-                                   "with nj convert --format ogb {} --output FILE.h5",
-                                   path, path));
+      throw InputError(
+          fmt::format("{} is an OGB dataset folder (raw/edge.csv, ...), not a dataset file: convert it "
+                      "with nj convert --format ogb {} --output FILE.h5",
+                      path, path));
     case PathKind::kOtherFolder: break;
   }
-  throw InputError(fmt::format("{} is a folder with no dataset file nj knows in it (a dataset file is HDF5, written "
-                               "by nj convert or nj generate; a partition folder has a manifest.json)",
-                               path));
+  throw InputError(
+      fmt::format("{} is a folder with no dataset file nj knows in it (a dataset file is HDF5, written "
+                  "by nj convert or nj generate; a partition folder has a manifest.json)",
+                  path));
 }
 
 void require_convert_input(const std::string& format, const std::string& path) {
@@ -43,13 +46,13 @@ void require_convert_input(const std::string& format, const std::string& path) {
                                  fitting));
   }
   if (kind == PathKind::kPartitionFolder) {
-    throw InputError(fmt::format("{} is a partition folder (manifest.json), written by nj partition: nothing to "
-                                 "convert",
-                                 path));
+    throw InputError(
+        fmt::format("{} is a partition folder (manifest.json), written by nj partition: nothing to "
+                    "convert",
+                    path));
   }
   NJ_REQUIRE(format != "edgelist" || kind != PathKind::kOtherFolder,
-             "{} is a folder: --format edgelist reads one edge-list file (--format plain and ogb read folders)",
-             path);
+             "{} is a folder: --format edgelist reads one edge-list file (--format plain and ogb read folders)", path);
 }
 
 }  // namespace nj::cli

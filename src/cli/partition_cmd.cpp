@@ -9,8 +9,8 @@
 #include "cli/progress.hpp"
 #include "nj/core/error.hpp"
 #include "nj/io/dataset_file.hpp"
-#include "nj/partition/partition.hpp"
 #include "nj/io/shard_file.hpp"
+#include "nj/partition/partition.hpp"
 
 namespace nj::cli {
 namespace {

@@ -1,7 +1,7 @@
 // nj plan: plans an epoch of the subgraph executor without training, and compares the cache policies; on a
 // partition folder, plans every rank's shard and reports what each rank moves per epoch.
-#include <omp.h>
 #include <fmt/ranges.h>
+#include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -13,10 +13,10 @@
 #include "cli/commands.hpp"
 #include "nj/core/host_memory.hpp"
 #include "nj/core/stopwatch.hpp"
-#include "nj/runtime/resources.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/path_kind.hpp"
 #include "nj/io/shard_file.hpp"
+#include "nj/runtime/resources.hpp"
 
 namespace nj::cli {
 namespace {
@@ -269,8 +269,9 @@ void add_plan_command(CLI::App& app) {
                    "what each rank moves per epoch is reported");
   add_model_options(*cmd, args->model);
   add_executor_options(*cmd, args->executor, false);
-  cmd->add_option("--threads", args->threads, "Threads a training run would use (0: OpenMP's default), for its host "
-                                              "memory")
+  cmd->add_option("--threads", args->threads,
+                  "Threads a training run would use (0: OpenMP's default), for its host "
+                  "memory")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_training_only_options(*cmd, args->ignored, kIgnoredGroup);

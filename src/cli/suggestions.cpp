@@ -19,7 +19,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
       const std::size_t substitution = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + substitution});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -28,7 +29,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 // The command the line named: the deepest subcommand parsed, or the app itself.
 const CLI::App& named_command(const CLI::App& app) {
   const CLI::App* command = &app;
-  for (std::vector<CLI::App*> parsed = app.get_subcommands(); !parsed.empty(); parsed = parsed.front()->get_subcommands())
+  for (std::vector<CLI::App*> parsed = app.get_subcommands(); !parsed.empty();
+       parsed = parsed.front()->get_subcommands())
     command = parsed.front();
   return *command;
 }
@@ -62,7 +64,8 @@ std::string parse_failure_message(const CLI::App& app, const CLI::Error& error) 
   const CLI::App& command = named_command(app);
   const std::vector<std::string> left_over = app.remaining(true);
   if (&command == &app) {
-    const auto word = std::find_if(left_over.begin(), left_over.end(), [](const std::string& a) { return !a.starts_with("-"); });
+    const auto word =
+        std::find_if(left_over.begin(), left_over.end(), [](const std::string& a) { return !a.starts_with("-"); });
     if (word != left_over.end()) {
       std::vector<std::string> commands;
       for (const CLI::App* subcommand : app.get_subcommands([](const CLI::App*) { return true; }))

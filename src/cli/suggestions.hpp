@@ -1,7 +1,6 @@
 #pragma once
 // "Did you mean" for a mistyped subcommand, option or configuration key.
 #include <CLI/CLI.hpp>
-
 #include <optional>
 #include <string>
 #include <string_view>

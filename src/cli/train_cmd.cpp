@@ -16,16 +16,16 @@
 #include "cli/progress.hpp"
 #include "nj/comm/communicator.hpp"
 #include "nj/comm/device_communicator.hpp"
-#include "nj/runtime/rank_communicator.hpp"
 #include "nj/core/bytes.hpp"
 #include "nj/core/host_memory.hpp"
 #include "nj/core/stopwatch.hpp"
-#include "nj/runtime/resources.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/io/shard_file.hpp"
 #include "nj/kernels/blas_kernels.hpp"
 #include "nj/partition/partition.hpp"
-#include "nj/io/shard_file.hpp"
+#include "nj/runtime/rank_communicator.hpp"
+#include "nj/runtime/resources.hpp"
 #include "nj/train/checkpoint.hpp"
 #include "nj/train/metrics_log.hpp"
 #include "nj/train/trainer.hpp"
@@ -147,8 +147,7 @@ void read_arguments(TrainArguments& args, CLI::App& command, Communicator& comm,
   NJ_REQUIRE(!training.resume || training.load_checkpoint.empty(),
              "give --resume (the newest checkpoint of --checkpoint-dir) or --load-checkpoint FILE, not both");
   if (!rank.dataset.empty()) require_dataset_file(rank.dataset, PartitionFolders::kByOption);
-  NJ_REQUIRE(partitions.empty() || std::filesystem::is_directory(partitions),
-             "--partitions {}: {}", partitions,
+  NJ_REQUIRE(partitions.empty() || std::filesystem::is_directory(partitions), "--partitions {}: {}", partitions,
              std::filesystem::exists(partitions) ? "a file, not a folder written by nj partition (a dataset file is "
                                                    "given as the dataset)"
                                                  : "no such folder");
@@ -185,10 +184,10 @@ void set_up_data(TrainArguments& args, Communicator& comm, RankTraining& rank) {
   spdlog::info("host memory: at least {} ({}) of {} {}", format_bytes(footprint.total()), footprint.describe(),
                limit.bytes < 0 ? "an unknown amount" : format_bytes(limit.bytes), limit.source);
   rank.shard = load_rank_shard({.dataset = rank.dataset,
-                                 .partitions = args.data.partitions,
-                                 .partition_method = parse_partition_method(args.training.partition_method),
-                                 .normalize_rows = args.training.feature_norm == "row"},
-                                rank.choice.vertex_order, comm);
+                                .partitions = args.data.partitions,
+                                .partition_method = parse_partition_method(args.training.partition_method),
+                                .normalize_rows = args.training.feature_norm == "row"},
+                               rank.choice.vertex_order, comm);
 }
 
 // The device and its communicator. Counting the ranks on each card and connecting the device communicator are
@@ -228,8 +227,8 @@ void set_up_training(const TrainArguments& args, Communicator& comm, RankTrainin
   if (comm.rank() == 0) resume_on_leader(training, rank);
   const bool done = rank.resumed.next_epoch >= training.options.epochs;
   if (!training.metrics_out.empty() && comm.rank() == 0 && !done) {
-    rank.log = MetricsLog(training.metrics_out,
-                          rank.resumed.next_epoch > 0 ? MetricsLog::kAppend : MetricsLog::kCreate);
+    rank.log =
+        MetricsLog(training.metrics_out, rank.resumed.next_epoch > 0 ? MetricsLog::kAppend : MetricsLog::kCreate);
   }
 }
 
@@ -272,9 +271,10 @@ bool report_continuation(const TrainingOnlyArguments& training, const RankTraini
     return true;
   }
   if (leader) {
-    print_always(fmt::format("nothing to train: {} has {} epochs done, and --epochs asks for {} (give more to train "
-                             "on)",
-                             rank.resumed_from, done, epochs));
+    print_always(
+        fmt::format("nothing to train: {} has {} epochs done, and --epochs asks for {} (give more to train "
+                    "on)",
+                    rank.resumed_from, done, epochs));
   }
   return false;
 }

@@ -279,5 +279,4 @@ class NextUseEvictor {
   std::int32_t first_step_ = 0;
 };
 
-
 }  // namespace nj::scheduling

@@ -426,5 +426,4 @@ class TraceIndex {
   std::vector<std::int64_t> phase_occurrences_;  // per phase: entries over its steps' lists
 };
 
-
 }  // namespace nj::scheduling

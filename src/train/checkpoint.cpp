@@ -202,8 +202,8 @@ RunIdentity identify_run(const ModelConfig& model, const Shard& shard, const std
   run.partitioning = p.parts == 1 ? std::string("one rank, the whole graph")
                                   : fmt::format("{} ranks, {} partition, seed {}, edge cut {}, owned {}", p.parts,
                                                 p.method, p.seed, p.edge_cut, fmt::join(p.owned, "/"));
-  run.optimizer = fmt::format("Adam betas {} {}, eps {}, weight decay {} on {}", options.adam.beta1,
-                              options.adam.beta2, options.adam.eps, options.adam.weight_decay,
+  run.optimizer = fmt::format("Adam betas {} {}, eps {}, weight decay {} on {}", options.adam.beta1, options.adam.beta2,
+                              options.adam.eps, options.adam.weight_decay,
                               options.decay_scope == WeightDecayScope::kAll ? "all layers" : "the first layer");
   run.model_options = model;
   run.lr = options.adam.lr;

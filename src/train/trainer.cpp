@@ -167,8 +167,7 @@ Accuracy Trainer::evaluate() {
   return {ratio(0), ratio(1), ratio(2)};
 }
 
-TrainSummary Trainer::fit(const std::function<void(const EpochMetrics&)>& on_epoch,
-                          const std::function<bool()>& stop) {
+TrainSummary Trainer::fit(const std::function<void(const EpochMetrics&)>& on_epoch, const std::function<bool()>& stop) {
   TrainSummary summary;
   std::vector<double> epoch_seconds;
   const auto start = std::chrono::steady_clock::now();

@@ -33,8 +33,7 @@ TEST_F(CheckpointCli, AGcnCheckpointIgnoresTheOptionsOnlyAGatUses) {
   const auto resumed = train("--epochs 3 --heads 4 --output-heads 2 --attention-dropout 0.1 --checkpoint-dir " +
                              shell_quote(folder_) + " --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  EXPECT_NE(resumed.output.find("resumed from " + folder_ + "/checkpoint-000002.h5: 2 epochs done"),
-            std::string::npos)
+  EXPECT_NE(resumed.output.find("resumed from " + folder_ + "/checkpoint-000002.h5: 2 epochs done"), std::string::npos)
       << resumed.output;
   EXPECT_NE(resumed.output.find("epoch    3 |"), std::string::npos) << resumed.output;
 }
@@ -57,7 +56,7 @@ TEST_F(CheckpointCli, ModelOptionsNotGivenComeFromTheCheckpoint) {
                 .exit_code,
             0);
   for (const std::string& from : {"--load-checkpoint " + shell_quote(folder_ + "/checkpoint-000002.h5"),
-                                 "--checkpoint-dir " + shell_quote(folder_) + " --resume"}) {
+                                  "--checkpoint-dir " + shell_quote(folder_) + " --resume"}) {
     SCOPED_TRACE(from);
     const auto resumed = train("--epochs 3 --metrics-out " + shell_quote(metrics) + " " + from);
     ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
@@ -71,7 +70,8 @@ TEST_F(CheckpointCli, ModelOptionsNotGivenComeFromTheCheckpoint) {
     EXPECT_EQ(nlohmann::json::parse(last)["model"]["kind"], "gat");
   }
   // One given on the command line is this run's, and refused where it differs.
-  const auto other = train("--epochs 3 --model gcn --load-checkpoint " + shell_quote(folder_ + "/checkpoint-000002.h5"));
+  const auto other =
+      train("--epochs 3 --model gcn --load-checkpoint " + shell_quote(folder_ + "/checkpoint-000002.h5"));
   EXPECT_NE(other.exit_code, 0);
   EXPECT_NE(other.output.find("written by a different run: model: checkpoint has 'gat"), std::string::npos)
       << other.output;

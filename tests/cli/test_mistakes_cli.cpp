@@ -43,8 +43,8 @@ TEST_F(MistakesCli, ADatasetGivenBothAsTheArgumentAndWithDatasetIsAnError) {
   const std::string other = dir_.file("other.h5");
   std::filesystem::copy_file(dataset_, other);
   for (const char* command : {"train", "plan"}) {
-    const auto line = test::expect_one_line_error(test::run_nj(std::string(command) + " " + shell_quote(dataset_) +
-                                                                " --dataset " + shell_quote(other)));
+    const auto line = test::expect_one_line_error(
+        test::run_nj(std::string(command) + " " + shell_quote(dataset_) + " --dataset " + shell_quote(other)));
     EXPECT_NE(line.find("two datasets: " + dataset_ + " as the argument and " + other + " with --dataset"),
               std::string::npos)
         << line;
@@ -67,15 +67,16 @@ TEST_F(MistakesCli, AFolderInPlaceOfADatasetFileSaysWhatItHoldsAndWhatToRun) {
     const auto on = [&](const std::string& path) {
       return test::expect_one_line_error(test::run_nj(command + " " + shell_quote(path) + extra));
     };
-    EXPECT_NE(on(plain).find(plain + " is a folder of a plain-text export (meta.txt, edges.txt, ...), not a dataset "
-                                     "file: " +
+    EXPECT_NE(on(plain).find(plain +
+                             " is a folder of a plain-text export (meta.txt, edges.txt, ...), not a dataset "
+                             "file: " +
                              convert_plain),
               std::string::npos);
     EXPECT_NE(on(ogb).find("convert it with nj convert --format ogb " + ogb + " --output FILE.h5"), std::string::npos);
     EXPECT_NE(on(empty).find(empty + " is a folder with no dataset file nj knows in it"), std::string::npos);
   }
-  EXPECT_NE(test::expect_one_line_error(test::run_nj("train " + shell_quote(parts))).find(
-                parts + " is a partition folder (manifest.json), not a dataset file: use --partitions " + parts),
+  EXPECT_NE(test::expect_one_line_error(test::run_nj("train " + shell_quote(parts)))
+                .find(parts + " is a partition folder (manifest.json), not a dataset file: use --partitions " + parts),
             std::string::npos);
   EXPECT_NE(test::expect_one_line_error(
                 test::run_nj("partition " + shell_quote(parts) + " --parts 2 -o " + shell_quote(dir_.file("p"))))
@@ -84,8 +85,8 @@ TEST_F(MistakesCli, AFolderInPlaceOfADatasetFileSaysWhatItHoldsAndWhatToRun) {
   EXPECT_NE(test::expect_one_line_error(test::run_nj("train --partitions " + shell_quote(dataset_)))
                 .find("a file, not a folder written by nj partition"),
             std::string::npos);
-  EXPECT_NE(test::expect_one_line_error(
-                test::run_nj("convert --format edgelist " + shell_quote(plain) + " -o " + shell_quote(dir_.file("c.h5"))))
+  EXPECT_NE(test::expect_one_line_error(test::run_nj("convert --format edgelist " + shell_quote(plain) + " -o " +
+                                                     shell_quote(dir_.file("c.h5"))))
                 .find(plain + " is a plain-text export (meta.txt, edges.txt, ...): convert it with --format plain"),
             std::string::npos);
   // What nj plan and nj info read in a folder, they read.
@@ -113,10 +114,10 @@ TEST_F(MistakesCli, AMisspelledCommandOrFlagGetsASuggestion) {
   EXPECT_NE(far.find("'frobnicate' is not a command of nj"), std::string::npos) << far;
   EXPECT_EQ(far.find("did you mean"), std::string::npos) << far;
   const std::string config = write_config("typo.toml", "epoch = 3\n");
-  EXPECT_NE(test::expect_one_line_error(
-                test::run_nj("train " + shell_quote(dataset_) + " --config " + shell_quote(config)))
-                .find(config + ":1: unknown option 'epoch' for nj train; did you mean 'epochs'?"),
-            std::string::npos);
+  EXPECT_NE(
+      test::expect_one_line_error(test::run_nj("train " + shell_quote(dataset_) + " --config " + shell_quote(config)))
+          .find(config + ":1: unknown option 'epoch' for nj train; did you mean 'epochs'?"),
+      std::string::npos);
 }
 
 // Every option of nj train is one nj plan takes, so that `train` can be swapped for `plan` in a command line;
@@ -190,8 +191,9 @@ TEST_F(MistakesCli, RelativePathsInAConfigFileAreRelativeToItsFolder) {
   EXPECT_TRUE(std::filesystem::exists(run / "checkpoints" / "checkpoint-000002.h5"));
   EXPECT_TRUE(std::filesystem::exists(dir_.path() / "absolute.h5"));
   // A dataset on the command line wins over the file's, given either way.
-  const auto given = test::run_nj("train " + shell_quote(dataset_) + " --config " + shell_quote((run / "train.toml").string()) +
-                                  " --epochs 1 --metrics-out " + shell_quote(dir_.file("m.jsonl")));
+  const auto given =
+      test::run_nj("train " + shell_quote(dataset_) + " --config " + shell_quote((run / "train.toml").string()) +
+                   " --epochs 1 --metrics-out " + shell_quote(dir_.file("m.jsonl")));
   ASSERT_EQ(given.exit_code, 0) << given.output;
   EXPECT_NE(given.output.find("dataset random:"), std::string::npos) << given.output;
 }

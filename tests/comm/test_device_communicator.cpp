@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "nj/comm/device_communicator.hpp"
-#include "nj/runtime/rank_communicator.hpp"
 #include "nj/device/cuda.hpp"
 #include "nj/device/device.hpp"
+#include "nj/runtime/rank_communicator.hpp"
 #include "nj/runtime/resources.hpp"
 
 namespace nj {

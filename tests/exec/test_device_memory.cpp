@@ -7,12 +7,12 @@
 #include <algorithm>
 
 #include "nj/device/planning_device.hpp"
-#include "nj/kernels/planning_backend.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/edge_list.hpp"
 #include "nj/io/plain_text.hpp"
 #include "nj/kernels/device_block.hpp"
+#include "nj/kernels/planning_backend.hpp"
 #include "nj/kernels/sparse_block.hpp"
 #include "nj/model/device_parameters.hpp"
 #include "nj/train/trainer.hpp"

@@ -21,8 +21,8 @@
 #include "nj/graph/vertex_order.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/input_limits.hpp"
-#include "nj/partition/partition.hpp"
 #include "nj/io/shard_file.hpp"
+#include "nj/partition/partition.hpp"
 
 namespace nj::fuzz {
 namespace {

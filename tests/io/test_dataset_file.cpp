@@ -112,9 +112,9 @@ TEST_F(DatasetFile, AcceptsMasksAndAttributesAsH5pyWritesThem) {
   }
   const hsize_t n = num_vertices();
   const hid_t vertices = H5Screate_simple(1, &n, nullptr);
-  for (const auto& [name, mask] : {std::pair{"/masks/train", &dataset_.train_mask},
-                                   std::pair{"/masks/val", &dataset_.val_mask},
-                                   std::pair{"/masks/test", &dataset_.test_mask}}) {
+  for (const auto& [name, mask] :
+       {std::pair{"/masks/train", &dataset_.train_mask}, std::pair{"/masks/val", &dataset_.val_mask},
+        std::pair{"/masks/test", &dataset_.test_mask}}) {
     ASSERT_GE(H5Ldelete(file, name, H5P_DEFAULT), 0) << name;
     const std::vector<std::int8_t> values(mask->begin(), mask->end());
     const hid_t stored = H5Dcreate2(file, name, boolean, vertices, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);

@@ -12,12 +12,12 @@
 
 #include "mpi/job.hpp"
 #include "nj/comm/device_communicator.hpp"
-#include "nj/runtime/rank_communicator.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/plain_text.hpp"
 #include "nj/partition/partition.hpp"
+#include "nj/runtime/rank_communicator.hpp"
 #include "nj/train/loss.hpp"
 #include "nj/train/trainer.hpp"
 #include "support/backends.hpp"

@@ -12,8 +12,8 @@
 #include "nj/io/edge_list.hpp"
 #include "nj/io/hdf5.hpp"
 #include "nj/io/plain_text.hpp"
-#include "nj/partition/partition.hpp"
 #include "nj/io/shard_file.hpp"
+#include "nj/partition/partition.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {

@@ -14,9 +14,9 @@
 #include "nj/core/bytes.hpp"
 #include "nj/core/matrix.hpp"
 #include "nj/device/device.hpp"
-#include "nj/runtime/resources.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/kernels/device_block.hpp"
+#include "nj/runtime/resources.hpp"
 #include "support/backends.hpp"
 
 namespace nj::test {

@@ -136,9 +136,9 @@ TEST_F(CheckpointTest, IdentityOfAModelLeavesOutTheOptionsItsKindDoesNotUse) {
   gat.kind = ModelKind::kGat;
   ModelConfig gat_heads = gat;
   gat_heads.heads = 4;
-  EXPECT_TRUE(describe_differences(identify_run(gat, shard, "none", options),
-                                   identify_run(gat_heads, shard, "none", options))
-                  .starts_with("model: "));
+  EXPECT_TRUE(
+      describe_differences(identify_run(gat, shard, "none", options), identify_run(gat_heads, shard, "none", options))
+          .starts_with("model: "));
   EXPECT_EQ(describe_model(gcn()), "gcn, 2 layers, hidden 4, activation relu, dropout 0.5, seed 0");
 }
 
@@ -203,8 +203,9 @@ TEST_F(CheckpointTest, AFormatOneCheckpointStillLoads) {
   EXPECT_EQ(progress.best_val_epoch, 1U);
 
   hdf5::File::open_write(dir.file("c.h5")).set_attribute("format", std::string("nj-checkpoint 9"));
-  EXPECT_NE(message_of([&] { read_checkpoint_summary(dir.file("c.h5")); }).find("format '9' is not one this build reads"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of([&] { read_checkpoint_summary(dir.file("c.h5")); }).find("format '9' is not one this build reads"),
+      std::string::npos);
 }
 
 TEST_F(CheckpointTest, DamagedFilesAreOneLineErrorsThatLeaveTheModelAsItWas) {

@@ -1,8 +1,8 @@
 #pragma once
 // A device that only places allocations. Planning replays an epoch of the executor on it, with kernels that do
-// nothing (make_planning_backend, nj/kernels/planning_backend.hpp), to learn exactly what a run allocates, when, and how the arena places it:
-// the same first-fit arena as the real devices, so the predicted peak footprint, fragmentation included, is
-// what the run will see. Copies to the host write zeros; nothing else touches memory.
+// nothing (make_planning_backend, nj/kernels/planning_backend.hpp), to learn exactly what a run allocates, when, and
+// how the arena places it: the same first-fit arena as the real devices, so the predicted peak footprint, fragmentation
+// included, is what the run will see. Copies to the host write zeros; nothing else touches memory.
 #include <cstdint>
 #include <map>
 #include <memory>

@@ -11,9 +11,9 @@
 #include "nj/comm/boundary_exchange.hpp"
 #include "nj/core/matrix.hpp"
 #include "nj/device/transfers.hpp"
-#include "nj/runtime/resources.hpp"
 #include "nj/exec/subgraph.hpp"
 #include "nj/model/model.hpp"
+#include "nj/runtime/resources.hpp"
 
 namespace nj {
 

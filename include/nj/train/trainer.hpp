@@ -88,7 +88,7 @@ struct TrainSummary {
   std::uint32_t epochs = 0;
   Accuracy final_accuracy;
   std::uint32_t best_val_epoch = 0;  // counted from 0
-  Accuracy best_val_accuracy;  // all three accuracies at the epoch with the best validation accuracy
+  Accuracy best_val_accuracy;        // all three accuracies at the epoch with the best validation accuracy
   double median_epoch_seconds = 0.0;
   double total_seconds = 0.0;
 };
@@ -98,8 +98,8 @@ struct TrainSummary {
 struct TrainingProgress {
   std::uint32_t next_epoch = 0;      // counted from 0: the number of epochs done
   std::uint32_t best_val_epoch = 0;  // counted from 0
-  Accuracy best_val_accuracy;  // NaN until an epoch is evaluated
-  Accuracy final_accuracy;     // of the latest evaluated epoch
+  Accuracy best_val_accuracy;        // NaN until an epoch is evaluated
+  Accuracy final_accuracy;           // of the latest evaluated epoch
 };
 
 class Trainer {
@@ -114,8 +114,7 @@ class Trainer {
   // Trains epochs [progress().next_epoch, options.epochs), calling on_epoch after each, when progress() has
   // moved past it. Where `stop` is given, it is asked after each epoch's on_epoch, on every rank, and training
   // ends early where it says so: it must answer alike on every rank. progress() tells where training stopped.
-  TrainSummary fit(const std::function<void(const EpochMetrics&)>& on_epoch,
-                   const std::function<bool()>& stop = {});
+  TrainSummary fit(const std::function<void(const EpochMetrics&)>& on_epoch, const std::function<bool()>& stop = {});
 
   Adam& optimizer() { return optimizer_; }
   const TrainingProgress& progress() const { return progress_; }
