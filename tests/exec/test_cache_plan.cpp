@@ -777,6 +777,34 @@ TEST(CachePlanDegree, KeepsTheHighestDegreeRowsResident) {
   EXPECT_NO_THROW(plan_cache(trace, CachePolicy::kFifo));
 }
 
+// The rows that leave the device at step `at` of a plan without a copy: under the policies that look ahead, the
+// victim of that step's load.
+std::vector<vid_t> dropped_at(const CachePlan& plan, std::size_t at) {
+  std::vector<vid_t> rows;
+  for (const SlotAssignment& a : plan.steps[at].drops) rows.push_back(a.row.row);
+  return rows;
+}
+
+// Two slots, and step 2 loads row 2 among rows 0 and 1. Row 0's next read is three steps ahead but it has three
+// reads left; row 1's is two steps ahead with one left. ST-aware evicts the lowest remaining / (next - now + 1):
+// row 1 (1/3 against 3/4). Belady evicts the farther row 0, and so do LRU and FIFO, row 0 being the older.
+TEST(CachePlanStAware, TheStructuralTermKeepsTheRowWithMoreReadersLeft) {
+  const AccessTrace trace = read_sequence({0, 1, 2, 2, 1, 0, 0, 0}, 2, true);
+  EXPECT_EQ(dropped_at(plan_cache(trace, CachePolicy::kStAware), 2), std::vector<vid_t>{1});
+  for (const CachePolicy policy : {CachePolicy::kBelady, CachePolicy::kLru, CachePolicy::kFifo}) {
+    EXPECT_EQ(dropped_at(plan_cache(trace, policy), 2), std::vector<vid_t>{0}) << to_string(policy);
+  }
+}
+
+// Two slots, and step 2 loads row 2 among rows 0 and 1. Row 0 is read again at the next step, once; row 1 three
+// times from step 10. ST-aware evicts row 1 (3/9 against 1/2), as Belady does: a row needed at once beats one
+// with more readers far ahead; counting readers alone would evict row 0.
+TEST(CachePlanStAware, TheTemporalTermKeepsTheRowNeededFirst) {
+  const AccessTrace trace = read_sequence({0, 1, 2, 0, 2, 2, 2, 2, 2, 2, 1, 1, 1}, 2, true);
+  EXPECT_EQ(dropped_at(plan_cache(trace, CachePolicy::kStAware), 2), std::vector<vid_t>{1});
+  EXPECT_EQ(dropped_at(plan_cache(trace, CachePolicy::kBelady), 2), std::vector<vid_t>{1});
+}
+
 TEST(CachePlanNone, EveryReadIsALoad) {
   AccessTrace trace = read_sequence({0, 0, 0}, 4, true);
   for (auto& step : trace.steps) step.reads.push_back({0, 1});
