@@ -92,6 +92,11 @@ std::string expect_one_line_error(const CommandResult& result) {
   return result.output;
 }
 
+bool data_required() {
+  const char* required = std::getenv("NJ_REQUIRE_DATA");
+  return required != nullptr && *required != '\0' && std::string(required) != "0";
+}
+
 std::string the_error_line(const CommandResult& result) {
   EXPECT_NE(result.exit_code, 0) << result.output;
   const std::string marker = "nj: error: ";

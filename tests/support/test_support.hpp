@@ -16,10 +16,17 @@ namespace nj::test {
 
 // The shared real-data folder (NJ_DATA_DIR, else ../shared/data beside the source tree), or empty if absent.
 std::filesystem::path data_dir();
-// Skips the calling test when the shared data folder is absent; use as `NJ_SKIP_WITHOUT_DATA();`.
-#define NJ_SKIP_WITHOUT_DATA()                                                                            \
-  do {                                                                                                    \
-    if (::nj::test::data_dir().empty()) GTEST_SKIP() << "shared data folder not found (set NJ_DATA_DIR)"; \
+// Whether the real-graph tests must run: NJ_REQUIRE_DATA set (as CI sets it), so that an absent data folder is a
+// failure and not a skip.
+bool data_required();
+// Skips the calling test when the shared data folder is absent, or fails it where data_required(); use as
+// `NJ_SKIP_WITHOUT_DATA();`.
+#define NJ_SKIP_WITHOUT_DATA()                                                                    \
+  do {                                                                                            \
+    if (::nj::test::data_dir().empty()) {                                                         \
+      if (::nj::test::data_required()) FAIL() << "shared data folder not found (NJ_REQUIRE_DATA)"; \
+      GTEST_SKIP() << "shared data folder not found (set NJ_DATA_DIR)";                           \
+    }                                                                                             \
   } while (false)
 
 // How many times longer than in a plain build a test's own time limits allow: NJ_TEST_TIME_SCALE, which the
