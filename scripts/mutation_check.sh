@@ -79,6 +79,7 @@ for m in "${mutants[@]}"; do
     survived=$((survived + 1))
   elif ! cmake --build "$build" >"$backup/build.log" 2>&1; then
     result="no-build"  # a mutant that does not compile says nothing of the tests
+    grep -m 3 "error" "$backup/build.log" >&2 || true
     survived=$((survived + 1))
   elif ctest --test-dir "$build" -R "$tests" --parallel "$(nproc)" --timeout 300 >"$backup/test.log" 2>&1; then
     result="SURVIVED"

@@ -13,7 +13,7 @@ class InfoCli : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto generated =
-        test::run_nj("generate --vertices 600 --edges 6000 --features 12 --classes 4 --seed 5 --name tiny -o " +
+        test::run_nj("generate --vertices 600 --edges 6000 --features 12 --classes 4 --seed 5 --name small-world -o " +
                      test::shell_quote(path_));
     ASSERT_EQ(generated.exit_code, 0) << generated.output;
   }
@@ -26,9 +26,11 @@ TEST_F(InfoCli, PrintsTheCounts) {
   const Dataset d = read_dataset(path_);
   const auto info = test::run_nj("info " + test::shell_quote(path_));
   ASSERT_EQ(info.exit_code, 0) << info.output;
-  for (const auto& expected : {std::string("tiny"), std::string("600"),
-                               fmt::format("{} directed (symmetrized: yes, self-loops: removed)", d.graph.num_edges()),
-                               std::string("12 per vertex"), std::string("train 60, val 60, test 480")}) {
+  // The dataset's own name, not its file's, and each count on its line.
+  for (const auto& expected :
+       {std::string("\nname:            small-world\n"), std::string("\nvertices:        600\n"),
+        fmt::format("\nedges:           {} directed (symmetrized: yes, self-loops: removed)", d.graph.num_edges()),
+        std::string("12 per vertex"), std::string("train 60, val 60, test 480")}) {
     EXPECT_NE(info.output.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << info.output;
   }
 }
@@ -38,7 +40,7 @@ TEST_F(InfoCli, JsonHasTheSameCounts) {
   const auto info = test::run_nj("info --json " + test::shell_quote(path_));
   ASSERT_EQ(info.exit_code, 0) << info.output;
   const auto json = nlohmann::json::parse(info.output);
-  EXPECT_EQ(json["name"], "tiny");
+  EXPECT_EQ(json["name"], "small-world");
   EXPECT_EQ(json["num_vertices"], 600);
   EXPECT_EQ(json["num_edges"], d.graph.num_edges());
   EXPECT_EQ(json["feature_width"], 12);
@@ -60,7 +62,7 @@ TEST_F(InfoCli, SaysWhatACheckpointHolds) {
        {"checkpoint:      format 2, 3 epochs done, 3 Adam steps\n",
         "model:           gat, 2 layers, hidden 4, heads 2, output heads 1, activation elu, dropout 0.5, attention "
         "dropout 0.6, seed 0\n",
-        "dataset:         'tiny': 600 vertices, ", "partitioning:    one rank, the whole graph\n",
+        "dataset:         'small-world': 600 vertices, ", "partitioning:    one rank, the whole graph\n",
         "optimizer:       Adam betas 0.9 0.999, eps 1e-08, weight decay 0.0005 on all layers, trained at lr 0.02\n",
         "best validation: ", "parameters:      "}) {
     EXPECT_NE(text.output.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << text.output;

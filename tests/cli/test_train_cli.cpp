@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <utility>
 
 #include "nj/core/bytes.hpp"
@@ -195,12 +196,25 @@ TEST_F(TrainCli, DeviceFlagChoosesTheDeviceAndOneLineSaysWhy) {
   }
 }
 
+// Each row of --all-policies' table is what planning with that policy alone predicts.
 TEST_F(TrainCli, PlanComparesEveryPolicy) {
-  const auto result = test::run_nj("plan " + shell_quote(dataset) + " --device-memory 48K --all-policies");
+  const std::string plan = "plan " + shell_quote(dataset) + " --device-memory 48K";
+  const auto result = test::run_nj(plan + " --all-policies");
   ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::regex predicted(R"(predicted per epoch: h2d (\S+) \(cache \S+\), d2h (\S+) )");
+  std::set<std::string> totals;
   for (const char* policy : {"st-aware", "lru", "fifo", "degree", "size-order", "belady", "none"}) {
-    EXPECT_NE(result.output.find(std::string("\n") + policy + " "), std::string::npos) << policy << result.output;
+    SCOPED_TRACE(policy);
+    const auto alone = test::run_nj(plan + " --cache-policy " + policy);
+    ASSERT_EQ(alone.exit_code, 0) << alone.output;
+    std::smatch bytes;
+    ASSERT_TRUE(std::regex_search(alone.output, bytes, predicted)) << alone.output;
+    const std::regex row(fmt::format(R"(\n{} +{} +{} +(\S+) )", policy, bytes[1].str(), bytes[2].str()));
+    std::smatch total;
+    EXPECT_TRUE(std::regex_search(result.output, total, row)) << bytes[1] << " " << bytes[2] << result.output;
+    if (!total.empty()) totals.insert(total[1]);
   }
+  EXPECT_GT(totals.size(), 1U) << "every policy moves the same bytes: the budget constrains nothing\n" << result.output;
 }
 
 // A GPU's run is planned on any machine: the CUDA libraries' workspace beside the budget, and the offsets its
