@@ -63,7 +63,9 @@ TEST_P(ModelGradientTest, BackwardMatchesFiniteDifferences) {
   const Dataset data = test::random_dataset(24, 60, 5, 3, 21);
   OneStep step(kind, gradient_case.config, data);
   step.loss();
-  test::expect_gradients_match_finite_differences(step.model(), step.gradients(), [&] { return step.loss(); });
+  const std::vector<Matrix> analytic = step.gradients();
+  test::expect_gradients_match_finite_differences(step.model(), analytic, [&] { return step.loss(); });
+  test::expect_directional_derivative(step.model(), analytic, [&] { return step.loss(); });
 }
 
 // The same step on the GPU and on the CPU: the loss and every gradient agree to 1e-4, relative to the

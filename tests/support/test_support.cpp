@@ -199,6 +199,13 @@ void expect_gradients_match_finite_differences(Model& model, const std::vector<M
       EXPECT_NEAR(analytic[i].data()[k], numeric, 5e-4 + 3e-2 * std::abs(numeric)) << p->name << "[" << k << "]";
     }
   }
+}
+
+void expect_directional_derivative(Model& model, const std::vector<Matrix>& analytic,
+                                   const std::function<double()>& loss) {
+  const float eps = 1e-3F;
+  const auto parameters = model.parameters();
+  ASSERT_EQ(parameters.size(), analytic.size());
   // Element by element, 3 % lets a gradient scaled by up to 3 % pass. Along one direction through every parameter
   // at once the derivative is the sum of many elements' and the check is tight: a scale off by 0.5 % fails it.
   const auto direction = [](std::size_t i, std::int64_t k) {

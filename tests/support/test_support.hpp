@@ -21,12 +21,12 @@ std::filesystem::path data_dir();
 bool data_required();
 // Skips the calling test when the shared data folder is absent, or fails it where data_required(); use as
 // `NJ_SKIP_WITHOUT_DATA();`.
-#define NJ_SKIP_WITHOUT_DATA()                                                                    \
-  do {                                                                                            \
-    if (::nj::test::data_dir().empty()) {                                                         \
+#define NJ_SKIP_WITHOUT_DATA()                                                                     \
+  do {                                                                                             \
+    if (::nj::test::data_dir().empty()) {                                                          \
       if (::nj::test::data_required()) FAIL() << "shared data folder not found (NJ_REQUIRE_DATA)"; \
-      GTEST_SKIP() << "shared data folder not found (set NJ_DATA_DIR)";                           \
-    }                                                                                             \
+      GTEST_SKIP() << "shared data folder not found (set NJ_DATA_DIR)";                            \
+    }                                                                                              \
   } while (false)
 
 // How many times longer than in a plain build a test's own time limits allow: NJ_TEST_TIME_SCALE, which the
@@ -121,5 +121,10 @@ Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature
 // loss() element by element.
 void expect_gradients_match_finite_differences(Model& model, const std::vector<Matrix>& analytic,
                                                const std::function<double()>& loss);
+// The derivative of `loss` along one direction through every parameter at once against the sum of `analytic`
+// along it, to 0.2 %: element by element finite differences pass a gradient scaled by up to their tolerance, this
+// does not. Only for losses that are smooth around the parameters.
+void expect_directional_derivative(Model& model, const std::vector<Matrix>& analytic,
+                                   const std::function<double()>& loss);
 
 }  // namespace nj::test
