@@ -1,5 +1,4 @@
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -19,13 +18,6 @@ using test::TempDir;
 std::string data(const std::string& relative) { return shell_quote((test::data_dir() / relative).string()); }
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
-
-void write_gz(const std::string& path, const std::string& text) {
-  gzFile file = gzopen(path.c_str(), "wb");
-  ASSERT_NE(file, nullptr) << path;
-  ASSERT_EQ(gzwrite(file, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
-  ASSERT_EQ(gzclose(file), Z_OK);
-}
 
 // Runs `nj convert`, expecting success, and reads back the file it wrote.
 Dataset convert(const TempDir& dir, const std::string& arguments) {
@@ -59,16 +51,16 @@ eid_t self_loops(const CsrGraph& graph) {
 std::string write_ogb_folder(const TempDir& dir, const std::vector<std::string>& split_schemes) {
   const auto root = dir.path() / "ogbn-tiny";
   std::filesystem::create_directories(root / "raw");
-  write_gz((root / "raw/edge.csv.gz").string(), "0,1\n1,2\n2,0\n3,4\n4,4\n");
-  write_gz((root / "raw/num-node-list.csv.gz").string(), "6\n");
-  write_gz((root / "raw/node-feat.csv.gz").string(), "0.5,-1\n1,2\n0,0\n-0.25,4e2\n7,8\n9,10\n");
-  write_gz((root / "raw/node-label.csv.gz").string(), "0\n1\nnan\n2\n1\n0\n");
+  test::write_gzip((root / "raw/edge.csv.gz").string(), "0,1\n1,2\n2,0\n3,4\n4,4\n");
+  test::write_gzip((root / "raw/num-node-list.csv.gz").string(), "6\n");
+  test::write_gzip((root / "raw/node-feat.csv.gz").string(), "0.5,-1\n1,2\n0,0\n-0.25,4e2\n7,8\n9,10\n");
+  test::write_gzip((root / "raw/node-label.csv.gz").string(), "0\n1\nnan\n2\n1\n0\n");
   for (const auto& scheme : split_schemes) {
     const auto split = root / "split" / scheme;
     std::filesystem::create_directories(split);
-    write_gz((split / "train.csv.gz").string(), "0\n1\n");
-    write_gz((split / "valid.csv.gz").string(), "3\n");
-    write_gz((split / "test.csv.gz").string(), "4\n5\n");
+    test::write_gzip((split / "train.csv.gz").string(), "0\n1\n");
+    test::write_gzip((split / "valid.csv.gz").string(), "3\n");
+    test::write_gzip((split / "test.csv.gz").string(), "4\n5\n");
   }
   return root.string();
 }

@@ -22,6 +22,7 @@
 #include "nj/train/trainer.hpp"
 #include "support/backends.hpp"
 #include "support/test_support.hpp"
+#include "support/training_reference.hpp"
 
 namespace nj {
 namespace {
@@ -132,8 +133,8 @@ template <typename Param>
 class OnBackend : public ::testing::TestWithParam<Param> {
  protected:
   static DeviceKind kind_of(DeviceKind kind) { return kind; }
-  template <typename Other>
-  static DeviceKind kind_of(const std::tuple<DeviceKind, Other>& param) {
+  template <typename... Others>
+  static DeviceKind kind_of(const std::tuple<DeviceKind, Others...>& param) {
     return std::get<0>(param);
   }
   DeviceKind kind() const { return kind_of(this->GetParam()); }
@@ -417,6 +418,53 @@ TEST_P(MultiRankCora, GcnEqualsOneProcess) {
   expect_same_function(reference,
                        train(kind(), shard, config, {Execution::kReuse, quarter, CachePolicy::kStAware}, comm));
 }
+
+// PyG's three Adam steps (tests/fixtures/training_reference.h5) on the job's METIS shards: each step's loss,
+// every gradient summed over the ranks and every parameter after Adam, in memory, and subgraph by subgraph
+// without a budget and within a quarter of that run's peak.
+class MultiRankReference : public OnBackend<std::tuple<DeviceKind, ModelKind, WeightDecayScope>> {};
+TEST_P(MultiRankReference, StepsMatchPyG) {
+  const auto [backend, model_kind, scope] = GetParam();
+  Communicator& comm = test::job();
+  const test::TrainingReference reference(model_kind, scope);
+  const Shard shard = rank_shard(reference.dataset(), PartitionMethod::kMetis, comm);
+  std::int64_t unlimited_peak = 0;
+  const auto steps = [&](const ExecutorSetup& setup) {
+    Resources resources = test::backend_resources(backend, setup.budget, 1, &comm);
+    const auto device_comm = make_rank_communicator(comm, resources);
+    Communicator& rank_comm = device_comm ? *device_comm : comm;
+    Model model(reference.model_config(), shard.features.cols(), shard.num_classes);
+    reference.load_initial_weights(model);
+    auto executor = make_executor(resources, model, shard, setup, rank_comm);
+    Trainer trainer(model, *executor, rank_comm, targets_of(shard), reference.train_options());
+    trainer.fit([&](const EpochMetrics& m) {
+      reference.expect_step(m, model);
+      EXPECT_LE(m.execution.peak_device_bytes, setup.budget);
+      if (setup.execution == Execution::kReuse) unlimited_peak = std::max(unlimited_peak, m.execution.peak_device_bytes);
+    });
+  };
+  {
+    SCOPED_TRACE("in-memory");
+    steps({Execution::kInMemory});
+  }
+  {
+    SCOPED_TRACE("reuse, unlimited budget");
+    steps({Execution::kReuse});
+  }
+  const Model model(reference.model_config(), shard.features.cols(), shard.num_classes);
+  const std::int64_t quarter = std::max(unlimited_peak / 4, minimum_device_budget(model, shard.local));
+  SCOPED_TRACE(fmt::format("reuse at {} bytes", quarter));
+  steps({Execution::kReuse, quarter, CachePolicy::kStAware});
+}
+
+INSTANTIATE_TEST_SUITE_P(PyG, MultiRankReference,
+                         ::testing::Combine(test::all_backends(), ::testing::Values(ModelKind::kGcn, ModelKind::kGat),
+                                            ::testing::Values(WeightDecayScope::kAll, WeightDecayScope::kFirstLayer)),
+                         [](const auto& test_info) {
+                           return fmt::format("{}_{}_decay_{}", test::backend_name(std::get<0>(test_info.param)),
+                                              to_string(std::get<1>(test_info.param)),
+                                              test::decay_scope_name(std::get<2>(test_info.param)));
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Backends, MultiRankDirected, test::all_backends(), test::BackendName());
 INSTANTIATE_TEST_SUITE_P(Backends, MultiRankCora, test::all_backends(), test::BackendName());

@@ -51,6 +51,9 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// Writes `text` gzip-compressed to `path`, as datasets are often downloaded.
+void write_gzip(const std::string& path, const std::string& text);
+
 struct CommandResult {
   int exit_code = 0;
   std::string output;  // stdout and stderr together
