@@ -764,6 +764,38 @@ TEST(CachePlanPrefetch, NextStepLoadsOverlapOnlyWhenTheyAvoidThePreviousStep) {
   }
 }
 
+// Three slots and rows dead after their one access. Step 0 reads rows 0 and 1 into slots 1 and 2 (loads into a
+// fresh pool descend from the last slot); step 1 loads row 2 into the untouched slot 0. Step 2 loads row 3 and
+// writes row 4 with slots 1 and 2 (freed after step 0) and 0 (freed after step 1) free: the load takes the slot
+// freed longest ago, 1, so it need not wait for step 1 and may be prefetched; the allocation, made after step 1
+// anyway, takes the newest, 0. Every policy but size-order (which never prefetches and keeps dead rows) does so.
+TEST(CachePlanPrefetch, LoadsTakeTheSlotFreedLongestAgoAndAllocationsTheNewest) {
+  AccessTrace trace;
+  trace.tensors = {{"h", 4, false}};
+  trace.capacity_rows = {{3}};
+  trace.release_dead_rows = true;
+  trace.vertex_degree.assign(5, 1);
+  trace.steps = {step_of(0, {{0, 0}, {0, 1}}), step_of(0, {{0, 2}}), step_of(0, {{0, 3}}, {{0, 4}})};
+  const auto slots = [](const std::vector<SlotAssignment>& assigned) {
+    std::vector<std::pair<vid_t, std::int32_t>> rows;
+    for (const SlotAssignment& a : assigned) rows.emplace_back(a.row.row, a.slot);
+    return rows;
+  };
+  using RowSlots = std::vector<std::pair<vid_t, std::int32_t>>;
+  for (const CachePolicy policy : kAllPolicies) {
+    if (policy == CachePolicy::kSizeOrder) continue;
+    SCOPED_TRACE(to_string(policy));
+    const CachePlan plan = plan_cache(trace, policy);
+    EXPECT_EQ(slots(plan.steps[0].loads), (RowSlots{{0, 1}, {1, 2}}));
+    EXPECT_EQ(slots(plan.steps[1].loads), (RowSlots{{2, 0}}));
+    EXPECT_TRUE(plan.steps[1].prefetch);
+    EXPECT_EQ(slots(plan.steps[2].loads), (RowSlots{{3, 1}}));
+    EXPECT_EQ(slots(plan.steps[2].allocations), (RowSlots{{4, 0}}));
+    EXPECT_TRUE(plan.steps[2].prefetch);
+    check_plan(trace, plan, policy);
+  }
+}
+
 TEST(CachePlanDegree, KeepsTheHighestDegreeRowsResident) {
   AccessTrace trace = read_sequence({0, 1, 2, 3, 0, 4, 0}, 2, false);
   trace.vertex_degree = {100, 1, 2, 3, 4};
