@@ -445,7 +445,8 @@ TEST_P(MultiRankReference, StepsMatchPyG) {
     trainer.fit([&](const EpochMetrics& m) {
       reference.expect_step(m, model);
       EXPECT_LE(m.execution.peak_device_bytes, setup.budget);
-      if (setup.execution == Execution::kReuse) unlimited_peak = std::max(unlimited_peak, m.execution.peak_device_bytes);
+      if (setup.execution == Execution::kReuse)
+        unlimited_peak = std::max(unlimited_peak, m.execution.peak_device_bytes);
     });
   };
   {
