@@ -9,8 +9,7 @@ namespace nj::cli {
 ModelConfig ModelArguments::resolve() const {
   ModelConfig resolved = config;
   resolved.kind = parse_model_kind(model);
-  resolved.activation =
-      parse_activation(activation.empty() ? (resolved.kind == ModelKind::kGat ? "elu" : "relu") : activation);
+  resolved.activation = activation.empty() ? default_activation(resolved.kind) : parse_activation(activation);
   return resolved;
 }
 

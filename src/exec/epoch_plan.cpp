@@ -34,14 +34,16 @@ std::string suggested_budget(std::int64_t bytes) { return fmt::format("{}K", (by
 constexpr std::int64_t kStepsPerBudget = 4;
 
 struct LayerDims {
+  const Layer* layer = nullptr;
   std::int64_t in = 0;       // input row width
   std::int64_t width = 0;    // what aggregation reads: the transformed rows, or the inputs where sums_inputs
   std::int64_t out = 0;      // output row width
-  std::int64_t heads = 0;    // GAT heads, 0 for GCN
+  AggregationTraits aggregation;
   bool sums_inputs = false;  // aggregates its inputs, then transforms the sums (Pass::first_layer_sums_inputs)
   // Its aggregations may narrow their block's offsets into a buffer of their own (LibraryMemory).
   bool narrows_offsets = false;
-  bool attention() const { return heads > 0; }
+  // The aggregation's backward reads the rows beside their gradients: both are cached through the backward.
+  bool backward_reads_rows() const { return aggregation.backward_reads_rows; }
 };
 
 std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& library,
@@ -49,16 +51,16 @@ std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& libra
   std::vector<LayerDims> dims;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
-    dims.push_back({layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
-                    layer.attention_heads(), l == 0 && first_layer_sums_inputs,
-                    library.narrows_offsets && layer.attention_heads() == 0});
+    const AggregationTraits aggregation = layer.aggregation();
+    dims.push_back({&layer, layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
+                    aggregation, l == 0 && first_layer_sums_inputs, library.narrows_offsets && aggregation.linear});
   }
   return dims;
 }
 
-// GAT's backward keeps per-edge coefficients and score gradients, and per-destination score gradients.
-std::int64_t attention_workspace(const LayerDims& d, std::int64_t destinations, std::int64_t edges) {
-  return d.attention() ? (2 * edges + destinations) * d.heads * kFloat : 0;
+// What the layer's aggregation backward keeps in its workspace for a block of this size.
+std::int64_t backward_workspace(const LayerDims& d, std::int64_t destinations, std::int64_t edges) {
+  return d.layer->aggregate_backward_workspace(static_cast<vid_t>(destinations), static_cast<eid_t>(edges)) * kFloat;
 }
 
 // The offsets an aggregation over `rows` CSR rows narrows for the sparse library, in an allocation of their own.
@@ -80,16 +82,16 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t dst = size.vertices[0];
   const std::int64_t src = size.vertices[1];
   const std::int64_t edges = size.edges[0];
-  const std::int64_t cached_tensors = d.attention() ? 2 : 1;
+  const std::int64_t cached_tensors = d.backward_reads_rows() ? 2 : 1;
   const std::int64_t staging = 2 * src * (d.width * kFloat + kSlot) * cached_tensors;
-  const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, !d.attention());
+  const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, d.aggregation.structural_coefficients);
   const std::int64_t transform = dst * ((d.in + d.width) * kFloat + kId + kSlot);
   // A layer that sums its inputs keeps their sums beside its outputs.
   const std::int64_t aggregate =
       block + src * kSlot + dst * (d.out + (d.sums_inputs ? d.in : 0)) * kFloat + narrowed_offsets(d, dst);
   const std::int64_t aggregate_backward = block + 2 * src * kSlot + dst * d.out * kFloat +
-                                          (d.attention() ? 2 * src * d.width * kFloat : 0) +
-                                          attention_workspace(d, dst, edges) + narrowed_offsets(d, src);
+                                          (d.backward_reads_rows() ? 2 * src * d.width * kFloat : 0) +
+                                          backward_workspace(d, dst, edges) + narrowed_offsets(d, src);
   // Inputs, their dropped copy and their gradient, the transformed-row gradients, and their ids and slots.
   const std::int64_t transform_backward = dst * ((3 * d.in + d.width) * kFloat + kId + kSlot);
   return staging + std::max({transform, aggregate, aggregate_backward, transform_backward}) + kStepPadding;
@@ -137,7 +139,7 @@ std::int64_t closure_bytes(const std::vector<LayerDims>& dims, const ClosureSize
     const std::int64_t sources = size.vertices[layers - l];
     const std::int64_t destinations = size.vertices[layers - 1 - l];
     bytes += (2 * sources * dims[l].width + 2 * destinations * dims[l].out) * kFloat +
-             attention_workspace(dims[l], destinations, size.edges[layers - 1 - l]);
+             backward_workspace(dims[l], destinations, size.edges[layers - 1 - l]);
   }
   return bytes;
 }
@@ -196,8 +198,8 @@ std::vector<std::vector<vid_t>> chunks_of(std::span<const vid_t> rows, std::int6
   return chunks;
 }
 
-// What rows_of_step lists, given whether the step's layer has attention (its backward reads Z rows too).
-StepRows step_rows(const Pass& pass, std::size_t k, bool attention, std::span<const vid_t> sources) {
+// What rows_of_step lists, given whether the backward of the step's layer reads its Z rows too.
+StepRows step_rows(const Pass& pass, std::size_t k, bool backward_reads_rows, std::span<const vid_t> sources) {
   const PlannedStep& s = pass.steps[k];
   const std::uint32_t z = z_tensor(s.layer);
   const std::uint32_t grad = grad_tensor(s.layer);
@@ -209,7 +211,7 @@ StepRows step_rows(const Pass& pass, std::size_t k, bool attention, std::span<co
     case StepKind::kTransform: rows.writes = run(z, pass.transform_chunks[s.layer][s.index]); break;
     case StepKind::kAggregate: rows.reads = run(z, sources); break;
     case StepKind::kAggregateBackward:
-      if (attention) rows.reads = run(z, sources);
+      if (backward_reads_rows) rows.reads = run(z, sources);
       // A layer that summed its inputs needs no gradient of them.
       if (!(s.layer == 0 && pass.first_layer_sums_inputs)) rows.accumulates = run(grad, sources);
       break;
@@ -426,10 +428,12 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     // keep their index; advance_exchange skips them).
     const bool input_gradients = !dims[l].sums_inputs;
     if (input_gradients) {
-      const std::int64_t cached_tensors = dims[l].attention() ? 2 : 1;
+      const std::int64_t cached_tensors = dims[l].backward_reads_rows() ? 2 : 1;
       trace.capacity_rows[phase][grad_tensor(l)] =
           slots_for(plan.pool_bytes / cached_tensors, dims[l].width * kFloat, pass.num_rows);
-      if (dims[l].attention()) trace.capacity_rows[phase][z_tensor(l)] = trace.capacity_rows[phase][grad_tensor(l)];
+      if (dims[l].backward_reads_rows()) {
+        trace.capacity_rows[phase][z_tensor(l)] = trace.capacity_rows[phase][grad_tensor(l)];
+      }
     }
     const bool exchanges = rows.exchange && input_gradients;
     // Subgraphs that read mirrors first, so that the mirrors' gradients are complete and leave early; the others
@@ -489,7 +493,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
                                                 : pass.keeps_blocks()
                                                     ? std::span<const vid_t>(pass.blocks[s.layer][s.index].sources)
                                                     : std::span<const vid_t>(sources[s.layer][s.index]);
-    const StepRows listed = step_rows(pass, k, dims[s.layer].attention(), part_sources);
+    const StepRows listed = step_rows(pass, k, dims[s.layer].backward_reads_rows(), part_sources);
     TraceStep& traced = trace.steps[k];
     if (!listed.reads.rows.empty()) traced.read_runs.push_back(listed.reads);
     if (!listed.writes.rows.empty()) traced.write_runs.push_back(listed.writes);
@@ -600,7 +604,7 @@ std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int 
 }
 
 StepRows rows_of_step(const Model& model, const Pass& pass, std::size_t step, std::span<const vid_t> sources) {
-  return step_rows(pass, step, model.layer(pass.steps[step].layer).attention_heads() > 0, sources);
+  return step_rows(pass, step, model.layer(pass.steps[step].layer).aggregation().backward_reads_rows, sources);
 }
 
 PassSubgraphs::PassSubgraphs(const Pass& pass, std::span<const gid_t> global_id) : pass_(pass) {

@@ -81,7 +81,7 @@ HostHomes host_homes(const Model& model, bool first_layer_sums_inputs) {
   std::vector<Span> spans(2 * layers);
   for (std::size_t l = 0; l < layers; ++l) {
     const std::size_t backward = 2 * layers - 1 - l;
-    spans[2 * l] = {2 * l, l, model.layer(l).attention_heads() > 0 ? backward : l};
+    spans[2 * l] = {2 * l, l, model.layer(l).aggregation().backward_reads_rows ? backward : l};
     spans[2 * l + 1] = {2 * l + 1, backward, backward};
   }
   std::sort(spans.begin(), spans.end(),

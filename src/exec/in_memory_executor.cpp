@@ -19,7 +19,7 @@ RandomStream attention_dropout_stream(const ModelConfig& config, std::uint32_t l
 }
 
 bool aggregates_before_transform(const Layer& layer, std::size_t l) {
-  return l == 0 && layer.aggregation_commutes() && layer.in_dim() < 2 * layer.row_width();
+  return l == 0 && layer.aggregation().linear && layer.in_dim() < 2 * layer.row_width();
 }
 
 namespace {
@@ -162,7 +162,7 @@ struct InMemoryExecutor::State {
     }
     const Layer& layer = model.layer(l);
     const SparseBlockView block = part.view();
-    DeviceArray<float> workspace(device, layer.aggregate_backward_workspace(backend, part.num_dst, part.num_edges),
+    DeviceArray<float> workspace(device, layer.aggregate_backward_workspace(part.num_dst, part.num_edges),
                                  "workspace: attention");
     // One part writes every row's gradient; several add theirs into rows zeroed first.
     layer.aggregate_backward(backend, block,

@@ -366,7 +366,7 @@ struct SubgraphExecutor::State {
     const StepBlock& block = step_block(l, k, streamed);
     const DeviceArray<vid_t> accumulate_slots = slots_on_device(transfers, slots.accumulates);
     DeviceArray<float> workspace(
-        device, layer.aggregate_backward_workspace(backend, static_cast<vid_t>(destinations.size()), size.num_edges),
+        device, layer.aggregate_backward_workspace(static_cast<vid_t>(destinations.size()), size.num_edges),
         "workspace: attention");
     const DeviceRows grad_pool = pools.pool(grad_index(l));
     if (slots.reads.empty()) {  // the gradient reads no rows: accumulate straight into the slots
@@ -608,10 +608,10 @@ std::string budget_for(std::int64_t footprint) { return fmt::format("{}K", (foot
 
 }  // namespace
 
-MemoryForecast forecast_device_memory(const Backend& backend, Model& model, const LocalGraph& local, ConstRows features,
+MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, ConstRows features,
                                       const EpochPlan& plan) {
   PlanningDevice device;
-  const std::unique_ptr<Backend> kernels = make_planning_backend(backend, device, plan.options.library);
+  const std::unique_ptr<Backend> kernels = make_planning_backend(device, plan.options.library);
   const std::unique_ptr<Communicator> detached = make_detached_communicator();
   {
     SubgraphExecutor::State replay(*kernels, device, model, local, features, plan, detached.get());
@@ -652,7 +652,7 @@ SubgraphExecutor::SubgraphExecutor(Resources& resources, Model& model, const Loc
   NJ_EXPECTS(resources.device->budget_bytes() == plan_.options.device_budget,
              "a device budget of {} bytes for a plan of {}", resources.device->budget_bytes(),
              plan_.options.device_budget);
-  plan_.memory = forecast_device_memory(*resources.backend, model, local, features, plan_);
+  plan_.memory = forecast_device_memory(model, local, features, plan_);
   if (const std::int64_t short_by = device_memory_shortfall(plan_); short_by > 0) {
     throw InputError(fmt::format(
         "device memory budget {} is {} short of what this plan needs at its peak ({}: {}); use --device-memory {} "

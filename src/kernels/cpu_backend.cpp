@@ -75,15 +75,11 @@ class CpuBackend final : public Backend {
     for (vid_t i = 0; i < block.num_dst; ++i) rowmath::gat_forward_row(block, shape, attention, i, z.data, out.row(i));
   }
 
-  std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const override {
-    return rowmath::gat_backward_workspace_floats(num_dst, num_edges, heads);
-  }
-
   void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
                     ConstDeviceRows z, ConstDeviceRows grad_out, DeviceRows grad_z, bool accumulate,
                     DeviceSpan<float> workspace) override {
     expect_gat_shapes(block, shape, grad_z, grad_out);
-    NJ_EXPECTS(workspace.size >= gat_backward_workspace(block.num_dst, block.num_edges(), shape.heads),
+    NJ_EXPECTS(workspace.size >= rowmath::gat_backward_workspace_floats(block.num_dst, block.num_edges(), shape.heads),
                "gat_backward workspace of {} floats", workspace.size);
     // Per edge: its heads' coefficients and score gradients; then per destination its heads' score gradients.
     float* edge_workspace = workspace.data;

@@ -7,10 +7,9 @@
 namespace nj {
 namespace {
 
-// Kernels that do nothing, with `sizes`' workspace sizes.
+// Kernels that do nothing.
 class NoKernels final : public Backend {
  public:
-  explicit NoKernels(const Backend& sizes) : sizes_(sizes) {}
   std::string_view name() const override { return "planning"; }
   void gemm(bool /*transpose_a*/, bool /*transpose_b*/, float /*alpha*/, ConstDeviceRows /*a*/, ConstDeviceRows /*b*/,
             float /*beta*/, DeviceRows /*c*/) override {}
@@ -19,9 +18,6 @@ class NoKernels final : public Backend {
                       bool /*accumulate*/) override {}
   void gat_forward(const SparseBlockView& /*block*/, const GatShape& /*shape*/, const RandomStream& /*attention*/,
                    ConstDeviceRows /*z*/, DeviceRows /*out*/) override {}
-  std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const override {
-    return sizes_.gat_backward_workspace(num_dst, num_edges, heads);
-  }
   void gat_backward(const SparseBlockView& /*block*/, const GatShape& /*shape*/, const RandomStream& /*attention*/,
                     ConstDeviceRows /*z*/, ConstDeviceRows /*grad_out*/, DeviceRows /*grad_z*/, bool /*accumulate*/,
                     DeviceSpan<float> /*workspace*/) override {}
@@ -37,17 +33,14 @@ class NoKernels final : public Backend {
   void add_rows(ConstDeviceRows /*src*/, DeviceSpan<const vid_t> /*src_rows*/, DeviceRows /*dst*/,
                 DeviceSpan<const vid_t> /*dst_rows*/, std::int64_t /*count*/) override {}
   void zero_rows(DeviceRows /*dst*/, DeviceSpan<const vid_t> /*rows*/, std::int64_t /*count*/) override {}
-
- private:
-  const Backend& sizes_;
 };
 
 // It takes of the arena what the planned backend's libraries take of it (LibraryMemory), when that backend would:
 // the narrowed offsets for each SpMM the sparse library would run. (Their workspace lies beside the arena.)
 class PlanningBackend final : public ForwardingBackend {
  public:
-  PlanningBackend(const Backend& sizes, Device& device, const LibraryMemory& library)
-      : ForwardingBackend(std::make_unique<NoKernels>(sizes)), device_(device), library_(library) {}
+  PlanningBackend(Device& device, const LibraryMemory& library)
+      : ForwardingBackend(std::make_unique<NoKernels>()), device_(device), library_(library) {}
   LibraryMemory library_memory() const override { return library_; }
 
  private:
@@ -67,8 +60,8 @@ class PlanningBackend final : public ForwardingBackend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_planning_backend(const Backend& sizes, Device& device, const LibraryMemory& library) {
-  return std::make_unique<PlanningBackend>(sizes, device, library);
+std::unique_ptr<Backend> make_planning_backend(Device& device, const LibraryMemory& library) {
+  return std::make_unique<PlanningBackend>(device, library);
 }
 
 }  // namespace nj

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "nj/core/philox.hpp"
+#include "nj/kernels/row_math.hpp"
 
 namespace nj {
 
@@ -32,11 +33,6 @@ GcnLayer::GcnLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed
 void GcnLayer::aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& /*attention*/,
                          bool /*training*/, ConstDeviceRows z, DeviceRows y) const {
   backend.spmm(block, z, y);
-}
-
-std::int64_t GcnLayer::aggregate_backward_workspace(const Backend& /*backend*/, vid_t /*num_dst*/,
-                                                    eid_t /*num_edges*/) const {
-  return 0;
 }
 
 void GcnLayer::aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& /*attention*/,
@@ -91,8 +87,8 @@ void GatLayer::aggregate(Backend& backend, const SparseBlockView& block, const R
   backend.gat_forward(block, effective_shape(training), attention, z, y);
 }
 
-std::int64_t GatLayer::aggregate_backward_workspace(const Backend& backend, vid_t num_dst, eid_t num_edges) const {
-  return backend.gat_backward_workspace(num_dst, num_edges, shape_.heads);
+std::int64_t GatLayer::aggregate_backward_workspace(vid_t num_dst, eid_t num_edges) const {
+  return rowmath::gat_backward_workspace_floats(num_dst, num_edges, shape_.heads);
 }
 
 void GatLayer::aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention,

@@ -1,5 +1,7 @@
 #include "nj/model/model.hpp"
 
+#include <fmt/format.h>
+
 #include "nj/core/enum_names.hpp"
 #include "nj/kernels/sparse_block.hpp"
 #include "nj/model/layers.hpp"
@@ -16,6 +18,17 @@ constexpr EnumNames<Activation, 2> kActivationNames{"activation",
 }  // namespace
 
 ModelKind parse_model_kind(const std::string& text) { return kModelNames.parse(text); }
+
+Activation default_activation(ModelKind kind) { return kind == ModelKind::kGat ? Activation::kElu : Activation::kRelu; }
+
+std::string describe_model(const ModelConfig& model) {
+  const bool gat = model.kind == ModelKind::kGat;
+  std::string text = fmt::format("{}, {} layers, hidden {}", to_string(model.kind), model.layers, model.hidden);
+  if (gat) text += fmt::format(", heads {}, output heads {}", model.heads, model.output_heads);
+  text += fmt::format(", activation {}, dropout {}", to_string(model.activation), model.dropout);
+  if (gat) text += fmt::format(", attention dropout {}", model.attention_dropout);
+  return text + fmt::format(", seed {}", model.seed);
+}
 const char* to_string(ModelKind kind) { return kModelNames.name(kind); }
 Activation parse_activation(const std::string& text) { return kActivationNames.parse(text); }
 const char* to_string(Activation activation) {

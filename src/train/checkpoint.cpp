@@ -210,15 +210,6 @@ RunIdentity identify_run(const ModelConfig& model, const Shard& shard, const std
   return run;
 }
 
-std::string describe_model(const ModelConfig& model) {
-  const bool gat = model.kind == ModelKind::kGat;
-  std::string text = fmt::format("{}, {} layers, hidden {}", to_string(model.kind), model.layers, model.hidden);
-  if (gat) text += fmt::format(", heads {}, output heads {}", model.heads, model.output_heads);
-  text += fmt::format(", activation {}, dropout {}", to_string(model.activation), model.dropout);
-  if (gat) text += fmt::format(", attention dropout {}", model.attention_dropout);
-  return text + fmt::format(", seed {}", model.seed);
-}
-
 std::string describe_differences(const RunIdentity& checkpoint, const RunIdentity& run) {
   std::vector<std::string> differences;
   for (const IdentityPart& part : kIdentityParts) {

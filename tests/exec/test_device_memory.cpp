@@ -36,15 +36,15 @@ std::int64_t unlimited_need(DeviceKind device, Model& model, const Dataset& data
   const LocalGraph local = whole_local_graph(data.graph);
   const Resources resources = test::backend_resources(device, kUnlimited, 2);
   const EpochPlan plan = plan_epoch(model, local, {kUnlimited, ExecutionMode::kReuse, CachePolicy::kStAware});
-  return forecast_device_memory(*resources.backend, model, local, data.features.view(), plan).peak_footprint_bytes;
+  return forecast_device_memory(model, local, data.features.view(), plan).peak_footprint_bytes;
 }
 
 // Of the features, the forecast reads only their shape (nj plan reads none of their values): a view without
 // them forecasts the same.
-void expect_forecast_reads_only_the_features_shape(const Backend& backend, Model& model, const LocalGraph& local,
-                                                   const Dataset& data, const EpochPlan& plan) {
-  const MemoryForecast shape_only = forecast_device_memory(
-      backend, model, local, ConstRows{nullptr, data.features.rows(), data.features.cols()}, plan);
+void expect_forecast_reads_only_the_features_shape(Model& model, const LocalGraph& local, const Dataset& data,
+                                                   const EpochPlan& plan) {
+  const MemoryForecast shape_only =
+      forecast_device_memory(model, local, ConstRows{nullptr, data.features.rows(), data.features.cols()}, plan);
   EXPECT_EQ(shape_only.peak_footprint_bytes, plan.memory.peak_footprint_bytes);
   EXPECT_EQ(shape_only.at_peak, plan.memory.at_peak);
   EXPECT_EQ(shape_only.category_peaks, plan.memory.category_peaks);
@@ -62,7 +62,7 @@ void expect_measured_peak_is_the_forecast(DeviceKind device, const Dataset& data
                             {budget, ExecutionMode::kReuse, CachePolicy::kStAware});
   const MemoryForecast& forecast = executor.plan().memory;
   EXPECT_LE(forecast.peak_footprint_bytes, budget);
-  expect_forecast_reads_only_the_features_shape(*resources.backend, model, local, data, executor.plan());
+  expect_forecast_reads_only_the_features_shape(model, local, data, executor.plan());
   EXPECT_GT(executor.plan().num_steps, 4 * static_cast<std::int64_t>(model.num_layers())) << "subgraphs are cut";
 
   // Every kind of device memory is counted: the parameters whole, all the time, and the others at their highest.
@@ -149,7 +149,7 @@ TEST_P(DeviceMemory, WithoutABudgetWhatTheForwardHalfUploadsStaysForTheBackwardH
       }
     }
     EXPECT_EQ(plan.memory.category_peaks.at("graph"), blocks);
-    expect_forecast_reads_only_the_features_shape(*resources.backend, model, local, data, plan);
+    expect_forecast_reads_only_the_features_shape(model, local, data, plan);
     // An epoch's rows that cross are the logits out and their gradients in: the features stay for the whole run,
     // the hidden layer's outputs as the next layer's input, and their gradients as its output gradients.
     ASSERT_TRUE(pass.lasting);
@@ -204,7 +204,7 @@ TEST_P(DeviceMemory, PlannerRefusesABudgetThatHoldsTheRowsButNotTheBlocksAndPara
   Resources resources = test::backend_resources(GetParam(), minimum, 1);
   SubgraphExecutor executor(resources, model, local, data.features.view(),
                             {minimum, ExecutionMode::kReuse, CachePolicy::kStAware});
-  expect_forecast_reads_only_the_features_shape(*resources.backend, model, local, data, executor.plan());
+  expect_forecast_reads_only_the_features_shape(model, local, data, executor.plan());
   auto comm = make_single_process_communicator();
   TrainOptions options;
   options.epochs = 1;
@@ -225,11 +225,10 @@ TEST(LibraryMemory, ThePlanningBackendTakesTheNarrowedOffsetsWhereCusparseWouldR
   const std::vector<gid_t> ids(static_cast<std::size_t>(graph.num_vertices()));
   const SparseBlock host = local_graph_block(
       graph, std::vector<float>(static_cast<std::size_t>(graph.num_edges()), 1.0F), graph.num_vertices(), ids);
-  const auto cpu = make_cpu_backend();
   for (const bool deterministic : {false, true}) {
     SCOPED_TRACE(deterministic ? "deterministic" : "cuSPARSE");
     PlanningDevice device;
-    const auto planning = make_planning_backend(*cpu, device, cuda_library_memory(deterministic));
+    const auto planning = make_planning_backend(device, cuda_library_memory(deterministic));
     Transfers transfers(device);
     const DeviceBlock block(transfers, host, "graph: block");
     DeviceMatrix rows(device, graph.num_vertices(), 4, "rows: in");
@@ -246,7 +245,7 @@ TEST(LibraryMemory, ThePlanningBackendTakesTheNarrowedOffsetsWhereCusparseWouldR
     EXPECT_EQ(library->second, (graph.num_vertices() + 1) * std::int64_t{sizeof(std::int32_t)});
     // Read through cache slots, the block goes to the row kernels: nothing narrowed.
     PlanningDevice slotted;
-    const auto through_slots = make_planning_backend(*cpu, slotted, cuda_library_memory(false));
+    const auto through_slots = make_planning_backend(slotted, cuda_library_memory(false));
     Transfers slot_transfers(slotted);
     const DeviceBlock slot_block(slot_transfers, host, "graph: block");
     DeviceArray<vid_t> slots(slotted, graph.num_vertices(), "index: slots");

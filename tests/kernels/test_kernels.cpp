@@ -72,7 +72,7 @@ SparseBlock random_block(vid_t n, eid_t edges, bool self_loops, std::uint64_t se
 // gat_backward's workspace for a block, on the device.
 DeviceArray<float> gat_workspace(OnDevice& on, const SparseBlock& block, const GatShape& shape) {
   const auto edges = static_cast<eid_t>(block.src_index.size());
-  return DeviceArray<float>(on.device(), on.backend().gat_backward_workspace(block.num_dst(), edges, shape.heads),
+  return DeviceArray<float>(on.device(), rowmath::gat_backward_workspace_floats(block.num_dst(), edges, shape.heads),
                             "gat_backward workspace");
 }
 

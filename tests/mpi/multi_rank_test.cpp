@@ -54,7 +54,7 @@ ModelConfig model_config(ModelKind kind, int hidden = 6) {
   c.heads = 2;
   c.dropout = 0.4F;
   c.attention_dropout = 0.3F;
-  c.activation = kind == ModelKind::kGat ? Activation::kElu : Activation::kRelu;
+  c.activation = default_activation(kind);
   c.seed = 11;
   return c;
 }

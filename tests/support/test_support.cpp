@@ -134,7 +134,7 @@ ModelConfig training_config(ModelKind kind, int layers) {
   c.heads = 2;
   c.dropout = 0.5F;
   c.attention_dropout = 0.3F;
-  c.activation = kind == ModelKind::kGat ? Activation::kElu : Activation::kRelu;
+  c.activation = default_activation(kind);
   c.seed = 3;
   return c;
 }

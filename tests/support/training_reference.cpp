@@ -62,7 +62,7 @@ ModelConfig TrainingReference::model_config() const {
   config.hidden = static_cast<int>(file_.int_attribute("hidden"));
   config.heads = static_cast<int>(file_.int_attribute("heads"));
   config.output_heads = static_cast<int>(file_.int_attribute("output_heads"));
-  config.activation = kind_ == ModelKind::kGat ? Activation::kElu : Activation::kRelu;
+  config.activation = default_activation(kind_);
   config.dropout = 0.0F;
   config.attention_dropout = 0.0F;
   return config;

@@ -27,7 +27,7 @@ namespace nj {
 // and a rank detached from its peers: exactly what the run allocates on the device, and how the arena places
 // it. The replay runs `model`'s prepare() and finish_backward(), and adds zeros to its gradients (planning
 // copies to the host write zeros): the model's values do not change. Of `features`, only the shape is read.
-MemoryForecast forecast_device_memory(const Backend& backend, Model& model, const LocalGraph& local, ConstRows features,
+MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, ConstRows features,
                                       const EpochPlan& plan);
 // Host bytes the executor holds beside the plan while it runs: where each row is on the device, and where steps
 // build their subgraphs' blocks, the builder's per-vertex scratch and the largest block (`threads`: OpenMP's).
@@ -53,7 +53,7 @@ class SubgraphExecutor final : public Executor {
   const EpochPlan& plan() const;
 
  private:
-  friend MemoryForecast forecast_device_memory(const Backend&, Model&, const LocalGraph&, ConstRows, const EpochPlan&);
+  friend MemoryForecast forecast_device_memory(Model&, const LocalGraph&, ConstRows, const EpochPlan&);
   struct State;
   EpochPlan plan_;
   std::unique_ptr<State> state_;

@@ -48,10 +48,9 @@ class Backend {
   // GAT aggregation with edge softmax; z rows follow GatShape's layout.
   virtual void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
                            ConstDeviceRows z, DeviceRows out) = 0;
-  // Floats of device workspace gat_backward needs for this block (per-edge coefficients and score gradients).
-  virtual std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const = 0;
   // Its backward: grad_z (indexed like z) (+)= the gradient of every source row, including the s_dst gradient
-  // that reaches destinations. `workspace` holds at least gat_backward_workspace() floats.
+  // that reaches destinations. `workspace` holds at least rowmath::gat_backward_workspace_floats() floats (per-edge
+  // coefficients and score gradients), on every backend alike.
   virtual void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
                             ConstDeviceRows z, ConstDeviceRows grad_out, DeviceRows grad_z, bool accumulate,
                             DeviceSpan<float> workspace) = 0;

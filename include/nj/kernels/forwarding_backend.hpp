@@ -32,9 +32,6 @@ class ForwardingBackend : public Backend {
 
   std::string_view name() const override { return inner_->name(); }
   LibraryMemory library_memory() const override { return inner_->library_memory(); }
-  std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const override {
-    return inner_->gat_backward_workspace(num_dst, num_edges, heads);
-  }
 
   void gemm(bool transpose_a, bool transpose_b, float alpha, ConstDeviceRows a, ConstDeviceRows b, float beta,
             DeviceRows c) override;

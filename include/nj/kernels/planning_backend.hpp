@@ -7,7 +7,7 @@
 
 namespace nj {
 
-// With `sizes`' workspace sizes; takes of `device` what the planned backend's libraries would (`library`).
-std::unique_ptr<Backend> make_planning_backend(const Backend& sizes, Device& device, const LibraryMemory& library = {});
+// Takes of `device` what the planned backend's libraries would (`library`); workspaces are the shared row math's.
+std::unique_ptr<Backend> make_planning_backend(Device& device, const LibraryMemory& library = {});
 
 }  // namespace nj

@@ -14,6 +14,21 @@
 
 namespace nj {
 
+// What a layer's aggregation is, declared by the layer: the executors, the planner, the cache trace and the memory
+// estimates follow it instead of asking which layer they run.
+struct AggregationTraits {
+  // Linear in the rows it reads and otherwise independent of them (a weighted sum whose coefficients come from
+  // the graph): it commutes with the transform, (ÂX)·W = Â·(X·W), so it may run on rows of any width, and runs
+  // as the backend's SpMM (which the sparse library may take).
+  bool linear = false;
+  // The block carries per-edge coefficients derived from the structure (GCN's normalisation); without them the
+  // layer computes its own (attention).
+  bool structural_coefficients = false;
+  // Its backward reads the rows the forward read, not only ∂L/∂Y (attention's coefficients depend on them): those
+  // rows stay until the layer's backward step, and that step gathers them beside their gradients.
+  bool backward_reads_rows = false;
+};
+
 struct Parameter {
   std::string name;
   Matrix value;
@@ -29,11 +44,7 @@ class Layer {
   virtual std::int64_t row_width() const = 0;
   // Width of the aggregated output Y.
   virtual std::int64_t out_dim() const = 0;
-  // Attention heads (0 without attention): what an aggregation's backward keeps per edge.
-  virtual int attention_heads() const { return 0; }
-  // Whether aggregate() is linear in z and independent of it otherwise (no attention): then it commutes with the
-  // transform, (ÂX)·W = Â·(X·W), and may run on rows of any width.
-  virtual bool aggregation_commutes() const { return false; }
+  virtual AggregationTraits aggregation() const = 0;
   virtual std::vector<Parameter*> parameters() = 0;
   const Parameter& bias() const { return bias_; }
   Parameter& bias() { return bias_; }
@@ -46,8 +57,8 @@ class Layer {
   virtual void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
                          ConstDeviceRows z, DeviceRows y) const = 0;
 
-  // Floats of device workspace aggregate_backward needs for a block of this size.
-  virtual std::int64_t aggregate_backward_workspace(const Backend& backend, vid_t num_dst, eid_t num_edges) const = 0;
+  // Floats of device workspace aggregate_backward needs for a block of this size, on every backend alike.
+  virtual std::int64_t aggregate_backward_workspace(vid_t /*num_dst*/, eid_t /*num_edges*/) const { return 0; }
   // grad_z (+)= ∂L/∂Z for every source row of the block (rows indexed as in z).
   virtual void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention,
                                   bool training, ConstDeviceRows z, ConstDeviceRows grad_y, DeviceRows grad_z,

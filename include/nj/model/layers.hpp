@@ -17,11 +17,12 @@ class GcnLayer final : public Layer {
   GcnLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index);
   std::int64_t row_width() const override { return weight_.value.cols(); }
   std::int64_t out_dim() const override { return weight_.value.cols(); }
-  bool aggregation_commutes() const override { return true; }
+  AggregationTraits aggregation() const override {
+    return {.linear = true, .structural_coefficients = true, .backward_reads_rows = false};
+  }
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
   void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
                  ConstDeviceRows z, DeviceRows y) const override;
-  std::int64_t aggregate_backward_workspace(const Backend& backend, vid_t num_dst, eid_t num_edges) const override;
   void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
                           ConstDeviceRows z, ConstDeviceRows grad_y, DeviceRows grad_z, bool accumulate,
                           DeviceSpan<float> workspace) const override;
@@ -45,12 +46,14 @@ class GatLayer final : public Layer {
   std::int64_t row_width() const override { return shape_.row_width(); }
   std::int64_t out_dim() const override { return shape_.output_width(); }
   std::vector<Parameter*> parameters() override { return {&weight_, &att_src_, &att_dst_, &bias_}; }
-  int attention_heads() const override { return shape_.heads; }
+  AggregationTraits aggregation() const override {
+    return {.linear = false, .structural_coefficients = false, .backward_reads_rows = true};
+  }
   const GatShape& shape() const { return shape_; }
   void prepare() override;
   void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
                  ConstDeviceRows z, DeviceRows y) const override;
-  std::int64_t aggregate_backward_workspace(const Backend& backend, vid_t num_dst, eid_t num_edges) const override;
+  std::int64_t aggregate_backward_workspace(vid_t num_dst, eid_t num_edges) const override;
   void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
                           ConstDeviceRows z, ConstDeviceRows grad_y, DeviceRows grad_z, bool accumulate,
                           DeviceSpan<float> workspace) const override;

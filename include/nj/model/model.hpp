@@ -16,6 +16,9 @@ const char* to_string(ModelKind kind);
 Activation parse_activation(const std::string& text);
 const char* to_string(Activation activation);
 
+// The activation between layers where none is asked for: ELU for GAT (as in its paper), ReLU otherwise.
+Activation default_activation(ModelKind kind);
+
 struct ModelConfig {
   ModelKind kind = ModelKind::kGcn;
   int layers = 2;
@@ -27,6 +30,9 @@ struct ModelConfig {
   float attention_dropout = 0.6F;  // GAT, on attention coefficients, in training
   std::uint64_t seed = 0;
 };
+
+// "gcn, 2 layers, hidden 16, activation relu, dropout 0.5, seed 0": the options that `model`'s kind uses.
+std::string describe_model(const ModelConfig& model);
 
 struct PreparedGraph {
   CsrGraph graph;

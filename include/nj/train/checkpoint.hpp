@@ -35,8 +35,6 @@ struct RunIdentity {
 // `feature_norm` is how the run normalises features after loading ("none", "row").
 RunIdentity identify_run(const ModelConfig& model, const Shard& shard, const std::string& feature_norm,
                          const TrainOptions& options);
-// "gcn, 2 layers, hidden 16, activation relu, dropout 0.5, seed 0": the options that `model`'s kind uses.
-std::string describe_model(const ModelConfig& model);
 // One line per part that differs, "model: checkpoint has '...', this run has '...'", joined by "; ". Empty
 // when they match.
 std::string describe_differences(const RunIdentity& checkpoint, const RunIdentity& run);

@@ -136,16 +136,11 @@ class CudaBackend final : public Backend {
     NJ_CUDA_TRY(cuda_kernels::gat_forward(stream_, block, shape, attention, z, out));
   }
 
-  // The CPU backend's layout (the shared row math's), so that a plan made for one holds for the other.
-  std::int64_t gat_backward_workspace(vid_t num_dst, eid_t num_edges, int heads) const override {
-    return rowmath::gat_backward_workspace_floats(num_dst, num_edges, heads);
-  }
-
   void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
                     ConstDeviceRows z, ConstDeviceRows grad_out, DeviceRows grad_z, bool accumulate,
                     DeviceSpan<float> workspace) override {
     expect_gat_shapes(block, shape, grad_z, grad_out);
-    NJ_EXPECTS(workspace.size >= gat_backward_workspace(block.num_dst, block.edges, shape.heads),
+    NJ_EXPECTS(workspace.size >= rowmath::gat_backward_workspace_floats(block.num_dst, block.edges, shape.heads),
                "gat_backward workspace of {} floats", workspace.size);
     NJ_CUDA_TRY(
         cuda_kernels::gat_backward(stream_, block, shape, attention, z, grad_out, grad_z, accumulate, workspace));
