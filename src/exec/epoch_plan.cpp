@@ -35,9 +35,9 @@ constexpr std::int64_t kStepsPerBudget = 4;
 
 struct LayerDims {
   const Layer* layer = nullptr;
-  std::int64_t in = 0;       // input row width
-  std::int64_t width = 0;    // what aggregation reads: the transformed rows, or the inputs where sums_inputs
-  std::int64_t out = 0;      // output row width
+  std::int64_t in = 0;     // input row width
+  std::int64_t width = 0;  // what aggregation reads: the transformed rows, or the inputs where sums_inputs
+  std::int64_t out = 0;    // output row width
   AggregationTraits aggregation;
   bool sums_inputs = false;  // aggregates its inputs, then transforms the sums (Pass::first_layer_sums_inputs)
   // Its aggregations may narrow their block's offsets into a buffer of their own (LibraryMemory).

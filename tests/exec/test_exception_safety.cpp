@@ -276,8 +276,7 @@ std::int64_t tight_budget(DeviceKind kind, const Dataset& data, ModelKind model_
   const LocalGraph local = whole_local_graph(data.graph);
   const Resources resources = test::backend_resources(kind, kUnlimited, 1);
   const EpochPlan plan = plan_epoch(model, local, {kUnlimited, ExecutionMode::kReuse, CachePolicy::kStAware});
-  const std::int64_t need =
-      forecast_device_memory(model, local, data.features.view(), plan).peak_footprint_bytes;
+  const std::int64_t need = forecast_device_memory(model, local, data.features.view(), plan).peak_footprint_bytes;
   return std::max(need / 8, minimum_device_budget(model, local));
 }
 

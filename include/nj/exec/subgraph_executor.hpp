@@ -27,8 +27,7 @@ namespace nj {
 // and a rank detached from its peers: exactly what the run allocates on the device, and how the arena places
 // it. The replay runs `model`'s prepare() and finish_backward(), and adds zeros to its gradients (planning
 // copies to the host write zeros): the model's values do not change. Of `features`, only the shape is read.
-MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, ConstRows features,
-                                      const EpochPlan& plan);
+MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, ConstRows features, const EpochPlan& plan);
 // Host bytes the executor holds beside the plan while it runs: where each row is on the device, and where steps
 // build their subgraphs' blocks, the builder's per-vertex scratch and the largest block (`threads`: OpenMP's).
 std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int threads);
