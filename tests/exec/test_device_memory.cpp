@@ -32,9 +32,8 @@ ModelConfig model_config(ModelKind kind) {
 }
 
 // The device memory of a plan with no budget: what the whole graph needs at once.
-std::int64_t unlimited_need(DeviceKind device, Model& model, const Dataset& data) {
+std::int64_t unlimited_need(Model& model, const Dataset& data) {
   const LocalGraph local = whole_local_graph(data.graph);
-  const Resources resources = test::backend_resources(device, kUnlimited, 2);
   const EpochPlan plan = plan_epoch(model, local, {kUnlimited, ExecutionMode::kReuse, CachePolicy::kStAware});
   return forecast_device_memory(model, local, data.features.view(), plan).peak_footprint_bytes;
 }
@@ -56,7 +55,7 @@ void expect_measured_peak_is_the_forecast(DeviceKind device, const Dataset& data
   SCOPED_TRACE(to_string(kind));
   Model model(model_config(kind), data.features.cols(), data.num_classes);
   const LocalGraph local = whole_local_graph(data.graph);
-  const std::int64_t budget = std::max(unlimited_need(device, model, data) / 4, minimum_device_budget(model, local));
+  const std::int64_t budget = std::max(unlimited_need(model, data) / 4, minimum_device_budget(model, local));
   Resources resources = test::backend_resources(device, budget, 2);
   SubgraphExecutor executor(resources, model, local, data.features.view(),
                             {budget, ExecutionMode::kReuse, CachePolicy::kStAware});

@@ -271,10 +271,9 @@ std::vector<std::int64_t> failure_points(std::int64_t total, std::int64_t forwar
 // The budget of the subgraph executors: an eighth of what the whole graph needs at once without a budget (which
 // keeps every subgraph's block on the device), so that rows are evicted and loaded again, and loads are
 // prefetched.
-std::int64_t tight_budget(DeviceKind kind, const Dataset& data, ModelKind model_kind) {
+std::int64_t tight_budget(const Dataset& data, ModelKind model_kind) {
   Model model(test::training_config(model_kind), data.features.cols(), data.num_classes);
   const LocalGraph local = whole_local_graph(data.graph);
-  const Resources resources = test::backend_resources(kind, kUnlimited, 1);
   const EpochPlan plan = plan_epoch(model, local, {kUnlimited, ExecutionMode::kReuse, CachePolicy::kStAware});
   const std::int64_t need = forecast_device_memory(model, local, data.features.view(), plan).peak_footprint_bytes;
   return std::max(need / 8, minimum_device_budget(model, local));
@@ -293,7 +292,7 @@ class ExceptionSafety : public ::testing::TestWithParam<FaultCase> {
 
 TEST_P(ExceptionSafety, AFailedStepLeavesNothingBehindAndTheNextStepIsExact) {
   const Dataset data = test::grid_dataset(16, 16, 11);
-  const std::int64_t budget = tight_budget(kind(), data, model_kind());
+  const std::int64_t budget = tight_budget(data, model_kind());
 
   // What a step computes on an executor that never failed: the second epoch, after a first.
   StepResult expected;

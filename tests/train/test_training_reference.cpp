@@ -35,7 +35,6 @@ TEST_P(TrainingReference, LossGradientsAndAdamStepsMatchPyG) {
   const LocalGraph local = whole_local_graph(data.graph);
   std::int64_t budget = kUnlimited;
   if (execution == Execution::kQuarterBudget) {
-    const Resources planning = test::backend_resources(DeviceKind::kCpu, kUnlimited, 2);
     const EpochPlan whole = plan_epoch(model, local, {kUnlimited, ExecutionMode::kReuse, CachePolicy::kStAware});
     const std::int64_t need = forecast_device_memory(model, local, data.features.view(), whole).peak_footprint_bytes;
     budget = std::max(need / 4, minimum_device_budget(model, local));
