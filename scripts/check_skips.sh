@@ -14,8 +14,12 @@ if [[ "${1:-}" == --sanitizer ]]; then
   shift
 fi
 [[ $# -eq 1 && -f "$1" ]] || { echo "usage: scripts/check_skips.sh [--sanitizer] CTEST_OUTPUT" >&2; exit 2; }
-# ctest lists them after its summary: "<tab>123 - Suite.Name/param  # GetParam() = ... (Skipped)".
-mapfile -t skipped < <(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\).*(Skipped)$/\1/p' "$1")
+# An output without ctest's summary is no evidence that nothing skipped.
+grep -qE '^[0-9]+% tests passed, [0-9]+ tests failed out of [0-9]+' "$1" ||
+  { echo "check_skips.sh: $1 holds no ctest summary" >&2; exit 1; }
+# ctest lists them after its summary: "<tab>123 - Suite.Name/param  # GetParam() = ... (Skipped)"; a disabled
+# test is listed alike, as "(Disabled)", and never allowed.
+mapfile -t skipped < <(sed -nE 's/^[[:space:]]*[0-9]+ - ([^ ]+).*\((Skipped|Disabled)\)$/\1/p' "$1")
 unexpected=()
 for name in "${skipped[@]}"; do
   [[ "$name" =~ $allowed ]] || unexpected+=("$name")

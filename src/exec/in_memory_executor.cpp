@@ -163,7 +163,7 @@ struct InMemoryExecutor::State {
     const Layer& layer = model.layer(l);
     const SparseBlockView block = part.view();
     DeviceArray<float> workspace(device, layer.aggregate_backward_workspace(part.num_dst, part.num_edges),
-                                 "workspace: attention");
+                                 "workspace: aggregation backward");
     // One part writes every row's gradient; several add theirs into rows zeroed first.
     layer.aggregate_backward(backend, block,
                              attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), true,

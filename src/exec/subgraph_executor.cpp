@@ -367,7 +367,7 @@ struct SubgraphExecutor::State {
     const DeviceArray<vid_t> accumulate_slots = slots_on_device(transfers, slots.accumulates);
     DeviceArray<float> workspace(
         device, layer.aggregate_backward_workspace(static_cast<vid_t>(destinations.size()), size.num_edges),
-        "workspace: attention");
+        "workspace: aggregation backward");
     const DeviceRows grad_pool = pools.pool(grad_index(l));
     if (slots.reads.empty()) {  // the gradient reads no rows: accumulate straight into the slots
       if (const auto sources = pool_run(grad_index(l), slots.accumulates)) {
@@ -383,8 +383,8 @@ struct SubgraphExecutor::State {
     // both lie in one run of their pool, on the pools in place).
     const auto sources = static_cast<std::int64_t>(size.num_src);
     const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
-    DeviceMatrix z_rows(device, sources, layer.row_width(), "rows: attention rows");
-    DeviceMatrix grad_rows(device, sources, layer.row_width(), "rows: attention gradients");
+    DeviceMatrix z_rows(device, sources, layer.row_width(), "rows: rows the backward reads");
+    DeviceMatrix grad_rows(device, sources, layer.row_width(), "rows: gradients of the rows read");
     const auto z_run = pool_run(z_index(l), slots.reads);
     const auto grad_run = pool_run(grad_index(l), slots.accumulates);
     if (z_run && grad_run) {

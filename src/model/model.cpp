@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "nj/core/enum_names.hpp"
+#include "nj/core/error.hpp"
 #include "nj/kernels/sparse_block.hpp"
 #include "nj/model/layers.hpp"
 
@@ -90,6 +91,12 @@ PreparedGraph Model::prepare(const LocalGraph& local) const {
       degree[v] = local.global_in_degree[v] + (local.global_self_loop[v] != 0 ? 0 : 1);
     }
     prepared.vertex_factor = gcn_vertex_factors(degree);
+  }
+  // The planner sizes blocks by what each layer declares; the blocks are cut from this graph.
+  for (const auto& layer : layers_) {
+    NJ_EXPECTS(layer->aggregation().structural_coefficients == prepared.weighted(),
+               "a layer whose aggregation {} structural coefficients on a graph {} them",
+               prepared.weighted() ? "declares no" : "declares", prepared.weighted() ? "with" : "without");
   }
   return prepared;
 }

@@ -56,7 +56,7 @@ TEST(ProgressCli, LogLinesWhereTheOutputIsNotATerminal) {
   std::string edges;
   for (int v = 0; v < 5000; ++v) edges += std::to_string(v) + " " + std::to_string((v * 7 + 1) % 5000) + "\n";
   const auto edge_list = dir.file("edges.txt.gz");
-  test::write_gzip(edge_list, edges);
+  ASSERT_NO_FATAL_FAILURE(test::write_gzip(edge_list, edges));
   const auto converted =
       test::run_nj("convert --format edgelist " + shell_quote(edge_list) + " -o " + shell_quote(dir.file("e.h5")),
                    "NJ_PROGRESS_SECONDS=0");

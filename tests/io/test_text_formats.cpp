@@ -60,7 +60,7 @@ TEST(TextReader, ReadsGzipFilesTransparently) {
   const int lines = 200000;
   for (int i = 0; i < lines; ++i) text += std::to_string(i) + " " + std::to_string(i + 1) + "\n";
   const auto path = dir.file("edges.txt.gz");
-  test::write_gzip(path, text);
+  ASSERT_NO_FATAL_FAILURE(test::write_gzip(path, text));
   TextReader reader(path);
   std::string_view line;
   int read = 0;

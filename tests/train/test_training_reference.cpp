@@ -49,8 +49,14 @@ TEST_P(TrainingReference, LossGradientsAndAdamStepsMatchPyG) {
   }
 
   const auto comm = make_single_process_communicator();
-  Trainer trainer(model, *executor, *comm, targets_of(data), reference.train_options());
-  trainer.fit([&](const EpochMetrics& m) { reference.expect_step(m, model); });
+  const TrainOptions options = reference.train_options();
+  Trainer trainer(model, *executor, *comm, targets_of(data), options);
+  std::uint32_t steps_checked = 0;
+  trainer.fit([&](const EpochMetrics& m) {
+    reference.expect_step(m, model);
+    ++steps_checked;
+  });
+  EXPECT_EQ(steps_checked, options.epochs);
 }
 
 std::string case_name(const ::testing::TestParamInfo<ReferenceCase>& info) {

@@ -7,7 +7,7 @@
 
 namespace nj {
 
-// Takes of `device` what the planned backend's libraries would (`library`); workspaces are the shared row math's.
+// Takes of `device` what the planned backend's libraries would (`library`).
 std::unique_ptr<Backend> make_planning_backend(Device& device, const LibraryMemory& library = {});
 
 }  // namespace nj

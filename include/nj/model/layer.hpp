@@ -58,7 +58,7 @@ class Layer {
                          ConstDeviceRows z, DeviceRows y) const = 0;
 
   // Floats of device workspace aggregate_backward needs for a block of this size, on every backend alike.
-  virtual std::int64_t aggregate_backward_workspace(vid_t /*num_dst*/, eid_t /*num_edges*/) const { return 0; }
+  virtual std::int64_t aggregate_backward_workspace(vid_t num_dst, eid_t num_edges) const = 0;
   // grad_z (+)= ∂L/∂Z for every source row of the block (rows indexed as in z).
   virtual void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention,
                                   bool training, ConstDeviceRows z, ConstDeviceRows grad_y, DeviceRows grad_z,

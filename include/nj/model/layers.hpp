@@ -23,6 +23,8 @@ class GcnLayer final : public Layer {
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
   void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
                  ConstDeviceRows z, DeviceRows y) const override;
+  // SpMM's transpose keeps nothing.
+  std::int64_t aggregate_backward_workspace(vid_t /*num_dst*/, eid_t /*num_edges*/) const override { return 0; }
   void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
                           ConstDeviceRows z, ConstDeviceRows grad_y, DeviceRows grad_z, bool accumulate,
                           DeviceSpan<float> workspace) const override;
