@@ -35,10 +35,9 @@ constexpr std::int64_t kStepsPerBudget = 4;
 
 struct LayerDims {
   const Layer* layer = nullptr;
-  std::int64_t in = 0;     // input row width
-  std::int64_t width = 0;  // what aggregation reads: the transformed rows, or the inputs where sums_inputs
-  std::int64_t out = 0;    // output row width
-  AggregationTraits aggregation;
+  std::int64_t in = 0;       // input row width
+  std::int64_t width = 0;    // what aggregation reads: the transformed rows, or the inputs where sums_inputs
+  std::int64_t out = 0;      // output row width
   bool sums_inputs = false;  // aggregates its inputs, then transforms the sums (Pass::first_layer_sums_inputs)
   // Its aggregations may narrow their block's offsets into a buffer of their own (LibraryMemory).
   bool narrows_offsets = false;
@@ -49,9 +48,8 @@ std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& libra
   std::vector<LayerDims> dims;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
-    const AggregationTraits aggregation = layer.aggregation();
     dims.push_back({&layer, layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
-                    aggregation, l == 0 && first_layer_sums_inputs, library.narrows_offsets && aggregation.linear});
+                    l == 0 && first_layer_sums_inputs, library.narrows_offsets && layer.aggregation().linear});
   }
   return dims;
 }
@@ -80,16 +78,17 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t dst = size.vertices[0];
   const std::int64_t src = size.vertices[1];
   const std::int64_t edges = size.edges[0];
-  const std::int64_t cached_tensors = d.aggregation.backward_reads_rows ? 2 : 1;
+  const std::int64_t cached_tensors = d.layer->aggregation().backward_reads_rows ? 2 : 1;
   const std::int64_t staging = 2 * src * (d.width * kFloat + kSlot) * cached_tensors;
-  const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, d.aggregation.structural_coefficients);
+  const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, d.layer->aggregation().structural_coefficients);
   const std::int64_t transform = dst * ((d.in + d.width) * kFloat + kId + kSlot);
   // A layer that sums its inputs keeps their sums beside its outputs.
   const std::int64_t aggregate =
       block + src * kSlot + dst * (d.out + (d.sums_inputs ? d.in : 0)) * kFloat + narrowed_offsets(d, dst);
-  const std::int64_t aggregate_backward = block + 2 * src * kSlot + dst * d.out * kFloat +
-                                          (d.aggregation.backward_reads_rows ? 2 * src * d.width * kFloat : 0) +
-                                          backward_workspace(d, dst, edges) + narrowed_offsets(d, src);
+  const std::int64_t aggregate_backward =
+      block + 2 * src * kSlot + dst * d.out * kFloat +
+      (d.layer->aggregation().backward_reads_rows ? 2 * src * d.width * kFloat : 0) +
+      backward_workspace(d, dst, edges) + narrowed_offsets(d, src);
   // Inputs, their dropped copy and their gradient, the transformed-row gradients, and their ids and slots.
   const std::int64_t transform_backward = dst * ((3 * d.in + d.width) * kFloat + kId + kSlot);
   return staging + std::max({transform, aggregate, aggregate_backward, transform_backward}) + kStepPadding;
@@ -426,10 +425,10 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     // keep their index; advance_exchange skips them).
     const bool input_gradients = !dims[l].sums_inputs;
     if (input_gradients) {
-      const std::int64_t cached_tensors = dims[l].aggregation.backward_reads_rows ? 2 : 1;
+      const std::int64_t cached_tensors = dims[l].layer->aggregation().backward_reads_rows ? 2 : 1;
       trace.capacity_rows[phase][grad_tensor(l)] =
           slots_for(plan.pool_bytes / cached_tensors, dims[l].width * kFloat, pass.num_rows);
-      if (dims[l].aggregation.backward_reads_rows) {
+      if (dims[l].layer->aggregation().backward_reads_rows) {
         trace.capacity_rows[phase][z_tensor(l)] = trace.capacity_rows[phase][grad_tensor(l)];
       }
     }
@@ -491,7 +490,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
                                                 : pass.keeps_blocks()
                                                     ? std::span<const vid_t>(pass.blocks[s.layer][s.index].sources)
                                                     : std::span<const vid_t>(sources[s.layer][s.index]);
-    const StepRows listed = step_rows(pass, k, dims[s.layer].aggregation.backward_reads_rows, part_sources);
+    const StepRows listed = step_rows(pass, k, dims[s.layer].layer->aggregation().backward_reads_rows, part_sources);
     TraceStep& traced = trace.steps[k];
     if (!listed.reads.rows.empty()) traced.read_runs.push_back(listed.reads);
     if (!listed.writes.rows.empty()) traced.write_runs.push_back(listed.writes);
