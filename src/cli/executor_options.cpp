@@ -28,16 +28,23 @@ bool ModelArguments::default_to(const ModelConfig& checkpoint) {
   take("--activation", activation, std::string(to_string(checkpoint.activation)));
   take("--dropout", config.dropout, checkpoint.dropout);
   take("--attention-dropout", config.attention_dropout, checkpoint.attention_dropout);
+  take("--gin-eps", config.gin_eps, checkpoint.gin_eps);
+  take("--propagation-steps", config.propagation_steps, checkpoint.propagation_steps);
+  take("--teleport", config.teleport, checkpoint.teleport);
   take("--seed", config.seed, checkpoint.seed);
   return any;
 }
 
 void add_model_options(CLI::App& cmd, ModelArguments& args) {
   args.command = &cmd;
-  cmd.add_option("--model", args.model, "Model: gcn or gat")
-      ->check(CLI::IsMember({"gcn", "gat"}))
+  cmd.add_option("--model", args.model,
+                 "Model: gcn, gat, sage (GraphSAGE, mean), gin (sum, then a 2-layer MLP) or appnp (an MLP, then "
+                 "propagation)")
+      ->check(CLI::IsMember({"gcn", "gat", "sage", "gin", "appnp"}))
       ->capture_default_str();
-  cmd.add_option("--layers", args.config.layers, "Number of layers")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_option("--layers", args.config.layers, "Number of layers (APPNP: of its MLP)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd.add_option("--hidden", args.config.hidden, "Hidden width (GAT: channels per head)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -54,6 +61,14 @@ void add_model_options(CLI::App& cmd, ModelArguments& args) {
       ->capture_default_str();
   cmd.add_option("--attention-dropout", args.config.attention_dropout, "GAT dropout on attention coefficients")
       ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  cmd.add_option("--gin-eps", args.config.gin_eps, "GIN's ε: the vertex's own row counts 1+ε times")
+      ->capture_default_str();
+  cmd.add_option("--propagation-steps", args.config.propagation_steps, "APPNP's propagation steps K")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--teleport", args.config.teleport, "APPNP's teleport probability α")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   cmd.add_option("--seed", args.config.seed, "Seed of weights and dropout masks")->capture_default_str();
 }

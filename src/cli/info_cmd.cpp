@@ -224,6 +224,9 @@ nlohmann::json to_json(const std::string& path, std::uintmax_t file_bytes, const
                   {"activation", to_string(m.activation)},
                   {"dropout", m.dropout},
                   {"attention_dropout", m.attention_dropout},
+                  {"gin_eps", m.gin_eps},
+                  {"propagation_steps", m.propagation_steps},
+                  {"teleport", m.teleport},
                   {"seed", m.seed}});
   }
   nlohmann::json parameters = nlohmann::json::array();

@@ -41,15 +41,18 @@ struct LayerDims {
   bool sums_inputs = false;  // aggregates its inputs, then transforms the sums (Pass::first_layer_sums_inputs)
   // Its aggregations may narrow their block's offsets into a buffer of their own (LibraryMemory).
   bool narrows_offsets = false;
+  // Its blocks carry edge weights: every layer's are cut from the one prepared graph, read or not.
+  bool weighted_blocks = false;
 };
 
-std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& library,
+std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& library, const PreparedGraph& graph,
                                   bool first_layer_sums_inputs = false) {
   std::vector<LayerDims> dims;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
     dims.push_back({&layer, layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
-                    l == 0 && first_layer_sums_inputs, library.narrows_offsets && layer.aggregation().linear});
+                    l == 0 && first_layer_sums_inputs, library.narrows_offsets && layer.aggregation().linear,
+                    graph.weighted()});
   }
   return dims;
 }
@@ -80,7 +83,7 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t edges = size.edges[0];
   const std::int64_t cached_tensors = d.layer->aggregation().backward_reads_rows ? 2 : 1;
   const std::int64_t staging = 2 * src * (d.width * kFloat + kSlot) * cached_tensors;
-  const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, d.layer->aggregation().structural_coefficients);
+  const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, d.weighted_blocks);
   const std::int64_t transform = dst * ((d.in + d.width) * kFloat + kId + kSlot);
   // A layer that sums its inputs keeps their sums beside its outputs.
   const std::int64_t aggregate =
@@ -627,7 +630,7 @@ ClosurePlanner::ClosurePlanner(const Model& model, const LocalGraph& local)
 // The pass rows are the closure's vertices, the destinations first and then each hop further out; its graph
 // holds the in-edges of the rows some layer aggregates, with the whole graph's edge weights (its rows' factors).
 Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
-  const auto dims = layer_dims(model_, plan.options.library);
+  const auto dims = layer_dims(model_, plan.options.library, prepared_);
   const std::size_t layers = dims.size();
   std::vector<std::int64_t> level_sizes;
   std::vector<vid_t> closure = lister_.list(dsts, level_sizes);
@@ -660,8 +663,8 @@ Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
     rows.in_rows.push_back(level_sizes[layers - l]);
     rows.out_rows.push_back(level_sizes[layers - 1 - l]);
   }
-  return plan_pass(plan, dims, PreparedGraph{std::move(local), std::move(local_factors)}, rows, std::move(closure),
-                   local_degree);
+  return plan_pass(plan, dims, PreparedGraph{std::move(local), std::move(local_factors), prepared_.factor_of}, rows,
+                   std::move(closure), local_degree);
 }
 
 bool plan_sums_first_layer_inputs(const Model& model, std::int64_t device_budget, ExecutionMode mode) {
@@ -681,7 +684,8 @@ const char* to_string(CutOrder order) { return kCutOrderNames.name(order); }
 
 std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local, const LibraryMemory& library) {
   const PreparedGraph prepared = model.prepare(local);
-  return minimum_budget(smallest_step(layer_dims(model, library), prepared.graph).bytes, resident_bytes(model));
+  return minimum_budget(smallest_step(layer_dims(model, library, prepared), prepared.graph).bytes,
+                        resident_bytes(model));
 }
 
 EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const SubgraphExecutorOptions& options) {
@@ -704,8 +708,8 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   const auto prepare_start = std::chrono::steady_clock::now();
   PreparedGraph prepared = model.prepare(local);
   spdlog::debug("plan: graph prepared for the model in {:.2f} s", seconds_since(prepare_start));
-  const auto dims =
-      layer_dims(model, options.library, plan_sums_first_layer_inputs(model, options.device_budget, options.mode));
+  const auto dims = layer_dims(model, options.library, prepared,
+                               plan_sums_first_layer_inputs(model, options.device_budget, options.mode));
   const std::size_t layers = dims.size();
   const std::int64_t owned = local.num_owned;
   // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges. A

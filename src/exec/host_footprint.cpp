@@ -54,7 +54,7 @@ std::int64_t in_memory_device_bytes(const Model& model, const RankShape& s) {
       widest = std::max({widest, layer.in_dim(), layer.out_dim()});
       continue;
     }
-    const std::int64_t dropped = model.config().dropout > 0.0F ? s.owned * layer.in_dim() : 0;
+    const std::int64_t dropped = model.dropout_before(l) > 0.0F ? s.owned * layer.in_dim() : 0;
     bytes += kFloat * (2 * s.local * layer.row_width() + outputs + dropped);
     widest = std::max({widest, layer.row_width(), layer.out_dim()});
   }

@@ -116,7 +116,7 @@ struct InMemoryExecutor::State {
       grad_outputs.emplace_back(device, num_owned, layer.out_dim(), "rows: output gradients");
       grad_z.push_back(sums_inputs ? DeviceMatrix()
                                    : DeviceMatrix(device, num_local, width, "rows: transformed-row gradients"));
-      dropped.push_back(model.config().dropout > 0.0F && !sums_inputs
+      dropped.push_back(model.dropout_before(l) > 0.0F && !sums_inputs
                             ? DeviceMatrix(device, num_owned, layer.in_dim(), "rows: dropped inputs")
                             : DeviceMatrix());
       input_sums.push_back(sums_inputs ? DeviceMatrix(device, num_owned, sums_width, "rows: aggregated inputs")
@@ -135,7 +135,7 @@ struct InMemoryExecutor::State {
 
   // The layer's input after dropout, written into `out`; the input itself without dropout (`out` untouched).
   ConstDeviceRows dropped_input(const Model& model, std::size_t l, std::uint32_t epoch, bool training, DeviceRows out) {
-    const float p = model.config().dropout;
+    const float p = model.dropout_before(l);
     if (!training || p <= 0.0F) return layer_input(l);
     backend.dropout(layer_input(l), owned_gid.view(),
                     feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p, out);
@@ -250,11 +250,11 @@ struct InMemoryExecutor::State {
       const DeviceRows grad_x = l > 0 ? grad_outputs[l - 1].view() : DeviceRows{};
       Layer::transform_backward(backend, p.weight.view(), p.weight_grad, kept[l], grad_z[l].view().slice(0, num_owned),
                                 grad_x);
-      if (l > 0 && model.config().dropout > 0.0F) {
+      if (l > 0 && model.dropout_before(l) > 0.0F) {
         // Dropout's backward applies the same mask and scale to the gradient.
         backend.dropout(grad_x, owned_gid.view(),
                         feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
-                        model.config().dropout, grad_x);
+                        model.dropout_before(l), grad_x);
       }
     }
     parameters.finish_step(model, comm);

@@ -270,7 +270,7 @@ struct SubgraphExecutor::State {
   // nothing drops, and `out` is left as it was.
   bool dropout_rows(Model& model, std::size_t l, std::uint32_t epoch, bool training, std::span<const vid_t> rows,
                     ConstDeviceRows in, DeviceRows out) {
-    const float p = model.config().dropout;
+    const float p = model.dropout_before(l);
     if (!training || p <= 0.0F) return false;
     const DeviceArray<gid_t> gids = gids_of(rows);
     backend.dropout(in, gids.view(), feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p,

@@ -22,6 +22,15 @@ void expect_spmm_shapes(const SparseBlockView& block, ConstDeviceRows sources, C
              destinations.rows, destinations.cols, block.num_src, block.num_dst);
 }
 
+void expect_rooted_sum_shapes(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows z,
+                              ConstDeviceRows out) {
+  NJ_EXPECTS(sum.width >= 1 && sum.carried >= 0 && sum.neighbour_column >= 0 && sum.root_column >= 0 &&
+                 sum.carried_column >= 0 && sum.columns_read() <= z.cols && out.cols == sum.output_width() &&
+                 out.rows == block.num_dst && reaches_sources(block, z),
+             "rooted sum shapes: z {}x{} (columns read {}), out {}x{} (output width {}), block {}->{}", z.rows, z.cols,
+             sum.columns_read(), out.rows, out.cols, sum.output_width(), block.num_src, block.num_dst);
+}
+
 void expect_gat_shapes(const SparseBlockView& block, const GatShape& shape, ConstDeviceRows z, ConstDeviceRows out) {
   NJ_EXPECTS(shape.heads >= 1 && shape.heads <= rowmath::kMaxGatHeads && shape.channels >= 1,
              "gat shapes: {} heads of {} channels (1 to {} heads)", shape.heads, shape.channels, rowmath::kMaxGatHeads);

@@ -68,6 +68,22 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void rooted_sum(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows z, DeviceRows out) override {
+    expect_rooted_sum_shapes(block, sum, z, out);
+#pragma omp parallel for schedule(dynamic, 64) if (worth_threads((block.num_edges() + block.num_dst) * sum.width))
+    for (vid_t i = 0; i < block.num_dst; ++i) rowmath::rooted_sum_row(block, sum, i, z.data, z.cols, out.row(i));
+  }
+
+  void rooted_sum_transpose(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows grad_out,
+                            DeviceRows grad_z, bool accumulate) override {
+    expect_rooted_sum_shapes(block, sum, grad_z, grad_out);
+#pragma omp parallel for schedule(dynamic, 64) if (worth_threads((block.num_edges() + block.num_src) * grad_z.cols))
+    for (vid_t j = 0; j < block.num_src; ++j) {
+      rowmath::rooted_sum_transpose_row(block, sum, j, grad_out.data, grad_z.row(block.row_of(j)), grad_z.cols,
+                                        accumulate);
+    }
+  }
+
   void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
                    ConstDeviceRows z, DeviceRows out) override {
     expect_gat_shapes(block, shape, z, out);

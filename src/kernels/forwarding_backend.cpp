@@ -38,6 +38,21 @@ void ForwardingBackend::spmm_transpose(const SparseBlockView& block, ConstDevice
   inner_->spmm_transpose(block, grad_out, grad_in, accumulate);
 }
 
+void ForwardingBackend::rooted_sum(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows z,
+                                   DeviceRows out) {
+  const KernelBuffer buffers[] = {read(z, "rooted_sum input"), written(out, "rooted_sum output")};
+  before({"rooted_sum", &block, buffers});
+  inner_->rooted_sum(block, sum, z, out);
+}
+
+void ForwardingBackend::rooted_sum_transpose(const SparseBlockView& block, const RootedSum& sum,
+                                             ConstDeviceRows grad_out, DeviceRows grad_z, bool accumulate) {
+  const KernelBuffer buffers[] = {read(grad_out, "rooted_sum_transpose input"),
+                                  written(grad_z, "rooted_sum_transpose output")};
+  before({"rooted_sum_transpose", &block, buffers});
+  inner_->rooted_sum_transpose(block, sum, grad_out, grad_z, accumulate);
+}
+
 void ForwardingBackend::gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
                                     ConstDeviceRows z, DeviceRows out) {
   const KernelBuffer buffers[] = {read(z, "gat_forward input"), written(out, "gat_forward output")};

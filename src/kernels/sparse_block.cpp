@@ -39,6 +39,10 @@ void EdgeWeights::copy_in_edges(const CsrGraph& graph, vid_t d, float* out) cons
               per_edge.begin() + static_cast<std::ptrdiff_t>(last), out);
   } else if (!vertex_factor.empty()) {
     const float own = vertex_factor[static_cast<std::size_t>(d)];
+    if (factor_of == FactorOf::kTarget) {
+      std::fill(out, out + (last - first), own);
+      return;
+    }
     for (std::size_t e = first; e < last; ++e) {
       *out++ = vertex_factor[static_cast<std::size_t>(graph.sources[e])] * own;
     }

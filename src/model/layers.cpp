@@ -22,12 +22,23 @@ Parameter make_parameter(std::string name, std::int64_t rows, std::int64_t cols,
   return Parameter{std::move(name), Matrix(rows, cols), Matrix(rows, cols), decay};
 }
 
+std::string parameter_name(std::uint32_t layer_index, const char* what) {
+  return "layer" + std::to_string(layer_index) + "." + what;
+}
+
+// A weight of a layer, Glorot-initialised; `which` tells a layer's weights apart.
+Parameter make_weight(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index,
+                      const char* name = "weight", std::uint32_t which = 0) {
+  Parameter weight = make_parameter(parameter_name(layer_index, name), in_dim, out_dim);
+  glorot_uniform(weight.value, in_dim, out_dim, seed, layer_index, which);
+  return weight;
+}
+
 }  // namespace
 
 GcnLayer::GcnLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index)
-    : weight_(make_parameter("layer" + std::to_string(layer_index) + ".weight", in_dim, out_dim)) {
-  bias_ = make_parameter("layer" + std::to_string(layer_index) + ".bias", 1, out_dim);
-  glorot_uniform(weight_.value, in_dim, out_dim, seed, layer_index, 0);
+    : weight_(make_weight(in_dim, out_dim, seed, layer_index)) {
+  bias_ = make_parameter(parameter_name(layer_index, "bias"), 1, out_dim);
 }
 
 void GcnLayer::aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& /*attention*/,
@@ -116,6 +127,102 @@ void GatLayer::finish_backward() {
     }
   }
   augmented_grad_.fill(0.0F);
+}
+
+void RootedSumLayer::aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& /*attention*/,
+                               bool /*training*/, ConstDeviceRows z, DeviceRows y) const {
+  backend.rooted_sum(block, sum(), z, y);
+}
+
+void RootedSumLayer::aggregate_backward(Backend& backend, const SparseBlockView& block,
+                                        const RandomStream& /*attention*/, bool /*training*/, ConstDeviceRows /*z*/,
+                                        ConstDeviceRows grad_y, DeviceRows grad_z, bool accumulate,
+                                        DeviceSpan<float> /*workspace*/) const {
+  backend.rooted_sum_transpose(block, sum(), grad_y, grad_z, accumulate);
+}
+
+SageLayer::SageLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index)
+    : weight_(make_weight(in_dim, out_dim, seed, layer_index)),
+      root_weight_(make_weight(in_dim, out_dim, seed, layer_index, "root_weight", 1)),
+      joined_(in_dim, 2 * out_dim),
+      joined_grad_(in_dim, 2 * out_dim) {
+  bias_ = make_parameter(parameter_name(layer_index, "bias"), 1, out_dim);
+  prepare();
+}
+
+RootedSum SageLayer::sum() const {
+  return {
+      .width = out_dim(), .neighbour_column = 0, .neighbour_scale = 1.0F, .root_column = out_dim(), .root_scale = 1.0F};
+}
+
+void SageLayer::prepare() {
+  const std::int64_t out = out_dim();
+  for (std::int64_t f = 0; f < joined_.rows(); ++f) {
+    std::copy(weight_.value.row(f), weight_.value.row(f) + out, joined_.row(f));
+    std::copy(root_weight_.value.row(f), root_weight_.value.row(f) + out, joined_.row(f) + out);
+  }
+}
+
+void SageLayer::finish_backward() {
+  const std::int64_t out = out_dim();
+  for (std::int64_t f = 0; f < joined_grad_.rows(); ++f) {
+    const float* g = joined_grad_.row(f);
+    for (std::int64_t c = 0; c < out; ++c) {
+      weight_.grad(f, c) += g[c];
+      root_weight_.grad(f, c) += g[out + c];
+    }
+  }
+  joined_grad_.fill(0.0F);
+}
+
+GinLayer::GinLayer(std::int64_t in_dim, std::int64_t out_dim, float eps, std::uint64_t seed, std::uint32_t layer_index)
+    : weight_(make_weight(in_dim, out_dim, seed, layer_index)), eps_(eps) {
+  bias_ = make_parameter(parameter_name(layer_index, "bias"), 1, out_dim);
+}
+
+RootedSum GinLayer::sum() const {
+  return {
+      .width = out_dim(), .neighbour_column = 0, .neighbour_scale = 1.0F, .root_column = 0, .root_scale = 1.0F + eps_};
+}
+
+DenseLayer::DenseLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index)
+    : weight_(make_weight(in_dim, out_dim, seed, layer_index)) {
+  bias_ = make_parameter(parameter_name(layer_index, "bias"), 1, out_dim);
+}
+
+RootedSum DenseLayer::sum() const {
+  return {.width = out_dim(), .reads_neighbours = false, .root_column = 0, .root_scale = 1.0F};
+}
+
+PropagationLayer::PropagationLayer(std::int64_t width, float alpha, bool first, bool last)
+    : width_(width),
+      alpha_(alpha),
+      last_(last),
+      copy_(first ? width : 2 * width, 2 * width),
+      copy_grad_(copy_.rows(), copy_.cols()) {
+  copy_.fill(0.0F);
+  for (std::int64_t r = 0; r < copy_.rows(); ++r) {
+    copy_(r, r) = 1.0F;
+    if (first) copy_(r, width + r) = 1.0F;
+  }
+  bias_ = Parameter{"", Matrix(1, out_dim()), Matrix(1, out_dim()), false};
+  bias_.value.fill(0.0F);
+  bias_.grad.fill(0.0F);
+}
+
+RootedSum PropagationLayer::sum() const {
+  return {.width = width_,
+          .neighbour_column = 0,
+          .neighbour_scale = 1.0F - alpha_,
+          .root_column = width_,
+          .root_scale = alpha_,
+          .carried = last_ ? 0 : width_,
+          .carried_column = width_};
+}
+
+void PropagationLayer::finish_backward() {
+  copy_grad_.fill(0.0F);
+  bias_.grad.fill(0.0F);
 }
 
 }  // namespace nj

@@ -11,7 +11,12 @@ namespace nj {
 
 namespace {
 
-constexpr EnumNames<ModelKind, 2> kModelNames{"model", {{{ModelKind::kGcn, "gcn"}, {ModelKind::kGat, "gat"}}}};
+constexpr EnumNames<ModelKind, 5> kModelNames{"model",
+                                              {{{ModelKind::kGcn, "gcn"},
+                                                {ModelKind::kGat, "gat"},
+                                                {ModelKind::kSage, "sage"},
+                                                {ModelKind::kGin, "gin"},
+                                                {ModelKind::kAppnp, "appnp"}}}};
 // What --activation accepts; "none" is the output layer's, printed but never asked for.
 constexpr EnumNames<Activation, 2> kActivationNames{"activation",
                                                     {{{Activation::kRelu, "relu"}, {Activation::kElu, "elu"}}}};
@@ -26,6 +31,10 @@ std::string describe_model(const ModelConfig& model) {
   const bool gat = model.kind == ModelKind::kGat;
   std::string text = fmt::format("{}, {} layers, hidden {}", to_string(model.kind), model.layers, model.hidden);
   if (gat) text += fmt::format(", heads {}, output heads {}", model.heads, model.output_heads);
+  if (model.kind == ModelKind::kGin) text += fmt::format(", eps {}", model.gin_eps);
+  if (model.kind == ModelKind::kAppnp) {
+    text += fmt::format(", propagation steps {}, teleport {}", model.propagation_steps, model.teleport);
+  }
   text += fmt::format(", activation {}, dropout {}", to_string(model.activation), model.dropout);
   if (gat) text += fmt::format(", attention dropout {}", model.attention_dropout);
   return text + fmt::format(", seed {}", model.seed);
@@ -48,23 +57,58 @@ Model::Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_cl
              config.output_heads);
   NJ_REQUIRE(in_dim >= 1 && num_classes >= 1, "model needs input width and classes, got {} and {}", in_dim,
              num_classes);
+  NJ_REQUIRE(config.propagation_steps >= 1, "APPNP needs at least one propagation step, got {}",
+             config.propagation_steps);
+  NJ_REQUIRE(config.teleport >= 0.0F && config.teleport <= 1.0F, "APPNP's teleport must be in [0, 1], got {}",
+             config.teleport);
   std::int64_t width = in_dim;
+  const auto next_index = [this] { return static_cast<std::uint32_t>(layers_.size()); };
   for (int l = 0; l < config.layers; ++l) {
     const bool last = l + 1 == config.layers;
-    const auto index = static_cast<std::uint32_t>(l);
-    if (config.kind == ModelKind::kGcn) {
-      const std::int64_t out = last ? num_classes : config.hidden;
-      layers_.push_back(std::make_unique<GcnLayer>(width, out, config.seed, index));
-    } else {
-      GatShape shape;
-      shape.heads = last ? config.output_heads : config.heads;
-      shape.channels = static_cast<int>(last ? num_classes : config.hidden);
-      shape.concat = !last;
-      shape.attention_dropout = config.attention_dropout;
-      layers_.push_back(std::make_unique<GatLayer>(width, shape, config.seed, index));
+    const std::int64_t out = last ? num_classes : config.hidden;
+    // Between layers the model's activation; after the last none, or APPNP's propagation.
+    const Activation between = last ? Activation::kNone : config.activation;
+    switch (config.kind) {
+      case ModelKind::kGcn:
+        add_layer(std::make_unique<GcnLayer>(width, out, config.seed, next_index()), config.dropout, between);
+        break;
+      case ModelKind::kGat: {
+        GatShape shape;
+        shape.heads = last ? config.output_heads : config.heads;
+        shape.channels = static_cast<int>(out);
+        shape.concat = !last;
+        shape.attention_dropout = config.attention_dropout;
+        add_layer(std::make_unique<GatLayer>(width, shape, config.seed, next_index()), config.dropout, between);
+        break;
+      }
+      case ModelKind::kSage:
+        add_layer(std::make_unique<SageLayer>(width, out, config.seed, next_index()), config.dropout, between);
+        break;
+      case ModelKind::kGin:
+        // The MLP's first Linear rides in the GIN layer's transform (it commutes with the sum), its second follows.
+        add_layer(std::make_unique<GinLayer>(width, config.hidden, config.gin_eps, config.seed, next_index()),
+                  config.dropout, Activation::kRelu);
+        add_layer(std::make_unique<DenseLayer>(config.hidden, out, config.seed, next_index()), 0.0F, between);
+        break;
+      case ModelKind::kAppnp:
+        add_layer(std::make_unique<DenseLayer>(width, out, config.seed, next_index()), config.dropout, between);
+        break;
     }
     width = layers_.back()->out_dim();
   }
+  if (config.kind == ModelKind::kAppnp) {
+    for (int k = 0; k < config.propagation_steps; ++k) {
+      add_layer(
+          std::make_unique<PropagationLayer>(num_classes, config.teleport, k == 0, k + 1 == config.propagation_steps),
+          0.0F, Activation::kNone);
+    }
+  }
+}
+
+void Model::add_layer(std::unique_ptr<Layer> layer, float dropout, Activation activation) {
+  layers_.push_back(std::move(layer));
+  dropout_before_.push_back(dropout);
+  activation_after_.push_back(activation);
 }
 
 std::vector<Parameter*> Model::parameters() {
@@ -83,17 +127,31 @@ std::int64_t Model::num_parameters() {
 
 PreparedGraph Model::prepare(const LocalGraph& local) const {
   PreparedGraph prepared;
-  prepared.graph = with_self_loops(local.graph, config_.kind == ModelKind::kGat, local.num_owned);
-  if (config_.kind == ModelKind::kGcn) {
+  const ModelKind kind = config_.kind;
+  if (kind == ModelKind::kSage || kind == ModelKind::kGin) {
+    prepared.graph = local.graph;
+  } else {
+    prepared.graph = with_self_loops(local.graph, kind == ModelKind::kGat, local.num_owned);
+  }
+  if (kind == ModelKind::kGcn || kind == ModelKind::kAppnp) {
     // A vertex's degree after GCN's self-loop rule, in the whole graph: mirrors' in-edges live on other ranks.
     std::vector<std::int64_t> degree(local.global_in_degree.size());
     for (std::size_t v = 0; v < degree.size(); ++v) {
       degree[v] = local.global_in_degree[v] + (local.global_self_loop[v] != 0 ? 0 : 1);
     }
     prepared.vertex_factor = gcn_vertex_factors(degree);
+  } else if (kind == ModelKind::kSage) {
+    // The mean over the in-edges as stored; a vertex without any aggregates nothing (PyG's scatter mean gives 0).
+    prepared.vertex_factor.resize(local.global_in_degree.size());
+    for (std::size_t v = 0; v < prepared.vertex_factor.size(); ++v) {
+      const std::int64_t degree = local.global_in_degree[v];
+      prepared.vertex_factor[v] = degree > 0 ? static_cast<float>(1.0 / static_cast<double>(degree)) : 0.0F;
+    }
+    prepared.factor_of = FactorOf::kTarget;
   }
   // The planner sizes blocks by what each layer declares; the blocks are cut from this graph.
   for (const auto& layer : layers_) {
+    if (!layer->aggregation().reads_neighbours) continue;
     NJ_EXPECTS(layer->aggregation().structural_coefficients == prepared.weighted(),
                "a layer whose aggregation {} structural coefficients on a graph {} them",
                prepared.weighted() ? "declares no" : "declares", prepared.weighted() ? "with" : "without");

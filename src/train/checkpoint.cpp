@@ -86,6 +86,9 @@ void write_model_options(hdf5::File& file, const ModelConfig& model) {
   file.set_attribute("model_activation", std::string(to_string(model.activation)));
   file.set_attribute("model_dropout", double{model.dropout});
   file.set_attribute("model_attention_dropout", double{model.attention_dropout});
+  file.set_attribute("model_gin_eps", double{model.gin_eps});
+  file.set_attribute("model_propagation_steps", std::int64_t{model.propagation_steps});
+  file.set_attribute("model_teleport", double{model.teleport});
   file.set_attribute("model_seed", static_cast<std::int64_t>(model.seed));  // the seed's 64 bits
 }
 
@@ -116,6 +119,17 @@ ModelConfig read_model_options(const hdf5::File& file) {
   model.output_heads = positive_int_attribute(file, "model_output_heads");
   model.dropout = probability_attribute(file, "model_dropout");
   model.attention_dropout = probability_attribute(file, "model_attention_dropout");
+  // Checkpoints of GCN and GAT written before GIN and APPNP existed lack their options, which those models ignore.
+  if (file.has_attribute("model_gin_eps")) model.gin_eps = static_cast<float>(file.float_attribute("model_gin_eps"));
+  if (file.has_attribute("model_propagation_steps")) {
+    model.propagation_steps = positive_int_attribute(file, "model_propagation_steps");
+  }
+  if (file.has_attribute("model_teleport")) {
+    const double teleport = file.float_attribute("model_teleport");
+    NJ_REQUIRE(teleport >= 0.0 && teleport <= 1.0, "{}: attribute model_teleport must be in [0, 1], got {}",
+               file.path(), teleport);
+    model.teleport = static_cast<float>(teleport);
+  }
   model.seed = static_cast<std::uint64_t>(file.int_attribute("model_seed"));
   return model;
 }

@@ -15,6 +15,7 @@ namespace nj {
 
 using rowmath::Activation;
 using rowmath::GatShape;
+using rowmath::RootedSum;
 
 // Device memory a backend's libraries take, all of it counted: a workspace for the whole run, which the device
 // keeps beside its arena (outside the budget; nj plan shows it), and, for each SpMM that goes to the sparse
@@ -44,6 +45,12 @@ class Backend {
   // grad_in[j] (+)= Σ_{out-edges e of j} w_e · grad_out[dst_e]: its backward, summed in a fixed order.
   virtual void spmm_transpose(const SparseBlockView& block, ConstDeviceRows grad_out, DeviceRows grad_in,
                               bool accumulate) = 0;
+
+  // out[i] = the RootedSum of destination i over rows z (SAGE, GIN, APPNP, dense layers).
+  virtual void rooted_sum(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows z, DeviceRows out) = 0;
+  // Its backward: grad_z[j] (+)= what every term read from local source j, summed in a fixed order.
+  virtual void rooted_sum_transpose(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows grad_out,
+                                    DeviceRows grad_z, bool accumulate) = 0;
 
   // GAT aggregation with edge softmax; z rows follow GatShape's layout.
   virtual void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
@@ -89,6 +96,10 @@ inline bool reaches_sources(const SparseBlockView& block, ConstDeviceRows rows) 
 // SpMM and its transpose: `sources` reaches the block's sources, `destinations` has one row per destination,
 // both of one width. Throws nj::Error otherwise.
 void expect_spmm_shapes(const SparseBlockView& block, ConstDeviceRows sources, ConstDeviceRows destinations);
+// A RootedSum and its transpose: `z` (or its gradient) reaching the sources and holding every column the sum
+// reads, `out` (or its gradient) one row of the sum's output width per destination.
+void expect_rooted_sum_shapes(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows z,
+                              ConstDeviceRows out);
 // GAT aggregation and its backward: `z` (or its gradient) rows of the shape's row width reaching the sources,
 // `out` (or its gradient) one row of the output width per destination.
 void expect_gat_shapes(const SparseBlockView& block, const GatShape& shape, ConstDeviceRows z, ConstDeviceRows out);

@@ -38,6 +38,9 @@ class ForwardingBackend : public Backend {
   void spmm(const SparseBlockView& block, ConstDeviceRows in, DeviceRows out) override;
   void spmm_transpose(const SparseBlockView& block, ConstDeviceRows grad_out, DeviceRows grad_in,
                       bool accumulate) override;
+  void rooted_sum(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows z, DeviceRows out) override;
+  void rooted_sum_transpose(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows grad_out,
+                            DeviceRows grad_z, bool accumulate) override;
   void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
                    ConstDeviceRows z, DeviceRows out) override;
   void gat_backward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,

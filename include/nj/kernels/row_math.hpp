@@ -157,6 +157,80 @@ NJ_HD inline void spmm_transpose_row(const SparseBlockView& b, vid_t j, const fl
   }
 }
 
+// A sum over a destination's in-edges plus a term of its own row, each over a range of the rows' columns: the
+// aggregation of PyG's SAGEConv (mean and root weight), GINConv ((1+ε)·x_i plus the sum), APPNP's propagation step
+// ((1-α)·Â·h plus α·h⁰) and, reading no edge, a dense layer's. For destination i (local source i, whose row the
+// block holds too) and rows z of width z_cols:
+//   out_i[0, width)                = neighbour_scale · Σ_e w_e · z_{src_e}[neighbour_column, +width)
+//                                  + root_scale · z_i[root_column, +width)
+//   out_i[width, width + carried)  = z_i[carried_column, +carried)
+// (w_e = 1 without weights). The carried columns pass a row on to the next layer unchanged, as APPNP's h⁰.
+struct RootedSum {
+  std::int64_t width = 0;
+  bool reads_neighbours = true;
+  std::int64_t neighbour_column = 0;
+  float neighbour_scale = 1.0F;
+  std::int64_t root_column = 0;
+  float root_scale = 0.0F;
+  std::int64_t carried = 0;
+  std::int64_t carried_column = 0;
+
+  NJ_HD std::int64_t output_width() const { return width + carried; }
+  // The columns of z the sum reads: every range lies below this.
+  NJ_HD std::int64_t columns_read() const {
+    std::int64_t end = root_column + width;
+    if (reads_neighbours && neighbour_column + width > end) end = neighbour_column + width;
+    if (carried > 0 && carried_column + carried > end) end = carried_column + carried;
+    return end;
+  }
+};
+
+// One destination row of a RootedSum.
+template <typename Columns = AllColumns>
+NJ_HD inline void rooted_sum_row(const SparseBlockView& b, const RootedSum& s, vid_t i, const float* z,
+                                 std::int64_t z_cols, float* out, Columns columns = {}) {
+  zero_columns(out, s.width, columns);
+  if (s.reads_neighbours) {
+    const eid_t edges = b.num_edges();
+    for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
+      if (e + kPrefetchDistance < edges) {
+        prefetch_row(z + b.row_of(b.src_index[e + kPrefetchDistance]) * z_cols + s.neighbour_column, s.width);
+      }
+      const float w = (b.edge_weight != nullptr ? b.edge_weight[e] : 1.0F) * s.neighbour_scale;
+      axpy_row(w, z + b.row_of(b.src_index[e]) * z_cols + s.neighbour_column, out, s.width, columns);
+    }
+  }
+  const float* own = z + b.row_of(i) * z_cols;
+  if (s.root_scale != 0.0F) axpy_row(s.root_scale, own + s.root_column, out, s.width, columns);
+  if (s.carried > 0) {
+    zero_columns(out + s.width, s.carried, columns, s.width);
+    axpy_row(1.0F, own + s.carried_column, out + s.width, s.carried, columns, s.width);
+  }
+}
+
+// Its backward for local source j: grad_z_row (+)= what every term that read row j passes back, gathered over j's
+// out-edges (grad_out rows are output_width() wide); columns no term read get 0 unless accumulating.
+template <typename Columns = AllColumns>
+NJ_HD inline void rooted_sum_transpose_row(const SparseBlockView& b, const RootedSum& s, vid_t j, const float* grad_out,
+                                           float* grad_z_row, std::int64_t z_cols, bool accumulate,
+                                           Columns columns = {}) {
+  if (!accumulate) zero_columns(grad_z_row, z_cols, columns);
+  const std::int64_t out_cols = s.output_width();
+  if (s.reads_neighbours) {
+    for (eid_t k = b.src_offsets[j]; k < b.src_offsets[j + 1]; ++k) {
+      const float w = (b.out_weight != nullptr ? b.out_weight[k] : 1.0F) * s.neighbour_scale;
+      axpy_row(w, grad_out + static_cast<std::int64_t>(b.out_dst[k]) * out_cols, grad_z_row + s.neighbour_column,
+               s.width, columns, s.neighbour_column);
+    }
+  }
+  if (j >= b.num_dst) return;
+  const float* own = grad_out + static_cast<std::int64_t>(j) * out_cols;
+  if (s.root_scale != 0.0F) {
+    axpy_row(s.root_scale, own, grad_z_row + s.root_column, s.width, columns, s.root_column);
+  }
+  if (s.carried > 0) axpy_row(1.0F, own + s.width, grad_z_row + s.carried_column, s.carried, columns, s.carried_column);
+}
+
 // Layout of a GAT layer's transformed rows: [x'(heads*channels) | s_src(heads) | s_dst(heads)], where
 // s_src = <x'_h, a_src_h> and s_dst = <x'_h, a_dst_h> come out of the same GEMM as x'.
 struct GatShape {

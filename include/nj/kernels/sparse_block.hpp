@@ -28,12 +28,19 @@ struct SparseBlock {
 SparseBlock local_graph_block(const CsrGraph& graph, std::vector<float> edge_weight, vid_t num_dst,
                               std::span<const gid_t> global_id);
 
+// Which endpoints' vertex factors weigh an edge (EdgeWeights).
+enum class FactorOf {
+  kBothEndpoints,  // w(s -> d) = factor[s] * factor[d]: GCN's symmetric normalisation
+  kTarget,         // w(s -> d) = factor[d]: a mean over d's in-edges (factor 1/deg(d))
+};
+
 // How the edges of a graph are weighted in the blocks cut from it: not at all (both empty), one weight per edge, or
-// as the product of a factor per endpoint, w(s -> d) = vertex_factor[s] * vertex_factor[d] (GCN's normalisation, at
-// 4 bytes per vertex instead of per edge: a 100M-edge graph's weights would take 400 MB).
+// from a factor per vertex (FactorOf), at 4 bytes per vertex instead of per edge: a 100M-edge graph's weights would
+// take 400 MB.
 struct EdgeWeights {
   std::span<const float> per_edge;
   std::span<const float> vertex_factor;
+  FactorOf factor_of = FactorOf::kBothEndpoints;
 
   bool empty() const { return per_edge.empty() && vertex_factor.empty(); }
   // The weights of d's in-edges in `graph`, in their order, into out[0, in_degree(d)).

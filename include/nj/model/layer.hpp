@@ -1,8 +1,9 @@
 #pragma once
 // A GNN layer split into the two kinds of work an executor schedules:
 //   transform  (vertex-wise, any chunk of rows):  Z = X · W_eff
-//   aggregate  (per sparse block of destinations): Y = Σ_in-edges coefficient · Z_src   (bias and activation
-//              are applied by the executor: H' = act(Y + b))
+//   aggregate  (per sparse block of destinations): Y = Σ_in-edges coefficient · Z_src, plus whatever the layer
+//              takes of the destination's own row Z_dst (a root or self term)   (bias and activation are applied
+//              by the executor: H' = act(Y + b))
 // and their backward passes. Weights only change between epochs, so every row of Z is computed once per
 // epoch and may be read by any number of blocks: that is what makes embedding reuse exact.
 #include <memory>
@@ -27,6 +28,9 @@ struct AggregationTraits {
   // Its backward reads the rows the forward read, not only ∂L/∂Y (attention's coefficients depend on them): those
   // rows stay until the layer's backward step, and that step gathers them beside their gradients.
   bool backward_reads_rows = false;
+  // It reads its in-edges. A dense layer reads only each destination's own row: its blocks' edges, and the mirrors'
+  // rows, go unread.
+  bool reads_neighbours = true;
 };
 
 struct Parameter {
@@ -39,7 +43,7 @@ struct Parameter {
 class Layer {
  public:
   virtual ~Layer() = default;
-  std::int64_t in_dim() const { return weight().value.rows(); }
+  std::int64_t in_dim() const { return effective_weight().rows(); }
   // Width of the transformed rows Z (what an aggregation reads per source vertex).
   virtual std::int64_t row_width() const = 0;
   // Width of the aggregated output Y.
@@ -75,8 +79,6 @@ class Layer {
   virtual Matrix& effective_weight_grad() = 0;
 
  protected:
-  virtual const Parameter& weight() const = 0;
-
   Parameter bias_;
 };
 

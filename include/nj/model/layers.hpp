@@ -1,5 +1,6 @@
 #pragma once
-// The layer types: GCN (PyG GCNConv with gcn_norm) and GAT (PyG GATConv).
+// The layer types, each with PyG's semantics: GCNConv (with gcn_norm), GATConv, SAGEConv (mean), GINConv's
+// aggregation, a dense (Linear) layer, and APPNP's propagation step.
 #include <cstdint>
 #include <memory>
 
@@ -32,9 +33,6 @@ class GcnLayer final : public Layer {
   const Matrix& effective_weight() const override { return weight_.value; }
   Matrix& effective_weight_grad() override { return weight_.grad; }
 
- protected:
-  const Parameter& weight() const override { return weight_; }
-
  private:
   Parameter weight_;
 };
@@ -63,9 +61,6 @@ class GatLayer final : public Layer {
   const Matrix& effective_weight() const override { return augmented_; }
   Matrix& effective_weight_grad() override { return augmented_grad_; }
 
- protected:
-  const Parameter& weight() const override { return weight_; }
-
  private:
   // The shape with attention dropout switched off outside training.
   GatShape effective_shape(bool training) const;
@@ -76,6 +71,109 @@ class GatLayer final : public Layer {
   Parameter att_dst_;  // heads × channels
   Matrix augmented_;
   Matrix augmented_grad_;
+};
+
+// A layer whose aggregation is a RootedSum of its transformed rows (row_math.hpp), as the subclass states it; a
+// sum's backward keeps nothing but ∂L/∂Y.
+class RootedSumLayer : public Layer {
+ public:
+  void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
+                 ConstDeviceRows z, DeviceRows y) const override;
+  std::int64_t aggregate_backward_workspace(vid_t /*num_dst*/, eid_t /*num_edges*/) const override { return 0; }
+  void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
+                          ConstDeviceRows z, ConstDeviceRows grad_y, DeviceRows grad_z, bool accumulate,
+                          DeviceSpan<float> workspace) const override;
+  virtual RootedSum sum() const = 0;
+};
+
+// PyG SAGEConv with mean aggregation: H' = mean_{j→i} X_j · W + X_i · W_root + b. One GEMM computes both halves,
+// Z = X · [W | W_root]; the block's edges carry 1/deg(i).
+class SageLayer final : public RootedSumLayer {
+ public:
+  SageLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index);
+  std::int64_t row_width() const override { return 2 * out_dim(); }
+  std::int64_t out_dim() const override { return weight_.value.cols(); }
+  AggregationTraits aggregation() const override {
+    return {.linear = false, .structural_coefficients = true, .backward_reads_rows = false};
+  }
+  std::vector<Parameter*> parameters() override { return {&weight_, &root_weight_, &bias_}; }
+  RootedSum sum() const override;
+  void prepare() override;
+  void finish_backward() override;
+  const Matrix& effective_weight() const override { return joined_; }
+  Matrix& effective_weight_grad() override { return joined_grad_; }
+
+ private:
+  Parameter weight_;       // in_dim × out_dim, for the neighbours' mean (PyG's lin_l)
+  Parameter root_weight_;  // in_dim × out_dim, for the vertex's own row (PyG's lin_r)
+  Matrix joined_;          // [weight | root_weight]
+  Matrix joined_grad_;
+};
+
+// PyG GINConv's aggregation, Σ_{j→i} X_j + (1+ε)·X_i, with the first Linear of its MLP: the sum commutes with it,
+// so the layer transforms first and sums rows of the (narrower) hidden width, Z = X · W, H' = act(sum(Z) + b).
+// The rest of the MLP is a DenseLayer after it. ε is fixed.
+class GinLayer final : public RootedSumLayer {
+ public:
+  GinLayer(std::int64_t in_dim, std::int64_t out_dim, float eps, std::uint64_t seed, std::uint32_t layer_index);
+  std::int64_t row_width() const override { return weight_.value.cols(); }
+  std::int64_t out_dim() const override { return weight_.value.cols(); }
+  AggregationTraits aggregation() const override {
+    return {.linear = false, .structural_coefficients = false, .backward_reads_rows = false};
+  }
+  std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
+  RootedSum sum() const override;
+  const Matrix& effective_weight() const override { return weight_.value; }
+  Matrix& effective_weight_grad() override { return weight_.grad; }
+
+ private:
+  Parameter weight_;
+  float eps_;
+};
+
+// A Linear layer, H' = act(X · W + b): it reads no edge (its aggregation passes each vertex's own row through). The
+// MLPs of GIN and APPNP are made of it.
+class DenseLayer final : public RootedSumLayer {
+ public:
+  DenseLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index);
+  std::int64_t row_width() const override { return weight_.value.cols(); }
+  std::int64_t out_dim() const override { return weight_.value.cols(); }
+  AggregationTraits aggregation() const override {
+    return {.linear = false, .structural_coefficients = false, .backward_reads_rows = false, .reads_neighbours = false};
+  }
+  std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
+  RootedSum sum() const override;
+  const Matrix& effective_weight() const override { return weight_.value; }
+  Matrix& effective_weight_grad() override { return weight_.grad; }
+
+ private:
+  Parameter weight_;
+};
+
+// One of APPNP's K propagation steps, h^{k+1} = (1-α)·Â·h^k + α·h⁰, with GCN's Â. It has no parameters. Every step
+// but the last passes h⁰ on to the next beside h^{k+1}: its rows are [h^k | h⁰], so that the executors keep, move
+// and exchange h⁰ as they do any row. The first step makes [h⁰ | h⁰] of its input h⁰; the last returns h^K alone.
+class PropagationLayer final : public RootedSumLayer {
+ public:
+  PropagationLayer(std::int64_t width, float alpha, bool first, bool last);
+  std::int64_t row_width() const override { return 2 * width_; }
+  std::int64_t out_dim() const override { return last_ ? width_ : 2 * width_; }
+  AggregationTraits aggregation() const override {
+    return {.linear = false, .structural_coefficients = true, .backward_reads_rows = false};
+  }
+  std::vector<Parameter*> parameters() override { return {}; }
+  RootedSum sum() const override;
+  // The transform's constant matrix gets a gradient as any weight does: it is no parameter, so it is dropped.
+  void finish_backward() override;
+  const Matrix& effective_weight() const override { return copy_; }
+  Matrix& effective_weight_grad() override { return copy_grad_; }
+
+ private:
+  std::int64_t width_;
+  float alpha_;
+  bool last_;
+  Matrix copy_;  // [I | I] for the first step, I for the others
+  Matrix copy_grad_;
 };
 
 }  // namespace nj

@@ -130,6 +130,17 @@ class CudaBackend final : public Backend {
     NJ_CUDA_TRY(cuda_kernels::spmm_transpose(stream_, block, grad_out, grad_in, accumulate));
   }
 
+  void rooted_sum(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows z, DeviceRows out) override {
+    expect_rooted_sum_shapes(block, sum, z, out);
+    NJ_CUDA_TRY(cuda_kernels::rooted_sum(stream_, block, sum, z, out));
+  }
+
+  void rooted_sum_transpose(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows grad_out,
+                            DeviceRows grad_z, bool accumulate) override {
+    expect_rooted_sum_shapes(block, sum, grad_z, grad_out);
+    NJ_CUDA_TRY(cuda_kernels::rooted_sum_transpose(stream_, block, sum, grad_out, grad_z, accumulate));
+  }
+
   void gat_forward(const SparseBlockView& block, const GatShape& shape, const RandomStream& attention,
                    ConstDeviceRows z, DeviceRows out) override {
     expect_gat_shapes(block, shape, z, out);

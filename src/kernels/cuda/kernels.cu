@@ -38,6 +38,21 @@ __global__ void spmm_transpose_kernel(SparseBlockView b, ConstDeviceRows grad_ou
   }
 }
 
+__global__ void rooted_sum_kernel(SparseBlockView b, rowmath::RootedSum sum, ConstDeviceRows z, DeviceRows out) {
+  for (std::int64_t i = first_row(); i < b.num_dst; i += row_stride()) {
+    rowmath::rooted_sum_row(b, sum, static_cast<vid_t>(i), z.data, z.cols, out.row(i), lane_columns());
+  }
+}
+
+__global__ void rooted_sum_transpose_kernel(SparseBlockView b, rowmath::RootedSum sum, ConstDeviceRows grad_out,
+                                            DeviceRows grad_z, bool accumulate) {
+  for (std::int64_t j = first_row(); j < b.num_src; j += row_stride()) {
+    const auto source = static_cast<vid_t>(j);
+    rowmath::rooted_sum_transpose_row(b, sum, source, grad_out.data, grad_z.row(b.row_of(source)), grad_z.cols,
+                                      accumulate, lane_columns());
+  }
+}
+
 // Every lane computes the destination's attention (its loads of the scores are broadcast) and its own columns.
 __global__ void gat_forward_kernel(SparseBlockView b, rowmath::GatShape shape, RandomStream attention,
                                    ConstDeviceRows z, DeviceRows out) {
@@ -150,6 +165,19 @@ cudaError_t spmm(cudaStream_t stream, const SparseBlockView& block, ConstDeviceR
 cudaError_t spmm_transpose(cudaStream_t stream, const SparseBlockView& block, ConstDeviceRows grad_out,
                            DeviceRows grad_in, bool accumulate) {
   spmm_transpose_kernel<<<warp_blocks_for(block.num_src), kThreads, 0, stream>>>(block, grad_out, grad_in, accumulate);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t rooted_sum(cudaStream_t stream, const SparseBlockView& block, const rowmath::RootedSum& sum,
+                       ConstDeviceRows z, DeviceRows out) {
+  rooted_sum_kernel<<<warp_blocks_for(block.num_dst), kThreads, 0, stream>>>(block, sum, z, out);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t rooted_sum_transpose(cudaStream_t stream, const SparseBlockView& block, const rowmath::RootedSum& sum,
+                                 ConstDeviceRows grad_out, DeviceRows grad_z, bool accumulate) {
+  rooted_sum_transpose_kernel<<<warp_blocks_for(block.num_src), kThreads, 0, stream>>>(block, sum, grad_out, grad_z,
+                                                                                       accumulate);
   return cudaPeekAtLastError();
 }
 

@@ -17,6 +17,10 @@ namespace nj::cuda_kernels {
 cudaError_t spmm(cudaStream_t stream, const SparseBlockView& block, ConstDeviceRows in, DeviceRows out);
 cudaError_t spmm_transpose(cudaStream_t stream, const SparseBlockView& block, ConstDeviceRows grad_out,
                            DeviceRows grad_in, bool accumulate);
+cudaError_t rooted_sum(cudaStream_t stream, const SparseBlockView& block, const rowmath::RootedSum& sum,
+                       ConstDeviceRows z, DeviceRows out);
+cudaError_t rooted_sum_transpose(cudaStream_t stream, const SparseBlockView& block, const rowmath::RootedSum& sum,
+                                 ConstDeviceRows grad_out, DeviceRows grad_z, bool accumulate);
 cudaError_t gat_forward(cudaStream_t stream, const SparseBlockView& block, const rowmath::GatShape& shape,
                         const RandomStream& attention, ConstDeviceRows z, DeviceRows out);
 // The three passes of GAT's backward; `workspace` is laid out as the CPU backend lays it out.
