@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""Writes tests/fixtures/training_reference.h5: three Adam steps of PyG's GCN and GAT, for nj's Trainer to match.
+"""Writes tests/fixtures/training_reference.h5: three Adam steps of PyG's GCN, GAT, GraphSAGE, GIN and APPNP, for
+nj's Trainer to match.
 
-Each case trains a two-layer model with PyG's GCNConv or GATConv from the same initial weights on a small graph
+Each case trains a two-layer model with PyG's GCNConv, GATConv, SAGEConv or GINConv (an MLP of two Linear layers
+with ReLU between), or PyG's APPNP example (a two-layer MLP, then APPNP's propagation), from the same initial weights
+on a small graph
 with a few self-loops stored, dropout off, the loss F.cross_entropy over the training vertices (the mean), and
-torch.optim.Adam with L2 weight decay on every parameter or on the first layer's only. It records each step's
+torch.optim.Adam with L2 weight decay on every parameter or (GCN and GAT) on the first layer's only. It records each step's
 loss, every parameter's gradient and every parameter after Adam's step. tests/train/test_training_reference.cpp
 runs nj's Trainer (model, loss scaling and Adam) on it in memory, within a device budget and on two ranks.
 
 Parameters are stored in nj's layout and under nj's names (layer<l>.weight as in x out, layer<l>.att_src and
-att_dst as heads x channels, layer<l>.bias as 1 x out): PyG's Linear weights are transposed.
+att_dst as heads x channels, layer<l>.bias as 1 x out): PyG's Linear weights are transposed. nj numbers its layers
+as it builds them: a GIN layer is two (the sum with the MLP's first Linear, then its second Linear), APPNP's MLP
+layers come first, and its propagation steps have no parameters.
 
 Not run by CI. Needs torch, torch_geometric and h5py (scripts/reference/README.md):
     python3 scripts/reference/training_reference.py tests/fixtures/training_reference.h5
@@ -19,7 +24,7 @@ import h5py
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch_geometric.nn import GATConv, GCNConv
+from torch_geometric.nn import APPNP, GATConv, GCNConv, GINConv, SAGEConv
 
 VERTICES, EDGES, FEATURES, CLASSES = 24, 70, 5, 3
 HIDDEN, HEADS, OUTPUT_HEADS = 4, 2, 2
@@ -27,6 +32,8 @@ HIDDEN, HEADS, OUTPUT_HEADS = 4, 2, 2
 # whose logits all lie on one side of the leaky ReLU), and Adam scales a gradient far above eps to about lr,
 # rounding included, so that the two sides' rounding would otherwise decide those weights' steps.
 LR, EPS, DECAY, STEPS = 0.05, 1e-4, 0.01, 3
+# GIN's fixed eps (nonzero, so that the self term's factor is checked) and APPNP's K and alpha.
+GIN_EPS, PROPAGATION_STEPS, TELEPORT = 0.25, 3, 0.1
 
 
 def graph(rng):
@@ -74,6 +81,63 @@ class Gat(torch.nn.Module):
             yield f"layer{l}.bias", conv.bias, lambda t: t.reshape(1, -1)
 
 
+def linear(name, lin):
+    """nj's weight and bias of a torch Linear."""
+    yield f"{name}.weight", lin.weight, lambda t: t.t()
+    yield f"{name}.bias", lin.bias, lambda t: t.reshape(1, -1)
+
+
+class Sage(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = torch.nn.ModuleList([SAGEConv(FEATURES, HIDDEN), SAGEConv(HIDDEN, CLASSES)])
+
+    def forward(self, x, edge_index):
+        return self.convs[1](F.relu(self.convs[0](x, edge_index)), edge_index)
+
+    def nj_parameters(self):
+        for l, conv in enumerate(self.convs):
+            yield from linear(f"layer{l}", conv.lin_l)
+            yield f"layer{l}.root_weight", conv.lin_r.weight, lambda t: t.t()
+
+
+class Gin(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+        def mlp(out):
+            return torch.nn.Sequential(torch.nn.Linear(self.width, HIDDEN), torch.nn.ReLU(),
+                                       torch.nn.Linear(HIDDEN, out))
+
+        self.width = FEATURES
+        first = GINConv(mlp(HIDDEN), eps=GIN_EPS)
+        self.width = HIDDEN
+        self.convs = torch.nn.ModuleList([first, GINConv(mlp(CLASSES), eps=GIN_EPS)])
+
+    def forward(self, x, edge_index):
+        return self.convs[1](F.relu(self.convs[0](x, edge_index)), edge_index)
+
+    def nj_parameters(self):
+        for l, conv in enumerate(self.convs):
+            yield from linear(f"layer{2 * l}", conv.nn[0])
+            yield from linear(f"layer{2 * l + 1}", conv.nn[2])
+
+
+class Appnp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin1, self.lin2 = torch.nn.Linear(FEATURES, HIDDEN), torch.nn.Linear(HIDDEN, CLASSES)
+        self.propagate = APPNP(K=PROPAGATION_STEPS, alpha=TELEPORT)
+        self.convs = [self.lin1, self.lin2]
+
+    def forward(self, x, edge_index):
+        return self.propagate(self.lin2(F.relu(self.lin1(x))), edge_index)
+
+    def nj_parameters(self):
+        yield from linear("layer0", self.lin1)
+        yield from linear("layer1", self.lin2)
+
+
 def write(group, model, what):
     for name, p, to_nj in model.nj_parameters():
         tensor = p if what == "value" else p.grad
@@ -91,12 +155,13 @@ def main(path):
     with h5py.File(path, "w") as f:
         f.attrs["generator"] = f"scripts/reference/training_reference.py, torch {torch.__version__}"
         for key, value in {"hidden": HIDDEN, "heads": HEADS, "output_heads": OUTPUT_HEADS, "classes": CLASSES,
-                           "steps": STEPS, "lr": LR, "eps": EPS, "weight_decay": DECAY}.items():
+                           "steps": STEPS, "lr": LR, "eps": EPS, "weight_decay": DECAY, "gin_eps": GIN_EPS,
+                           "propagation_steps": PROPAGATION_STEPS, "teleport": TELEPORT}.items():
             f.attrs[key] = value
         f["graph/src"], f["graph/dst"] = src, dst
         f["features"], f["labels"], f["train_mask"] = features, labels, train_mask
-        for kind, Model in (("gcn", Gcn), ("gat", Gat)):
-            for scope in ("all", "first"):  # nj train --weight-decay-scope
+        for kind, Model in (("gcn", Gcn), ("gat", Gat), ("sage", Sage), ("gin", Gin), ("appnp", Appnp)):
+            for scope in ("all", "first") if kind in ("gcn", "gat") else ("all",):  # nj train --weight-decay-scope
                 torch.manual_seed(3)
                 model = Model()
                 case = f.create_group(f"{kind}/{scope}")

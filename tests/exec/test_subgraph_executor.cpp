@@ -145,16 +145,17 @@ TEST_P(Exactness, BudgetedTrainingMatchesFullGraphTraining) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Exactness,
-                         ::testing::Combine(test::all_backends(), ::testing::Values(ExactnessCase{ModelKind::kGcn, 2},
-                                                                                    ExactnessCase{ModelKind::kGcn, 3},
-                                                                                    ExactnessCase{ModelKind::kGat, 2},
-                                                                                    ExactnessCase{ModelKind::kGat, 3})),
-                         [](const auto& test_info) {
-                           const ExactnessCase& c = std::get<1>(test_info.param);
-                           return test::backend_name(std::get<0>(test_info.param)) + "_" + to_string(c.kind) +
-                                  std::to_string(c.layers);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Models, Exactness,
+    ::testing::Combine(test::all_backends(),
+                       ::testing::Values(ExactnessCase{ModelKind::kGcn, 2}, ExactnessCase{ModelKind::kGcn, 3},
+                                         ExactnessCase{ModelKind::kGat, 2}, ExactnessCase{ModelKind::kGat, 3},
+                                         ExactnessCase{ModelKind::kSage, 2}, ExactnessCase{ModelKind::kGin, 2},
+                                         ExactnessCase{ModelKind::kAppnp, 2})),
+    [](const auto& test_info) {
+      const ExactnessCase& c = std::get<1>(test_info.param);
+      return test::backend_name(std::get<0>(test_info.param)) + "_" + to_string(c.kind) + std::to_string(c.layers);
+    });
 
 class SubgraphExecutorTest : public ::testing::TestWithParam<DeviceKind> {
  protected:

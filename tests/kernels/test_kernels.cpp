@@ -131,6 +131,109 @@ TEST_P(KernelTest, SpmmMatchesADenseReference) {
   }
 }
 
+// The sums of SAGE (mean columns beside root columns), GIN (a scaled root term on the neighbours' columns), APPNP's
+// propagation step (columns carried on) and a dense layer (no edges), on a block whose last sources are no
+// destination.
+struct RootedSumCase {
+  const char* name;
+  RootedSum sum;
+  std::int64_t z_cols;
+};
+void PrintTo(const RootedSumCase& c, std::ostream* out) { *out << c.name; }
+
+class RootedSumTest : public OnBackend<std::tuple<DeviceKind, RootedSumCase>> {
+ protected:
+  static constexpr vid_t kVertices = 30;
+  static constexpr vid_t kDestinations = 22;
+  const RootedSum& sum() const { return std::get<1>(GetParam()).sum; }
+  std::int64_t z_cols() const { return std::get<1>(GetParam()).z_cols; }
+  static SparseBlock block() {
+    const Dataset d = test::random_dataset(kVertices, 110, 1, 2, 8);
+    std::vector<float> weights(static_cast<std::size_t>(d.graph.offsets[kDestinations]));
+    for (std::size_t e = 0; e < weights.size(); ++e) weights[e] = 0.1F + 0.05F * static_cast<float>(e % 13);
+    return local_graph_block(d.graph, weights, kDestinations, whole_local_graph(d.graph).global_id);
+  }
+};
+
+TEST_P(RootedSumTest, MatchesANaiveReference) {
+  const SparseBlock host_block = block();
+  const Matrix z = random_matrix(kVertices, z_cols(), 9);
+  const DeviceBlock b = on().block(host_block);
+  const DeviceMatrix dz = on().put(z);
+  DeviceMatrix dout = on().put(random_matrix(kDestinations, sum().output_width(), 10));  // overwritten
+  backend().rooted_sum(b.view(), sum(), dz.view(), dout.view());
+  const Matrix out = on().get(dout.view());
+  const RootedSum& s = sum();
+  for (vid_t i = 0; i < kDestinations; ++i) {
+    for (std::int64_t c = 0; c < s.width; ++c) {
+      double expected = s.root_scale * static_cast<double>(z(i, s.root_column + c));
+      for (eid_t e = host_block.dst_offsets[i]; s.reads_neighbours && e < host_block.dst_offsets[i + 1]; ++e) {
+        expected += static_cast<double>(s.neighbour_scale) * host_block.edge_weight[e] *
+                    z(host_block.src_index[e], s.neighbour_column + c);
+      }
+      EXPECT_NEAR(out(i, c), expected, 1e-5) << "row " << i << " column " << c;
+    }
+    for (std::int64_t c = 0; c < s.carried; ++c) EXPECT_EQ(out(i, s.width + c), z(i, s.carried_column + c));
+  }
+}
+
+TEST_P(RootedSumTest, TransposeIsTheAdjointAndAccumulates) {
+  const SparseBlock host_block = block();
+  const Matrix z = random_matrix(kVertices, z_cols(), 11);
+  const Matrix g = random_matrix(kDestinations, sum().output_width(), 12);
+  const DeviceBlock b = on().block(host_block);
+  const DeviceMatrix dz = on().put(z);
+  const DeviceMatrix dg = on().put(g);
+  DeviceMatrix dout = on().zeros(kDestinations, sum().output_width());
+  // Rows the backward must overwrite hold garbage first: every column, read or not, is written.
+  const Matrix before = random_matrix(kVertices, z_cols(), 13);
+  DeviceMatrix dgrad_z = on().put(before);
+  backend().rooted_sum(b.view(), sum(), dz.view(), dout.view());
+  backend().rooted_sum_transpose(b.view(), sum(), dg.view(), dgrad_z.view(), false);
+  const Matrix grad_z = on().get(dgrad_z.view());
+  EXPECT_NEAR(dot(g, on().get(dout.view())), dot(grad_z, z), 1e-3);
+
+  on().set(dgrad_z, before);
+  backend().rooted_sum_transpose(b.view(), sum(), dg.view(), dgrad_z.view(), true);
+  const Matrix accumulated = on().get(dgrad_z.view());
+  for (std::int64_t k = 0; k < accumulated.size(); ++k) {
+    EXPECT_NEAR(accumulated.data()[k], before.data()[k] + grad_z.data()[k], 1e-5) << "element " << k;
+  }
+}
+
+TEST_P(KernelTest, RootedSumRefusesColumnsBeyondItsRows) {
+  const SparseBlock host_block = random_block(10, 20, false, 14);
+  const DeviceBlock b = on().block(host_block);
+  const DeviceMatrix dz = on().zeros(10, 4);
+  DeviceMatrix dout = on().zeros(10, 3);
+  const RootedSum reads_past_the_row{.width = 3, .root_column = 2, .root_scale = 1.0F};
+  EXPECT_THROW(backend().rooted_sum(b.view(), reads_past_the_row, dz.view(), dout.view()), Error);
+}
+
+std::string rooted_sum_case_name(const ::testing::TestParamInfo<std::tuple<DeviceKind, RootedSumCase>>& info) {
+  return fmt::format("{}_{}", test::backend_name(std::get<0>(info.param)), std::get<1>(info.param).name);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sums, RootedSumTest,
+    ::testing::Combine(
+        test::all_backends(),
+        ::testing::Values(
+            RootedSumCase{"sage", {.width = 3, .neighbour_column = 0, .root_column = 3, .root_scale = 1.0F}, 6},
+            RootedSumCase{"gin", {.width = 4, .neighbour_column = 0, .root_column = 0, .root_scale = 1.25F}, 4},
+            RootedSumCase{"propagation",
+                          {.width = 3,
+                           .neighbour_column = 0,
+                           .neighbour_scale = 0.9F,
+                           .root_column = 3,
+                           .root_scale = 0.1F,
+                           .carried = 3,
+                           .carried_column = 3},
+                          6},
+            RootedSumCase{"dense", {.width = 5, .reads_neighbours = false, .root_column = 0, .root_scale = 1.0F}, 5},
+            RootedSumCase{"wide", {.width = 40, .neighbour_column = 2, .root_column = 45, .root_scale = 0.5F}, 90})),
+    rooted_sum_case_name);
+
 class GatKernelTest : public OnBackend<std::tuple<DeviceKind, bool>> {
  protected:
   // GAT's backward of a random block of n vertices against finite differences of its forward, with attention

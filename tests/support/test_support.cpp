@@ -134,6 +134,8 @@ ModelConfig training_config(ModelKind kind, int layers) {
   c.heads = 2;
   c.dropout = 0.5F;
   c.attention_dropout = 0.3F;
+  c.gin_eps = 0.2F;
+  c.propagation_steps = 3;  // APPNP: 5 layers in all
   c.activation = default_activation(kind);
   c.seed = 3;
   return c;

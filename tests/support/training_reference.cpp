@@ -63,6 +63,9 @@ ModelConfig TrainingReference::model_config() const {
   config.heads = static_cast<int>(file_.int_attribute("heads"));
   config.output_heads = static_cast<int>(file_.int_attribute("output_heads"));
   config.activation = default_activation(kind_);
+  config.gin_eps = static_cast<float>(file_.float_attribute("gin_eps"));
+  config.propagation_steps = static_cast<int>(file_.int_attribute("propagation_steps"));
+  config.teleport = static_cast<float>(file_.float_attribute("teleport"));
   config.dropout = 0.0F;
   config.attention_dropout = 0.0F;
   return config;
