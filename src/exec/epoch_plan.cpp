@@ -548,6 +548,26 @@ std::vector<vid_t> owned_cut_order(const CsrGraph& prepared, const LocalGraph& l
   return order;
 }
 
+// What a lasting pass keeps on the device for the whole run besides its steps: every subgraph's block and the
+// features, `features` floats a row. (A step's bytes count its block once; a model of more than two layers keeps
+// more blocks than two steps hold.)
+std::int64_t lasting_bytes(const Pass& pass, std::int64_t features) {
+  std::int64_t bytes = 0;
+  for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
+    for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+      const PartSize& size = pass.layer_parts[l][k];
+      const bool weighted = pass.keeps_blocks() ? !pass.blocks[l][k].block.edge_weight.empty() : pass.graph.weighted();
+      bytes += DeviceBlock::bytes_for(static_cast<std::int64_t>(pass.destinations(l, k).size()), size.num_src,
+                                      size.num_edges, weighted) +
+               kStepPadding;
+    }
+  }
+  for (const auto& chunk : pass.transform_chunks.front()) {
+    bytes += arena_block_bytes(static_cast<std::int64_t>(chunk.size()) * features * kFloat);
+  }
+  return bytes;
+}
+
 // Adds a planned pass to the epoch's totals.
 void add_to_totals(EpochPlan& plan, const Pass& pass) {
   plan.rows_computed += pass.rows_computed;
@@ -745,6 +765,8 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
     for (const auto& dsts : plan.closures) add_to_totals(plan, planner.plan(plan, dsts));
   }
   plan.peak_bytes_bound += 2 * plan.largest_step_bytes + plan.resident_bytes;
+  if (!plan.passes.empty() && plan.passes.front().lasting)
+    plan.peak_bytes_bound += lasting_bytes(plan.passes.front(), model.layer(0).in_dim());
   plan.rows_needed = static_cast<std::int64_t>(layers) * owned;
   return plan;
 }

@@ -54,6 +54,8 @@ ModelConfig model_config(ModelKind kind, int hidden = 6) {
   c.heads = 2;
   c.dropout = 0.4F;
   c.attention_dropout = 0.3F;
+  c.gin_eps = 0.2F;
+  c.propagation_steps = 3;
   c.activation = default_activation(kind);
   c.seed = 11;
   return c;
@@ -304,7 +306,10 @@ INSTANTIATE_TEST_SUITE_P(Models, MultiRank,
                          ::testing::Combine(test::all_backends(),
                                             ::testing::Values(MultiRankModel{"gcn", ModelKind::kGcn, 6},
                                                               MultiRankModel{"gcn_sums_inputs", ModelKind::kGcn, 8},
-                                                              MultiRankModel{"gat", ModelKind::kGat, 6})),
+                                                              MultiRankModel{"gat", ModelKind::kGat, 6},
+                                                              MultiRankModel{"sage", ModelKind::kSage, 6},
+                                                              MultiRankModel{"gin", ModelKind::kGin, 6},
+                                                              MultiRankModel{"appnp", ModelKind::kAppnp, 6})),
                          [](const auto& test_info) {
                            return test::backend_name(std::get<0>(test_info.param)) + "_" +
                                   std::get<1>(test_info.param).name;
@@ -363,7 +368,10 @@ TEST_P(SubgraphExecutorGradients, MatchFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(Models, SubgraphExecutorGradients,
                          ::testing::Combine(test::all_backends(),
                                             ::testing::Values(GradientCase{"gcn", ModelKind::kGcn, 3},
-                                                              GradientCase{"gat", ModelKind::kGat, 7})),
+                                                              GradientCase{"gat", ModelKind::kGat, 7},
+                                                              GradientCase{"sage", ModelKind::kSage, 3},
+                                                              GradientCase{"gin", ModelKind::kGin, 3},
+                                                              GradientCase{"appnp", ModelKind::kAppnp, 3})),
                          [](const auto& test_info) {
                            return test::backend_name(std::get<0>(test_info.param)) + "_" +
                                   std::get<1>(test_info.param).name;
