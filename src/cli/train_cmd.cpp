@@ -391,6 +391,7 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
                        {"features", shard.features.cols()},
                        {"classes", shard.num_classes}};
   record["model"] = {{"kind", to_string(config.kind)},
+                     {"description", describe_model(config)},
                      {"layers", config.layers},
                      {"hidden", config.hidden},
                      {"parameters", model.num_parameters()}};

@@ -71,6 +71,46 @@ TEST_F(TrainCli, ConfigFileEqualsTheSameFlags) {
   for (std::size_t e = 0; e + 1 < a.size(); ++e) EXPECT_EQ(a[e]["loss"], b[e]["loss"]);
 }
 
+// Every model from the command line, with its own options: in memory and within a budget alike, its options in the
+// summary's description; a run resumed from its checkpoint without them takes them from it.
+TEST_F(TrainCli, EveryModelTrainsWithItsOptionsInMemoryWithinABudgetAndResumed) {
+  const std::pair<const char*, const char*> models[] = {
+      {"--model sage", "sage, 2 layers, hidden 4"},
+      {"--model gin --gin-eps 0.25", "gin, 2 layers, hidden 4, eps 0.25"},
+      {"--model appnp --propagation-steps 4 --teleport 0.2",
+       "appnp, 2 layers, hidden 4, propagation steps 4, teleport 0.2"}};
+  for (const auto& [flags, description] : models) {
+    SCOPED_TRACE(flags);
+    const std::string common = "train " + shell_quote(dataset) + " " + flags + " --hidden 4 --epochs 3 --seed 4";
+    const auto in_memory = dir.file("in_memory.jsonl");
+    const auto budgeted = dir.file("budgeted.jsonl");
+    auto result = test::run_nj(common + " --execution in-memory --metrics-out " + shell_quote(in_memory));
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    result = test::run_nj(common + " --device-memory 1M --metrics-out " + shell_quote(budgeted));
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    const auto a = read_jsonl(in_memory);
+    const auto b = read_jsonl(budgeted);
+    ASSERT_EQ(a.size(), 4U);
+    ASSERT_EQ(b.size(), 4U);
+    for (std::size_t e = 0; e < 3; ++e) {
+      EXPECT_NEAR(a[e]["loss"].get<double>(), b[e]["loss"].get<double>(), 1e-5 * a[e]["loss"].get<double>());
+    }
+    EXPECT_EQ(b[3]["execution"], "reuse");
+    EXPECT_NE(a[3]["model"]["description"].get<std::string>().find(description), std::string::npos) << a[3]["model"];
+
+    const auto checkpoint = dir.file("model.h5");
+    ASSERT_EQ(test::run_nj(common + " --save-checkpoint " + shell_quote(checkpoint)).exit_code, 0);
+    // A resumed run appends to its metrics file: one file each.
+    const auto resumed = dir.file(std::string(description).substr(0, 4) + "resumed.jsonl");
+    result = test::run_nj("train " + shell_quote(dataset) + " --epochs 4 --load-checkpoint " + shell_quote(checkpoint) +
+                          " --metrics-out " + shell_quote(resumed));
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    const auto r = read_jsonl(resumed);
+    ASSERT_EQ(r.size(), 2U);
+    EXPECT_NE(r[1]["model"]["description"].get<std::string>().find(description), std::string::npos) << r[1]["model"];
+  }
+}
+
 TEST_F(TrainCli, ALaterFlagOverridesAnEarlierOne) {
   const auto metrics = dir.file("override.jsonl");
   ASSERT_EQ(
