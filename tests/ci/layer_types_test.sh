@@ -5,7 +5,7 @@
 # include/nj/model names a layer type or a model kind.
 set -euo pipefail
 cd "$1"
-pattern='ModelKind::k[A-Z]|\b(Gcn|Gat)Layer\b|dynamic_cast<[^>]*Layer'
+pattern='ModelKind::k[A-Z]|\b(Gcn|Gat|Sage|Gin|Dense|Propagation)Layer\b|dynamic_cast<[^>]*Layer'
 # The pattern must catch what it is for, or the check below proves nothing.
 for sample in 'if (kind == ModelKind::kGat)' 'const GcnLayer& g' 'dynamic_cast<const GatLayer*>(&l)'; do
   grep -qE "$pattern" <<<"$sample" || { echo "layer_types_test.sh: the pattern misses '$sample'" >&2; exit 1; }
