@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "nj/core/error.hpp"
 #include "nj/core/philox.hpp"
 #include "nj/kernels/row_math.hpp"
 
@@ -155,24 +156,31 @@ RootedSum SageLayer::sum() const {
       .width = out_dim(), .neighbour_column = 0, .neighbour_scale = 1.0F, .root_column = out_dim(), .root_scale = 1.0F};
 }
 
-void SageLayer::prepare() {
-  const std::int64_t out = out_dim();
-  for (std::int64_t f = 0; f < joined_.rows(); ++f) {
-    std::copy(weight_.value.row(f), weight_.value.row(f) + out, joined_.row(f));
-    std::copy(root_weight_.value.row(f), root_weight_.value.row(f) + out, joined_.row(f) + out);
+void SageLayer::prepare() { join_columns(weight_.value, root_weight_.value, joined_); }
+
+void SageLayer::finish_backward() { split_columns_into(joined_grad_, weight_.grad, root_weight_.grad); }
+
+void join_columns(const Matrix& left, const Matrix& right, Matrix& out) {
+  NJ_EXPECTS(left.rows() == out.rows() && right.rows() == out.rows() && left.cols() + right.cols() == out.cols(),
+             "joining {}x{} and {}x{} into {}x{}", left.rows(), left.cols(), right.rows(), right.cols(), out.rows(),
+             out.cols());
+  for (std::int64_t r = 0; r < out.rows(); ++r) {
+    std::copy(left.row(r), left.row(r) + left.cols(), out.row(r));
+    std::copy(right.row(r), right.row(r) + right.cols(), out.row(r) + left.cols());
   }
 }
 
-void SageLayer::finish_backward() {
-  const std::int64_t out = out_dim();
-  for (std::int64_t f = 0; f < joined_grad_.rows(); ++f) {
-    const float* g = joined_grad_.row(f);
-    for (std::int64_t c = 0; c < out; ++c) {
-      weight_.grad(f, c) += g[c];
-      root_weight_.grad(f, c) += g[out + c];
-    }
+void split_columns_into(Matrix& joined, Matrix& left, Matrix& right) {
+  NJ_EXPECTS(
+      left.rows() == joined.rows() && right.rows() == joined.rows() && left.cols() + right.cols() == joined.cols(),
+      "splitting {}x{} into {}x{} and {}x{}", joined.rows(), joined.cols(), left.rows(), left.cols(), right.rows(),
+      right.cols());
+  for (std::int64_t r = 0; r < joined.rows(); ++r) {
+    const float* g = joined.row(r);
+    for (std::int64_t c = 0; c < left.cols(); ++c) left(r, c) += g[c];
+    for (std::int64_t c = 0; c < right.cols(); ++c) right(r, c) += g[left.cols() + c];
   }
-  joined_grad_.fill(0.0F);
+  joined.fill(0.0F);
 }
 
 GinLayer::GinLayer(std::int64_t in_dim, std::int64_t out_dim, float eps, std::uint64_t seed, std::uint32_t layer_index)

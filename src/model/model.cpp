@@ -11,12 +11,25 @@ namespace nj {
 
 namespace {
 
-constexpr EnumNames<ModelKind, 5> kModelNames{"model",
+constexpr EnumNames<ModelKind, 6> kModelNames{"model",
                                               {{{ModelKind::kGcn, "gcn"},
                                                 {ModelKind::kGat, "gat"},
                                                 {ModelKind::kSage, "sage"},
                                                 {ModelKind::kGin, "gin"},
-                                                {ModelKind::kAppnp, "appnp"}}}};
+                                                {ModelKind::kAppnp, "appnp"},
+                                                {ModelKind::kCustom, "custom"}}}};
+
+GraphForm graph_form_of(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kGat: return GraphForm::kOneSelfLoopEach;
+    case ModelKind::kSage: return GraphForm::kMeanOverInEdges;
+    case ModelKind::kGin: return GraphForm::kAsStored;
+    case ModelKind::kGcn:
+    case ModelKind::kAppnp:
+    case ModelKind::kCustom: break;
+  }
+  return GraphForm::kGcnNormalised;
+}
 // What --activation accepts; "none" is the output layer's, printed but never asked for.
 constexpr EnumNames<Activation, 2> kActivationNames{"activation",
                                                     {{{Activation::kRelu, "relu"}, {Activation::kElu, "elu"}}}};
@@ -28,6 +41,7 @@ ModelKind parse_model_kind(const std::string& text) { return kModelNames.parse(t
 Activation default_activation(ModelKind kind) { return kind == ModelKind::kGat ? Activation::kElu : Activation::kRelu; }
 
 std::string describe_model(const ModelConfig& model) {
+  if (model.kind == ModelKind::kCustom) return fmt::format("custom, {} layers, seed {}", model.layers, model.seed);
   const bool gat = model.kind == ModelKind::kGat;
   std::string text = fmt::format("{}, {} layers, hidden {}", to_string(model.kind), model.layers, model.hidden);
   if (gat) text += fmt::format(", heads {}, output heads {}", model.heads, model.output_heads);
@@ -45,7 +59,9 @@ const char* to_string(Activation activation) {
   return activation == Activation::kNone ? "none" : kActivationNames.name(activation);
 }
 
-Model::Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_classes) : config_(config) {
+Model::Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_classes)
+    : config_(config), graph_form_(graph_form_of(config.kind)) {
+  NJ_REQUIRE(config.kind != ModelKind::kCustom, "a custom model is built from its layers, not from model options");
   NJ_REQUIRE(config.layers >= 1, "the model needs at least one layer, got {}", config.layers);
   NJ_REQUIRE(config.hidden >= 1, "hidden width must be positive, got {}", config.hidden);
   NJ_REQUIRE(config.dropout >= 0.0F && config.dropout < 1.0F, "dropout must be in [0, 1), got {}", config.dropout);
@@ -93,6 +109,7 @@ Model::Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_cl
       case ModelKind::kAppnp:
         add_layer(std::make_unique<DenseLayer>(width, out, config.seed, next_index()), config.dropout, between);
         break;
+      case ModelKind::kCustom: break;  // refused above
     }
     width = layers_.back()->out_dim();
   }
@@ -102,6 +119,34 @@ Model::Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_cl
           std::make_unique<PropagationLayer>(num_classes, config.teleport, k == 0, k + 1 == config.propagation_steps),
           0.0F, Activation::kNone);
     }
+  }
+  check_layers();
+}
+
+Model::Model(std::vector<ModelLayer> layers, GraphForm form, std::uint64_t seed) : graph_form_(form) {
+  NJ_REQUIRE(!layers.empty(), "a model needs at least one layer");
+  config_.kind = ModelKind::kCustom;
+  config_.layers = static_cast<int>(layers.size());
+  config_.seed = seed;
+  for (ModelLayer& l : layers) {
+    NJ_REQUIRE(l.layer != nullptr, "layer {} of the model is missing", layers_.size() + 1);
+    NJ_REQUIRE(l.dropout >= 0.0F && l.dropout < 1.0F, "dropout must be in [0, 1), got {}", l.dropout);
+    add_layer(std::move(l.layer), l.dropout, l.activation);
+  }
+  check_layers();
+}
+
+void Model::check_layers() const {
+  const bool weighted = graph_form_ == GraphForm::kGcnNormalised || graph_form_ == GraphForm::kMeanOverInEdges;
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& layer = *layers_[l];
+    NJ_REQUIRE(l == 0 || layer.in_dim() == layers_[l - 1]->out_dim(),
+               "layer {} reads rows of width {}, but layer {} writes {}", l + 1, layer.in_dim(), l,
+               layers_[l - 1]->out_dim());
+    // The planner sizes blocks by what each layer declares; the blocks are cut from the prepared graph.
+    NJ_REQUIRE(!layer.aggregation().reads_neighbours || layer.aggregation().structural_coefficients == weighted,
+               "layer {} declares {}structural coefficients, but the model's graph is {}", l + 1,
+               layer.aggregation().structural_coefficients ? "" : "no ", weighted ? "weighted" : "unweighted");
   }
 }
 
@@ -127,34 +172,29 @@ std::int64_t Model::num_parameters() {
 
 PreparedGraph Model::prepare(const LocalGraph& local) const {
   PreparedGraph prepared;
-  const ModelKind kind = config_.kind;
-  if (kind == ModelKind::kSage || kind == ModelKind::kGin) {
-    prepared.graph = local.graph;
-  } else {
-    prepared.graph = with_self_loops(local.graph, kind == ModelKind::kGat, local.num_owned);
-  }
-  if (kind == ModelKind::kGcn || kind == ModelKind::kAppnp) {
-    // A vertex's degree after GCN's self-loop rule, in the whole graph: mirrors' in-edges live on other ranks.
-    std::vector<std::int64_t> degree(local.global_in_degree.size());
-    for (std::size_t v = 0; v < degree.size(); ++v) {
-      degree[v] = local.global_in_degree[v] + (local.global_self_loop[v] != 0 ? 0 : 1);
+  switch (graph_form_) {
+    case GraphForm::kGcnNormalised: {
+      prepared.graph = with_self_loops(local.graph, false, local.num_owned);
+      // A vertex's degree after GCN's self-loop rule, in the whole graph: mirrors' in-edges live on other ranks.
+      std::vector<std::int64_t> degree(local.global_in_degree.size());
+      for (std::size_t v = 0; v < degree.size(); ++v) {
+        degree[v] = local.global_in_degree[v] + (local.global_self_loop[v] != 0 ? 0 : 1);
+      }
+      prepared.vertex_factor = gcn_vertex_factors(degree);
+      break;
     }
-    prepared.vertex_factor = gcn_vertex_factors(degree);
-  } else if (kind == ModelKind::kSage) {
-    // The mean over the in-edges as stored; a vertex without any aggregates nothing (PyG's scatter mean gives 0).
-    prepared.vertex_factor.resize(local.global_in_degree.size());
-    for (std::size_t v = 0; v < prepared.vertex_factor.size(); ++v) {
-      const std::int64_t degree = local.global_in_degree[v];
-      prepared.vertex_factor[v] = degree > 0 ? static_cast<float>(1.0 / static_cast<double>(degree)) : 0.0F;
-    }
-    prepared.factor_of = FactorOf::kTarget;
-  }
-  // The planner sizes blocks by what each layer declares; the blocks are cut from this graph.
-  for (const auto& layer : layers_) {
-    if (!layer->aggregation().reads_neighbours) continue;
-    NJ_EXPECTS(layer->aggregation().structural_coefficients == prepared.weighted(),
-               "a layer whose aggregation {} structural coefficients on a graph {} them",
-               prepared.weighted() ? "declares no" : "declares", prepared.weighted() ? "with" : "without");
+    case GraphForm::kOneSelfLoopEach: prepared.graph = with_self_loops(local.graph, true, local.num_owned); break;
+    case GraphForm::kMeanOverInEdges:
+      prepared.graph = local.graph;
+      // The mean over the in-edges as stored; a vertex without any aggregates nothing (PyG's scatter mean gives 0).
+      prepared.vertex_factor.resize(local.global_in_degree.size());
+      for (std::size_t v = 0; v < prepared.vertex_factor.size(); ++v) {
+        const std::int64_t degree = local.global_in_degree[v];
+        prepared.vertex_factor[v] = degree > 0 ? static_cast<float>(1.0 / static_cast<double>(degree)) : 0.0F;
+      }
+      prepared.factor_of = FactorOf::kTarget;
+      break;
+    case GraphForm::kAsStored: prepared.graph = local.graph; break;
   }
   return prepared;
 }

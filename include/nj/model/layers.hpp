@@ -73,6 +73,11 @@ class GatLayer final : public Layer {
   Matrix augmented_grad_;
 };
 
+// Two weights a transform multiplies by in one GEMM, side by side: out = [left | right] (every matrix with the same
+// rows); and the gradient of that back, left += joined[:, :left.cols], right += the rest, joined zeroed.
+void join_columns(const Matrix& left, const Matrix& right, Matrix& out);
+void split_columns_into(Matrix& joined, Matrix& left, Matrix& right);
+
 // A layer whose aggregation is a RootedSum of its transformed rows (row_math.hpp), as the subclass states it; a
 // sum's backward keeps nothing but ∂L/∂Y.
 class RootedSumLayer : public Layer {

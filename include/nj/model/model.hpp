@@ -10,7 +10,8 @@
 
 namespace nj {
 
-enum class ModelKind { kGcn, kGat, kSage, kGin, kAppnp };
+// The built-in models, and `custom`: a model of the caller's own layers (Model's second constructor).
+enum class ModelKind { kGcn, kGat, kSage, kGin, kAppnp, kCustom };
 ModelKind parse_model_kind(const std::string& text);
 const char* to_string(ModelKind kind);
 Activation parse_activation(const std::string& text);
@@ -42,6 +43,21 @@ struct ModelConfig {
 // "gcn, 2 layers, hidden 16, activation relu, dropout 0.5, seed 0": the options that `model`'s kind uses.
 std::string describe_model(const ModelConfig& model);
 
+// How a model prepares the graph its layers read (Model::prepare).
+enum class GraphForm {
+  kGcnNormalised,    // self-loops added where missing; edges weighted by D^-1/2 (A+I) D^-1/2 (GCN, APPNP)
+  kOneSelfLoopEach,  // exactly one self-loop per vertex; unweighted (GAT)
+  kMeanOverInEdges,  // as stored; d's in-edges weighted 1/deg(d) (SAGE)
+  kAsStored,         // as stored; unweighted (GIN)
+};
+
+// A layer of a model, with the dropout on its input rows (in training) and the activation after it.
+struct ModelLayer {
+  std::unique_ptr<Layer> layer;
+  float dropout = 0.0F;
+  Activation activation = Activation::kNone;
+};
+
 struct PreparedGraph {
   CsrGraph graph;
   std::vector<float> vertex_factor;  // per vertex of `graph`: the edges' weights (EdgeWeights); empty: unweighted
@@ -53,7 +69,11 @@ struct PreparedGraph {
 
 class Model {
  public:
+  // A built-in model (not `custom`).
   Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_classes);
+  // A model of the caller's layers, on the graph `form` prepares; `seed` addresses its dropout masks. Each layer's
+  // input width must be the previous one's output width (docs/layers.md).
+  Model(std::vector<ModelLayer> layers, GraphForm form, std::uint64_t seed);
 
   const ModelConfig& config() const { return config_; }
   std::size_t num_layers() const { return layers_.size(); }
@@ -66,19 +86,21 @@ class Model {
   // Dropout probability on layer l's input rows, in training.
   float dropout_before(std::size_t l) const { return dropout_before_[l]; }
 
-  // The graph as the layers read it. GCN and APPNP add the self-loops an owned vertex lacks and weigh edges by
-  // GCN's symmetric normalisation; GAT keeps exactly one self-loop each; SAGE weighs d's in-edges by 1/deg(d), GIN
-  // not at all, both on the graph as stored. Degrees are the whole graph's, so that every rank weighs an edge as a
-  // single process would.
+  // The graph as the layers read it, in the model's GraphForm. Degrees are the whole graph's, so that every rank
+  // weighs an edge as a single process would.
   PreparedGraph prepare(const LocalGraph& local) const;
+  GraphForm graph_form() const { return graph_form_; }
 
  private:
   void add_layer(std::unique_ptr<Layer> layer, float dropout, Activation activation);
+  // Every layer reads what the one before it writes, and reads the graph as the model prepares it.
+  void check_layers() const;
 
   ModelConfig config_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<float> dropout_before_;
   std::vector<Activation> activation_after_;
+  GraphForm graph_form_ = GraphForm::kGcnNormalised;
 };
 
 }  // namespace nj
