@@ -176,6 +176,28 @@ void read_arguments(PlanArguments& args, CLI::App& command) {
   require_dataset_file(dataset, PartitionFolders::kNotRead);
 }
 
+// What each layer declares, and the tensors the cache plans for it: Z, the rows its aggregation reads (one row per
+// vertex), and their gradient.
+void print_layers(const Model& model, const EpochPlan& plan) {
+  std::cout << fmt::format("layers: {}\n", describe_model(model.config()));
+  std::cout << fmt::format("  {:<6} {:>7} {:>8} {:>8} {:<5} {:<34} {:>7}  {}\n", "layer", "input", "Z width", "output",
+                           "grad", "aggregation", "dropout", "activation");
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    const Layer& layer = model.layer(l);
+    const AggregationTraits traits = layer.aggregation();
+    const bool sums_inputs = l == 0 && plan.first_layer_sums_inputs();
+    std::string aggregation = "its own row only";
+    if (traits.reads_neighbours) {
+      aggregation = traits.linear ? "in-edges, linear (SpMM)" : "in-edges";
+      if (traits.structural_coefficients) aggregation += ", weighted";
+      if (traits.backward_reads_rows) aggregation += ", backward reads Z";
+    }
+    std::cout << fmt::format("  {:<6} {:>7} {:>8} {:>8} {:<5} {:<34} {:>7}  {}\n", l + 1, layer.in_dim(),
+                             aggregated_width(model, l, sums_inputs), layer.out_dim(), sums_inputs ? "no" : "yes",
+                             aggregation, model.dropout_before(l), to_string(model.activation_after(l)));
+  }
+}
+
 void run_plan(PlanArguments& args, CLI::App& command) {
   read_arguments(args, command);
   if (!args.data.partitions.empty()) {
@@ -203,6 +225,7 @@ void run_plan(PlanArguments& args, CLI::App& command) {
   const EpochPlan& plan = measured.plan;
   spdlog::info("planned in {:.2f} s", seconds_since(start));
   log_plan(plan);
+  print_layers(model, plan);
   // Each category at the moment the footprint peaked, and at its own highest.
   const std::int64_t workspace = plan.options.library.workspace_bytes;
   std::cout << fmt::format(
