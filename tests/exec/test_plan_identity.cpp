@@ -261,7 +261,7 @@ TEST(PlanIdentity, PlansAreTheReferencePlannersBitForBit) {
       {"gcn2 part 1 x6 st-aware, community ids", 0x2d91bc7f8a22ad86ULL},
       {"gcn2 part 2 x6 st-aware", 0xbd0c378cc17cab17ULL},
       {"gcn2 recompute x3 size-order", 0xc051b9c738b59a4aULL},
-      {"gcn2 unlimited st-aware", 0x87d5160af0770e26ULL},
+      {"gcn2 unlimited st-aware", 0x98c52bc59538384bULL},
       {"gcn2 x16 st-aware", 0x7bcf53821c9efad5ULL},
       {"gcn2 x4 belady", 0x11808542fd9ca7f1ULL},
       {"gcn2 x4 degree", 0x75744f69cf9094bbULL},
