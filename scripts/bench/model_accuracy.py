@@ -49,7 +49,6 @@ def nj_accuracy(nj, dataset, model, seed, threads, work):
 
 def pyg_worker(args):
     """Runs inside the PyG venv: one model, one seed; prints the test accuracy at the best validation epoch."""
-    import h5py
     import numpy as np
     import torch
     import torch.nn.functional as F
@@ -57,19 +56,14 @@ def pyg_worker(args):
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    with h5py.File(args.dataset, "r") as f:
-        indptr = np.asarray(f["/graph/indptr"][...], dtype=np.int64)
-        indices = np.asarray(f["/graph/indices"][...], dtype=np.int64)
-        features = np.asarray(f["/features"][...], dtype=np.float32)
-        labels = torch.from_numpy(np.asarray(f["/labels"][...], dtype=np.int64))
-        masks = {name: torch.from_numpy(np.asarray(f[f"/masks/{name}"][...]).astype(bool))
-                 for name in ("train", "val", "test")}
-    n, width = features.shape
-    classes = int(labels.max()) + 1
-    sums = features.sum(axis=1, keepdims=True)
-    x = torch.from_numpy(np.divide(features, sums, out=np.zeros_like(features), where=sums != 0))
-    dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    edge_index = torch.from_numpy(np.stack([indices, dst]))  # in-edge CSR: sources of the edges into each vertex
+    data = nj_bench.DatasetFile(args.dataset)
+    n, width = data.features.shape
+    classes = data.classes
+    labels = torch.from_numpy(data.labels)
+    masks = {name: torch.from_numpy(mask) for name, mask in data.masks.items()}
+    sums = data.features.sum(axis=1, keepdims=True)
+    x = torch.from_numpy(np.divide(data.features, sums, out=np.zeros_like(data.features), where=sums != 0))
+    edge_index = torch.from_numpy(np.stack([data.indices, data.dst]))  # messages flow source -> target
     s = SETTINGS
     hidden, p = s["hidden"], s["dropout"]
 

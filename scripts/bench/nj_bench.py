@@ -8,6 +8,26 @@ import subprocess
 import sys
 
 
+class DatasetFile:
+    """An nj dataset file as the baselines read it, in NumPy (imported here, inside a baseline's venv only): the
+    in-edge CSR (`indptr`, `indices`: row v lists the sources of the edges into v), `dst` (each edge's target, in
+    the same order), features, labels, the split masks and the class count."""
+
+    def __init__(self, path):
+        import h5py
+        import numpy as np
+        with h5py.File(path, "r") as f:
+            self.indptr = np.asarray(f["/graph/indptr"][...], dtype=np.int64)
+            self.indices = np.asarray(f["/graph/indices"][...], dtype=np.int64)
+            self.features = np.asarray(f["/features"][...], dtype=np.float32)
+            self.labels = np.asarray(f["/labels"][...], dtype=np.int64)
+            self.masks = {name: np.asarray(f[f"/masks/{name}"][...]).astype(bool)
+                          for name in ("train", "val", "test") if f"/masks/{name}" in f}
+            self.classes = int(f.attrs["num_classes"]) if "num_classes" in f.attrs else int(self.labels.max()) + 1
+        self.num_vertices = self.features.shape[0]
+        self.dst = np.repeat(np.arange(self.num_vertices, dtype=np.int64), np.diff(self.indptr))
+
+
 def run(cmd, env=None):
     """Runs a command; returns its exit code and its stdout and stderr together."""
     result = subprocess.run(cmd, capture_output=True, text=True, env=env)

@@ -137,7 +137,6 @@ def parse_args(argv):
 def worker(args):
     os.environ.setdefault("DGLBACKEND", "pytorch")
     import warnings
-    import h5py
     import numpy as np
     import torch
     import torch.nn.functional as F
@@ -145,16 +144,10 @@ def worker(args):
     warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    with h5py.File(args.dataset, "r") as f:
-        indptr = np.asarray(f["/graph/indptr"][...], dtype=np.int64)
-        indices = np.asarray(f["/graph/indices"][...], dtype=np.int64)
-        features = np.asarray(f["/features"][...], dtype=np.float32)
-        labels = np.asarray(f["/labels"][...], dtype=np.int64)
-        train = np.asarray(f["/masks/train"][...]).astype(bool)
-        classes = int(f.attrs["num_classes"]) if "num_classes" in f.attrs else int(labels.max()) + 1
+    data = nj_bench.DatasetFile(args.dataset)
+    indptr, indices, dst, features, labels = data.indptr, data.indices, data.dst, data.features, data.labels
+    train, classes = data.masks["train"], data.classes
     n, width = features.shape
-    # In-edge CSR: row v lists the sources of the edges into v.
-    dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
     x = torch.from_numpy(features)
     train_idx = torch.from_numpy(np.nonzero(train)[0])
     y_train = torch.from_numpy(labels)[train_idx]

@@ -183,19 +183,15 @@ void split_columns_into(Matrix& joined, Matrix& left, Matrix& right) {
   joined.fill(0.0F);
 }
 
-GinLayer::GinLayer(std::int64_t in_dim, std::int64_t out_dim, float eps, std::uint64_t seed, std::uint32_t layer_index)
-    : weight_(make_weight(in_dim, out_dim, seed, layer_index)), eps_(eps) {
+SingleWeightSumLayer::SingleWeightSumLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed,
+                                           std::uint32_t layer_index)
+    : weight_(make_weight(in_dim, out_dim, seed, layer_index)) {
   bias_ = make_parameter(parameter_name(layer_index, "bias"), 1, out_dim);
 }
 
 RootedSum GinLayer::sum() const {
   return {
       .width = out_dim(), .neighbour_column = 0, .neighbour_scale = 1.0F, .root_column = 0, .root_scale = 1.0F + eps_};
-}
-
-DenseLayer::DenseLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index)
-    : weight_(make_weight(in_dim, out_dim, seed, layer_index)) {
-  bias_ = make_parameter(parameter_name(layer_index, "bias"), 1, out_dim);
 }
 
 RootedSum DenseLayer::sum() const {

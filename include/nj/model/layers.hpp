@@ -115,44 +115,49 @@ class SageLayer final : public RootedSumLayer {
   Matrix joined_grad_;
 };
 
-// PyG GINConv's aggregation, Σ_{j→i} X_j + (1+ε)·X_i, with the first Linear of its MLP: the sum commutes with it,
-// so the layer transforms first and sums rows of the (narrower) hidden width, Z = X · W, H' = act(sum(Z) + b).
-// The rest of the MLP is a DenseLayer after it. ε is fixed.
-class GinLayer final : public RootedSumLayer {
+// A rooted-sum layer whose transform multiplies by one weight, W_eff = W (in_dim × out_dim), plus a bias: the rows
+// it sums are out_dim wide.
+class SingleWeightSumLayer : public RootedSumLayer {
  public:
-  GinLayer(std::int64_t in_dim, std::int64_t out_dim, float eps, std::uint64_t seed, std::uint32_t layer_index);
   std::int64_t row_width() const override { return weight_.value.cols(); }
   std::int64_t out_dim() const override { return weight_.value.cols(); }
-  AggregationTraits aggregation() const override {
-    return {.linear = false, .structural_coefficients = false, .backward_reads_rows = false};
-  }
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
-  RootedSum sum() const override;
   const Matrix& effective_weight() const override { return weight_.value; }
   Matrix& effective_weight_grad() override { return weight_.grad; }
 
+ protected:
+  SingleWeightSumLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index);
+
  private:
   Parameter weight_;
+};
+
+// PyG GINConv's aggregation, Σ_{j→i} X_j + (1+ε)·X_i, with the first Linear of its MLP: the sum commutes with it,
+// so the layer transforms first and sums rows of the (narrower) hidden width, Z = X · W, H' = act(sum(Z) + b).
+// The rest of the MLP is a DenseLayer after it. ε is fixed.
+class GinLayer final : public SingleWeightSumLayer {
+ public:
+  GinLayer(std::int64_t in_dim, std::int64_t out_dim, float eps, std::uint64_t seed, std::uint32_t layer_index)
+      : SingleWeightSumLayer(in_dim, out_dim, seed, layer_index), eps_(eps) {}
+  AggregationTraits aggregation() const override {
+    return {.linear = false, .structural_coefficients = false, .backward_reads_rows = false};
+  }
+  RootedSum sum() const override;
+
+ private:
   float eps_;
 };
 
 // A Linear layer, H' = act(X · W + b): it reads no edge (its aggregation passes each vertex's own row through). The
 // MLPs of GIN and APPNP are made of it.
-class DenseLayer final : public RootedSumLayer {
+class DenseLayer final : public SingleWeightSumLayer {
  public:
-  DenseLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index);
-  std::int64_t row_width() const override { return weight_.value.cols(); }
-  std::int64_t out_dim() const override { return weight_.value.cols(); }
+  DenseLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index)
+      : SingleWeightSumLayer(in_dim, out_dim, seed, layer_index) {}
   AggregationTraits aggregation() const override {
     return {.linear = false, .structural_coefficients = false, .backward_reads_rows = false, .reads_neighbours = false};
   }
-  std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
   RootedSum sum() const override;
-  const Matrix& effective_weight() const override { return weight_.value; }
-  Matrix& effective_weight_grad() override { return weight_.grad; }
-
- private:
-  Parameter weight_;
 };
 
 // One of APPNP's K propagation steps, h^{k+1} = (1-α)·Â·h^k + α·h⁰, with GCN's Â. It has no parameters. Every step
