@@ -3,7 +3,7 @@
 nj's Trainer to match.
 
 Each case trains a two-layer model with PyG's GCNConv, GATConv, SAGEConv or GINConv (an MLP of two Linear layers
-with ReLU between), or PyG's APPNP example (a two-layer MLP, then APPNP's propagation), from the same initial weights
+with ReLU between; ε fixed, and learnt in the case gin-train-eps), or PyG's APPNP example (a two-layer MLP, then APPNP's propagation), from the same initial weights
 on a small graph
 with a few self-loops stored, dropout off, the loss F.cross_entropy over the training vertices (the mean), and
 torch.optim.Adam with L2 weight decay on every parameter or (GCN and GAT) on the first layer's only. It records each step's
@@ -102,7 +102,7 @@ class Sage(torch.nn.Module):
 
 
 class Gin(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, train_eps=False):
         super().__init__()
 
         def mlp(out):
@@ -110,9 +110,9 @@ class Gin(torch.nn.Module):
                                        torch.nn.Linear(HIDDEN, out))
 
         self.width = FEATURES
-        first = GINConv(mlp(HIDDEN), eps=GIN_EPS)
+        first = GINConv(mlp(HIDDEN), eps=GIN_EPS, train_eps=train_eps)
         self.width = HIDDEN
-        self.convs = torch.nn.ModuleList([first, GINConv(mlp(CLASSES), eps=GIN_EPS)])
+        self.convs = torch.nn.ModuleList([first, GINConv(mlp(CLASSES), eps=GIN_EPS, train_eps=train_eps)])
 
     def forward(self, x, edge_index):
         return self.convs[1](F.relu(self.convs[0](x, edge_index)), edge_index)
@@ -120,6 +120,8 @@ class Gin(torch.nn.Module):
     def nj_parameters(self):
         for l, conv in enumerate(self.convs):
             yield from linear(f"layer{2 * l}", conv.nn[0])
+            if isinstance(conv.eps, torch.nn.Parameter):  # train_eps: nj's 1 x 1 layer<l>.eps
+                yield f"layer{2 * l}.eps", conv.eps, lambda t: t.reshape(1, 1)
             yield from linear(f"layer{2 * l + 1}", conv.nn[2])
 
 
@@ -160,7 +162,9 @@ def main(path):
             f.attrs[key] = value
         f["graph/src"], f["graph/dst"] = src, dst
         f["features"], f["labels"], f["train_mask"] = features, labels, train_mask
-        for kind, Model in (("gcn", Gcn), ("gat", Gat), ("sage", Sage), ("gin", Gin), ("appnp", Appnp)):
+        models = (("gcn", Gcn), ("gat", Gat), ("sage", Sage), ("gin", Gin), ("gin-train-eps", lambda: Gin(True)),
+                  ("appnp", Appnp))
+        for kind, Model in models:
             for scope in ("all", "first") if kind in ("gcn", "gat") else ("all",):  # nj train --weight-decay-scope
                 torch.manual_seed(3)
                 model = Model()

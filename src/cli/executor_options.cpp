@@ -29,6 +29,7 @@ bool ModelArguments::default_to(const ModelConfig& checkpoint) {
   take("--dropout", config.dropout, checkpoint.dropout);
   take("--attention-dropout", config.attention_dropout, checkpoint.attention_dropout);
   take("--gin-eps", config.gin_eps, checkpoint.gin_eps);
+  take("--gin-train-eps", config.gin_train_eps, checkpoint.gin_train_eps);
   take("--propagation-steps", config.propagation_steps, checkpoint.propagation_steps);
   take("--teleport", config.teleport, checkpoint.teleport);
   take("--seed", config.seed, checkpoint.seed);
@@ -64,6 +65,7 @@ void add_model_options(CLI::App& cmd, ModelArguments& args) {
       ->capture_default_str();
   cmd.add_option("--gin-eps", args.config.gin_eps, "GIN's ε: the vertex's own row counts 1+ε times")
       ->capture_default_str();
+  cmd.add_flag("--gin-train-eps", args.config.gin_train_eps, "GIN's ε is learnt, starting from --gin-eps");
   cmd.add_option("--propagation-steps", args.config.propagation_steps, "APPNP's propagation steps K")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -225,6 +225,7 @@ nlohmann::json to_json(const std::string& path, std::uintmax_t file_bytes, const
                   {"dropout", m.dropout},
                   {"attention_dropout", m.attention_dropout},
                   {"gin_eps", m.gin_eps},
+                  {"gin_train_eps", m.gin_train_eps},
                   {"propagation_steps", m.propagation_steps},
                   {"teleport", m.teleport},
                   {"seed", m.seed}});

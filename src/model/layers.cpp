@@ -189,9 +189,70 @@ SingleWeightSumLayer::SingleWeightSumLayer(std::int64_t in_dim, std::int64_t out
   bias_ = make_parameter(parameter_name(layer_index, "bias"), 1, out_dim);
 }
 
+GinLayer::GinLayer(std::int64_t in_dim, std::int64_t out_dim, float eps, bool train_eps, std::uint64_t seed,
+                   std::uint32_t layer_index)
+    : SingleWeightSumLayer(in_dim, out_dim, seed, layer_index),
+      eps_(make_parameter(parameter_name(layer_index, "eps"), 1, 1)),
+      train_eps_(train_eps),
+      joined_(train_eps ? in_dim : 0, 2 * out_dim),
+      joined_grad_(joined_.rows(), joined_.cols()) {
+  eps_.value(0, 0) = eps;
+  prepare();
+}
+
+std::vector<Parameter*> GinLayer::parameters() {
+  if (!train_eps_) return SingleWeightSumLayer::parameters();
+  return {&weight(), &eps_, &bias()};
+}
+
 RootedSum GinLayer::sum() const {
+  if (train_eps_) {
+    return {.width = out_dim(),
+            .neighbour_column = 0,
+            .neighbour_scale = 1.0F,
+            .root_column = out_dim(),
+            .root_scale = 1.0F};
+  }
   return {
-      .width = out_dim(), .neighbour_column = 0, .neighbour_scale = 1.0F, .root_column = 0, .root_scale = 1.0F + eps_};
+      .width = out_dim(), .neighbour_column = 0, .neighbour_scale = 1.0F, .root_column = 0, .root_scale = 1.0F + eps()};
+}
+
+void GinLayer::prepare() {
+  if (!train_eps_) return;
+  const Matrix& w = weight().value;
+  const float self = 1.0F + eps();
+  for (std::int64_t r = 0; r < w.rows(); ++r) {
+    for (std::int64_t c = 0; c < w.cols(); ++c) {
+      joined_(r, c) = w(r, c);
+      joined_(r, w.cols() + c) = self * w(r, c);
+    }
+  }
+}
+
+void GinLayer::finish_backward() {
+  if (!train_eps_) return;
+  // W_eff = [W | (1+ε)W]:  ∂W = G_left + (1+ε)·G_right,  ∂ε = Σ W ∘ G_right.
+  Parameter& w = weight();
+  const float self = 1.0F + eps();
+  double eps_grad = 0.0;
+  for (std::int64_t r = 0; r < w.value.rows(); ++r) {
+    const float* g = joined_grad_.row(r);
+    for (std::int64_t c = 0; c < w.value.cols(); ++c) {
+      const float g_root = g[w.value.cols() + c];
+      w.grad(r, c) += g[c] + self * g_root;
+      eps_grad += static_cast<double>(w.value(r, c)) * g_root;
+    }
+  }
+  eps_.grad(0, 0) += static_cast<float>(eps_grad);
+  joined_grad_.fill(0.0F);
+}
+
+const Matrix& GinLayer::effective_weight() const {
+  return train_eps_ ? joined_ : SingleWeightSumLayer::effective_weight();
+}
+
+Matrix& GinLayer::effective_weight_grad() {
+  return train_eps_ ? joined_grad_ : SingleWeightSumLayer::effective_weight_grad();
 }
 
 RootedSum DenseLayer::sum() const {

@@ -45,7 +45,8 @@ std::string describe_model(const ModelConfig& model) {
   const bool gat = model.kind == ModelKind::kGat;
   std::string text = fmt::format("{}, {} layers, hidden {}", to_string(model.kind), model.layers, model.hidden);
   if (gat) text += fmt::format(", heads {}, output heads {}", model.heads, model.output_heads);
-  if (model.kind == ModelKind::kGin) text += fmt::format(", eps {}", model.gin_eps);
+  if (model.kind == ModelKind::kGin)
+    text += fmt::format(", eps {}{}", model.gin_eps, model.gin_train_eps ? " (trained)" : "");
   if (model.kind == ModelKind::kAppnp) {
     text += fmt::format(", propagation steps {}, teleport {}", model.propagation_steps, model.teleport);
   }
@@ -102,7 +103,8 @@ Model::Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_cl
         break;
       case ModelKind::kGin:
         // The MLP's first Linear rides in the GIN layer's transform (it commutes with the sum), its second follows.
-        add_layer(std::make_unique<GinLayer>(width, config.hidden, config.gin_eps, config.seed, next_index()),
+        add_layer(std::make_unique<GinLayer>(width, config.hidden, config.gin_eps, config.gin_train_eps, config.seed,
+                                             next_index()),
                   config.dropout, Activation::kRelu);
         add_layer(std::make_unique<DenseLayer>(config.hidden, out, config.seed, next_index()), 0.0F, between);
         break;

@@ -87,6 +87,7 @@ void write_model_options(hdf5::File& file, const ModelConfig& model) {
   file.set_attribute("model_dropout", double{model.dropout});
   file.set_attribute("model_attention_dropout", double{model.attention_dropout});
   file.set_attribute("model_gin_eps", double{model.gin_eps});
+  file.set_attribute("model_gin_train_eps", std::int64_t{model.gin_train_eps ? 1 : 0});
   file.set_attribute("model_propagation_steps", std::int64_t{model.propagation_steps});
   file.set_attribute("model_teleport", double{model.teleport});
   file.set_attribute("model_seed", static_cast<std::int64_t>(model.seed));  // the seed's 64 bits
@@ -121,6 +122,7 @@ ModelConfig read_model_options(const hdf5::File& file) {
   model.attention_dropout = probability_attribute(file, "model_attention_dropout");
   // Checkpoints of GCN and GAT written before GIN and APPNP existed lack their options, which those models ignore.
   if (file.has_attribute("model_gin_eps")) model.gin_eps = static_cast<float>(file.float_attribute("model_gin_eps"));
+  if (file.has_attribute("model_gin_train_eps")) model.gin_train_eps = file.int_attribute("model_gin_train_eps") != 0;
   if (file.has_attribute("model_propagation_steps")) {
     model.propagation_steps = positive_int_attribute(file, "model_propagation_steps");
   }

@@ -77,10 +77,13 @@ TEST_F(TrainCli, EveryModelTrainsWithItsOptionsInMemoryWithinABudgetAndResumed) 
   const std::pair<const char*, const char*> models[] = {
       {"--model sage", "sage, 2 layers, hidden 4"},
       {"--model gin --gin-eps 0.25", "gin, 2 layers, hidden 4, eps 0.25"},
+      {"--model gin --gin-eps 0.25 --gin-train-eps", "gin, 2 layers, hidden 4, eps 0.25 (trained)"},
       {"--model appnp --propagation-steps 4 --teleport 0.2",
        "appnp, 2 layers, hidden 4, propagation steps 4, teleport 0.2"}};
+  int run = 0;
   for (const auto& [flags, description] : models) {
     SCOPED_TRACE(flags);
+    ++run;
     const std::string common = "train " + shell_quote(dataset) + " " + flags + " --hidden 4 --epochs 3 --seed 4";
     const auto in_memory = dir.file("in_memory.jsonl");
     const auto budgeted = dir.file("budgeted.jsonl");
@@ -101,7 +104,7 @@ TEST_F(TrainCli, EveryModelTrainsWithItsOptionsInMemoryWithinABudgetAndResumed) 
     const auto checkpoint = dir.file("model.h5");
     ASSERT_EQ(test::run_nj(common + " --save-checkpoint " + shell_quote(checkpoint)).exit_code, 0);
     // A resumed run appends to its metrics file: one file each.
-    const auto resumed = dir.file(std::string(description).substr(0, 4) + "resumed.jsonl");
+    const auto resumed = dir.file("resumed" + std::to_string(run) + ".jsonl");
     result = test::run_nj("train " + shell_quote(dataset) + " --epochs 4 --load-checkpoint " + shell_quote(checkpoint) +
                           " --metrics-out " + shell_quote(resumed));
     ASSERT_EQ(result.exit_code, 0) << result.output;

@@ -137,6 +137,12 @@ ModelConfig other_model(ModelKind kind, int layers) {
   return c;
 }
 
+ModelConfig gin_train_eps(int layers) {
+  ModelConfig c = other_model(ModelKind::kGin, layers);
+  c.gin_train_eps = true;
+  return c;
+}
+
 // GCN's first layer sums its inputs before it transforms them where they are narrower than twice its hidden width
 // (aggregates_before_transform): on the finite-difference dataset (5 features) at hidden 4, not at hidden 2; on
 // the generated graph (16 features) at hidden 16 only; on Cora (1433) never.
@@ -146,7 +152,8 @@ auto gradient_cases() {
       GradientCase{"gcn2_hidden16", gcn(2, 16)}, GradientCase{"gat2", gat(2, 1)},
       GradientCase{"gat2_two_output_heads", gat(2, 2)}, GradientCase{"gat3", gat(3, 1)},
       GradientCase{"sage2", other_model(ModelKind::kSage, 2)}, GradientCase{"sage3", other_model(ModelKind::kSage, 3)},
-      GradientCase{"gin2", other_model(ModelKind::kGin, 2)}, GradientCase{"appnp2", other_model(ModelKind::kAppnp, 2)});
+      GradientCase{"gin2", other_model(ModelKind::kGin, 2)}, GradientCase{"gin2_train_eps", gin_train_eps(2)},
+      GradientCase{"appnp2", other_model(ModelKind::kAppnp, 2)});
 }
 
 TEST(LayerOrder, OnlyGcnsFirstLayerSumsItsInputsAndOnlyWhereTheyAreNarrowerThanTwoOfItsRows) {

@@ -55,6 +55,7 @@ ModelConfig model_config(ModelKind kind, int hidden = 6) {
   c.dropout = 0.4F;
   c.attention_dropout = 0.3F;
   c.gin_eps = 0.2F;
+  c.gin_train_eps = true;  // ε's gradient summed over the ranks
   c.propagation_steps = 3;
   c.activation = default_activation(kind);
   c.seed = 11;

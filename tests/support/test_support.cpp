@@ -135,6 +135,7 @@ ModelConfig training_config(ModelKind kind, int layers) {
   c.dropout = 0.5F;
   c.attention_dropout = 0.3F;
   c.gin_eps = 0.2F;
+  c.gin_train_eps = true;   // the wider rows, and ε's gradient through every executor (PyG's fixture has both)
   c.propagation_steps = 3;  // APPNP: 5 layers in all
   c.activation = default_activation(kind);
   c.seed = 3;

@@ -47,11 +47,12 @@ void expect_matrix(const Matrix& actual, const Matrix& expected, const std::stri
 
 const char* decay_scope_name(WeightDecayScope scope) { return scope == WeightDecayScope::kAll ? "all" : "first"; }
 
-TrainingReference::TrainingReference(ModelKind kind, WeightDecayScope scope)
+TrainingReference::TrainingReference(ModelKind kind, WeightDecayScope scope, bool gin_train_eps)
     : file_(hdf5::File::open_read(kFixture)),
       kind_(kind),
       scope_(scope),
-      group_(fmt::format("{}/{}/", to_string(kind), decay_scope_name(scope))),
+      gin_train_eps_(gin_train_eps),
+      group_(fmt::format("{}{}/{}/", to_string(kind), gin_train_eps ? "-train-eps" : "", decay_scope_name(scope))),
       data_(read_dataset(file_)),
       losses_(hdf5::read_vector<double>(file_, group_ + "losses", file_.int_attribute("steps"))) {}
 
@@ -64,6 +65,7 @@ ModelConfig TrainingReference::model_config() const {
   config.output_heads = static_cast<int>(file_.int_attribute("output_heads"));
   config.activation = default_activation(kind_);
   config.gin_eps = static_cast<float>(file_.float_attribute("gin_eps"));
+  config.gin_train_eps = gin_train_eps_;
   config.propagation_steps = static_cast<int>(file_.int_attribute("propagation_steps"));
   config.teleport = static_cast<float>(file_.float_attribute("teleport"));
   config.dropout = 0.0F;

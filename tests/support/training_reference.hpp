@@ -12,13 +12,14 @@ namespace nj::test {
 // As nj train --weight-decay-scope names it, and the reference fixture's group.
 const char* decay_scope_name(WeightDecayScope scope);
 
-// PyG's three Adam steps of a two-layer GCN or GAT on a small graph (tests/fixtures/training_reference.h5,
-// written by scripts/reference/training_reference.py): the graph, the initial weights, and per step the loss,
-// every parameter's gradient and every parameter after torch.optim.Adam, with dropout off. A test trains nj's
-// whole Trainer from the same weights and checks each step against it.
+// PyG's three Adam steps of a two-layer GCN, GAT, GraphSAGE, GIN or APPNP model on a small graph
+// (tests/fixtures/training_reference.h5, written by scripts/reference/training_reference.py): the graph, the initial
+// weights, and per step the loss, every parameter's gradient and every parameter after torch.optim.Adam, with dropout
+// off. A test trains nj's whole Trainer from the same weights and checks each step against it.
 class TrainingReference {
  public:
-  TrainingReference(ModelKind kind, WeightDecayScope scope);
+  // gin_train_eps: the GIN case whose ε is learnt.
+  TrainingReference(ModelKind kind, WeightDecayScope scope, bool gin_train_eps = false);
 
   const Dataset& dataset() const { return data_; }
   ModelConfig model_config() const;
@@ -33,7 +34,8 @@ class TrainingReference {
   hdf5::File file_;
   ModelKind kind_;
   WeightDecayScope scope_;
-  std::string group_;  // of the model and decay scope: "gcn/all/"
+  bool gin_train_eps_;
+  std::string group_;  // of the model and decay scope: "gcn/all/", "gin-train-eps/all/"
   Dataset data_;
   std::vector<double> losses_;
 };

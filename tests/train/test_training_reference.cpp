@@ -1,9 +1,10 @@
-// nj's Trainer against PyG: three Adam steps of two-layer GCN, GAT, GraphSAGE and GIN models and of PyG's APPNP
-// example from the same initial weights, each step's loss, every parameter's gradient and every parameter after
-// Adam, as PyG's GCNConv, GATConv, SAGEConv, GINConv and APPNP, F.cross_entropy and torch.optim.Adam computed them
-// (tests/fixtures/training_reference.h5, written by scripts/reference/training_reference.py). This checks the model,
-// the loss and its scaling by the training count, and Adam with either weight-decay scope against an implementation
-// that shares none of nj's code; it does so in memory and within a quarter of the device memory the graph needs whole.
+// nj's Trainer against PyG: three Adam steps of two-layer GCN, GAT, GraphSAGE and GIN (ε fixed and learnt) models and
+// of PyG's APPNP example from the same initial weights, each step's loss, every parameter's gradient and every
+// parameter after Adam, as PyG's GCNConv, GATConv, SAGEConv, GINConv and APPNP, F.cross_entropy and torch.optim.Adam
+// computed them (tests/fixtures/training_reference.h5, written by scripts/reference/training_reference.py). This checks
+// the model, the loss and its scaling by the training count, and Adam with either weight-decay scope against an
+// implementation that shares none of nj's code; it does so in memory and within a quarter of the device memory the
+// graph needs whole.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -21,13 +22,14 @@ namespace {
 
 enum class Execution { kInMemory, kQuarterBudget };
 
-using ReferenceCase = std::tuple<ModelKind, WeightDecayScope, Execution>;
+// The model, the weight-decay scope, the execution, and whether GIN's ε is learnt.
+using ReferenceCase = std::tuple<ModelKind, WeightDecayScope, Execution, bool>;
 
 class TrainingReference : public ::testing::TestWithParam<ReferenceCase> {};
 
 TEST_P(TrainingReference, LossGradientsAndAdamStepsMatchPyG) {
-  const auto [kind, scope, execution] = GetParam();
-  const test::TrainingReference reference(kind, scope);
+  const auto [kind, scope, execution, gin_train_eps] = GetParam();
+  const test::TrainingReference reference(kind, scope, gin_train_eps);
   const Dataset& data = reference.dataset();
   Model model(reference.model_config(), data.features.cols(), data.num_classes);
   reference.load_initial_weights(model);
@@ -60,21 +62,29 @@ TEST_P(TrainingReference, LossGradientsAndAdamStepsMatchPyG) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<ReferenceCase>& info) {
-  const auto& [kind, scope, execution] = info.param;
-  return fmt::format("{}_decay_{}_{}", to_string(kind), test::decay_scope_name(scope),
-                     execution == Execution::kInMemory ? "in_memory" : "quarter_budget");
+  const auto& [kind, scope, execution, gin_train_eps] = info.param;
+  return fmt::format("{}{}_decay_{}_{}", to_string(kind), gin_train_eps ? "_train_eps" : "",
+                     test::decay_scope_name(scope), execution == Execution::kInMemory ? "in_memory" : "quarter_budget");
 }
 
 INSTANTIATE_TEST_SUITE_P(PyG, TrainingReference,
                          ::testing::Combine(::testing::Values(ModelKind::kGcn, ModelKind::kGat),
                                             ::testing::Values(WeightDecayScope::kAll, WeightDecayScope::kFirstLayer),
-                                            ::testing::Values(Execution::kInMemory, Execution::kQuarterBudget)),
+                                            ::testing::Values(Execution::kInMemory, Execution::kQuarterBudget),
+                                            ::testing::Values(false)),
                          case_name);
 // The fixture holds the other models with weight decay on every parameter: the scope's code is the same for all.
 INSTANTIATE_TEST_SUITE_P(PyGModels, TrainingReference,
                          ::testing::Combine(::testing::Values(ModelKind::kSage, ModelKind::kGin, ModelKind::kAppnp),
                                             ::testing::Values(WeightDecayScope::kAll),
-                                            ::testing::Values(Execution::kInMemory, Execution::kQuarterBudget)),
+                                            ::testing::Values(Execution::kInMemory, Execution::kQuarterBudget),
+                                            ::testing::Values(false)),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(PyGGinTrainEps, TrainingReference,
+                         ::testing::Combine(::testing::Values(ModelKind::kGin),
+                                            ::testing::Values(WeightDecayScope::kAll),
+                                            ::testing::Values(Execution::kInMemory, Execution::kQuarterBudget),
+                                            ::testing::Values(true)),
                          case_name);
 
 }  // namespace

@@ -127,6 +127,8 @@ class SingleWeightSumLayer : public RootedSumLayer {
 
  protected:
   SingleWeightSumLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index);
+  Parameter& weight() { return weight_; }
+  const Parameter& weight() const { return weight_; }
 
  private:
   Parameter weight_;
@@ -134,18 +136,31 @@ class SingleWeightSumLayer : public RootedSumLayer {
 
 // PyG GINConv's aggregation, Σ_{j→i} X_j + (1+ε)·X_i, with the first Linear of its MLP: the sum commutes with it,
 // so the layer transforms first and sums rows of the (narrower) hidden width, Z = X · W, H' = act(sum(Z) + b).
-// The rest of the MLP is a DenseLayer after it. ε is fixed.
+// The rest of the MLP is a DenseLayer after it. A learnable ε (PyG's train_eps) rides in the transform, as GAT's
+// attention vectors do: Z = X · [W | (1+ε)·W], the neighbours' sum reads the left half and the root term the right,
+// and ∂ε = Σ W ∘ ∂(right half). That doubles the rows' width; a fixed ε scales the root term in the sum instead.
 class GinLayer final : public SingleWeightSumLayer {
  public:
-  GinLayer(std::int64_t in_dim, std::int64_t out_dim, float eps, std::uint64_t seed, std::uint32_t layer_index)
-      : SingleWeightSumLayer(in_dim, out_dim, seed, layer_index), eps_(eps) {}
+  GinLayer(std::int64_t in_dim, std::int64_t out_dim, float eps, bool train_eps, std::uint64_t seed,
+           std::uint32_t layer_index);
+  std::int64_t row_width() const override { return train_eps_ ? 2 * out_dim() : out_dim(); }
   AggregationTraits aggregation() const override {
     return {.linear = false, .structural_coefficients = false, .backward_reads_rows = false};
   }
+  std::vector<Parameter*> parameters() override;
   RootedSum sum() const override;
+  void prepare() override;
+  void finish_backward() override;
+  const Matrix& effective_weight() const override;
+  Matrix& effective_weight_grad() override;
 
  private:
-  float eps_;
+  float eps() const { return eps_.value(0, 0); }
+
+  Parameter eps_;  // 1 × 1; a parameter only where trained
+  bool train_eps_;
+  Matrix joined_;  // [W | (1+ε)·W], where ε is trained
+  Matrix joined_grad_;
 };
 
 // A Linear layer, H' = act(X · W + b): it reads no edge (its aggregation passes each vertex's own row through). The

@@ -34,7 +34,8 @@ struct ModelConfig {
   Activation activation = Activation::kRelu;
   float dropout = 0.5F;  // on the input rows of every layer with weights (not GIN's second Linear), in training
   float attention_dropout = 0.6F;  // GAT, on attention coefficients, in training
-  float gin_eps = 0.0F;            // GIN's ε (fixed)
+  float gin_eps = 0.0F;            // GIN's ε, or its initial value where trained
+  bool gin_train_eps = false;      // GIN's ε a parameter (PyG's train_eps)
   int propagation_steps = 10;      // APPNP's K
   float teleport = 0.1F;           // APPNP's α
   std::uint64_t seed = 0;
