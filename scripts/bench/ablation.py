@@ -21,7 +21,7 @@ as a GPU's copy engine is hardware of its own; on a 2-core machine, two compute 
 oversubscribe the cores, and epochs of the same run then vary by 2-10x.
 
 Usage: scripts/bench/ablation.py [--nj build/nj] [--data ../shared/data] [--work data/generated/ablation]
-                                 [--datasets cora,slashdot,generated] [--models gcn,gat] [--epochs 3]
+                                 [--datasets cora,slashdot,generated] [--models gcn,gat,sage,gin,appnp] [--epochs 3]
                                  [--baseline-epochs 1] [--fractions 0.5,0.25,0.1] [--configs ...] [--threads 1]
                                  [--csv results.csv]
 """
@@ -43,6 +43,9 @@ FRACTIONS = [0.5, 0.25, 0.1]
 MODELS = {
     "gcn": ["--model", "gcn", "--layers", "2", "--hidden", "128"],
     "gat": ["--model", "gat", "--layers", "2", "--hidden", "8", "--heads", "8"],
+    "sage": ["--model", "sage", "--layers", "2", "--hidden", "128"],
+    "gin": ["--model", "gin", "--layers", "2", "--hidden", "128"],
+    "appnp": ["--model", "appnp", "--layers", "2", "--hidden", "128", "--propagation-steps", "10", "--teleport", "0.1"],
 }
 
 

@@ -1,14 +1,15 @@
 #!/usr/bin/python3
-"""Side by side on one machine, in one run: nj against DGL and PyG, GCN and GAT, on one dataset file.
+"""Side by side on one machine, in one run: nj against DGL and PyG, GCN, GAT, GraphSAGE, GIN and APPNP, on one dataset file.
 
 A benchmark, not a test. It runs, with the same thread count and on the same HDF5 dataset file:
 
   nj-in-memory   nj train --execution in-memory (plain full-graph training)
   nj-reuse       nj train --execution reuse: the subgraph executor on the emulated device, unlimited budget
                  (the executor every --device-memory run uses; plain `nj train` without a budget runs in memory)
-  dgl            DGL GraphConv / GATConv, from PyPI in a virtual environment (torch 2.2.1, dgl 2.1.0)
-  pyg            PyG GCNConv / GATConv on an edge_index, in a second virtual environment (torch 2.15.0 and
-                 torch_geometric 2.8.1)
+  dgl            DGL GraphConv / GATConv / SAGEConv / GINConv / APPNPConv, from PyPI in a virtual environment
+                 (torch 2.2.1, dgl 2.1.0)
+  pyg            PyG GCNConv / GATConv / SAGEConv / GINConv / APPNP on an edge_index, in a second virtual
+                 environment (torch 2.15.0 and torch_geometric 2.8.1)
   pyg-csr        (not run by default) PyG's convs on a torch.sparse CSR adjacency (adj_t), same venv as pyg
 
 and prints one table: system, model, median seconds per epoch, and the ratio to DGL and to nj in memory, with
@@ -18,6 +19,13 @@ the CPU model and its SIMD flags. Models (the same in every system, nj's default
        as nj and DGL do not redo it per epoch either)
   GAT  2 layers, hidden 8 x 8 heads (concatenated), ELU, one output head, dropout 0.5 on each layer's input,
        attention dropout 0.6, one self-loop per vertex
+  SAGE 2 layers of mean aggregation with a root weight, hidden 128, ReLU, dropout 0.5 on each layer's input,
+       the graph as stored (DGL SAGEConv 'mean', PyG SAGEConv)
+  GIN  2 GIN layers, each a sum with eps 0 (fixed) and an MLP Linear, ReLU, Linear of hidden 128, ReLU between
+       them, dropout 0.5 on each GIN layer's input, the graph as stored (DGL GINConv 'sum', PyG GINConv)
+  APPNP an MLP of 2 Linear layers, hidden 128, ReLU, dropout 0.5 on each one's input, then 10 propagation steps
+       with teleport 0.1 over the GCN-normalised graph with one self-loop per vertex (DGL APPNPConv(10, 0.1) on
+       the graph with its self-loops, PyG APPNP(K=10, alpha=0.1, cached=True))
 An epoch is forward, backward and Adam (lr 0.01, weight decay 5e-4) over the whole graph, loss on the training
 vertices, no evaluation; the median is taken over the epochs after the warm-up.
 
@@ -49,7 +57,7 @@ import nj_bench  # noqa: E402  (standard library only)
 
 SYSTEMS = ["nj-in-memory", "nj-reuse", "dgl", "pyg", "pyg-csr"]
 DEFAULT_SYSTEMS = ["nj-in-memory", "nj-reuse", "dgl", "pyg"]
-MODELS = ["gcn", "gat"]
+MODELS = ["gcn", "gat", "sage", "gin", "appnp"]
 
 # Which venv each baseline runs in, and what --make-venv installs there (from PyPI). DGL 2.1.0's wheel ships its
 # graphbolt library for torch 2.0.0-2.2.1 only (`import dgl` fails on torch 2.2.2); torchdata 0.8+ dropped the
@@ -61,8 +69,9 @@ VENV_PACKAGES = {
     "pyg": ["torch==2.15.0", "torch_geometric==2.8.1", "numpy", "h5py"],
 }
 VENV_CHECK = {
-    "dgl": "import torch, dgl; from dgl.nn import GraphConv, GATConv; print('torch', torch.__version__, 'dgl', dgl.__version__)",
-    "pyg": "import torch, torch_geometric; from torch_geometric.nn import GCNConv, GATConv; "
+    "dgl": "import torch, dgl; from dgl.nn import GraphConv, GATConv, SAGEConv, GINConv, APPNPConv; "
+           "print('torch', torch.__version__, 'dgl', dgl.__version__)",
+    "pyg": "import torch, torch_geometric; from torch_geometric.nn import GCNConv, GATConv, SAGEConv, GINConv, APPNP; "
            "print('torch', torch.__version__, 'torch_geometric', torch_geometric.__version__)",
 }
 
@@ -86,7 +95,7 @@ def parse_args(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default="gen200k",
                    help="an HDF5 dataset file, or a name made in --work: gen200k, slashdot, cora, gen20k (default gen200k)")
-    p.add_argument("--models", default="gcn,gat", help="gcn, gat or both (default gcn,gat)")
+    p.add_argument("--models", default="gcn,gat", help=f"any of {','.join(MODELS)} (default gcn,gat)")
     p.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS),
                    help=f"any of {','.join(SYSTEMS)} (default {','.join(DEFAULT_SYSTEMS)})")
     p.add_argument("--epochs", type=int, default=10, help="timed epochs per run, after the warm-up (default 10)")
@@ -122,7 +131,7 @@ def parse_args(argv):
     args.systems = [s for s in args.systems.split(",") if s]
     for m in args.models:
         if m not in MODELS:
-            p.error(f"unknown model {m!r} (gcn, gat)")
+            p.error(f"unknown model {m!r} ({', '.join(MODELS)})")
     for s in args.systems:
         if s not in SYSTEMS:
             p.error(f"unknown system {s!r} ({', '.join(SYSTEMS)})")
@@ -151,29 +160,49 @@ def worker(args):
     x = torch.from_numpy(features)
     train_idx = torch.from_numpy(np.nonzero(train)[0])
     y_train = torch.from_numpy(labels)[train_idx]
-    hidden, heads, dropout, attn_dropout = (128, 1, 0.5, 0.6) if args.model == "gcn" else (8, 8, 0.5, 0.6)
+    hidden, heads, dropout, attn_dropout = (8, 8, 0.5, 0.6) if args.model == "gat" else (128, 1, 0.5, 0.6)
+    teleport, steps = 0.1, 10
 
+    def mlp(inputs, outputs):  # GIN's
+        return torch.nn.Sequential(torch.nn.Linear(inputs, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, outputs))
+
+    # layers: the modules that take dropped-out rows, each called as call(layer, h); then propagate(h).
+    propagate = None
     if args.worker == "dgl":
         import dgl
-        from dgl.nn import GATConv, GraphConv
+        from dgl.nn import APPNPConv, GATConv, GINConv, GraphConv, SAGEConv
         version = f"DGL {dgl.__version__} (torch {torch.__version__})"
-        g = dgl.graph((torch.from_numpy(indices), torch.from_numpy(dst)), num_nodes=n)
-        g = dgl.add_self_loop(dgl.remove_self_loop(g))  # one self-loop per vertex, as nj
+        stored = dgl.graph((torch.from_numpy(indices), torch.from_numpy(dst)), num_nodes=n)
+        # GCN, GAT and APPNP: one self-loop per vertex, as nj; SAGE and GIN: the graph as stored, as nj.
+        g = dgl.add_self_loop(dgl.remove_self_loop(stored)) if args.model in ("gcn", "gat", "appnp") else stored
         g.create_formats_()
         graph = g
         if args.model == "gcn":
             conv = "GraphConv"
             layers = [GraphConv(width, hidden, norm="both"), GraphConv(hidden, classes, norm="both")]
-        else:
+        elif args.model == "gat":
             conv = "GATConv"
             layers = [GATConv(width, hidden, heads, attn_drop=attn_dropout, negative_slope=0.2),
                       GATConv(hidden * heads, classes, 1, attn_drop=attn_dropout, negative_slope=0.2)]
+        elif args.model == "sage":
+            conv = "SAGEConv('mean')"
+            layers = [SAGEConv(width, hidden, "mean"), SAGEConv(hidden, classes, "mean")]
+        elif args.model == "gin":
+            conv = "GINConv('sum') with an MLP"
+            layers = [GINConv(mlp(width, hidden), "sum"), GINConv(mlp(hidden, classes), "sum")]
+        else:
+            conv = f"Linear x2, APPNPConv(k={steps}, alpha={teleport})"
+            layers = [torch.nn.Linear(width, hidden), torch.nn.Linear(hidden, classes)]
+            appnp = APPNPConv(steps, teleport)
+
+            def propagate(h):
+                return appnp(graph, h)
 
         def conv_call(layer, h):
-            return layer(graph, h)
+            return layer(h) if isinstance(layer, torch.nn.Linear) else layer(graph, h)
     else:
         import torch_geometric
-        from torch_geometric.nn import GATConv, GCNConv
+        from torch_geometric.nn import APPNP, GATConv, GCNConv, GINConv, SAGEConv
         version = f"PyG {torch_geometric.__version__} (torch {torch.__version__})"
         if args.worker == "pyg":
             graph = torch.from_numpy(np.stack([indices, dst]))  # edge_index, messages flow source -> target
@@ -184,13 +213,26 @@ def worker(args):
         if args.model == "gcn":
             conv = "GCNConv"
             layers = [GCNConv(width, hidden, cached=True), GCNConv(hidden, classes, cached=True)]
-        else:
+        elif args.model == "gat":
             conv = "GATConv"
             layers = [GATConv(width, hidden, heads=heads, dropout=attn_dropout),
                       GATConv(hidden * heads, classes, heads=1, concat=False, dropout=attn_dropout)]
+        elif args.model == "sage":
+            conv = "SAGEConv (mean)"
+            layers = [SAGEConv(width, hidden), SAGEConv(hidden, classes)]
+        elif args.model == "gin":
+            conv = "GINConv with an MLP"
+            layers = [GINConv(mlp(width, hidden)), GINConv(mlp(hidden, classes))]
+        else:
+            conv = f"Linear x2, APPNP(K={steps}, alpha={teleport}, cached=True)"
+            layers = [torch.nn.Linear(width, hidden), torch.nn.Linear(hidden, classes)]
+            appnp = APPNP(K=steps, alpha=teleport, cached=True)
+
+            def propagate(h):
+                return appnp(h, graph)
 
         def conv_call(layer, h):
-            return layer(h, graph)
+            return layer(h) if isinstance(layer, torch.nn.Linear) else layer(h, graph)
 
     class Net(torch.nn.Module):
         def __init__(self):
@@ -205,8 +247,8 @@ def worker(args):
                 if h.dim() == 3:
                     h = h.mean(1)  # DGL's output heads, averaged
                 if i + 1 < len(self.layers):
-                    h = F.relu(h) if args.model == "gcn" else F.elu(h)
-            return h
+                    h = F.elu(h) if args.model == "gat" else F.relu(h)
+            return propagate(h) if propagate else h
 
     model = Net()
     opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
@@ -314,8 +356,13 @@ def nj_train_args(model, execution, args):
     common = ["--layers", "2", "--dropout", "0.5", "--lr", "0.01", "--weight-decay", "0.0005",
               "--seed", str(args.seed), "--threads", str(args.threads), "--epochs", str(args.warmup + args.epochs),
               "--eval-every", "0", "--execution", execution]
-    if model == "gcn":
-        return ["--model", "gcn", "--hidden", "128", "--activation", "relu"] + common
+    if model in ("gcn", "sage"):
+        return ["--model", model, "--hidden", "128", "--activation", "relu"] + common
+    if model == "gin":
+        return ["--model", "gin", "--hidden", "128", "--activation", "relu", "--gin-eps", "0"] + common
+    if model == "appnp":
+        return ["--model", "appnp", "--hidden", "128", "--activation", "relu", "--propagation-steps", "10",
+                "--teleport", "0.1"] + common
     return ["--model", "gat", "--hidden", "8", "--heads", "8", "--output-heads", "1", "--activation", "elu",
             "--attention-dropout", "0.6"] + common
 
