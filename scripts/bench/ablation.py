@@ -21,9 +21,10 @@ as a GPU's copy engine is hardware of its own; on a 2-core machine, two compute 
 oversubscribe the cores, and epochs of the same run then vary by 2-10x.
 
 Usage: scripts/bench/ablation.py [--nj build/nj] [--data ../shared/data] [--work data/generated/ablation]
-                                 [--datasets cora,slashdot,generated] [--models gcn,gat,sage,gin,appnp] [--epochs 3]
+                                 [--datasets cora,slashdot,generated] [--models gcn,gat] [--epochs 3]
                                  [--baseline-epochs 1] [--fractions 0.5,0.25,0.1] [--configs ...] [--threads 1]
                                  [--csv results.csv]
+  --models takes any of gcn, gat, sage, gin, appnp.
 """
 import argparse
 import csv
@@ -86,6 +87,9 @@ def main():
     parser.add_argument("--configs", default=",".join(c[0] for c in CONFIGS))
     parser.add_argument("--csv", default=None)
     args = parser.parse_args()
+    unknown = [m for m in args.models.split(",") if m not in MODELS]
+    if unknown:
+        parser.error(f"unknown model {unknown[0]!r} ({', '.join(MODELS)})")
 
     datasets = prepare_datasets(args.nj, args.data, args.work, args.datasets.split(","))
     metrics = os.path.join(args.work, f"metrics-{os.getpid()}.jsonl")  # several runs may share --work

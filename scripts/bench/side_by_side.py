@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Side by side on one machine, in one run: nj against DGL and PyG, GCN, GAT, GraphSAGE, GIN and APPNP, on one dataset file.
+"""Side by side on one machine, in one run: nj against DGL and PyG, GCN to APPNP, on one dataset file.
 
 A benchmark, not a test. It runs, with the same thread count and on the same HDF5 dataset file:
 

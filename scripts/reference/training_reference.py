@@ -3,11 +3,11 @@
 nj's Trainer to match.
 
 Each case trains a two-layer model with PyG's GCNConv, GATConv, SAGEConv or GINConv (an MLP of two Linear layers
-with ReLU between; ε fixed, and learnt in the case gin-train-eps), or PyG's APPNP example (a two-layer MLP, then APPNP's propagation), from the same initial weights
-on a small graph
-with a few self-loops stored, dropout off, the loss F.cross_entropy over the training vertices (the mean), and
-torch.optim.Adam with L2 weight decay on every parameter or (GCN and GAT) on the first layer's only. It records each step's
-loss, every parameter's gradient and every parameter after Adam's step. tests/train/test_training_reference.cpp
+with ReLU between; ε fixed, and learnt in the case gin-train-eps), or PyG's APPNP example (a two-layer MLP, then
+APPNP's propagation), from the same initial weights on a small graph with a few self-loops stored, dropout off, the
+loss F.cross_entropy over the training vertices (the mean), and torch.optim.Adam with L2 weight decay on every
+parameter or (GCN and GAT) on the first layer's only. It records each step's loss, every parameter's gradient and
+every parameter after Adam's step. tests/train/test_training_reference.cpp
 runs nj's Trainer (model, loss scaling and Adam) on it in memory, within a device budget and on two ranks.
 
 Parameters are stored in nj's layout and under nj's names (layer<l>.weight as in x out, layer<l>.att_src and
@@ -32,7 +32,8 @@ HIDDEN, HEADS, OUTPUT_HEADS = 4, 2, 2
 # whose logits all lie on one side of the leaky ReLU), and Adam scales a gradient far above eps to about lr,
 # rounding included, so that the two sides' rounding would otherwise decide those weights' steps.
 LR, EPS, DECAY, STEPS = 0.05, 1e-4, 0.01, 3
-# GIN's fixed eps (nonzero, so that the self term's factor is checked) and APPNP's K and alpha.
+# GIN's eps, fixed or the learnt one's initial value (nonzero, so that the self term's factor is checked), and
+# APPNP's K and alpha.
 GIN_EPS, PROPAGATION_STEPS, TELEPORT = 0.25, 3, 0.1
 
 
