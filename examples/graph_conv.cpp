@@ -46,9 +46,7 @@ class GraphConvLayer final : public nj::RootedSumLayer {
     return {.linear = false, .structural_coefficients = false, .backward_reads_rows = false};
   }
   std::vector<nj::Parameter*> parameters() override { return {&weight_, &root_weight_, &bias_}; }
-  nj::RootedSum sum() const override {
-    return {.width = out_dim(), .neighbour_column = 0, .root_column = out_dim(), .root_scale = 1.0F};
-  }
+  nj::RootedSum sum() const override { return nj::joined_halves_sum(out_dim()); }
   void prepare() override { nj::join_columns(weight_.value, root_weight_.value, joined_); }
   void finish_backward() override { nj::split_columns_into(joined_grad_, weight_.grad, root_weight_.grad); }
   const nj::Matrix& effective_weight() const override { return joined_; }

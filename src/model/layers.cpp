@@ -151,10 +151,7 @@ SageLayer::SageLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t se
   prepare();
 }
 
-RootedSum SageLayer::sum() const {
-  return {
-      .width = out_dim(), .neighbour_column = 0, .neighbour_scale = 1.0F, .root_column = out_dim(), .root_scale = 1.0F};
-}
+RootedSum SageLayer::sum() const { return joined_halves_sum(out_dim()); }
 
 void SageLayer::prepare() { join_columns(weight_.value, root_weight_.value, joined_); }
 
@@ -183,6 +180,10 @@ void split_columns_into(Matrix& joined, Matrix& left, Matrix& right) {
   joined.fill(0.0F);
 }
 
+RootedSum joined_halves_sum(std::int64_t width) {
+  return {.width = width, .neighbour_column = 0, .neighbour_scale = 1.0F, .root_column = width, .root_scale = 1.0F};
+}
+
 SingleWeightSumLayer::SingleWeightSumLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed,
                                            std::uint32_t layer_index)
     : weight_(make_weight(in_dim, out_dim, seed, layer_index)) {
@@ -206,13 +207,7 @@ std::vector<Parameter*> GinLayer::parameters() {
 }
 
 RootedSum GinLayer::sum() const {
-  if (train_eps_) {
-    return {.width = out_dim(),
-            .neighbour_column = 0,
-            .neighbour_scale = 1.0F,
-            .root_column = out_dim(),
-            .root_scale = 1.0F};
-  }
+  if (train_eps_) return joined_halves_sum(out_dim());
   return {
       .width = out_dim(), .neighbour_column = 0, .neighbour_scale = 1.0F, .root_column = 0, .root_scale = 1.0F + eps()};
 }

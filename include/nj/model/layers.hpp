@@ -77,6 +77,9 @@ class GatLayer final : public Layer {
 // rows); and the gradient of that back, left += joined[:, :left.cols], right += the rest, joined zeroed.
 void join_columns(const Matrix& left, const Matrix& right, Matrix& out);
 void split_columns_into(Matrix& joined, Matrix& left, Matrix& right);
+// The rooted sum of rows in that layout, each half `width` wide: the neighbours' left halves, Σ_{j→i} Z_j[:width],
+// plus the destination's own right half, Z_i[width:].
+RootedSum joined_halves_sum(std::int64_t width);
 
 // A layer whose aggregation is a RootedSum of its transformed rows (row_math.hpp), as the subclass states it; a
 // sum's backward keeps nothing but ∂L/∂Y.
