@@ -10,6 +10,10 @@ if(NJ_WARNINGS_AS_ERRORS)
 endif()
 
 add_library(nj_optimize INTERFACE)
+# Floating-point traps are never enabled, so the compiler may evaluate both sides of a select: without this GCC
+# keeps branches in elementwise loops (ReLU's gradient, dropout's mask) and vectorises none of them. Values are
+# unchanged; only which exception flags a computation may raise.
+target_compile_options(nj_optimize INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-fno-trapping-math>)
 if(NJ_NATIVE)
   target_compile_options(nj_optimize INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()

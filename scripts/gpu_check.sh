@@ -5,7 +5,8 @@
 #      packages, and this script is its gpu_check.sh);
 #   2. runs every GPU test instance (the suites' */cuda instances, the CPU-against-GPU gradient tests, and the
 #      multi-rank suite's cuda instances on 1 and 2 ranks sharing the GPU);
-#   3. compares CPU and GPU loss traces of `nj train` on Cora and on a generated graph (1e-4 relative);
+#   3. compares CPU and GPU loss traces of `nj train` (GCN, GAT, GraphSAGE, GIN, APPNP) on Cora and on a generated
+#      graph (1e-4 relative);
 #   4. times GCN and GAT epochs on 1 and 2 ranks at 100 %, 25 % and 10 % of the graph's device need, and prints
 #      the table last (scripts/bench/gpu_check.py).
 # A failed step does not stop the later ones; the exit status is non-zero if any failed. Everything printed goes

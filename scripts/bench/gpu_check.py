@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """The measuring half of scripts/gpu_check.sh: CPU against GPU loss traces, then GPU epoch timings.
 
-Loss traces: `nj train` runs GCN and GAT (dropout and attention dropout on) for --trace-epochs epochs on Cora and
-on a generated graph, once with --device cpu and once with --device cuda (cuSPARSE aggregation), in memory; every
+Loss traces: `nj train` runs GCN, GAT, GraphSAGE, GIN (ε learnt) and APPNP (dropout and attention dropout on)
+for --trace-epochs epochs on Cora and on a generated graph, once with --device cpu and once with --device cuda (cuSPARSE aggregation), in memory; every
 epoch's loss must agree within 1e-4 relative, or the script fails. The gradients are compared by the GPU test
 instances that gpu_check.sh runs before this (CrossBackendGradientTest).
 
@@ -41,6 +41,9 @@ MODELS = {
 TRACE_MODELS = {
     "gcn": ["--model", "gcn", "--hidden", "16", "--dropout", "0.5"],
     "gat": ["--model", "gat", "--hidden", "8", "--heads", "8", "--dropout", "0.6", "--attention-dropout", "0.6"],
+    "sage": ["--model", "sage", "--hidden", "16", "--dropout", "0.5"],
+    "gin": ["--model", "gin", "--hidden", "16", "--dropout", "0.5", "--gin-train-eps"],
+    "appnp": ["--model", "appnp", "--hidden", "64", "--dropout", "0.5"],
 }
 
 

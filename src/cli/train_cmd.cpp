@@ -414,9 +414,10 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
 
 void add_train_command(CLI::App& app, Communicator& comm) {
   auto args = std::make_shared<TrainArguments>();
-  CLI::App* cmd = app.add_subcommand("train",
-                                     "Full-graph training of a GCN or GAT on a dataset file, or on partition shards "
-                                     "with one rank per shard (mpirun, srun)");
+  CLI::App* cmd =
+      app.add_subcommand("train",
+                         "Full-graph training of a GNN (GCN, GAT, GraphSAGE, GIN, APPNP) on a dataset file, "
+                         "or on partition shards with one rank per shard (mpirun, srun)");
   // Paths are checked when each rank sets up, not while parsing: ranks on different nodes may see different
   // file systems, and a check that fails on some ranks only must still end every rank (agree_on_failure).
   add_data_options(*cmd, args->data, "Dataset file (HDF5, see docs/dataset-format.md)");

@@ -146,9 +146,12 @@ class CpuBackend final : public Backend {
           const int lanes = static_cast<int>(std::min<std::int64_t>(kLanes, end - base));
           const std::uint32_t* word = words[k >> 1];
           const auto half = static_cast<std::uint32_t>(k & 1);
+          // A select of the factor, not of the store, so that it vectorises as a blend rather than a branch
+          // that dropout's coin flips would mispredict half the time.
 #pragma omp simd
           for (int lane = 0; lane < lanes; ++lane) {
-            y[base + lane] = uniform_from_half(word[lane], half) < p ? 0.0F : x[base + lane] * scale;
+            const float factor = uniform_from_half(word[lane], half) < p ? 0.0F : scale;
+            y[base + lane] = x[base + lane] * factor;
           }
         }
       }

@@ -65,9 +65,10 @@ struct Philox4x32 {
 };
 
 // A uniform in [0, 1) from 16 random bits: each Philox block yields eight, and 1/65536 is fine resolution for
-// dropout probabilities and initial weights.
+// dropout probabilities and initial weights. The bits convert as a signed int, which x86 vectorises before
+// AVX-512 (an unsigned one it does not).
 NJ_HD inline float uniform_from_half(std::uint32_t word, std::uint32_t half) {
-  return static_cast<float>((word >> (16U * half)) & 0xFFFFU) * (1.0F / 65536.0F);
+  return static_cast<float>(static_cast<std::int32_t>((word >> (16U * half)) & 0xFFFFU)) * (1.0F / 65536.0F);
 }
 
 // What the random numbers are for; part of the key so that streams never overlap.
