@@ -188,7 +188,7 @@ void print_layers(const Model& model, const EpochPlan& plan) {
     const bool sums_inputs = l == 0 && plan.first_layer_sums_inputs();
     std::string aggregation = "its own row only";
     if (traits.reads_neighbours) {
-      aggregation = traits.linear ? "in-edges, linear (SpMM)" : "in-edges";
+      aggregation = traits.spmm ? "in-edges, linear (SpMM)" : (traits.linear ? "in-edges, linear" : "in-edges");
       if (traits.structural_coefficients) aggregation += ", weighted";
       if (traits.backward_reads_rows) aggregation += ", backward reads Z";
     }

@@ -51,7 +51,7 @@ std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& libra
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
     dims.push_back({&layer, layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
-                    l == 0 && first_layer_sums_inputs, library.narrows_offsets && layer.aggregation().linear,
+                    l == 0 && first_layer_sums_inputs, library.narrows_offsets && layer.aggregation().spmm,
                     graph.weighted()});
   }
   return dims;

@@ -130,16 +130,25 @@ void GatLayer::finish_backward() {
   augmented_grad_.fill(0.0F);
 }
 
+RootedSum RootedSumLayer::sum_of_rows(std::int64_t width) const {
+  RootedSum s = sum();
+  if (!aggregation().linear) return s;
+  NJ_EXPECTS(s.neighbour_column == 0 && s.root_column == 0 && s.carried == 0,
+             "a linear rooted sum reads its rows whole and carries nothing");
+  s.width = width;
+  return s;
+}
+
 void RootedSumLayer::aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& /*attention*/,
                                bool /*training*/, ConstDeviceRows z, DeviceRows y) const {
-  backend.rooted_sum(block, sum(), z, y);
+  backend.rooted_sum(block, sum_of_rows(y.cols), z, y);
 }
 
 void RootedSumLayer::aggregate_backward(Backend& backend, const SparseBlockView& block,
                                         const RandomStream& /*attention*/, bool /*training*/, ConstDeviceRows /*z*/,
                                         ConstDeviceRows grad_y, DeviceRows grad_z, bool accumulate,
                                         DeviceSpan<float> /*workspace*/) const {
-  backend.rooted_sum_transpose(block, sum(), grad_y, grad_z, accumulate);
+  backend.rooted_sum_transpose(block, sum_of_rows(grad_y.cols), grad_y, grad_z, accumulate);
 }
 
 SageLayer::SageLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index)

@@ -18,9 +18,9 @@ namespace nj {
 // What a layer's aggregation is, declared by the layer: the executors, the planner, the cache trace and the memory
 // estimates follow it instead of asking which layer they run.
 struct AggregationTraits {
-  // Linear in the rows it reads and otherwise independent of them (a weighted sum whose coefficients come from
-  // the graph): it commutes with the transform, (ÂX)·W = Â·(X·W), so it may run on rows of any width, and runs
-  // as the backend's SpMM (which the sparse library may take).
+  // Linear in the rows it reads, each read whole, and otherwise independent of them (a weighted sum whose
+  // coefficients come from the graph, the vertex's own row among its terms or not): it commutes with the
+  // transform, (ÂX)·W = Â·(X·W), so it may run on rows of any width.
   bool linear = false;
   // The block carries per-edge coefficients derived from the structure (GCN's normalisation); without them the
   // layer computes its own (attention).
@@ -31,6 +31,9 @@ struct AggregationTraits {
   // It reads its in-edges. A dense layer reads only each destination's own row: its blocks' edges, and the mirrors'
   // rows, go unread.
   bool reads_neighbours = true;
+  // It runs as the backend's SpMM, which the CUDA backend may give to cuSPARSE, narrowing the block's offsets
+  // into a buffer of their own (LibraryMemory).
+  bool spmm = false;
 };
 
 struct Parameter {

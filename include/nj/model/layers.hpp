@@ -19,7 +19,7 @@ class GcnLayer final : public Layer {
   std::int64_t row_width() const override { return weight_.value.cols(); }
   std::int64_t out_dim() const override { return weight_.value.cols(); }
   AggregationTraits aggregation() const override {
-    return {.linear = true, .structural_coefficients = true, .backward_reads_rows = false};
+    return {.linear = true, .structural_coefficients = true, .backward_reads_rows = false, .spmm = true};
   }
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
   void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
@@ -82,7 +82,8 @@ void split_columns_into(Matrix& joined, Matrix& left, Matrix& right);
 RootedSum joined_halves_sum(std::int64_t width);
 
 // A layer whose aggregation is a RootedSum of its transformed rows (row_math.hpp), as the subclass states it; a
-// sum's backward keeps nothing but ∂L/∂Y.
+// sum's backward keeps nothing but ∂L/∂Y. A linear one (both terms read the rows whole, from column 0, and carry
+// nothing) sums rows of whatever width it is given: a first layer's inputs, where it sums them first.
 class RootedSumLayer : public Layer {
  public:
   void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
@@ -92,6 +93,10 @@ class RootedSumLayer : public Layer {
                           ConstDeviceRows z, ConstDeviceRows grad_y, DeviceRows grad_z, bool accumulate,
                           DeviceSpan<float> workspace) const override;
   virtual RootedSum sum() const = 0;
+
+ private:
+  // sum(), over rows `width` wide.
+  RootedSum sum_of_rows(std::int64_t width) const;
 };
 
 // PyG SAGEConv with mean aggregation: H' = mean_{j→i} X_j · W + X_i · W_root + b. One GEMM computes both halves,
@@ -141,14 +146,15 @@ class SingleWeightSumLayer : public RootedSumLayer {
 // so the layer transforms first and sums rows of the (narrower) hidden width, Z = X · W, H' = act(sum(Z) + b).
 // The rest of the MLP is a DenseLayer after it. A learnable ε (PyG's train_eps) rides in the transform, as GAT's
 // attention vectors do: Z = X · [W | (1+ε)·W], the neighbours' sum reads the left half and the root term the right,
-// and ∂ε = Σ W ∘ ∂(right half). That doubles the rows' width; a fixed ε scales the root term in the sum instead.
+// and ∂ε = Σ W ∘ ∂(right half). That doubles the rows' width; a fixed ε scales the root term in the sum instead,
+// and the sum is then linear: a first layer may sum its inputs before it transforms them, as GCN's does.
 class GinLayer final : public SingleWeightSumLayer {
  public:
   GinLayer(std::int64_t in_dim, std::int64_t out_dim, float eps, bool train_eps, std::uint64_t seed,
            std::uint32_t layer_index);
   std::int64_t row_width() const override { return train_eps_ ? 2 * out_dim() : out_dim(); }
   AggregationTraits aggregation() const override {
-    return {.linear = false, .structural_coefficients = false, .backward_reads_rows = false};
+    return {.linear = !train_eps_, .structural_coefficients = false, .backward_reads_rows = false};
   }
   std::vector<Parameter*> parameters() override;
   RootedSum sum() const override;
