@@ -39,6 +39,7 @@ struct LayerDims {
   std::int64_t width = 0;    // what aggregation reads: the transformed rows, or the inputs where sums_inputs
   std::int64_t out = 0;      // output row width
   bool sums_inputs = false;  // aggregates its inputs, then transforms the sums (Pass::first_layer_sums_inputs)
+  std::int64_t sums = 0;     // the width of those sums (Layer::input_sums_width), where it does
   // Its aggregations may narrow their block's offsets into a buffer of their own (LibraryMemory).
   bool narrows_offsets = false;
   // Its blocks carry edge weights: every layer's are cut from the one prepared graph, read or not.
@@ -50,9 +51,10 @@ std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& libra
   std::vector<LayerDims> dims;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
+    const bool sums_inputs = l == 0 && first_layer_sums_inputs;
     dims.push_back({&layer, layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
-                    l == 0 && first_layer_sums_inputs, library.narrows_offsets && layer.aggregation().spmm,
-                    graph.weighted()});
+                    sums_inputs, sums_inputs ? layer.input_sums_width() : 0,
+                    library.narrows_offsets && layer.aggregation().spmm, graph.weighted()});
   }
   return dims;
 }
@@ -86,8 +88,7 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, d.weighted_blocks);
   const std::int64_t transform = dst * ((d.in + d.width) * kFloat + kId + kSlot);
   // A layer that sums its inputs keeps their sums beside its outputs.
-  const std::int64_t aggregate =
-      block + src * kSlot + dst * (d.out + (d.sums_inputs ? d.in : 0)) * kFloat + narrowed_offsets(d, dst);
+  const std::int64_t aggregate = block + src * kSlot + dst * (d.out + d.sums) * kFloat + narrowed_offsets(d, dst);
   const std::int64_t aggregate_backward =
       block + 2 * src * kSlot + dst * d.out * kFloat +
       (d.layer->aggregation().backward_reads_rows ? 2 * src * d.width * kFloat : 0) +

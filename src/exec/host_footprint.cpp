@@ -50,8 +50,8 @@ std::int64_t in_memory_device_bytes(const Model& model, const RankShape& s) {
     const Layer& layer = model.layer(l);
     const std::int64_t outputs = 2 * s.owned * layer.out_dim();
     if (aggregates_before_transform(layer, l)) {
-      bytes += kFloat * ((s.local + s.owned) * layer.in_dim() + outputs);
-      widest = std::max({widest, layer.in_dim(), layer.out_dim()});
+      bytes += kFloat * (s.local * layer.in_dim() + s.owned * layer.input_sums_width() + outputs);
+      widest = std::max({widest, layer.input_sums_width(), layer.out_dim()});
       continue;
     }
     const std::int64_t dropped = model.dropout_before(l) > 0.0F ? s.owned * layer.in_dim() : 0;

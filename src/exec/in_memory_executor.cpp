@@ -18,9 +18,7 @@ RandomStream attention_dropout_stream(const ModelConfig& config, std::uint32_t l
   return {config.seed, RandomPurpose::kAttentionDropout, layer, epoch};
 }
 
-bool aggregates_before_transform(const Layer& layer, std::size_t l) {
-  return l == 0 && layer.aggregation().linear && layer.in_dim() < 2 * layer.row_width();
-}
+bool aggregates_before_transform(const Layer& layer, std::size_t l) { return l == 0 && layer.sums_inputs_first_pays(); }
 
 namespace {
 
@@ -77,7 +75,7 @@ struct InMemoryExecutor::State {
         device(*resources.device),
         comm(ranks),
         transfers(device),
-        parameters(transfers, model),
+        parameters(transfers, model, aggregates_before_transform(model.layer(0), 0)),
         exchange(make_exchange(ranks, local, model, backend, transfers)),
         num_owned(local.num_owned),
         num_mirrors(local.num_mirrors()),
@@ -110,7 +108,7 @@ struct InMemoryExecutor::State {
       // What the aggregation reads and writes: the (dropped) inputs and their sums, or the transformed rows and
       // the outputs.
       const std::int64_t width = sums_inputs ? layer.in_dim() : layer.row_width();
-      const std::int64_t sums_width = sums_inputs ? layer.in_dim() : layer.out_dim();
+      const std::int64_t sums_width = sums_inputs ? layer.input_sums_width() : layer.out_dim();
       z.emplace_back(device, num_local, width, sums_inputs ? "rows: dropped inputs" : "rows: transformed rows");
       outputs.emplace_back(device, num_owned, layer.out_dim(), "rows: layer outputs");
       grad_outputs.emplace_back(device, num_owned, layer.out_dim(), "rows: output gradients");
@@ -147,9 +145,13 @@ struct InMemoryExecutor::State {
 
   void aggregate(const Model& model, std::size_t l, const DevicePart& part, std::uint32_t epoch, bool training) {
     const DeviceRows out = part.in_place() ? aggregated(l) : part_rows[l].view().slice(0, part.num_dst);
-    model.layer(l).aggregate(backend, part.view(),
-                             attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training,
-                             z[l].view(), out);
+    if (sums_inputs_first[l]) {
+      model.layer(l).sum_inputs(backend, part.view(), z[l].view(), out);
+    } else {
+      model.layer(l).aggregate(backend, part.view(),
+                               attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training,
+                               z[l].view(), out);
+    }
     if (!part.in_place()) backend.copy_rows(out, {}, aggregated(l), part.destinations.view(), out.rows);
   }
 

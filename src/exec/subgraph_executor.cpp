@@ -44,7 +44,7 @@ struct SubgraphExecutor::State {
         global_id(local.global_id),
         plan(p),
         exchange(ranks, local, model, p.first_layer_sums_inputs(), homes),
-        parameters(transfers, model),
+        parameters(transfers, model, p.first_layer_sums_inputs()),
         pools(
             backend, transfers, 2 * model.num_layers(), plan.staging_limit_bytes,
             [this](std::uint32_t tensor) { return homes[tensor]; }, metrics.wait_seconds),
@@ -323,14 +323,18 @@ struct SubgraphExecutor::State {
     Layer& layer = model.layer(l);
     const auto num_dst = static_cast<std::int64_t>(destinations.size());
     DeviceMatrix out(device, num_dst, layer.out_dim(), "rows: aggregated rows");
-    DeviceMatrix sums =
-        sums_inputs(l) ? DeviceMatrix(device, num_dst, layer.in_dim(), "rows: aggregated inputs") : DeviceMatrix();
+    DeviceMatrix sums = sums_inputs(l)
+                            ? DeviceMatrix(device, num_dst, layer.input_sums_width(), "rows: aggregated inputs")
+                            : DeviceMatrix();
     const DeviceRows aggregated = sums_inputs(l) ? sums.view() : out.view();
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
-    if (const auto sources = pool_run(z_index(l), slots.reads)) {
-      layer.aggregate(backend, block.view(), attention, training, *sources, aggregated);
+    const auto sources = pool_run(z_index(l), slots.reads);
+    const SparseBlockView view = sources ? block.view() : block.view(read_slots.view());
+    const ConstDeviceRows rows = sources ? ConstDeviceRows(*sources) : ConstDeviceRows(pools.pool(z_index(l)));
+    if (sums_inputs(l)) {
+      layer.sum_inputs(backend, view, rows, aggregated);
     } else {
-      layer.aggregate(backend, block.view(read_slots.view()), attention, training, pools.pool(z_index(l)), aggregated);
+      layer.aggregate(backend, view, attention, training, rows, aggregated);
     }
     if (sums_inputs(l)) {
       Layer::transform(backend, parameters.layer(l).weight.view(), sums.view(), out.view());

@@ -30,24 +30,40 @@ std::int64_t DeviceParameters::bytes_for(const Model& model) {
   return bytes;
 }
 
-DeviceParameters::DeviceParameters(Transfers& transfers, const Model& model)
-    : transfers_(transfers), gradients_on_device_(transfers.device(), gradient_floats(model), "parameters: gradients") {
+DeviceParameters::DeviceParameters(Transfers& transfers, const Model& model, bool first_layer_sums_inputs)
+    : transfers_(transfers),
+      first_layer_sums_inputs_(first_layer_sums_inputs),
+      gradients_on_device_(transfers.device(), gradient_floats(model), "parameters: gradients") {
   Device& device = transfers.device();
   float* next = gradients_on_device_.view().data;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
-    const DeviceRows weight_grad(next, layer.in_dim(), layer.row_width());
+    const Matrix& weight = weight_of(model, l);
+    NJ_EXPECTS(weight.size() == layer.in_dim() * layer.row_width(),
+               "layer {}: the weight its inputs' sums are multiplied by has {} values, its W_eff {}", l + 1,
+               weight.size(), layer.in_dim() * layer.row_width());
+    const DeviceRows weight_grad(next, weight.rows(), weight.cols());
     const DeviceRows bias_grad(next + padded_floats(weight_grad.size()), 1, layer.out_dim());
     next += gradient_floats(layer);
-    layers_.push_back({DeviceMatrix(device, layer.in_dim(), layer.row_width(), "parameters: weights"),
+    layers_.push_back({DeviceMatrix(device, weight.rows(), weight.cols(), "parameters: weights"),
                        DeviceMatrix(device, 1, layer.out_dim(), "parameters: biases"), weight_grad, bias_grad});
   }
+}
+
+const Matrix& DeviceParameters::weight_of(const Model& model, std::size_t l) const {
+  const Layer& layer = model.layer(l);
+  return l == 0 && first_layer_sums_inputs_ ? layer.input_sums_weight() : layer.effective_weight();
+}
+
+Matrix& DeviceParameters::weight_grad_of(Model& model, std::size_t l) const {
+  Layer& layer = model.layer(l);
+  return l == 0 && first_layer_sums_inputs_ ? layer.input_sums_weight_grad() : layer.effective_weight_grad();
 }
 
 void DeviceParameters::upload(Backend& backend, const Model& model) {
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     LayerParameters& p = layers_[l];
-    transfers_.upload_array(model.layer(l).effective_weight().span(), p.weight.view().span());
+    transfers_.upload_array(weight_of(model, l).span(), p.weight.view().span());
     transfers_.upload_array(model.layer(l).bias().value.span(), p.bias.view().span());
   }
   const DeviceSpan<float> gradients = gradients_on_device_.view();
@@ -70,7 +86,7 @@ void DeviceParameters::finish_step(Model& model, Communicator* comm) {
   };
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     Layer& layer = model.layer(l);
-    add_gradient(layer.effective_weight_grad());
+    add_gradient(weight_grad_of(model, l));
     add_gradient(layer.bias().grad);
     layer.finish_backward();
   }

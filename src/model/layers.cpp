@@ -1,5 +1,6 @@
 #include "nj/model/layers.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "nj/core/error.hpp"
@@ -155,16 +156,37 @@ SageLayer::SageLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t se
     : weight_(make_weight(in_dim, out_dim, seed, layer_index)),
       root_weight_(make_weight(in_dim, out_dim, seed, layer_index, "root_weight", 1)),
       joined_(in_dim, 2 * out_dim),
-      joined_grad_(in_dim, 2 * out_dim) {
+      joined_grad_(in_dim, 2 * out_dim),
+      stacked_(2 * in_dim, out_dim),
+      stacked_grad_(2 * in_dim, out_dim) {
   bias_ = make_parameter(parameter_name(layer_index, "bias"), 1, out_dim);
   prepare();
 }
 
 RootedSum SageLayer::sum() const { return joined_halves_sum(out_dim()); }
 
-void SageLayer::prepare() { join_columns(weight_.value, root_weight_.value, joined_); }
+void SageLayer::sum_inputs(Backend& backend, const SparseBlockView& block, ConstDeviceRows x, DeviceRows sums) const {
+  // [mean_{j→i} X_j | X_i]: the neighbours' mean, and the vertex's own row carried beside it.
+  backend.rooted_sum(block, {.width = in_dim(), .root_scale = 0.0F, .carried = in_dim(), .carried_column = 0}, x, sums);
+}
 
-void SageLayer::finish_backward() { split_columns_into(joined_grad_, weight_.grad, root_weight_.grad); }
+void SageLayer::prepare() {
+  join_columns(weight_.value, root_weight_.value, joined_);
+  const auto half = weight_.value.span();
+  std::copy(half.begin(), half.end(), stacked_.data());
+  std::copy(root_weight_.value.span().begin(), root_weight_.value.span().end(), stacked_.data() + half.size());
+}
+
+void SageLayer::finish_backward() {
+  split_columns_into(joined_grad_, weight_.grad, root_weight_.grad);
+  // [∂W ; ∂W_root], where the layer summed its inputs first.
+  const std::int64_t half = weight_.grad.size();
+  for (std::int64_t i = 0; i < half; ++i) {
+    weight_.grad.data()[i] += stacked_grad_.data()[i];
+    root_weight_.grad.data()[i] += stacked_grad_.data()[half + i];
+  }
+  stacked_grad_.fill(0.0F);
+}
 
 void join_columns(const Matrix& left, const Matrix& right, Matrix& out) {
   NJ_EXPECTS(left.rows() == out.rows() && right.rows() == out.rows() && left.cols() + right.cols() == out.cols(),

@@ -157,8 +157,8 @@ auto gradient_cases() {
 }
 
 // GIN's first layer (hidden 3 on 5 features) sums first while ε is fixed; with ε learnt its sum reads two halves
-// of its rows and is not linear. SAGE's two weights do not commute with one sum.
-TEST(LayerOrder, AFirstLayerWithALinearSumSumsItsInputsWhereTheyAreNarrowerThanTwoOfItsRows) {
+// of its rows and is not linear. SAGE sums [mean X | X] first where its inputs are narrower than two of its outputs.
+TEST(LayerOrder, AFirstLayerSumsItsInputsWhereItCanAndTheyAreNarrowerThanTwoOfTheRowsItWouldSum) {
   const Model narrow(gcn(2), 5, 3);
   EXPECT_TRUE(aggregates_before_transform(narrow.layer(0), 0));
   EXPECT_FALSE(aggregates_before_transform(narrow.layer(1), 1));  // its input needs a gradient
@@ -171,7 +171,10 @@ TEST(LayerOrder, AFirstLayerWithALinearSumSumsItsInputsWhereTheyAreNarrowerThanT
   const Model gin_learnt(gin_train_eps(2), 5, 3);
   EXPECT_FALSE(aggregates_before_transform(gin_learnt.layer(0), 0));
   const Model sage(other_model(ModelKind::kSage, 2), 5, 3);
-  EXPECT_FALSE(aggregates_before_transform(sage.layer(0), 0));
+  EXPECT_TRUE(aggregates_before_transform(sage.layer(0), 0));
+  ModelConfig wide_sage = other_model(ModelKind::kSage, 2);
+  wide_sage.hidden = 2;
+  EXPECT_FALSE(aggregates_before_transform(Model(wide_sage, 5, 3).layer(0), 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ModelGradientTest, ::testing::Combine(test::all_backends(), gradient_cases()),

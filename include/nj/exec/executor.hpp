@@ -68,12 +68,13 @@ class Executor {
 RandomStream feature_dropout_stream(const ModelConfig& config, std::uint32_t layer, std::uint32_t epoch);
 RandomStream attention_dropout_stream(const ModelConfig& config, std::uint32_t layer, std::uint32_t epoch);
 
-// Whether the in-memory executor runs layer l as aggregate-then-transform, Y = (Â·X)·W, instead of Y = Â·(X·W):
-// for a layer whose aggregation commutes with its transform (GCN, GIN with ε fixed) and whose input needs no gradient
-// (the first layer), where one aggregation of in_dim-wide rows costs less than the two of row_width-wide ones the other
-// order runs (forward, and backward for ∂L/∂Z, whose mirror rows would also travel); the weight gradient is then
-// (Â·X)ᵀ·∂L/∂Y, from the sums kept. DGL's GraphConv makes a similar choice on every layer (it aggregates first where
-// in ≤ out). The two orders differ only in the rounding of their sums.
+// Whether the in-memory executor runs layer l as aggregate-then-transform, Y = sum_inputs(X)·W', instead of
+// Y = Â·(X·W_eff): for the first layer, whose input needs no gradient, where the layer has that order and it costs
+// less (Layer::sums_inputs_first_pays: GCN, GIN with ε fixed, and SAGE as [mean X | X]·[W ; W_root], where one
+// sum of in_dim-wide rows costs less than the two, forward and backward for ∂L/∂Z, the other order runs, whose
+// mirror rows would also travel); the weight gradient is then sums_inputs(X)ᵀ·∂L/∂Y, from the sums kept. DGL's
+// GraphConv and SAGEConv make a similar choice on every layer (they aggregate first where in ≤ out). The two orders
+// differ only in the rounding of their sums.
 bool aggregates_before_transform(const Layer& layer, std::size_t l);
 
 // Runs every layer of a model on the whole local graph at once, with everything on the device (a GPU the graph

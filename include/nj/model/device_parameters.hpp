@@ -16,7 +16,7 @@ namespace nj {
 // One layer's: what its transform multiplies by and its bias, and their gradients (views into one buffer that
 // holds every layer's, so that one sum over the ranks and one download carry them all).
 struct LayerParameters {
-  DeviceMatrix weight;     // in_dim × row_width (the effective weight)
+  DeviceMatrix weight;     // the effective weight, in_dim × row_width (or the first layer's input_sums_weight)
   DeviceMatrix bias;       // 1 × out_dim
   DeviceRows weight_grad;  // accumulated by transform_backward
   DeviceRows bias_grad;    // accumulated by the aggregation backward's column sums
@@ -24,7 +24,9 @@ struct LayerParameters {
 
 class DeviceParameters {
  public:
-  DeviceParameters(Transfers& transfers, const Model& model);
+  // `first_layer_sums_inputs`: the first layer runs summing its inputs first (aggregates_before_transform), so
+  // its weight is its input_sums_weight, of as many values as its W_eff.
+  DeviceParameters(Transfers& transfers, const Model& model, bool first_layer_sums_inputs);
   // Device bytes the constructor allocates for this model.
   static std::int64_t bytes_for(const Model& model);
 
@@ -40,7 +42,11 @@ class DeviceParameters {
   const LayerParameters& layer(std::size_t l) const { return layers_[l]; }
 
  private:
+  const Matrix& weight_of(const Model& model, std::size_t l) const;
+  Matrix& weight_grad_of(Model& model, std::size_t l) const;
+
   Transfers& transfers_;
+  bool first_layer_sums_inputs_;
   std::vector<LayerParameters> layers_;
   DeviceArray<float> gradients_on_device_;  // every layer's weight, then bias, gradient
   std::vector<float> gradients_;            // their download

@@ -73,13 +73,26 @@ class Layer {
   // Accumulates weight_grad += Xᵀ · grad_z and, where grad_x is non-empty, writes grad_x = grad_z · weightᵀ.
   static void transform_backward(Backend& backend, ConstDeviceRows weight, DeviceRows weight_grad, ConstDeviceRows x,
                                  ConstDeviceRows grad_z, DeviceRows grad_x);
-  // Called once the gradient of effective_weight() is complete for a run of transform_backward calls (an
-  // epoch, or one pass of it): turns it into the parameters' gradients and resets it, so that runs sum.
+  // Called once the gradient of effective_weight() (or input_sums_weight()) is complete for a run of
+  // transform_backward calls (an epoch, or one pass of it): turns it into the parameters' gradients and resets it,
+  // so that runs sum.
   virtual void finish_backward() {}
 
   // The matrix transform() multiplies by (in_dim × row_width) and the gradient accumulated against it.
   virtual const Matrix& effective_weight() const = 0;
   virtual Matrix& effective_weight_grad() = 0;
+
+  // The other order a first layer may run in, its input needing no gradient (aggregates_before_transform): it sums
+  // its inputs, sum_inputs(X) (rows input_sums_width() wide), and multiplies the sums by input_sums_weight(), a
+  // matrix of as many values as W_eff in a layout of its own. By default, for a linear aggregation, the
+  // aggregation itself over the inputs and W_eff. sums_inputs_first_pays says whether the layer has that order
+  // and it costs less: for a linear aggregation, one sum of in_dim-wide rows against the two (forward, and
+  // backward for ∂L/∂Z) of row_width-wide ones.
+  virtual bool sums_inputs_first_pays() const { return aggregation().linear && in_dim() < 2 * row_width(); }
+  virtual std::int64_t input_sums_width() const { return in_dim(); }
+  virtual void sum_inputs(Backend& backend, const SparseBlockView& block, ConstDeviceRows x, DeviceRows sums) const;
+  virtual const Matrix& input_sums_weight() const { return effective_weight(); }
+  virtual Matrix& input_sums_weight_grad() { return effective_weight_grad(); }
 
  protected:
   Parameter bias_;

@@ -100,7 +100,8 @@ class RootedSumLayer : public Layer {
 };
 
 // PyG SAGEConv with mean aggregation: H' = mean_{j→i} X_j · W + X_i · W_root + b. One GEMM computes both halves,
-// Z = X · [W | W_root]; the block's edges carry 1/deg(i).
+// Z = X · [W | W_root]; the block's edges carry 1/deg(i). As a first layer it may sum its inputs first instead, as
+// DGL's SAGEConv does for inputs no wider than its output: the sums [mean_{j→i} X_j | X_i] times [W ; W_root].
 class SageLayer final : public RootedSumLayer {
  public:
   SageLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index);
@@ -115,12 +116,21 @@ class SageLayer final : public RootedSumLayer {
   void finish_backward() override;
   const Matrix& effective_weight() const override { return joined_; }
   Matrix& effective_weight_grad() override { return joined_grad_; }
+  // Its sums-first order pays where one sum of in_dim-wide rows costs less than the neighbours' half, out_dim
+  // wide, summed forward and backward.
+  bool sums_inputs_first_pays() const override { return in_dim() < 2 * out_dim(); }
+  std::int64_t input_sums_width() const override { return 2 * in_dim(); }
+  void sum_inputs(Backend& backend, const SparseBlockView& block, ConstDeviceRows x, DeviceRows sums) const override;
+  const Matrix& input_sums_weight() const override { return stacked_; }
+  Matrix& input_sums_weight_grad() override { return stacked_grad_; }
 
  private:
   Parameter weight_;       // in_dim × out_dim, for the neighbours' mean (PyG's lin_l)
   Parameter root_weight_;  // in_dim × out_dim, for the vertex's own row (PyG's lin_r)
   Matrix joined_;          // [weight | root_weight]
   Matrix joined_grad_;
+  Matrix stacked_;  // [weight ; root_weight], what the sums-first order multiplies by
+  Matrix stacked_grad_;
 };
 
 // A rooted-sum layer whose transform multiplies by one weight, W_eff = W (in_dim × out_dim), plus a bias: the rows
