@@ -16,6 +16,8 @@ void add_generate_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 // Training runs on every rank of the job that `comm` spans.
 void add_train_command(CLI::App& app, Communicator& comm);
+// Inference too: each rank infers its own rows, and rank 0 writes them all.
+void add_infer_command(CLI::App& app, Communicator& comm);
 void add_plan_command(CLI::App& app);
 void add_partition_command(CLI::App& app);
 
@@ -56,6 +58,7 @@ struct TrainingOnlyArguments {
   std::string checkpoint_dir;
   std::uint32_t checkpoint_every = 0;  // epochs; 0: only after the last
   bool resume = false;
+  bool keep_best = false;  // also keep the checkpoint of the best validation accuracy in checkpoint_dir
   std::string partition_method = "metis";
   std::string host_memory;  // --host-memory; empty: what the machine has available
   TrainingOnlyArguments() { options.adam.weight_decay = 5e-4F; }

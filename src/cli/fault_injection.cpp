@@ -13,6 +13,7 @@ class FailingExecutor final : public Executor {
  public:
   FailingExecutor(Executor& inner, const FailurePoint& point) : inner_(inner), point_(point) {}
   ConstRows evaluate(Model& model) override { return inner_.evaluate(model); }
+  ConstRows layer_outputs(std::size_t l) override { return inner_.layer_outputs(l); }
   double train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) override {
     if (epoch != point_.epoch) return inner_.train_step(model, epoch, loss);
     return inner_.train_step(model, epoch, [&](ConstRows, const vid_t*, Rows) -> double {

@@ -76,12 +76,13 @@ int main(int argc, char** argv) {
   nj::cli::add_generate_command(app);
   nj::cli::add_info_command(app);
   nj::cli::add_train_command(app, *comm);
+  nj::cli::add_infer_command(app, *comm);
   nj::cli::add_plan_command(app);
   nj::cli::add_partition_command(app);
-  // Only training runs as many ranks; under a launcher every other command would run once per rank, writing
-  // the same files.
+  // Only training and inference run as many ranks; under a launcher every other command would run once per rank,
+  // writing the same files.
   for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
-    if (command->get_name() == "train") continue;
+    if (command->get_name() == "train" || command->get_name() == "infer") continue;
     command->parse_complete_callback([command, &comm] {
       if (comm->size() == 1) return;
       throw nj::JobError(fmt::format("nj {} runs as one process: start it without mpirun or srun", command->get_name()),

@@ -29,6 +29,7 @@ struct PlanArguments {
   ModelArguments model;
   ExecutorArguments executor;
   TrainingOnlyArguments ignored;
+  bool inference = false;
   bool all_policies = false;
   bool list_subgraphs = false;
   bool json = false;
@@ -40,6 +41,9 @@ struct PlanArguments {
 // The executor options as nj train would run them on --device: a GPU's backend takes its libraries' memory.
 ExecutorChoice planned_choice(const PlanArguments& args) {
   ExecutorChoice choice = parse_executor_choice(args.executor);
+  NJ_REQUIRE(!args.inference || choice.options.mode == ExecutionMode::kReuse,
+             "--inference plans nj infer, which runs reuse (the recompute baseline keeps no layer's outputs)");
+  choice.options.forward_only = args.inference;
   const DeviceKind device =
       args.device == "auto" ? choose_device(DeviceKind::kAuto).kind : parse_device_kind(args.device);
   if (device == DeviceKind::kCuda) choice.options.library = cuda_library_memory(args.deterministic);
@@ -47,8 +51,8 @@ ExecutorChoice planned_choice(const PlanArguments& args) {
 }
 
 // Bytes a rank sends to its peers per epoch: forward, its boundary rows of what each layer aggregates;
-// backward, its mirrors' gradients of them, except for a first layer that sums its inputs (what ExchangeStats
-// counts as sent).
+// backward, its mirrors' gradients of them, except for a first layer that sums its inputs and in an inference
+// plan (what ExchangeStats counts as sent).
 std::int64_t exchange_bytes_sent(const Model& model, const LocalGraph& local, const EpochPlan& plan) {
   std::int64_t forward_rows = 0;
   std::int64_t backward_rows = 0;
@@ -59,7 +63,8 @@ std::int64_t exchange_bytes_sent(const Model& model, const LocalGraph& local, co
   const bool sums_inputs = plan.first_layer_sums_inputs();
   std::int64_t bytes = 0;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
-    const std::int64_t rows = forward_rows + (l == 0 && sums_inputs ? 0 : backward_rows);
+    const bool gradients_return = !plan.options.forward_only && !(l == 0 && sums_inputs);
+    const std::int64_t rows = forward_rows + (gradients_return ? backward_rows : 0);
     bytes += rows * aggregated_width(model, l, sums_inputs) * static_cast<std::int64_t>(sizeof(float));
   }
   return bytes;
@@ -298,6 +303,9 @@ void add_plan_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_training_only_options(*cmd, args->ignored, kIgnoredGroup);
+  cmd->add_flag("--inference", args->inference,
+                "Plan nj infer's forward pass (no backward pass, no gradients: smaller steps) instead of a training "
+                "epoch");
   cmd->add_flag("--all-policies", args->all_policies, "Predict the transfers of every cache policy");
   cmd->add_flag("--list-subgraphs", args->list_subgraphs, "Print every subgraph's size");
   cmd->add_flag("--json", args->json, "A partition folder's per-rank figures as one JSON object");

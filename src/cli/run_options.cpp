@@ -67,6 +67,14 @@ void add_training_only_options(CLI::App& command, TrainingOnlyArguments& args, c
   add("--checkpoint-every", args.checkpoint_every, "Epochs between checkpoints (0: after the last only)")
       ->capture_default_str();
   command
+      .add_flag("--keep-best", args.keep_best,
+                "Also keep the checkpoint of the epoch with the best validation accuracy, as best.h5 in "
+                "--checkpoint-dir")
+      ->group(group);
+  add("--early-stop", args.options.early_stop_patience,
+      "Stop once this many evaluations in a row found no better validation accuracy (0: train every epoch)")
+      ->capture_default_str();
+  command
       .add_flag("--resume", args.resume,
                 "Continue from the newest readable checkpoint of --checkpoint-dir, or start afresh where it has none")
       ->group(group);

@@ -81,12 +81,9 @@ struct RankTraining {
   std::optional<ModelConfig> checkpoint_model;
   ModelConfig config;
   ExecutorChoice choice;
-  DeviceChoice device;
   FailurePoint failure;
   Shard shard;
-  Resources resources;
-  // With several ranks: the communicator that sends from device memory (NCCL on CUDA), over the job's.
-  std::unique_ptr<Communicator> device_comm;
+  RankDevice hardware;
   std::unique_ptr<Model> model;
   std::unique_ptr<Executor> executor;
   std::unique_ptr<Executor> failing;  // wraps executor on the rank that --inject-failure names
@@ -144,6 +141,10 @@ void read_arguments(TrainArguments& args, CLI::App& command, Communicator& comm,
              "--resume needs --checkpoint-dir (where to resume from)");
   NJ_REQUIRE(training.checkpoint_every == 0 || !training.checkpoint_dir.empty(),
              "--checkpoint-every needs --checkpoint-dir (where to write)");
+  NJ_REQUIRE(!training.keep_best || !training.checkpoint_dir.empty(),
+             "--keep-best needs --checkpoint-dir (where to keep the best checkpoint)");
+  NJ_REQUIRE(training.options.early_stop_patience == 0 || training.options.eval_every > 0,
+             "--early-stop counts evaluations: it needs --eval-every above 0");
   NJ_REQUIRE(!training.resume || training.load_checkpoint.empty(),
              "give --resume (the newest checkpoint of --checkpoint-dir) or --load-checkpoint FILE, not both");
   if (!rank.dataset.empty()) require_dataset_file(rank.dataset, PartitionFolders::kByOption);
@@ -172,10 +173,10 @@ void set_up_data(TrainArguments& args, Communicator& comm, RankTraining& rank) {
              "--execution recompute runs on one rank only (its closures cross ranks); this job has {} ranks",
              comm.size());
   // Before the dataset loads: a missing GPU is a one-line error at once.
-  rank.device = choose_device(parse_device_kind(args.device));
+  rank.hardware.device = choose_device(parse_device_kind(args.device));
 
   // Before loading: a run that cannot fit in host memory is an error now, not the operating system's kill later.
-  RunLayout layout = run_layout(rank.choice, rank.device.kind == DeviceKind::kCpu);
+  RunLayout layout = run_layout(rank.choice, rank.hardware.device.kind == DeviceKind::kCpu);
   layout.threads = args.threads;
   const HostFootprint footprint = predict_host_footprint(
       rank.config, rank_shape(rank.dataset, args.data.partitions, comm.rank(), comm.size()), layout);
@@ -190,35 +191,13 @@ void set_up_data(TrainArguments& args, Communicator& comm, RankTraining& rank) {
                                rank.choice.vertex_order, comm);
 }
 
-// The device and its communicator. Counting the ranks on each card and connecting the device communicator are
-// collectives: every rank reaches them here, in this order, once the data is set up on every rank (a rank that
-// failed before would leave the others waiting in them). Making the device may fail on one rank alone: agreed.
-void set_up_device(const TrainArguments& args, Communicator& comm, RankTraining& rank) {
-  rank.device.ranks_per_gpu = count_ranks_sharing_gpu(comm, rank.device);
-  agree_on_failure(comm, [&] {
-    spdlog::info("device: {}{}", rank.device.reason,
-                 rank.device.ranks_per_gpu > 1 ? fmt::format(", shared by {} ranks", rank.device.ranks_per_gpu) : "");
-    // In-memory execution has the device to itself, without a budget.
-    rank.resources = make_resources(
-        rank.device, {.budget_bytes = rank.choice.in_memory ? kUnlimited : rank.choice.options.device_budget,
-                      .threads = args.threads,
-                      .deterministic = args.deterministic});
-  });
-  // A rank that fails to connect leaves the others inside the connection: its error ends the job (main).
-  rank.device_comm = make_rank_communicator(comm, rank.resources);
-  if (comm.size() > 1 && !rank.device_comm) {
-    spdlog::info("exchange: over MPI from host memory ({} ranks share a GPU; NCCL needs one GPU per rank)",
-                 rank.resources.ranks_per_device);
-  }
-}
-
 // The model, its executor (planned), the trainer, a checkpoint to resume from and the metrics log.
 void set_up_training(const TrainArguments& args, Communicator& comm, RankTraining& rank) {
   const Shard& shard = rank.shard;
   const TrainingOnlyArguments& training = args.training;
-  Communicator& training_comm = rank.device_comm ? *rank.device_comm : comm;
+  Communicator& training_comm = rank.hardware.exchange_comm(comm);
   rank.model = std::make_unique<Model>(rank.config, shard.features.cols(), shard.num_classes);
-  rank.executor = make_executor(rank.choice, rank.resources, *rank.model, rank.shard, training_comm);
+  rank.executor = make_executor(rank.choice, rank.hardware.resources, *rank.model, rank.shard, training_comm);
   if (rank.failure.in_step(comm.rank())) rank.failing = make_failing_executor(*rank.executor, rank.failure);
   rank.trainer = std::make_unique<Trainer>(*rank.model, rank.failing ? *rank.failing : *rank.executor, training_comm,
                                            targets_of(shard), training.options);
@@ -328,6 +307,10 @@ TrainSummary train_epochs(const TrainArguments& args, Communicator& comm, RankTr
                      comm.size() > 1 ? format_exchange(m) : std::string());
         rank.log.write(to_json(m));
         const std::uint32_t done = m.epoch + 1;
+        if (training.keep_best && m.accuracy.valid() && trainer.progress().best_val_epoch == m.epoch) {
+          agreed_write(
+              [&] { return rank.checkpoints->save_best(rank.identity, trainer.progress(), trainer.optimizer()); });
+        }
         if (!training.checkpoint_dir.empty() &&
             (done == epochs || (training.checkpoint_every > 0 && done % training.checkpoint_every == 0))) {
           save_to_folder();
@@ -342,6 +325,10 @@ TrainSummary train_epochs(const TrainArguments& args, Communicator& comm, RankTr
       });
   progress.clear();
   if (!training.save_checkpoint.empty()) save_to_file();
+  // Stopped early: the folder's newest checkpoint is where training stopped.
+  if (summary.stopped_early && !training.checkpoint_dir.empty() && in_folder != trainer.progress().next_epoch) {
+    save_to_folder();
+  }
   if (signal == 0) return summary;
 
   const std::uint32_t done = trainer.progress().next_epoch;
@@ -365,7 +352,7 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
   share_checkpoint_model(comm, rank.checkpoint_model);
   agree_on_failure(comm, [&] { set_up_data(args, comm, rank); });
   if (comm.size() > 1) agree_on_failure(comm, [&] { check_same_partition(comm, rank.shard); });
-  set_up_device(args, comm, rank);
+  set_up_rank_device(rank.hardware, rank.choice, args.threads, args.deterministic, comm);
   agree_on_failure(comm, [&] { set_up_training(args, comm, rank); });
   if (continues(args.training)) {
     broadcast_training_state(comm, 0, rank.resumed, rank.trainer->optimizer());
@@ -376,7 +363,7 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
   const ExecutorChoice& choice = rank.choice;
   const Shard& shard = rank.shard;
   Model& model = *rank.model;
-  const std::string_view backend = rank.resources.backend->name();
+  const std::string_view backend = rank.hardware.resources.backend->name();
   spdlog::info("model {}: {} layers, hidden {}, {} parameters, backend {}{}", to_string(config.kind), config.layers,
                config.hidden, model.num_parameters(), backend,
                backend == "cpu" ? fmt::format(" (OpenBLAS {} kernels)", openblas_core()) : "");
@@ -396,17 +383,27 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
                      {"hidden", config.hidden},
                      {"parameters", model.num_parameters()}};
   record["execution"] = choice.in_memory ? "in-memory" : to_string(choice.options.mode);
-  record["device"] = {{"kind", rank.resources.device->name()},
-                      {"budget_bytes", rank.resources.device->budget_bytes()},
-                      {"exchange_from", rank.device_comm ? "device memory" : "host memory"}};
+  record["device"] = {{"kind", rank.hardware.resources.device->name()},
+                      {"budget_bytes", rank.hardware.resources.device->budget_bytes()},
+                      {"exchange_from", rank.hardware.device_comm ? "device memory" : "host memory"}};
   record["partition"] = partition_json(shard, comm.size());
   record["host_peak_above_baseline_bytes"] = to_json(host_bytes);
+  if (args.training.keep_best && summary.best_val_accuracy.valid()) {
+    record["kept"] = {{"epoch", summary.best_val_epoch + 1},
+                      {"checkpoint", CheckpointFolder(args.training.checkpoint_dir).best_file()}};
+  }
   rank.log.write(record);
   if (leader) {
-    print_always(fmt::format("done: final test {} | best val {} at epoch {} (test {}) | median epoch {:.4f} s",
-                             format_accuracy(summary.final_accuracy.test),
-                             format_accuracy(summary.best_val_accuracy.val), summary.best_val_epoch + 1,
-                             format_accuracy(summary.best_val_accuracy.test), summary.median_epoch_seconds));
+    std::string stopped;
+    if (summary.stopped_early) {
+      stopped = fmt::format(" | stopped early after epoch {}: no better val in {} evaluations", summary.epochs_done,
+                            args.training.options.early_stop_patience);
+    }
+    print_always(
+        fmt::format("done: final test {} | best val {} at epoch {} (test {}){}{} | median epoch {:.4f} s",
+                    format_accuracy(summary.final_accuracy.test), format_accuracy(summary.best_val_accuracy.val),
+                    summary.best_val_epoch + 1, format_accuracy(summary.best_val_accuracy.test),
+                    args.training.keep_best ? ", kept as best.h5" : "", stopped, summary.median_epoch_seconds));
   }
 }
 

@@ -44,17 +44,18 @@ struct LayerDims {
   bool narrows_offsets = false;
   // Its blocks carry edge weights: every layer's are cut from the one prepared graph, read or not.
   bool weighted_blocks = false;
+  bool forward_only = false;  // an inference plan: no backward steps
 };
 
 std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& library, const PreparedGraph& graph,
-                                  bool first_layer_sums_inputs = false) {
+                                  bool forward_only, bool first_layer_sums_inputs = false) {
   std::vector<LayerDims> dims;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
     const bool sums_inputs = l == 0 && first_layer_sums_inputs;
     dims.push_back({&layer, layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
                     sums_inputs, sums_inputs ? layer.input_sums_width() : 0,
-                    library.narrows_offsets && layer.aggregation().spmm, graph.weighted()});
+                    library.narrows_offsets && layer.aggregation().spmm, graph.weighted(), forward_only});
   }
   return dims;
 }
@@ -76,19 +77,23 @@ constexpr std::int64_t kId = sizeof(gid_t);
 constexpr std::int64_t kAllocationsPerStep = 12;
 constexpr std::int64_t kStepPadding = kAllocationsPerStep * kArenaAlignment;
 
+// Whether the backward of layer `d` reads its transformed rows beside their gradients: then both are cached.
+bool caches_rows_backward(const LayerDims& d) { return !d.forward_only && d.layer->aggregation().backward_reads_rows; }
+
 // Device bytes one step of a layer needs besides the pools, for a subgraph of this size: the staging of its
-// cache traffic (packed rows and their slots) plus the largest of its four step kinds' buffers, each with its
-// block, slot and id arrays, and the padding of its allocations.
+// cache traffic (packed rows and their slots) plus the largest of its step kinds' buffers (two forward, and two
+// backward but in an inference plan), each with its block, slot and id arrays, and the padding of its allocations.
 std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t dst = size.vertices[0];
   const std::int64_t src = size.vertices[1];
   const std::int64_t edges = size.edges[0];
-  const std::int64_t cached_tensors = d.layer->aggregation().backward_reads_rows ? 2 : 1;
+  const std::int64_t cached_tensors = caches_rows_backward(d) ? 2 : 1;
   const std::int64_t staging = 2 * src * (d.width * kFloat + kSlot) * cached_tensors;
   const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, d.weighted_blocks);
   const std::int64_t transform = dst * ((d.in + d.width) * kFloat + kId + kSlot);
   // A layer that sums its inputs keeps their sums beside its outputs.
   const std::int64_t aggregate = block + src * kSlot + dst * (d.out + d.sums) * kFloat + narrowed_offsets(d, dst);
+  if (d.forward_only) return staging + std::max(transform, aggregate) + kStepPadding;
   const std::int64_t aggregate_backward =
       block + 2 * src * kSlot + dst * d.out * kFloat +
       (d.layer->aggregation().backward_reads_rows ? 2 * src * d.width * kFloat : 0) +
@@ -119,15 +124,16 @@ std::int64_t transform_chunk_rows(const LayerDims& d, std::int64_t limit, std::i
 // An exchange step's staging per row: the packed row and its slot.
 std::int64_t exchange_row_bytes(const LayerDims& d) { return d.width * kFloat + kSlot; }
 
-// The parameters on the device for the whole run, each allocation in whole arena units.
-std::int64_t resident_bytes(const Model& model) {
+// The parameters on the device for the whole run, and in training their gradients, each allocation in whole
+// arena units.
+std::int64_t resident_bytes(const Model& model, bool forward_only) {
   std::int64_t bytes = 0;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
-    bytes += 2 * (arena_block_bytes(layer.in_dim() * layer.row_width() * kFloat) +
-                  arena_block_bytes(layer.out_dim() * kFloat));
+    bytes +=
+        arena_block_bytes(layer.in_dim() * layer.row_width() * kFloat) + arena_block_bytes(layer.out_dim() * kFloat);
   }
-  return bytes;
+  return forward_only ? bytes : 2 * bytes;
 }
 
 // How the recompute baseline sizes its subgraphs, as a split full-graph model is sized: as many destinations
@@ -334,7 +340,8 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
 
   if (plan.options.device_budget == kUnlimited) {
     pass.lasting = plan.options.mode == ExecutionMode::kReuse;
-    for (std::size_t l = 0; l + 1 < layers; ++l) {
+    // An inference plan's outputs all reach the host, where the caller reads them.
+    for (std::size_t l = 0; l + 1 < layers && !plan.options.forward_only; ++l) {
       const auto& next = pass.transform_chunks[l + 1];
       std::vector<char>& stays = pass.outputs_stay.emplace_back(pass.layer_parts[l].size(), 0);
       for (std::size_t k = 0; k < stays.size() && k < next.size(); ++k) {
@@ -355,7 +362,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   }
   if (plan.options.policy == CachePolicy::kDegree)
     trace.vertex_degree.assign(vertex_degree.begin(), vertex_degree.end());
-  const std::size_t phases = 2 * layers;
+  const std::size_t phases = plan.options.forward_only ? layers : 2 * layers;
   trace.capacity_rows.assign(phases, std::vector<std::int64_t>(trace.tensors.size(), 0));
   // Steps first; their rows, which point into the pass's chunks and the subgraphs' sources, once every list is
   // in place.
@@ -422,17 +429,17 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     pass.rows_computed += rows.out_rows[l];
   }
   pass.forward_steps = pass.steps.size();
-  for (std::size_t l = layers; l-- > 0;) {
+  for (std::size_t l = layers; l-- > 0 && !plan.options.forward_only;) {
     const auto phase = static_cast<std::uint32_t>(layers + (layers - 1 - l));
     // A layer that summed its inputs takes its weight gradient from the sums its forward kept and needs no gradient
     // of the inputs: no pool, no exchange, no transform backward (its exchange points stay, empty, so that phases
     // keep their index; advance_exchange skips them).
     const bool input_gradients = !dims[l].sums_inputs;
     if (input_gradients) {
-      const std::int64_t cached_tensors = dims[l].layer->aggregation().backward_reads_rows ? 2 : 1;
+      const std::int64_t cached_tensors = caches_rows_backward(dims[l]) ? 2 : 1;
       trace.capacity_rows[phase][grad_tensor(l)] =
           slots_for(plan.pool_bytes / cached_tensors, dims[l].width * kFloat, pass.num_rows);
-      if (dims[l].layer->aggregation().backward_reads_rows) {
+      if (caches_rows_backward(dims[l])) {
         trace.capacity_rows[phase][z_tensor(l)] = trace.capacity_rows[phase][grad_tensor(l)];
       }
     }
@@ -651,7 +658,7 @@ ClosurePlanner::ClosurePlanner(const Model& model, const LocalGraph& local)
 // The pass rows are the closure's vertices, the destinations first and then each hop further out; its graph
 // holds the in-edges of the rows some layer aggregates, with the whole graph's edge weights (its rows' factors).
 Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
-  const auto dims = layer_dims(model_, plan.options.library, prepared_);
+  const auto dims = layer_dims(model_, plan.options.library, prepared_, plan.options.forward_only);
   const std::size_t layers = dims.size();
   std::vector<std::int64_t> level_sizes;
   std::vector<vid_t> closure = lister_.list(dsts, level_sizes);
@@ -703,10 +710,11 @@ ExecutionMode parse_execution_mode(const std::string& text) { return kExecutionM
 const char* to_string(ExecutionMode mode) { return kExecutionModeNames.name(mode); }
 const char* to_string(CutOrder order) { return kCutOrderNames.name(order); }
 
-std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local, const LibraryMemory& library) {
+std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local, const LibraryMemory& library,
+                                   bool forward_only) {
   const PreparedGraph prepared = model.prepare(local);
-  return minimum_budget(smallest_step(layer_dims(model, library, prepared), prepared.graph).bytes,
-                        resident_bytes(model));
+  return minimum_budget(smallest_step(layer_dims(model, library, prepared, forward_only), prepared.graph).bytes,
+                        resident_bytes(model, forward_only));
 }
 
 EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const SubgraphExecutorOptions& options) {
@@ -719,7 +727,7 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   if (no_budget) plan.options.device_budget = kUnlimited;
   // The parameters stay on the device; the rest is split. Quarters of the largest int64 still add up without
   // overflow.
-  plan.resident_bytes = resident_bytes(model);
+  plan.resident_bytes = resident_bytes(model, options.forward_only);
   const std::int64_t budget = no_budget ? std::numeric_limits<std::int64_t>::max() / 4
                                         : std::max<std::int64_t>(0, options.device_budget - plan.resident_bytes);
   plan.pool_bytes = budget / 2;
@@ -729,7 +737,7 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   const auto prepare_start = std::chrono::steady_clock::now();
   PreparedGraph prepared = model.prepare(local);
   spdlog::debug("plan: graph prepared for the model in {:.2f} s", seconds_since(prepare_start));
-  const auto dims = layer_dims(model, options.library, prepared,
+  const auto dims = layer_dims(model, options.library, prepared, options.forward_only,
                                plan_sums_first_layer_inputs(model, options.device_budget, options.mode));
   const std::size_t layers = dims.size();
   const std::int64_t owned = local.num_owned;

@@ -332,6 +332,7 @@ struct InMemoryExecutor::State {
   std::vector<ConstDeviceRows> kept;        // what transform_backward multiplies by
   Matrix logits;
   Matrix grad_logits;
+  Matrix downloaded_outputs;  // a layer's outputs, as layer_outputs last downloaded them
   // The host side of an exchange from host memory (Transfers stages the copies through page-locked memory).
   std::vector<float> host_boundary;
   std::vector<float> host_mirrors;
@@ -356,6 +357,18 @@ double InMemoryExecutor::train_step(Model& model, std::uint32_t epoch, const Los
     s.backward(model, epoch);
     return total;
   });
+}
+
+ConstRows InMemoryExecutor::layer_outputs(std::size_t l) {
+  State& s = *state_;
+  NJ_EXPECTS(l < s.outputs.size(), "layer {} of a model of {}", l + 1, s.outputs.size());
+  if (l + 1 == s.outputs.size()) return s.logits.view();
+  const DeviceMatrix& rows = s.outputs[l];
+  if (s.downloaded_outputs.rows() != rows.rows() || s.downloaded_outputs.cols() != rows.cols()) {
+    s.downloaded_outputs = Matrix(rows.rows(), rows.cols());
+  }
+  s.transfers.download(rows.view(), s.downloaded_outputs.view());
+  return s.downloaded_outputs.view();
 }
 
 ExecutionMetrics InMemoryExecutor::take_metrics() {

@@ -44,7 +44,7 @@ struct SubgraphExecutor::State {
         global_id(local.global_id),
         plan(p),
         exchange(ranks, local, model, p.first_layer_sums_inputs(), homes),
-        parameters(transfers, model, p.first_layer_sums_inputs()),
+        parameters(transfers, model, p.first_layer_sums_inputs(), !p.options.forward_only),
         pools(
             backend, transfers, 2 * model.num_layers(), plan.staging_limit_bytes,
             [this](std::uint32_t tensor) { return homes[tensor]; }, metrics.wait_seconds),
@@ -501,8 +501,16 @@ struct SubgraphExecutor::State {
     });
   }
 
+  // A forward pass without dropout over every pass: the logits, and every layer's outputs on the host.
+  void evaluate(Model& model) {
+    for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
+    parameters.upload(backend, model);
+    for_each_pass([&] { run_forward(model, 0, false); });
+  }
+
   // One training step: every pass forward, its loss, and backward.
   double train(Model& model, std::uint32_t epoch, const LossFunction& loss) {
+    NJ_EXPECTS(!plan.options.forward_only, "an inference plan has no backward pass to train with");
     for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
     parameters.upload(backend, model);
     double total = 0.0;
@@ -619,7 +627,11 @@ MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, Con
   const std::unique_ptr<Communicator> detached = make_detached_communicator();
   {
     SubgraphExecutor::State replay(*kernels, device, model, local, features, plan, detached.get());
-    replay.train(model, 0, no_loss);
+    if (plan.options.forward_only) {
+      replay.evaluate(model);
+    } else {
+      replay.train(model, 0, no_loss);
+    }
   }
   return device.forecast();
 }
@@ -674,12 +686,18 @@ const EpochPlan& SubgraphExecutor::plan() const { return plan_; }
 
 ConstRows SubgraphExecutor::evaluate(Model& model) {
   State& s = *state_;
-  s.as_whole([&] {
-    for (std::size_t l = 0; l < model.num_layers(); ++l) model.layer(l).prepare();
-    s.parameters.upload(s.backend, model);
-    s.for_each_pass([&] { s.run_forward(model, 0, false); });
-  });
+  s.as_whole([&] { s.evaluate(model); });
   return s.logits;
+}
+
+ConstRows SubgraphExecutor::layer_outputs(std::size_t l) {
+  State& s = *state_;
+  if (l + 1 == s.outputs.size()) return s.logits;
+  NJ_EXPECTS(l < s.outputs.size(), "layer {} of a model of {}", l + 1, s.outputs.size());
+  // Training plans keep some outputs on the device, and the recompute baseline's passes overwrite each other's.
+  NJ_EXPECTS(plan_.options.forward_only && plan_.closures.empty(),
+             "only an inference plan of reuse keeps every layer's outputs on the host");
+  return ConstRows(s.outputs[l]).slice(0, s.num_owned);
 }
 
 double SubgraphExecutor::train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) {

@@ -21,8 +21,8 @@ std::int64_t gradient_floats(const Model& model) {
 
 }  // namespace
 
-std::int64_t DeviceParameters::bytes_for(const Model& model) {
-  std::int64_t bytes = gradient_floats(model) * kFloat;
+std::int64_t DeviceParameters::bytes_for(const Model& model, bool with_gradients) {
+  std::int64_t bytes = with_gradients ? gradient_floats(model) * kFloat : 0;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
     bytes += (layer.in_dim() * layer.row_width() + layer.out_dim()) * kFloat;
@@ -30,10 +30,11 @@ std::int64_t DeviceParameters::bytes_for(const Model& model) {
   return bytes;
 }
 
-DeviceParameters::DeviceParameters(Transfers& transfers, const Model& model, bool first_layer_sums_inputs)
+DeviceParameters::DeviceParameters(Transfers& transfers, const Model& model, bool first_layer_sums_inputs,
+                                   bool with_gradients)
     : transfers_(transfers),
       first_layer_sums_inputs_(first_layer_sums_inputs),
-      gradients_on_device_(transfers.device(), gradient_floats(model), "parameters: gradients") {
+      gradients_on_device_(transfers.device(), with_gradients ? gradient_floats(model) : 0, "parameters: gradients") {
   Device& device = transfers.device();
   float* next = gradients_on_device_.view().data;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
@@ -42,9 +43,11 @@ DeviceParameters::DeviceParameters(Transfers& transfers, const Model& model, boo
     NJ_EXPECTS(weight.size() == layer.in_dim() * layer.row_width(),
                "layer {}: the weight its inputs' sums are multiplied by has {} values, its W_eff {}", l + 1,
                weight.size(), layer.in_dim() * layer.row_width());
-    const DeviceRows weight_grad(next, weight.rows(), weight.cols());
-    const DeviceRows bias_grad(next + padded_floats(weight_grad.size()), 1, layer.out_dim());
-    next += gradient_floats(layer);
+    // Without gradients the views stay empty: nothing writes them.
+    const DeviceRows weight_grad = with_gradients ? DeviceRows(next, weight.rows(), weight.cols()) : DeviceRows{};
+    const DeviceRows bias_grad =
+        with_gradients ? DeviceRows(next + padded_floats(weight_grad.size()), 1, layer.out_dim()) : DeviceRows{};
+    if (with_gradients) next += gradient_floats(layer);
     layers_.push_back({DeviceMatrix(device, weight.rows(), weight.cols(), "parameters: weights"),
                        DeviceMatrix(device, 1, layer.out_dim(), "parameters: biases"), weight_grad, bias_grad});
   }
@@ -67,11 +70,12 @@ void DeviceParameters::upload(Backend& backend, const Model& model) {
     transfers_.upload_array(model.layer(l).bias().value.span(), p.bias.view().span());
   }
   const DeviceSpan<float> gradients = gradients_on_device_.view();
-  backend.zero_rows(DeviceRows(gradients.data, 1, gradients.size), {}, 1);
+  if (gradients.size > 0) backend.zero_rows(DeviceRows(gradients.data, 1, gradients.size), {}, 1);
 }
 
 void DeviceParameters::finish_step(Model& model, Communicator* comm) {
   const DeviceSpan<float> on_device = gradients_on_device_.view();
+  NJ_EXPECTS(on_device.size > 0, "parameters made without gradients take no training step");
   const bool with_peers = comm != nullptr && comm->size() > 1;
   if (with_peers && comm->exchange_space() == MemorySpace::kDevice) comm->all_reduce_sum_on_device(on_device);
   // Every gradient reaches the host before any is added: a download that fails leaves the host gradients as they

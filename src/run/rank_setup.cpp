@@ -8,6 +8,7 @@
 #include "nj/core/stopwatch.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/shard_file.hpp"
+#include "nj/runtime/rank_communicator.hpp"
 
 namespace nj {
 namespace {
@@ -63,6 +64,25 @@ std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources&
   // blocks from): the loaded in-edges, a copy, go before the rows fill (the offsets stay, for the counts).
   std::vector<vid_t>().swap(shard.local.graph.sources);
   return executor;
+}
+
+void set_up_rank_device(RankDevice& rank, const ExecutorChoice& choice, int threads, bool deterministic,
+                        Communicator& comm) {
+  rank.device.ranks_per_gpu = count_ranks_sharing_gpu(comm, rank.device);
+  agree_on_failure(comm, [&] {
+    spdlog::info("device: {}{}", rank.device.reason,
+                 rank.device.ranks_per_gpu > 1 ? fmt::format(", shared by {} ranks", rank.device.ranks_per_gpu) : "");
+    rank.resources =
+        make_resources(rank.device, {.budget_bytes = choice.in_memory ? kUnlimited : choice.options.device_budget,
+                                     .threads = threads,
+                                     .deterministic = deterministic});
+  });
+  // A rank that fails to connect leaves the others inside the connection: its error ends the job (main).
+  rank.device_comm = make_rank_communicator(comm, rank.resources);
+  if (comm.size() > 1 && !rank.device_comm) {
+    spdlog::info("exchange: over MPI from host memory ({} ranks share a GPU; NCCL needs one GPU per rank)",
+                 rank.resources.ranks_per_device);
+  }
 }
 
 void log_plan(const EpochPlan& plan) {

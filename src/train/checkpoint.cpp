@@ -337,6 +337,37 @@ TrainingProgress load_checkpoint(const std::string& path, const RunIdentity& run
   return progress;
 }
 
+std::string feature_norm_of(const RunIdentity& run) {
+  return run.dataset.ends_with("row-normalised features") ? "row" : "none";
+}
+
+void load_weights(const std::string& path, Model& model) {
+  const auto file = hdf5::File::open_read(path);
+  const std::vector<Parameter*> params = model.parameters();
+  // Every shape is checked before anything is read, and everything read before anything is replaced.
+  for (const Parameter* p : params) {
+    const std::string name = "/params/" + p->name;
+    NJ_REQUIRE(file.exists(name), "{}: has no parameter {}: written for another model", path, p->name);
+    const std::vector<hsize_t> shape = file.shape(name);
+    const std::vector<hsize_t> expected = {static_cast<hsize_t>(p->value.rows()),
+                                           static_cast<hsize_t>(p->value.cols())};
+    NJ_REQUIRE(shape == expected,
+               "{}: its model does not fit this data: parameter {} is {} in the checkpoint and {} here (the input "
+               "features and the classes must be the training data's)",
+               path, p->name, fmt::join(shape, "x"), fmt::join(expected, "x"));
+  }
+  std::vector<std::vector<float>> values(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i)
+    read_matrix(file, "/params/" + params[i]->name, params[i]->value, values[i]);
+  for (std::size_t i = 0; i < params.size(); ++i)
+    std::copy(values[i].begin(), values[i].end(), params[i]->value.data());
+}
+
+void broadcast_weights(Communicator& comm, int root, Model& model) {
+  if (comm.size() == 1) return;
+  for (Parameter* p : model.parameters()) comm.broadcast(bytes_of(p->value.span()), root);
+}
+
 void broadcast_training_state(Communicator& comm, int root, TrainingProgress& progress, Adam& optimizer) {
   if (comm.size() == 1) return;
   std::int64_t steps = optimizer.steps();
@@ -360,6 +391,14 @@ CheckpointFolder::CheckpointFolder(std::string path) : path_(std::move(path)) {
 
 std::string CheckpointFolder::file_for(std::uint32_t epochs_done) const {
   return (fs::path(path_) / fmt::format("checkpoint-{:06d}.h5", epochs_done)).string();
+}
+
+std::string CheckpointFolder::best_file() const { return (fs::path(path_) / "best.h5").string(); }
+
+std::string CheckpointFolder::save_best(const RunIdentity& run, const TrainingProgress& progress,
+                                        const Adam& optimizer) const {
+  save_checkpoint(best_file(), run, progress, optimizer);
+  return best_file();
 }
 
 std::vector<std::string> CheckpointFolder::checkpoints() const {

@@ -75,6 +75,8 @@ nlohmann::json to_json(const ExecutionMetrics& e) {
 nlohmann::json to_json(const TrainSummary& s) {
   return {{"type", "summary"},
           {"epochs", s.epochs},
+          {"epochs_done", s.epochs_done},
+          {"stopped", s.stopped_early ? "early stop" : "every epoch"},
           {"final", to_json(s.final_accuracy)},
           {"best_val_epoch", s.best_val_accuracy.valid() ? nlohmann::json(s.best_val_epoch + 1) : nullptr},
           {"best_val", to_json(s.best_val_accuracy)},

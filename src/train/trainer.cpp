@@ -141,17 +141,16 @@ void Trainer::require_finite(std::uint32_t epoch, double loss) {
   }
 }
 
-Accuracy Trainer::evaluate() {
-  const ConstRows logits = executor_.evaluate(model_);
-  executor_.take_metrics();  // evaluation traffic is not the training step's
+std::int64_t predicted_class(const float* logits, std::int64_t classes) {
+  return std::max_element(logits, logits + classes) - logits;
+}
+
+Accuracy accuracy_of(ConstRows logits, const VertexTargets& targets, Communicator& comm) {
   // correct and total for train, val, test
   std::array<std::int64_t, 6> counts{};
-  const std::array<std::span<const std::uint8_t>, 3> masks = {targets_.train_mask, targets_.val_mask,
-                                                              targets_.test_mask};
+  const std::array<std::span<const std::uint8_t>, 3> masks = {targets.train_mask, targets.val_mask, targets.test_mask};
   for (std::int64_t v = 0; v < logits.rows; ++v) {
-    const float* row = logits.row(v);
-    const auto predicted = std::max_element(row, row + logits.cols) - row;
-    const bool correct = predicted == targets_.labels[static_cast<std::size_t>(v)];
+    const bool correct = predicted_class(logits.row(v), logits.cols) == targets.labels[static_cast<std::size_t>(v)];
     for (std::size_t s = 0; s < masks.size(); ++s) {
       if (masks[s][static_cast<std::size_t>(v)] != 0) {
         counts[2 * s] += correct ? 1 : 0;
@@ -159,7 +158,7 @@ Accuracy Trainer::evaluate() {
       }
     }
   }
-  comm_.all_reduce_sum(counts);
+  comm.all_reduce_sum(counts);
   auto ratio = [&](std::size_t s) {
     return counts[2 * s + 1] > 0 ? static_cast<double>(counts[2 * s]) / static_cast<double>(counts[2 * s + 1])
                                  : Accuracy::kNone;
@@ -167,11 +166,30 @@ Accuracy Trainer::evaluate() {
   return {ratio(0), ratio(1), ratio(2)};
 }
 
+Accuracy Trainer::evaluate() {
+  const ConstRows logits = executor_.evaluate(model_);
+  executor_.take_metrics();  // evaluation traffic is not the training step's
+  return accuracy_of(logits, targets_, comm_);
+}
+
+std::uint32_t Trainer::evaluations_since_best() const {
+  if (!progress_.best_val_accuracy.valid() || options_.eval_every == 0) return 0;
+  // Evaluated epochs are those e with (e + 1) a multiple of eval_every (and the last, after which nothing is left).
+  const std::uint32_t done = progress_.next_epoch;
+  const std::uint32_t best_done = progress_.best_val_epoch + 1;
+  return done / options_.eval_every - best_done / options_.eval_every;
+}
+
 TrainSummary Trainer::fit(const std::function<void(const EpochMetrics&)>& on_epoch, const std::function<bool()>& stop) {
   TrainSummary summary;
   std::vector<double> epoch_seconds;
   const auto start = std::chrono::steady_clock::now();
-  for (std::uint32_t epoch = progress_.next_epoch; epoch < options_.epochs; ++epoch) {
+  const auto patience_ran_out = [this] {
+    return options_.early_stop_patience > 0 && evaluations_since_best() >= options_.early_stop_patience;
+  };
+  // A run resumed after it stopped early (a requeued job) stops again at once.
+  summary.stopped_early = progress_.next_epoch < options_.epochs && patience_ran_out();
+  for (std::uint32_t epoch = progress_.next_epoch; epoch < options_.epochs && !summary.stopped_early; ++epoch) {
     EpochMetrics metrics = train_epoch(epoch);
     const bool last = epoch + 1 == options_.epochs;
     if (last || (options_.eval_every > 0 && (epoch + 1) % options_.eval_every == 0)) {
@@ -188,12 +206,14 @@ TrainSummary Trainer::fit(const std::function<void(const EpochMetrics&)>& on_epo
     progress_.next_epoch = epoch + 1;
     epoch_seconds.push_back(metrics.train_seconds());
     on_epoch(metrics);
-    if (stop && stop()) break;
+    summary.stopped_early = !last && patience_ran_out();
+    if (!summary.stopped_early && stop && stop()) break;
   }
   summary.best_val_epoch = progress_.best_val_epoch;
   summary.best_val_accuracy = progress_.best_val_accuracy;
   summary.final_accuracy = progress_.final_accuracy;
   summary.epochs = options_.epochs;
+  summary.epochs_done = progress_.next_epoch;
   summary.total_seconds = seconds_since(start);
   if (!epoch_seconds.empty()) {
     std::sort(epoch_seconds.begin(), epoch_seconds.end());

@@ -45,6 +45,10 @@ struct SubgraphExecutorOptions {
   // What the backend's libraries take of the device (the executor sets its backend's): the workspace lies beside
   // the arena, the narrowed offsets within the steps.
   LibraryMemory library = {};
+  // Inference: the plan runs the forward pass alone, without dropout. No step keeps anything for a backward pass
+  // (no gradient pools, no parameter gradients), so steps are smaller and fit budgets training does not, and every
+  // layer's outputs reach the host, where Executor::layer_outputs reads them.
+  bool forward_only = false;
 };
 
 // A step of a pass: `index` is a transform chunk of its layer (transform steps), a subgraph of its layer
@@ -224,7 +228,8 @@ class ClosurePlanner {
 };
 
 // The smallest device budget with which plan_epoch succeeds for this model and graph, in either mode: both
-// run a layer's smallest step, one vertex with all its in-edges.
-std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local, const LibraryMemory& library = {});
+// run a layer's smallest step, one vertex with all its in-edges (forward_only: of an inference plan).
+std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local, const LibraryMemory& library = {},
+                                   bool forward_only = false);
 
 }  // namespace nj

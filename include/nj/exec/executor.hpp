@@ -57,6 +57,9 @@ class Executor {
   virtual ~Executor() = default;
   // Logits of the owned vertices without dropout (the epoch is irrelevant outside training).
   virtual ConstRows evaluate(Model& model) = 0;
+  // What layer l output for the owned vertices in the last evaluate(), after its activation, in the logits' row
+  // order (the last layer's are the logits). Its first Layer::embedding_width() columns are the layer's own.
+  virtual ConstRows layer_outputs(std::size_t l) = 0;
   // One training pass for `epoch` (which addresses the dropout masks): forward, the loss through `loss`, and
   // backward, adding into every parameter's gradient the step's gradient summed over all ranks (one sum of every
   // gradient at once, through the executor's communicator). Returns this rank's summed loss.
@@ -88,6 +91,7 @@ class InMemoryExecutor final : public Executor {
                    Communicator* comm = nullptr);
   ~InMemoryExecutor() override;
   ConstRows evaluate(Model& model) override;
+  ConstRows layer_outputs(std::size_t l) override;
   double train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) override;
   ExecutionMetrics take_metrics() override;
 

@@ -23,10 +23,10 @@
 #include "nj/runtime/resources.hpp"
 
 namespace nj {
-// Replays one training step of `plan` on a planning device (planning_device.hpp), with kernels that do nothing
-// and a rank detached from its peers: exactly what the run allocates on the device, and how the arena places
-// it. The replay runs `model`'s prepare() and finish_backward(), and adds zeros to its gradients (planning
-// copies to the host write zeros): the model's values do not change. Of `features`, only the shape is read.
+// Replays one training step of `plan` (an inference plan: one evaluation) on a planning device (planning_device.hpp),
+// with kernels that do nothing and a rank detached from its peers: exactly what the run allocates on the device, and
+// how the arena places it. The replay runs `model`'s prepare() and finish_backward(), and adds zeros to its gradients
+// (planning copies to the host write zeros): the model's values do not change. Of `features`, only the shape is read.
 MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, ConstRows features, const EpochPlan& plan);
 // Host bytes the executor holds beside the plan while it runs: where each row is on the device, and where steps
 // build their subgraphs' blocks, the builder's per-vertex scratch and the largest block (`threads`: OpenMP's).
@@ -47,6 +47,8 @@ class SubgraphExecutor final : public Executor {
                    const SubgraphExecutorOptions& options, Communicator* comm = nullptr);
   ~SubgraphExecutor() override;
   ConstRows evaluate(Model& model) override;
+  // Layers below the last: of an inference plan (SubgraphExecutorOptions::forward_only) in reuse mode only.
+  ConstRows layer_outputs(std::size_t l) override;
   double train_step(Model& model, std::uint32_t epoch, const LossFunction& loss) override;
   ExecutionMetrics take_metrics() override;
   const EpochPlan& plan() const;

@@ -25,10 +25,11 @@ struct LayerParameters {
 class DeviceParameters {
  public:
   // `first_layer_sums_inputs`: the first layer runs summing its inputs first (aggregates_before_transform), so
-  // its weight is its input_sums_weight, of as many values as its W_eff.
-  DeviceParameters(Transfers& transfers, const Model& model, bool first_layer_sums_inputs);
+  // its weight is its input_sums_weight, of as many values as its W_eff. Without gradients (inference) only the
+  // weights and biases are allocated, and finish_step must not be called.
+  DeviceParameters(Transfers& transfers, const Model& model, bool first_layer_sums_inputs, bool with_gradients = true);
   // Device bytes the constructor allocates for this model.
-  static std::int64_t bytes_for(const Model& model);
+  static std::int64_t bytes_for(const Model& model, bool with_gradients = true);
 
   // After the layers were prepared: their weights and biases to the device, and the gradients zeroed. Kernels
   // issued afterwards see them.

@@ -51,6 +51,9 @@ class Layer {
   virtual std::int64_t row_width() const = 0;
   // Width of the aggregated output Y.
   virtual std::int64_t out_dim() const = 0;
+  // The columns of Y that are the layer's own embedding of a vertex, the first ones (nj infer writes them): all
+  // but those a layer carries on for later layers (APPNP's h⁰).
+  virtual std::int64_t embedding_width() const { return out_dim(); }
   virtual AggregationTraits aggregation() const = 0;
   virtual std::vector<Parameter*> parameters() = 0;
   const Parameter& bias() const { return bias_; }

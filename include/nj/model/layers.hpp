@@ -202,6 +202,7 @@ class PropagationLayer final : public RootedSumLayer {
   PropagationLayer(std::int64_t width, float alpha, bool first, bool last);
   std::int64_t row_width() const override { return 2 * width_; }
   std::int64_t out_dim() const override { return last_ ? width_ : 2 * width_; }
+  std::int64_t embedding_width() const override { return width_; }
   AggregationTraits aggregation() const override {
     return {.linear = false, .structural_coefficients = true, .backward_reads_rows = false};
   }

@@ -43,6 +43,23 @@ Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator&
 std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources& resources, Model& model, Shard& shard,
                                         Communicator& comm);
 
+// Where a rank computes: its device and that device's resources, and with several ranks the communicator that sends
+// from device memory (NCCL on CUDA) over the job's, where there is one.
+struct RankDevice {
+  DeviceChoice device;
+  Resources resources;
+  std::unique_ptr<Communicator> device_comm;
+  // What the executor exchanges boundary rows over.
+  Communicator& exchange_comm(Communicator& job) { return device_comm ? *device_comm : job; }
+};
+
+// Makes rank.device's resources for `choice` (in-memory execution has the device to itself, without a budget) and
+// connects the device communicator. Counting the ranks on each card and connecting are collectives: every rank
+// must reach this, in the same order, once its data is set up (a rank that failed before would leave the others
+// waiting). Making the device may fail on one rank alone: agreed over `comm`.
+void set_up_rank_device(RankDevice& rank, const ExecutorChoice& choice, int threads, bool deterministic,
+                        Communicator& comm);
+
 // Logs a plan's subgraphs, pool and step budgets and predicted traffic.
 void log_plan(const EpochPlan& plan);
 

@@ -73,6 +73,17 @@ struct CheckpointSummary {
 bool is_checkpoint_file(const std::string& path);
 CheckpointSummary read_checkpoint_summary(const std::string& path);
 
+// How the run that wrote a checkpoint normalised its features after loading ("none", "row"), as its dataset's
+// description records it: what inference from it must do too.
+std::string feature_norm_of(const RunIdentity& run);
+
+// Reads only a checkpoint's parameters into `model`, all or nothing: what inference needs from any training run of
+// this model, whatever its optimizer, partitioning or progress. Throws InputError naming the file where a parameter
+// is missing, of another shape (the model does not fit the data) or not finite.
+void load_weights(const std::string& path, Model& model);
+// Makes every rank's parameter values rank `root`'s.
+void broadcast_weights(Communicator& comm, int root, Model& model);
+
 // Makes every rank's parameters, moments and progress rank `root`'s: the one rank that read a checkpoint
 // hands it to the others, which need not see the file.
 void broadcast_training_state(Communicator& comm, int root, TrainingProgress& progress, Adam& optimizer);
@@ -90,6 +101,9 @@ class CheckpointFolder {
   // Saves the state after progress.next_epoch epochs, then removes all but the newest kKept checkpoints.
   std::string save(const RunIdentity& run, const TrainingProgress& progress, const Adam& optimizer,
                    const std::function<void()>& on_written = {}) const;
+  // The checkpoint of the best validation accuracy (--keep-best), beside the numbered ones and never removed by them.
+  std::string best_file() const;
+  std::string save_best(const RunIdentity& run, const TrainingProgress& progress, const Adam& optimizer) const;
   // Checkpoints in the folder, newest first.
   std::vector<std::string> checkpoints() const;
   // The newest checkpoint whose summary reads, without a warning for those that do not (resume gives them);

@@ -25,6 +25,8 @@ struct TrainOptions {
   AdamConfig adam;
   WeightDecayScope decay_scope = WeightDecayScope::kAll;
   std::uint32_t eval_every = 1;  // evaluate every k epochs (and after the last); 0 = only after the last
+  // Stop once this many evaluations in a row found no better validation accuracy than the best (0: never).
+  std::uint32_t early_stop_patience = 0;
 };
 
 // What the loss and the accuracies read, for the rows an executor's logits cover: a rank's owned vertices.
@@ -86,12 +88,20 @@ struct EpochMetrics {
 
 struct TrainSummary {
   std::uint32_t epochs = 0;
+  std::uint32_t epochs_done = 0;  // where training stopped: epochs, unless it stopped early or was interrupted
+  bool stopped_early = false;     // by TrainOptions::early_stop_patience
   Accuracy final_accuracy;
   std::uint32_t best_val_epoch = 0;  // counted from 0
   Accuracy best_val_accuracy;        // all three accuracies at the epoch with the best validation accuracy
   double median_epoch_seconds = 0.0;
   double total_seconds = 0.0;
 };
+
+// The class a row of logits predicts: the first of the largest.
+std::int64_t predicted_class(const float* logits, std::int64_t classes);
+// Train, validation and test accuracy of the owned rows' logits over all ranks of `comm` (one sum of the counts); NaN
+// for a split without vertices.
+Accuracy accuracy_of(ConstRows logits, const VertexTargets& targets, Communicator& comm);
 
 // Where training stands between epochs: with the weights and Adam's state, all a resumed run needs to go on as
 // if it had never stopped.
@@ -118,6 +128,10 @@ class Trainer {
 
   Adam& optimizer() { return optimizer_; }
   const TrainingProgress& progress() const { return progress_; }
+  // Evaluations after the one with the best validation accuracy, up to progress().next_epoch: what early stopping
+  // counts. A function of the progress and the options alone, so that a resumed run counts on where its checkpoint
+  // stood, on any number of ranks. 0 while no validation accuracy was measured.
+  std::uint32_t evaluations_since_best() const;
   // Continues from a checkpoint's progress: the epoch numbers address the dropout masks, and the best
   // validation so far carries on into the summary.
   void restore(const TrainingProgress& progress) { progress_ = progress; }

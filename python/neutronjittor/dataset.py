@@ -1,0 +1,181 @@
+"""Writing nj dataset files (docs/dataset-format.md) from arrays, PyG ``Data`` objects and DGL graphs."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Sequence
+
+import h5py
+import numpy as np
+
+FORMAT_VERSION = 1
+_SELF_LOOPS = ("kept", "removed", "added")
+
+
+def _array(value: Any) -> np.ndarray:
+    """A numpy array of a numpy array, a list, or a tensor (anything with ``.numpy()``), without importing torch."""
+    for step in ("detach", "cpu"):
+        if hasattr(value, step) and callable(getattr(value, step)):
+            value = getattr(value, step)()
+    if hasattr(value, "numpy") and callable(value.numpy):
+        value = value.numpy()
+    return np.asarray(value)
+
+
+def _dense_features(features: Any) -> np.ndarray:
+    """Features as a dense float32 matrix; a scipy.sparse matrix is densified (nj stores features dense)."""
+    if hasattr(features, "toarray") and callable(features.toarray):
+        features = features.toarray()
+    out = np.ascontiguousarray(_array(features), dtype=np.float32)
+    if out.ndim == 1:
+        out = out.reshape(-1, 1)
+    if out.ndim != 2:
+        raise ValueError(f"features must be a matrix (vertices x width), got shape {out.shape}")
+    if not np.isfinite(out).all():
+        raise ValueError("features hold a NaN or an infinite value")
+    return out
+
+
+def _mask(value: Any, n: int, name: str) -> np.ndarray:
+    """A split as one 0/1 byte per vertex, from a boolean mask or from an index array."""
+    if value is None:
+        return np.zeros(n, dtype=np.uint8)
+    array = _array(value)
+    if array.dtype == bool or (array.ndim == 1 and array.shape[0] == n and set(np.unique(array)) <= {0, 1}):
+        if array.shape != (n,):
+            raise ValueError(f"{name}: a mask must have one entry per vertex ({n}), got shape {array.shape}")
+        return array.astype(np.uint8)
+    mask = np.zeros(n, dtype=np.uint8)
+    mask[array.astype(np.int64)] = 1
+    return mask
+
+
+def write_dataset(
+    path: str | os.PathLike,
+    edge_index: Any,
+    features: Any,
+    labels: Any,
+    train_mask: Any = None,
+    val_mask: Any = None,
+    test_mask: Any = None,
+    *,
+    num_classes: Optional[int] = None,
+    node_ids: Any = None,
+    name: str = "",
+    symmetrized: Optional[bool] = None,
+    self_loops: Optional[str] = None,
+) -> str:
+    """Writes an nj dataset file and returns its path.
+
+    edge_index: shape (2, E), row 0 the sources and row 1 the destinations of the directed edges (PyG's
+        convention; an undirected graph lists each edge both ways). Ids are 0..n-1, or, with ``node_ids``, values
+        of ``node_ids``.
+    features: (n, width) floats, a numpy array, a tensor or a scipy.sparse matrix (densified).
+    labels: n class ids; -1 for an unlabelled vertex (allowed only outside every split).
+    train_mask, val_mask, test_mask: boolean masks of n entries, or arrays of vertex positions.
+    num_classes: default ``labels.max() + 1``.
+    node_ids: the caller's id of each vertex, in the row order of ``features``, ``labels`` and the masks: nj's vertex
+        i is ``node_ids[i]``, and ``read_predictions`` returns rows in this order.
+    symmetrized: whether every edge's reverse is present; default: checked.
+    self_loops: "kept", "removed" or "added"; default "removed" where the graph has none, else "kept".
+    """
+    x = _dense_features(features)
+    n = x.shape[0]
+    y = _array(labels).astype(np.int64).reshape(-1)
+    if y.shape[0] != n:
+        raise ValueError(f"labels have {y.shape[0]} entries for {n} vertices")
+    edges = _array(edge_index)
+    if edges.ndim != 2 or edges.shape[0] != 2:
+        raise ValueError(f"edge_index must have shape (2, E), got {edges.shape}")
+    if node_ids is not None:
+        ids = _array(node_ids).reshape(-1)
+        if ids.shape[0] != n:
+            raise ValueError(f"node_ids has {ids.shape[0]} entries for {n} vertices")
+        order = np.argsort(ids, kind="stable")
+        sorted_ids = ids[order]
+        if np.any(sorted_ids[1:] == sorted_ids[:-1]):
+            raise ValueError("node_ids repeats an id")
+        positions = np.searchsorted(sorted_ids, edges.reshape(-1))
+        positions = np.minimum(positions, n - 1)
+        if np.any(sorted_ids[positions] != edges.reshape(-1)):
+            raise ValueError("edge_index names a vertex that node_ids does not list")
+        edges = order[positions].reshape(2, -1)
+    src = edges[0].astype(np.int64)
+    dst = edges[1].astype(np.int64)
+    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
+        raise ValueError(f"edge_index holds an id outside 0..{n - 1}")
+    order = np.lexsort((src, dst))  # by destination, then source: the in-edge CSR
+    indices = src[order].astype(np.int32)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
+    if symmetrized is None:
+        forward = set(zip(src.tolist(), dst.tolist()))
+        symmetrized = all((d, s) in forward for s, d in forward)
+    if self_loops is None:
+        self_loops = "kept" if np.any(src == dst) else "removed"
+    if self_loops not in _SELF_LOOPS:
+        raise ValueError(f"self_loops must be one of {_SELF_LOOPS}, got {self_loops!r}")
+    classes = int(y.max()) + 1 if num_classes is None else int(num_classes)
+    masks = {split: _mask(m, n, split) for split, m in (("train", train_mask), ("val", val_mask), ("test", test_mask))}
+
+    rows_per_chunk = max(1, min(n, 4096))
+    with h5py.File(path, "w") as f:
+        f.create_dataset("graph/indptr", data=indptr)
+        f.create_dataset("graph/indices", data=indices, chunks=(max(1, min(1 << 20, indices.size)),) if indices.size else None)
+        f.create_dataset("features", data=x, chunks=(rows_per_chunk, max(1, x.shape[1])) if n else None)
+        f.create_dataset("labels", data=y.astype(np.int32))
+        for split, mask in masks.items():
+            f.create_dataset(f"masks/{split}", data=mask)
+        f.attrs["format_version"] = FORMAT_VERSION
+        f.attrs["name"] = name
+        f.attrs["num_classes"] = classes
+        f.attrs["num_vertices"] = n
+        f.attrs["num_edges"] = int(indices.size)
+        f.attrs["symmetrized"] = int(bool(symmetrized))
+        f.attrs["self_loops"] = self_loops
+    return os.fspath(path)
+
+
+def _first_attribute(obj: Any, names: Sequence[str]) -> Any:
+    for attribute in names:
+        value = getattr(obj, attribute, None)
+        if value is not None:
+            return value
+    return None
+
+
+def from_pyg(data: Any, path: str | os.PathLike, *, name: str = "", **options: Any) -> str:
+    """Writes a PyG ``Data``-like object (``edge_index``, ``x``, ``y``, ``train_mask``, ``val_mask``,
+    ``test_mask``), read by its attributes: torch itself is not imported. Other options go to write_dataset."""
+    return write_dataset(
+        path,
+        data.edge_index,
+        data.x,
+        data.y,
+        _first_attribute(data, ("train_mask",)),
+        _first_attribute(data, ("val_mask",)),
+        _first_attribute(data, ("test_mask",)),
+        name=name,
+        **options,
+    )
+
+
+def from_dgl(graph: Any, path: str | os.PathLike, *, name: str = "", feature: str = "feat", label: str = "label",
+             **options: Any) -> str:
+    """Writes a DGL graph: its edges (``graph.edges()``), and ``ndata[feature]``, ``ndata[label]`` and the
+    ``train_mask``, ``val_mask`` and ``test_mask`` node data, read by their names. Other options go to
+    write_dataset."""
+    src, dst = graph.edges()
+    edge_index = np.stack([_array(src), _array(dst)])
+    ndata = graph.ndata
+    return write_dataset(
+        path,
+        edge_index,
+        ndata[feature],
+        ndata[label],
+        ndata.get("train_mask") if hasattr(ndata, "get") else None,
+        ndata.get("val_mask") if hasattr(ndata, "get") else None,
+        ndata.get("test_mask") if hasattr(ndata, "get") else None,
+        name=name,
+        **options,
+    )

@@ -1,0 +1,77 @@
+"""Reading what nj wrote: ``nj infer``'s output file and ``nj train``'s JSONL metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+import h5py
+import numpy as np
+
+INFERENCE_FORMAT = "nj-inference-1"
+
+
+@dataclass
+class Predictions:
+    """``nj infer``'s output. Row i of every array is the dataset's vertex i: with ``node_ids`` given to
+    write_dataset, the vertex ``node_ids[i]``, so the arrays line up with the caller's own."""
+
+    logits: np.ndarray
+    probabilities: np.ndarray
+    predictions: np.ndarray
+    embeddings: Dict[int, np.ndarray] = field(default_factory=dict)  # layer (from 1) -> rows
+    attributes: Dict[str, Any] = field(default_factory=dict)
+    node_ids: Optional[np.ndarray] = None
+
+    def accuracy(self, labels: Any, mask: Any) -> float:
+        """The share of the masked vertices whose prediction is their label."""
+        mask = np.asarray(mask).astype(bool)
+        return float(np.mean(self.predictions[mask] == np.asarray(labels)[mask]))
+
+
+def _attribute(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def read_predictions(path: str | os.PathLike, node_ids: Any = None) -> Predictions:
+    """Reads ``nj infer``'s file. ``node_ids``: the ids given to write_dataset, attached to the result (the rows
+    are already in their order)."""
+    with h5py.File(path, "r") as f:
+        attributes = {key: _attribute(value) for key, value in f.attrs.items()}
+        if attributes.get("format") != INFERENCE_FORMAT:
+            raise ValueError(f"{os.fspath(path)}: not an nj infer output (format {attributes.get('format')!r})")
+        embeddings = {}
+        if "embeddings" in f:
+            for key in f["embeddings"]:
+                embeddings[int(key.removeprefix("layer"))] = f["embeddings"][key][:]
+        result = Predictions(f["logits"][:], f["probabilities"][:], f["predictions"][:], embeddings, attributes)
+    if node_ids is not None:
+        ids = np.asarray(node_ids).reshape(-1)
+        if ids.shape[0] != result.logits.shape[0]:
+            raise ValueError(f"{len(ids)} node_ids for {result.logits.shape[0]} vertices")
+        result.node_ids = ids
+    return result
+
+
+def read_metrics(path: str | os.PathLike, as_frame: bool = False) -> Any:
+    """``nj train --metrics-out``'s records: (epochs, summaries), each a list of dicts; with ``as_frame``, the
+    epochs as a pandas DataFrame (pandas must be installed) and the summaries as a list."""
+    epochs: List[dict] = []
+    summaries: List[dict] = []
+    with open(path) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            (epochs if record.get("type") == "epoch" else summaries).append(record)
+    if as_frame:
+        import pandas  # noqa: PLC0415 (optional)
+
+        return pandas.json_normalize(epochs), summaries
+    return epochs, summaries

@@ -1,0 +1,263 @@
+// nj infer as a user runs it: a training checkpoint's predictions for every vertex, equal to the training run's own
+// final evaluation, the same under a budget and on several ranks, in the dataset's own vertex ids, and readable by
+// any HDF5 reader; mistakes are one line.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <regex>
+
+#include "nj/exec/subgraph_executor.hpp"
+#include "nj/io/dataset_file.hpp"
+#include "nj/io/hdf5.hpp"
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+using test::shell_quote;
+
+// What a test reads back of an inference file.
+struct Inferred {
+  hdf5::Array<float> logits;
+  hdf5::Array<float> probabilities;
+  hdf5::Array<std::int32_t> predictions;
+  std::vector<hdf5::Array<float>> embeddings;  // layer 1, 2, ... where written
+  double train = 0.0;
+  double val = 0.0;
+  double test = 0.0;
+};
+
+Inferred read_inferred(const std::string& path, int embedding_layers = 0) {
+  const auto file = hdf5::File::open_read(path);
+  Inferred out{file.read<float>("/logits"),
+               file.read<float>("/probabilities"),
+               file.read<std::int32_t>("/predictions"),
+               {},
+               file.float_attribute("train_accuracy"),
+               file.float_attribute("val_accuracy"),
+               file.float_attribute("test_accuracy")};
+  for (int l = 1; l <= embedding_layers; ++l)
+    out.embeddings.push_back(file.read<float>(fmt::format("/embeddings/layer{}", l)));
+  return out;
+}
+
+// The largest difference between two arrays of one shape, relative to the largest magnitude in `expected`.
+double relative_difference(const hdf5::Array<float>& expected, const hdf5::Array<float>& actual) {
+  EXPECT_EQ(expected.shape, actual.shape);
+  if (expected.shape != actual.shape) return INFINITY;
+  double scale = 1.0;
+  double largest = 0.0;
+  for (std::size_t i = 0; i < expected.values.size(); ++i) {
+    scale = std::max(scale, std::abs(double{expected.values[i]}));
+    largest = std::max(largest, std::abs(double{expected.values[i]} - double{actual.values[i]}));
+  }
+  return largest / scale;
+}
+
+// The last record of a metrics file: the run's summary.
+nlohmann::json summary_of(const std::string& metrics) {
+  std::ifstream in(metrics);
+  std::string last;
+  for (std::string line; std::getline(in, line);) last = line;
+  return nlohmann::json::parse(last);
+}
+
+// `data` with vertex v renamed new_id[v]: the same graph, features, labels and splits under other ids.
+Dataset renamed(const Dataset& data, const std::vector<vid_t>& new_id) {
+  const vid_t n = data.num_vertices();
+  std::vector<vid_t> old_id(static_cast<std::size_t>(n));
+  for (vid_t v = 0; v < n; ++v) old_id[static_cast<std::size_t>(new_id[static_cast<std::size_t>(v)])] = v;
+  Dataset out;
+  out.name = data.name;
+  out.num_classes = data.num_classes;
+  out.symmetrized = data.symmetrized;
+  out.self_loops = data.self_loops;
+  out.features = Matrix(n, data.features.cols());
+  for (vid_t u = 0; u < n; ++u) {
+    const vid_t v = old_id[static_cast<std::size_t>(u)];
+    std::vector<vid_t> sources;
+    for (const vid_t s : data.graph.in_neighbors(v)) sources.push_back(new_id[static_cast<std::size_t>(s)]);
+    std::ranges::sort(sources);
+    out.graph.sources.insert(out.graph.sources.end(), sources.begin(), sources.end());
+    out.graph.offsets.push_back(out.graph.num_edges());
+    std::copy(data.features.view().row(v), data.features.view().row(v) + data.features.cols(),
+              out.features.view().row(u));
+    const auto at = static_cast<std::size_t>(v);
+    out.labels.push_back(data.labels[at]);
+    out.train_mask.push_back(data.train_mask[at]);
+    out.val_mask.push_back(data.val_mask[at]);
+    out.test_mask.push_back(data.test_mask[at]);
+  }
+  return out;
+}
+
+class InferCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_dataset(dataset_, data_);
+    const auto trained = test::run_nj("train " + shell_quote(dataset_) +
+                                      " --threads 1 --model sage --hidden 16 --epochs 5 --save-checkpoint " +
+                                      shell_quote(checkpoint_) + " --metrics-out " + shell_quote(metrics_));
+    ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  }
+  test::CommandResult infer(const std::string& data, const std::string& output, const std::string& options = "") const {
+    return test::run_nj("infer " + shell_quote(checkpoint_) + " " + data + " --threads 1 -o " + shell_quote(output) +
+                        " " + options);
+  }
+  test::TempDir dir_;
+  Dataset data_ = test::random_dataset(300, 1800, 12, 4, 7);
+  std::string dataset_ = dir_.file("data.h5");
+  std::string checkpoint_ = dir_.file("c.h5");
+  std::string metrics_ = dir_.file("m.jsonl");
+};
+
+TEST_F(InferCli, PredictionsAreTheTrainingRunsFinalEvaluation) {
+  const std::string out = dir_.file("out.h5");
+  const auto run = infer(shell_quote(dataset_), out, "--embeddings all");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Inferred inferred = read_inferred(out, 2);
+  const nlohmann::json final_accuracy = summary_of(metrics_)["final"];
+  EXPECT_EQ(inferred.train, final_accuracy["train"].get<double>());
+  EXPECT_EQ(inferred.val, final_accuracy["val"].get<double>());
+  EXPECT_EQ(inferred.test, final_accuracy["test"].get<double>());
+  EXPECT_NE(run.output.find(fmt::format("done: 300 vertices to {} | train {:.4f} val {:.4f} test {:.4f}", out,
+                                        inferred.train, inferred.val, inferred.test)),
+            std::string::npos)
+      << run.output;
+  ASSERT_EQ(inferred.logits.shape, (std::vector<hsize_t>{300, 4}));
+  ASSERT_EQ(inferred.embeddings.front().shape, (std::vector<hsize_t>{300, 16}));
+  EXPECT_EQ(relative_difference(inferred.logits, inferred.embeddings.back()), 0.0) << "the last layer's are the logits";
+  // Predictions are each row's largest logit, and the probabilities its softmax; both agree with the accuracies.
+  std::int64_t correct_test = 0;
+  std::int64_t test_vertices = 0;
+  for (std::size_t v = 0; v < 300; ++v) {
+    const float* row = &inferred.logits.values[4 * v];
+    const float* p = &inferred.probabilities.values[4 * v];
+    EXPECT_EQ(inferred.predictions.values[v], std::max_element(row, row + 4) - row);
+    EXPECT_NEAR(std::accumulate(p, p + 4, 0.0), 1.0, 1e-6);
+    EXPECT_NEAR(std::log(p[0] / p[1]), double{row[0]} - row[1], 1e-4);
+    if (data_.test_mask[v] != 0) {
+      ++test_vertices;
+      correct_test += inferred.predictions.values[v] == data_.labels[v] ? 1 : 0;
+    }
+  }
+  EXPECT_DOUBLE_EQ(inferred.test, static_cast<double>(correct_test) / static_cast<double>(test_vertices));
+  // Another reader of HDF5 reads it too.
+  const auto dumped = test::run_shell("h5dump -A " + shell_quote(out));
+  ASSERT_EQ(dumped.exit_code, 0) << dumped.output;
+  for (const char* name : {"\"logits\"", "\"probabilities\"", "\"predictions\"", "\"layer1\"", "\"nj-inference-1\""}) {
+    EXPECT_NE(dumped.output.find(name), std::string::npos) << name << "\n" << dumped.output;
+  }
+}
+
+TEST_F(InferCli, ABudgetGivesTheSameRowsAsInMemoryAtThePeakNjPlanForecasts) {
+  // A quarter of what inference of the whole graph needs at once.
+  ModelConfig config;
+  config.kind = ModelKind::kSage;
+  config.hidden = 16;
+  Model model(config, data_.features.cols(), data_.num_classes);
+  const LocalGraph local = whole_local_graph(data_.graph);
+  SubgraphExecutorOptions unlimited;
+  unlimited.forward_only = true;
+  const std::int64_t need =
+      forecast_device_memory(model, local, data_.features.view(), plan_epoch(model, local, unlimited))
+          .peak_footprint_bytes;
+  const std::string budget = std::to_string(std::max(need / 4, minimum_device_budget(model, local, {}, true)));
+  const std::string whole = dir_.file("whole.h5");
+  const std::string budgeted = dir_.file("budgeted.h5");
+  ASSERT_EQ(infer(shell_quote(dataset_), whole, "--embeddings 1").exit_code, 0);
+  const std::string options = " --vertex-order input --device-memory " + budget;
+  const auto run = infer(shell_quote(dataset_), budgeted, "--embeddings 1" + options);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto plan = test::run_nj("plan " + shell_quote(dataset_) + " --inference --model sage --hidden 16" + options);
+  ASSERT_EQ(plan.exit_code, 0) << plan.output;
+  std::smatch planned;
+  std::smatch measured;
+  ASSERT_TRUE(std::regex_search(plan.output, planned, std::regex(R"(device memory: peak (\S+) of budget)")));
+  ASSERT_TRUE(std::regex_search(run.output, measured, std::regex(R"(forward pass in .* \| peak (\S+) \|)")))
+      << run.output;
+  EXPECT_EQ(planned[1], measured[1]);
+  const Inferred a = read_inferred(whole, 1);
+  const Inferred b = read_inferred(budgeted, 1);
+  EXPECT_LT(relative_difference(a.logits, b.logits), 1e-6);
+  EXPECT_LT(relative_difference(a.embeddings[0], b.embeddings[0]), 1e-6);
+  EXPECT_EQ(a.test, b.test);
+}
+
+TEST_F(InferCli, RowsFollowTheDatasetsOwnVertexIds) {
+  std::vector<vid_t> new_id(300);
+  std::iota(new_id.begin(), new_id.end(), 0);
+  std::shuffle(new_id.begin(), new_id.end(), std::mt19937(11));
+  const std::string shuffled = dir_.file("shuffled.h5");
+  write_dataset(shuffled, renamed(data_, new_id));
+  const std::string a_out = dir_.file("a.h5");
+  const std::string b_out = dir_.file("b.h5");
+  ASSERT_EQ(infer(shell_quote(dataset_), a_out).exit_code, 0);
+  ASSERT_EQ(infer(shell_quote(shuffled), b_out).exit_code, 0);
+  const Inferred a = read_inferred(a_out);
+  const Inferred b = read_inferred(b_out);
+  double scale = 1.0;
+  for (const float x : a.logits.values) scale = std::max(scale, std::abs(double{x}));
+  for (std::size_t v = 0; v < 300; ++v) {
+    const auto u = static_cast<std::size_t>(new_id[v]);
+    for (std::size_t c = 0; c < 4; ++c)
+      ASSERT_NEAR(a.logits.values[4 * v + c], b.logits.values[4 * u + c], 1e-5 * scale);
+  }
+  EXPECT_EQ(a.test, b.test);
+}
+
+// Under mpirun each rank infers its own rows and rank 0 writes them all, in the dataset's ids.
+using MultiRankInferCli = InferCli;
+
+TEST_F(MultiRankInferCli, RanksGiveTheRowsOfOneProcess) {
+  if (!test::have_mpirun()) GTEST_SKIP() << "no mpirun";
+  const std::string one = dir_.file("one.h5");
+  ASSERT_EQ(infer(shell_quote(dataset_), one, "--embeddings all").exit_code, 0);
+  const Inferred expected = read_inferred(one, 2);
+  const std::string folder = dir_.file("parts3");
+  ASSERT_EQ(test::run_nj("partition " + shell_quote(dataset_) + " --parts 3 -o " + shell_quote(folder)).exit_code, 0);
+  for (const auto& [ranks, data] :
+       {std::pair{2, shell_quote(dataset_)}, std::pair{3, "--partitions " + shell_quote(folder)}}) {
+    SCOPED_TRACE(fmt::format("{} ranks", ranks));
+    const std::string out = dir_.file(fmt::format("ranks{}.h5", ranks));
+    const auto run =
+        test::run_nj_ranks(ranks, "infer " + shell_quote(checkpoint_) + " " + data +
+                                      " --threads 1 --embeddings all --device-memory 1M -o " + shell_quote(out));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const Inferred inferred = read_inferred(out, 2);
+    EXPECT_LT(relative_difference(expected.logits, inferred.logits), 1e-6);
+    EXPECT_LT(relative_difference(expected.embeddings[0], inferred.embeddings[0]), 1e-6);
+    EXPECT_EQ(expected.train, inferred.train);
+    EXPECT_EQ(expected.test, inferred.test);
+  }
+}
+
+TEST_F(InferCli, MistakesAreOneLine) {
+  const std::string out = dir_.file("out.h5");
+  const Dataset other = test::random_dataset(100, 400, 5, 4, 3);
+  const std::string other_path = dir_.file("other.h5");
+  write_dataset(other_path, other);
+  // Found once the data is loaded, after its log lines.
+  EXPECT_NE(
+      test::the_error_line(infer(shell_quote(other_path), out)).find("its model does not fit this data: parameter"),
+      std::string::npos);
+  EXPECT_NE(test::expect_one_line_error(infer(shell_quote(dataset_), out, "--embeddings 3"))
+                .find("--embeddings 3: give layer numbers from 1 to 2"),
+            std::string::npos);
+  EXPECT_NE(test::expect_one_line_error(infer(shell_quote(dataset_), out, "--execution recompute --device-memory 1M"))
+                .find("nj infer runs in memory or with --execution reuse"),
+            std::string::npos);
+  EXPECT_NE(test::expect_one_line_error(test::run_nj("infer " + shell_quote(dataset_) + " " + shell_quote(dataset_) +
+                                                     " -o " + shell_quote(out)))
+                .find("not a checkpoint written by nj train"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+}  // namespace
+}  // namespace nj
