@@ -10,10 +10,11 @@ docs/python.md walks through them.
 
 from .dataset import from_dgl, from_pyg, write_dataset
 from .results import Predictions, read_metrics, read_predictions
-from .run import NjError, find_nj, infer, train
+from .run import NjError, call, find_nj, infer, train
 
 __all__ = [
     "NjError",
+    "call",
     "Predictions",
     "find_nj",
     "from_dgl",

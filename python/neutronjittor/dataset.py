@@ -22,10 +22,26 @@ def _array(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-def _dense_features(features: Any) -> np.ndarray:
-    """Features as a dense float32 matrix; a scipy.sparse matrix is densified (nj stores features dense)."""
-    if hasattr(features, "toarray") and callable(features.toarray):
-        features = features.toarray()
+class _SparseRows:
+    """Features as compressed sparse rows: what nj stores under /features_sparse."""
+
+    def __init__(self, shape, indptr, indices, values):
+        self.shape = shape
+        self.indptr = np.asarray(indptr, dtype=np.int64)
+        self.indices = np.asarray(indices, dtype=np.int32)
+        self.values = np.asarray(values, dtype=np.float32)
+
+
+def _features(features: Any):
+    """Features as a dense float32 matrix, or, for a scipy.sparse matrix, as its sorted compressed rows without
+    explicit zeros (never densified)."""
+    if hasattr(features, "tocsr") and callable(features.tocsr):
+        csr = features.tocsr().astype(np.float32)
+        csr.eliminate_zeros()
+        csr.sort_indices()
+        if not np.isfinite(csr.data).all():
+            raise ValueError("features hold a NaN or an infinite value")
+        return _SparseRows(csr.shape, csr.indptr, csr.indices, csr.data)
     out = np.ascontiguousarray(_array(features), dtype=np.float32)
     if out.ndim == 1:
         out = out.reshape(-1, 1)
@@ -34,6 +50,41 @@ def _dense_features(features: Any) -> np.ndarray:
     if not np.isfinite(out).all():
         raise ValueError("features hold a NaN or an infinite value")
     return out
+
+
+def _sparse_rows(dense: np.ndarray) -> _SparseRows:
+    rows, columns = np.nonzero(dense)
+    indptr = np.zeros(dense.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=dense.shape[0]), out=indptr[1:])
+    return _SparseRows(dense.shape, indptr, columns, dense[rows, columns])
+
+
+def _write_features(f: h5py.File, x, storage: str) -> None:
+    """/features dense, or /features_sparse (shape, indptr, indices, values): by ``storage``, where "auto" stores
+    sparse when that takes at most half the dense bytes, as nj does."""
+    n, width = x.shape
+    if storage not in ("auto", "dense", "sparse"):
+        raise ValueError(f"feature_storage must be auto, dense or sparse, got {storage!r}")
+    nonzeros = len(x.values) if isinstance(x, _SparseRows) else int(np.count_nonzero(x))
+    sparse = storage == "sparse" or (storage == "auto" and n * width > 0 and 8 * nonzeros + 8 * (n + 1) <= 2 * n * width)
+    if not sparse:
+        dense = x if isinstance(x, np.ndarray) else _dense(x)
+        f.create_dataset("features", data=dense, chunks=(max(1, min(n, 4096)), max(1, width)) if n else None)
+        return
+    rows = x if isinstance(x, _SparseRows) else _sparse_rows(x)
+    chunk = (max(1, min(1 << 20, len(rows.values))),) if len(rows.values) else None
+    f.create_dataset("features_sparse/shape", data=np.array([n, width], dtype=np.int64))
+    f.create_dataset("features_sparse/indptr", data=rows.indptr)
+    f.create_dataset("features_sparse/indices", data=rows.indices, chunks=chunk)
+    f.create_dataset("features_sparse/values", data=rows.values, chunks=chunk)
+
+
+def _dense(rows: _SparseRows) -> np.ndarray:
+    dense = np.zeros(rows.shape, dtype=np.float32)
+    for r in range(rows.shape[0]):
+        span = slice(rows.indptr[r], rows.indptr[r + 1])
+        dense[r, rows.indices[span]] = rows.values[span]
+    return dense
 
 
 def _mask(value: Any, n: int, name: str) -> np.ndarray:
@@ -64,13 +115,14 @@ def write_dataset(
     name: str = "",
     symmetrized: Optional[bool] = None,
     self_loops: Optional[str] = None,
+    feature_storage: str = "auto",
 ) -> str:
     """Writes an nj dataset file and returns its path.
 
     edge_index: shape (2, E), row 0 the sources and row 1 the destinations of the directed edges (PyG's
         convention; an undirected graph lists each edge both ways). Ids are 0..n-1, or, with ``node_ids``, values
         of ``node_ids``.
-    features: (n, width) floats, a numpy array, a tensor or a scipy.sparse matrix (densified).
+    features: (n, width) floats, a numpy array, a tensor or a scipy.sparse matrix (never densified).
     labels: n class ids; -1 for an unlabelled vertex (allowed only outside every split).
     train_mask, val_mask, test_mask: boolean masks of n entries, or arrays of vertex positions.
     num_classes: default ``labels.max() + 1``.
@@ -78,8 +130,9 @@ def write_dataset(
         i is ``node_ids[i]``, and ``read_predictions`` returns rows in this order.
     symmetrized: whether every edge's reverse is present; default: checked.
     self_loops: "kept", "removed" or "added"; default "removed" where the graph has none, else "kept".
+    feature_storage: "dense", "sparse", or "auto": sparse where that takes at most half the bytes (bag-of-words).
     """
-    x = _dense_features(features)
+    x = _features(features)
     n = x.shape[0]
     y = _array(labels).astype(np.int64).reshape(-1)
     if y.shape[0] != n:
@@ -118,11 +171,10 @@ def write_dataset(
     classes = int(y.max()) + 1 if num_classes is None else int(num_classes)
     masks = {split: _mask(m, n, split) for split, m in (("train", train_mask), ("val", val_mask), ("test", test_mask))}
 
-    rows_per_chunk = max(1, min(n, 4096))
     with h5py.File(path, "w") as f:
         f.create_dataset("graph/indptr", data=indptr)
         f.create_dataset("graph/indices", data=indices, chunks=(max(1, min(1 << 20, indices.size)),) if indices.size else None)
-        f.create_dataset("features", data=x, chunks=(rows_per_chunk, max(1, x.shape[1])) if n else None)
+        _write_features(f, x, feature_storage)
         f.create_dataset("labels", data=y.astype(np.int32))
         for split, mask in masks.items():
             f.create_dataset(f"masks/{split}", data=mask)

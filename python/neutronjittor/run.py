@@ -43,7 +43,10 @@ def _flags(options: dict) -> List[str]:
     return argv
 
 
-def _run(arguments: Sequence[str], nj: Optional[str], ranks: Optional[int], mpirun: Sequence[str]) -> str:
+def call(arguments: Sequence[str], nj: Optional[str] = None, ranks: Optional[int] = None,
+         mpirun: Sequence[str] = ("mpirun",)) -> str:
+    """Runs `nj ARGUMENTS...` (under mpirun with `ranks`) and returns what it printed; raises NjError with nj's
+    error line where it fails."""
     command = [find_nj(nj), *arguments]
     if ranks is not None:
         command = [*mpirun, "-np", str(ranks), *command]
@@ -60,11 +63,11 @@ def train(dataset: Optional[str] = None, *, nj: Optional[str] = None, ranks: Opt
     """Runs ``nj train DATASET --option value ...`` (``partitions=FOLDER`` in place of a dataset) and returns what
     it printed; raises NjError with nj's error line where it fails. ``ranks``: that many processes under
     ``mpirun`` (give ``mpirun=("mpirun", "--oversubscribe")`` and the like for its own flags)."""
-    return _run(["train", *([dataset] if dataset else []), *_flags(options)], nj, ranks, mpirun)
+    return call(["train", *([dataset] if dataset else []), *_flags(options)], nj, ranks, mpirun)
 
 
 def infer(checkpoint: str, dataset: Optional[str] = None, *, output: str, nj: Optional[str] = None,
           ranks: Optional[int] = None, mpirun: Sequence[str] = ("mpirun",), **options: Any) -> str:
     """Runs ``nj infer CHECKPOINT DATASET --output OUTPUT --option value ...``; as train."""
-    return _run(["infer", checkpoint, *([dataset] if dataset else []), "--output", output, *_flags(options)], nj,
+    return call(["infer", checkpoint, *([dataset] if dataset else []), "--output", output, *_flags(options)], nj,
                 ranks, mpirun)

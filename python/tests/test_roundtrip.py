@@ -143,15 +143,26 @@ def test_pyg_and_dgl_objects_by_their_attributes(tmp_path, graph):
     assert "done:" in info
 
 
-def test_sparse_features_and_index_splits(tmp_path, graph):
+def test_sparse_features_are_stored_sparse_and_train_as_dense_ones(tmp_path, graph):
     scipy_sparse = pytest.importorskip("scipy.sparse")
     edge_index, x, y, train, val, test = graph
-    sparse = scipy_sparse.csr_matrix(np.where(np.abs(x) > 1.0, x, 0.0))
-    path = nj.write_dataset(tmp_path / "g.h5", edge_index, sparse, y, np.flatnonzero(train), np.flatnonzero(val),
-                            np.flatnonzero(test))
-    with h5py.File(path) as f:
-        assert np.array_equal(f["features"][:], sparse.toarray().astype(np.float32))
+    sparse = scipy_sparse.csr_matrix(np.where(np.abs(x) > 2.0, x, 0.0))  # about 5 % non-zero
+    as_sparse = nj.write_dataset(tmp_path / "sparse.h5", edge_index, sparse, y, np.flatnonzero(train),
+                                 np.flatnonzero(val), np.flatnonzero(test))
+    as_dense = nj.write_dataset(tmp_path / "dense.h5", edge_index, sparse.toarray(), y, train, val, test,
+                                feature_storage="dense")
+    with h5py.File(as_sparse) as f, h5py.File(as_dense) as g:
+        assert "features" not in f and "features_sparse" in f
         assert np.array_equal(f["masks/train"][:], train.astype(np.uint8))
+        stored = scipy_sparse.csr_matrix((f["features_sparse/values"][:], f["features_sparse/indices"][:],
+                                          f["features_sparse/indptr"][:]), shape=tuple(f["features_sparse/shape"][:]))
+        assert np.array_equal(stored.toarray(), g["features"][:])
+    # nj reads both to the same features: the same training, line for line.
+    lines = [nj.train(path, epochs=3, threads=1, metrics_out=str(tmp_path / f"{i}.jsonl")).splitlines()[-1]
+             for i, path in enumerate((as_sparse, as_dense))]
+    done = [re.sub(r"median epoch .*", "", line[line.index("done:"):]) for line in lines]
+    assert done[0] == done[1]
+    assert '"feature_storage": "sparse"' in nj.call(["info", "--json", as_sparse])
 
 
 def test_nj_errors_are_raised_with_their_line(tmp_path, graph):

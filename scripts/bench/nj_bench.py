@@ -19,7 +19,14 @@ class DatasetFile:
         with h5py.File(path, "r") as f:
             self.indptr = np.asarray(f["/graph/indptr"][...], dtype=np.int64)
             self.indices = np.asarray(f["/graph/indices"][...], dtype=np.int64)
-            self.features = np.asarray(f["/features"][...], dtype=np.float32)
+            if "/features_sparse" in f:  # compressed rows (docs/dataset-format.md, "Sparse features")
+                rows, width = (int(x) for x in f["/features_sparse/shape"][...])
+                indptr = np.asarray(f["/features_sparse/indptr"][...], dtype=np.int64)
+                self.features = np.zeros((rows, width), dtype=np.float32)
+                self.features[np.repeat(np.arange(rows), np.diff(indptr)), f["/features_sparse/indices"][...]] = \
+                    f["/features_sparse/values"][...]
+            else:
+                self.features = np.asarray(f["/features"][...], dtype=np.float32)
             self.labels = np.asarray(f["/labels"][...], dtype=np.int64)
             self.masks = {name: np.asarray(f[f"/masks/{name}"][...]).astype(bool)
                           for name in ("train", "val", "test") if f"/masks/{name}" in f}

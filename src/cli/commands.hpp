@@ -21,10 +21,15 @@ void add_infer_command(CLI::App& app, Communicator& comm);
 void add_plan_command(CLI::App& app);
 void add_partition_command(CLI::App& app);
 
-// --community-order / --no-community-order of the commands that write a dataset file (on by default).
-void add_community_order_flag(CLI::App& command, bool& store);
-// Stores the dataset's community order with it where `store` says so, logging how long the search took.
-void add_community_order(Dataset& dataset, bool store);
+// What the commands that write a dataset file decide about it: --community-order / --no-community-order (on by
+// default) and --feature-storage.
+struct DatasetOutputArguments {
+  bool community_order = true;
+  std::string feature_storage = "auto";
+};
+void add_dataset_output_options(CLI::App& command, DatasetOutputArguments& args);
+// Stores the dataset's community order with it where asked (logging how long the search took) and writes it.
+void write_dataset_output(Dataset& dataset, const std::string& path, const DatasetOutputArguments& args);
 
 // The type name of options that take a file or folder: a relative path in a configuration file is relative to the
 // file's folder.

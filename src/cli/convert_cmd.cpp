@@ -27,7 +27,7 @@ struct ConvertArgs {
   std::string ogb_split;
   std::vector<double> split_ratio;
   ConvertOptions options;
-  bool community_order = true;
+  DatasetOutputArguments output_options;
   // Options that only some formats take; their presence is checked against --format.
   CLI::Option* one_based = nullptr;
   CLI::Option* relabel = nullptr;
@@ -74,8 +74,7 @@ void run(ConvertArgs& args) {
   NJ_REQUIRE(std::filesystem::is_directory(output_folder), "{}: the folder {} does not exist", args.output,
              output_folder.string());
   auto dataset = read_input(args);
-  add_community_order(dataset, args.community_order);
-  write_dataset(args.output, dataset);
+  write_dataset_output(dataset, args.output, args.output_options);
   spdlog::info("{}: {} vertices, {} edges ({}, self-loops {}), {} features, {} classes, split {}/{}/{} -> {}",
                dataset.name, dataset.num_vertices(), dataset.graph.num_edges(),
                dataset.symmetrized ? "symmetric" : "directed", to_string(dataset.self_loops), dataset.features.cols(),
@@ -148,7 +147,7 @@ void add_convert_command(CLI::App& app) {
                                ->excludes(args->split_ratio_option)
                                ->excludes(train);
 
-  add_community_order_flag(*cmd, args->community_order);
+  add_dataset_output_options(*cmd, args->output_options);
   cmd->callback([args] { run(*args); });
 }
 

@@ -13,15 +13,14 @@
 namespace nj::cli {
 namespace {
 
-void run_generate(const GeneratorOptions& options, const std::string& output, bool community_order) {
+void run_generate(const GeneratorOptions& options, const std::string& output, const DatasetOutputArguments& written) {
   const auto start = std::chrono::steady_clock::now();
   Dataset dataset;
   {
     ProgressDisplay progress("generate");
     dataset = generate_dataset(options, progress.callback());
   }
-  add_community_order(dataset, community_order);
-  write_dataset(output, dataset);
+  write_dataset_output(dataset, output, written);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   spdlog::info(
       "{}: {} vertices, {} edges (symmetric, self-loops {}; {} requested), edge homophily {:.3f}, "
@@ -68,9 +67,9 @@ void add_generate_command(CLI::App& app) {
       ->add_option("--val-fraction", options->val_fraction,
                    "Fraction of vertices in the validation split; the rest is the test split")
       ->capture_default_str();
-  auto community_order = std::make_shared<bool>(true);
-  add_community_order_flag(*command, *community_order);
-  command->callback([options, output, community_order] { run_generate(*options, *output, *community_order); });
+  auto written = std::make_shared<DatasetOutputArguments>();
+  add_dataset_output_options(*command, *written);
+  command->callback([options, output, written] { run_generate(*options, *output, *written); });
 }
 
 }  // namespace nj::cli

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "nj/core/bytes.hpp"
+#include "nj/io/feature_storage.hpp"
 #include "nj/io/hdf5.hpp"
 #include "nj/io/shard_file.hpp"
 #include "nj/runtime/resources.hpp"
@@ -33,15 +34,16 @@ RankShape rank_shape(const std::string& dataset, const std::string& partitions, 
     shape.owned = manifest.partition.owned[part];
     shape.local = shape.owned + manifest.partition.mirrors[part];
     shape.in_edges = manifest.partition.in_edges[part];
-    shape.features = first_dimension(file, "/features", 1);
+    shape.features = stored_features(file).width;
     shape.classes = file.int_attribute("num_classes");
     return shape;
   }
   const auto file = hdf5::File::open_read(dataset);
-  shape.owned = first_dimension(file, "/features", 0);
+  const StoredFeatures features = stored_features(file);
+  shape.owned = features.rows;
   shape.local = shape.owned;
   shape.in_edges = first_dimension(file, "/graph/indices", 0);
-  shape.features = first_dimension(file, "/features", 1);
+  shape.features = features.width;
   shape.classes = file.int_attribute("num_classes");
   if (ranks > 1) {
     // Partitioned in memory: the whole dataset is read first; a part's mirrors are not known before.

@@ -252,6 +252,18 @@ nlohmann::json to_json(const std::string& path, std::uintmax_t file_bytes, const
 
 // A folder or a .json file is a partition manifest; an HDF5 file is a checkpoint or a shard when it says so, else
 // a dataset.
+// How the file stores its features: printed after the rest, or added to the JSON object.
+void print_feature_storage(const std::string& path, bool json, nlohmann::json* document) {
+  const StoredFeatures stored = stored_features(hdf5::File::open_read(path));
+  if (json) {
+    (*document)["feature_storage"] = stored.sparse ? "sparse" : "dense";
+    (*document)["feature_entries_stored"] = stored.sparse ? stored.nonzeros : stored.rows * stored.width;
+    return;
+  }
+  fmt::print("feature storage: {}\n",
+             stored.sparse ? fmt::format("sparse, {} non-zero entries stored", stored.nonzeros) : std::string("dense"));
+}
+
 void run_info(const std::string& path, bool json) {
   const PathKind kind = path_kind(path);
   if (kind != PathKind::kPartitionFolder && kind != PathKind::kFile) {
@@ -283,9 +295,12 @@ void run_info(const std::string& path, bool json) {
     const Shard shard = read_shard(path);
     const auto file_bytes = std::filesystem::file_size(path);
     if (json) {
-      std::cout << to_json(path, file_bytes, shard).dump(2) << '\n';
+      nlohmann::json document = to_json(path, file_bytes, shard);
+      print_feature_storage(path, json, &document);
+      std::cout << document.dump(2) << '\n';
     } else {
       print_text(path, file_bytes, shard);
+      print_feature_storage(path, json, nullptr);
     }
     return;
   }
@@ -293,9 +308,12 @@ void run_info(const std::string& path, bool json) {
   const DatasetStatistics stats = dataset_statistics(dataset);
   const auto file_bytes = std::filesystem::file_size(path);
   if (json) {
-    std::cout << to_json(path, file_bytes, dataset, stats).dump(2) << '\n';
+    nlohmann::json document = to_json(path, file_bytes, dataset, stats);
+    print_feature_storage(path, json, &document);
+    std::cout << document.dump(2) << '\n';
   } else {
     print_text(path, file_bytes, dataset, stats);
+    print_feature_storage(path, json, nullptr);
   }
 }
 

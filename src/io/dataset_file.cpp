@@ -6,6 +6,7 @@
 
 #include "nj/core/error.hpp"
 #include "nj/graph/vertex_order.hpp"
+#include "nj/io/feature_storage.hpp"
 #include "nj/io/hdf5.hpp"
 
 namespace nj {
@@ -15,7 +16,7 @@ constexpr hsize_t kFeatureRowsPerChunk = 4096;
 
 }  // namespace
 
-void write_dataset(const std::string& path, const Dataset& dataset) {
+void write_dataset(const std::string& path, const Dataset& dataset, FeatureStorage features) {
   dataset.validate("dataset to write to " + path);
   auto file = hdf5::File::create(path);
   const auto n = static_cast<hsize_t>(dataset.num_vertices());
@@ -27,8 +28,7 @@ void write_dataset(const std::string& path, const Dataset& dataset) {
     file.write<vid_t>("/graph/community_order", dataset.community_order, {n});
     file.set_attribute("community_order_version", kCommunityOrderVersion);
   }
-  file.write<float>("/features", dataset.features.span(), {n, static_cast<hsize_t>(dataset.features.cols())},
-                    kFeatureRowsPerChunk);
+  write_features(file, dataset.features, features, kFeatureRowsPerChunk);
   file.write<std::int32_t>("/labels", dataset.labels, {n});
   file.create_group("/masks");
   file.write<std::uint8_t>("/masks/train", dataset.train_mask, {n});
@@ -88,10 +88,8 @@ std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::stri
     }
   }
 
-  const std::vector<hsize_t> shape = file.check_readable<float>("/features");
-  NJ_REQUIRE(shape.size() == 2, "{}: /features: expected 2 dimensions, found {}", path, shape.size());
-  NJ_REQUIRE(static_cast<std::int64_t>(shape[0]) == n, "{}: /features: {} rows but the graph has {} vertices", path,
-             shape[0], n);
+  const StoredFeatures stored = stored_features(file);
+  NJ_REQUIRE(stored.rows == n, "{}: {}: {} rows but the graph has {} vertices", path, stored.object(), stored.rows, n);
 
   d.labels = hdf5::read_vector<std::int32_t>(file, "/labels", n);
   for (auto [name, mask] : {std::pair{"/masks/train", &d.train_mask}, std::pair{"/masks/val", &d.val_mask},
@@ -102,7 +100,7 @@ std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::stri
       NJ_REQUIRE(m <= 1, "{}: {}: mask entries must be 0 or 1, found {}", path, name, m);
     }
   }
-  return static_cast<std::int64_t>(shape[1]);
+  return stored.width;
 }
 
 }  // namespace
@@ -110,9 +108,8 @@ std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::stri
 Dataset read_dataset(const std::string& path) {
   const auto file = hdf5::File::open_read(path);
   Dataset d;
-  const std::int64_t width = read_all_but_feature_values(file, path, d);
-  auto features = file.read<float>("/features");
-  d.features = Matrix(d.num_vertices(), width, std::move(features.values));
+  read_all_but_feature_values(file, path, d);
+  d.features = read_features(file);
   d.validate(path);
   return d;
 }

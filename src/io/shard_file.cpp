@@ -12,6 +12,7 @@
 
 #include "nj/core/error.hpp"
 #include "nj/core/printable.hpp"
+#include "nj/io/feature_storage.hpp"
 #include "nj/io/hdf5.hpp"
 
 namespace nj {
@@ -109,8 +110,8 @@ void write_shard(const std::string& path, const Shard& shard) {
   file.write<std::int32_t>("/peers/part", peer_parts, {peer_parts.size()});
   write_lists(file, "/peers/send", local.peers, &PeerRows::send);
   write_lists(file, "/peers/receive", local.peers, &PeerRows::receive);
-  file.write<float>("/features", shard.features.span(), {owned, static_cast<hsize_t>(shard.features.cols())},
-                    kFeatureRowsPerChunk);
+  // Stored sparse by the same rule as a dataset file's features, so that a sparse dataset's shards are sparse too.
+  write_features(file, shard.features, FeatureStorage::kAuto, kFeatureRowsPerChunk);
   file.write<std::int32_t>("/labels", shard.labels, {owned});
   file.create_group("/masks");
   file.write<std::uint8_t>("/masks/train", shard.train_mask, {owned});
@@ -217,11 +218,10 @@ Shard read_shard(const std::string& path) {
   read_lists(file, "/peers/send", local.peers, &PeerRows::send);
   read_lists(file, "/peers/receive", local.peers, &PeerRows::receive);
 
-  auto features = file.read<float>("/features");
-  NJ_REQUIRE(features.shape.size() == 2, "{}: /features: expected 2 dimensions, found {}", path, features.shape.size());
-  NJ_REQUIRE(static_cast<std::int64_t>(features.shape[0]) == num_owned,
-             "{}: /features: {} rows but the shard owns {} vertices", path, features.shape[0], num_owned);
-  shard.features = Matrix(num_owned, static_cast<std::int64_t>(features.shape[1]), std::move(features.values));
+  const StoredFeatures stored = stored_features(file);
+  NJ_REQUIRE(stored.rows == num_owned, "{}: {}: {} rows but the shard owns {} vertices", path, stored.object(),
+             stored.rows, num_owned);
+  shard.features = read_features(file);
   require_finite_features(shard.features, path, local.global_id);
   shard.labels = hdf5::read_vector<std::int32_t>(file, "/labels", num_owned);
   for (auto [name, mask] : {std::pair{"/masks/train", &shard.train_mask}, std::pair{"/masks/val", &shard.val_mask},

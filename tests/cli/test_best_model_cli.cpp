@@ -112,3 +112,28 @@ TEST_F(BestModelCli, KeepBestNeedsAFolderAndEarlyStopEvaluations) {
 
 }  // namespace
 }  // namespace nj
+
+namespace nj {
+namespace {
+
+// On two ranks, as on one: rank 0 keeps the best checkpoint and every rank stops at the same evaluation.
+using MultiRankBestModelCli = BestModelCli;
+
+TEST_F(MultiRankBestModelCli, TwoRanksKeepTheBestAndStopEarlyTogether) {
+  if (!test::have_mpirun()) GTEST_SKIP() << "no mpirun";
+  const auto run = test::run_nj_ranks(2, "train " + shell_quote(dataset_) +
+                                             " --threads 1 --hidden 8 --lr 0.05 --epochs 300 --early-stop 3 "
+                                             "--keep-best --checkpoint-dir " +
+                                             shell_quote(folder_) + " --metrics-out " + shell_quote(metrics_));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Metrics m = read_metrics(metrics_);
+  EXPECT_EQ(m.summary["stopped"], "early stop");
+  ASSERT_FALSE(m.summary["best_val_epoch"].is_null());
+  EXPECT_EQ(m.summary["kept"]["epoch"], m.summary["best_val_epoch"]);
+  EXPECT_EQ(m.summary["epochs_done"].get<std::size_t>(), m.summary["best_val_epoch"].get<std::size_t>() + 3);
+  const auto best = hdf5::File::open_read(folder_ + "/best.h5");
+  EXPECT_EQ(best.int_attribute("epochs_done"), m.summary["best_val_epoch"].get<std::int64_t>());
+}
+
+}  // namespace
+}  // namespace nj

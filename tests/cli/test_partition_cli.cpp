@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "nj/io/dataset_file.hpp"
+#include "nj/io/hdf5.hpp"
 #include "nj/io/shard_file.hpp"
 #include "support/test_support.hpp"
 
@@ -112,6 +115,57 @@ TEST_F(PartitionCli, BadInputIsOneErrorLine) {
                 test::run_nj("partition " + shell_quote(missing) + " --parts 2 -o " + shell_quote(output_))),
             "nj: error: " + missing + ": no such file\n");
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(output_) / "manifest.json"));
+}
+
+}  // namespace
+}  // namespace nj
+
+namespace nj {
+namespace {
+
+// A dataset whose features are mostly zero is stored sparse, nj info says so, and its shards keep the storage.
+TEST(SparseFeaturesCli, InfoShowsTheStorageAndShardsKeepIt) {
+  test::TempDir dir;
+  Dataset data = test::random_dataset(300, 1500, 40, 3, 8);
+  float* values = data.features.data();
+  for (std::int64_t i = 0; i < data.features.size(); ++i) {
+    if (i % 29 != 0) values[i] = 0.0F;
+  }
+  const std::string path = dir.file("sparse.h5");
+  write_dataset(path, data);
+  const auto info = test::run_nj("info " + shell_quote(path));
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  EXPECT_NE(info.output.find("feature storage: sparse, "), std::string::npos) << info.output;
+  const std::string folder = dir.file("parts");
+  ASSERT_EQ(test::run_nj("partition " + shell_quote(path) + " --parts 2 -o " + shell_quote(folder)).exit_code, 0);
+  std::int64_t rows = 0;
+  for (int p = 0; p < 2; ++p) {
+    const std::string shard_path = (std::filesystem::path(folder) / shard_file_name(p)).string();
+    EXPECT_TRUE(hdf5::File::open_read(shard_path).exists("/features_sparse")) << shard_path;
+    const Shard shard = load_part(folder, p, 2);
+    for (vid_t v = 0; v < shard.num_owned(); ++v) {
+      const gid_t g = shard.local.global_id[static_cast<std::size_t>(v)];
+      ASSERT_TRUE(
+          std::equal(shard.features.view().row(v), shard.features.view().row(v) + 40, data.features.view().row(g)));
+      ++rows;
+    }
+    const auto shard_info = test::run_nj("info --json " + shell_quote(shard_path));
+    EXPECT_NE(shard_info.output.find("\"feature_storage\": \"sparse\""), std::string::npos) << shard_info.output;
+  }
+  EXPECT_EQ(rows, 300);
+  // Forced: generate's dense Gaussian features stored sparse, and read back the same.
+  const std::string generated = dir.file("generated.h5");
+  const std::string forced = dir.file("forced.h5");
+  ASSERT_EQ(
+      test::run_nj("generate --vertices 200 --edges 800 --features 5 --seed 3 -o " + shell_quote(generated)).exit_code,
+      0);
+  ASSERT_EQ(test::run_nj("generate --vertices 200 --edges 800 --features 5 --seed 3 --feature-storage sparse -o " +
+                         shell_quote(forced))
+                .exit_code,
+            0);
+  EXPECT_FALSE(hdf5::File::open_read(generated).exists("/features_sparse"));
+  EXPECT_TRUE(hdf5::File::open_read(forced).exists("/features_sparse"));
+  test::expect_same_dataset(read_dataset(generated), read_dataset(forced));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <initializer_list>
 #include <limits>
@@ -8,6 +9,7 @@
 
 #include "nj/graph/vertex_order.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/io/feature_storage.hpp"
 #include "nj/io/hdf5.hpp"
 #include "support/test_support.hpp"
 
@@ -77,6 +79,77 @@ TEST_F(DatasetFile, WithoutFeaturesReadsAllButTheirValues) {
   EXPECT_EQ(read.dataset.name, dataset_.name);
   read.dataset.features = dataset_.features;
   test::expect_same_dataset(read.dataset, dataset_);
+}
+
+// Bag-of-words features: most entries zero. Stored sparse by default, dense where asked, and read back alike.
+class SparseFeatures : public DatasetFile {
+ protected:
+  void SetUp() override {
+    DatasetFile::SetUp();
+    float* values = dataset_.features.data();
+    for (std::int64_t i = 0; i < dataset_.features.size(); ++i) {
+      if (i % 17 != 3) values[i] = 0.0F;  // about 6 % non-zero
+    }
+    write_dataset(path_, dataset_);
+  }
+  bool has(const std::string& object) const { return hdf5::File::open_read(path_).exists(object); }
+};
+
+TEST_F(SparseFeatures, AreStoredSparseByDefaultAndReadBackExactly) {
+  EXPECT_TRUE(has("/features_sparse"));
+  EXPECT_FALSE(has("/features"));
+  const StoredFeatures stored = stored_features(hdf5::File::open_read(path_));
+  EXPECT_TRUE(stored.sparse);
+  EXPECT_EQ(stored.nonzeros, std::count_if(dataset_.features.span().begin(), dataset_.features.span().end(),
+                                           [](float x) { return x != 0.0F; }));
+  test::expect_same_dataset(read_dataset(path_), dataset_);
+  EXPECT_EQ(read_dataset_without_features(path_).feature_width, dataset_.features.cols());
+  // Forced either way, the same dataset.
+  for (const FeatureStorage storage : {FeatureStorage::kDense, FeatureStorage::kSparse}) {
+    write_dataset(path_, dataset_, storage);
+    EXPECT_EQ(has("/features"), storage == FeatureStorage::kDense);
+    test::expect_same_dataset(read_dataset(path_), dataset_);
+  }
+}
+
+// Auto stores sparse where the compressed rows (8 bytes an entry) take at most half the dense bytes (4 a cell): under
+// a third of the entries non-zero, on either side of which these lie.
+TEST_F(DatasetFile, AutoStoresSparseWhereUnderAThirdOfTheEntriesAreNonZero) {
+  EXPECT_TRUE(hdf5::File::open_read(path_).exists("/features"));
+  EXPECT_FALSE(stores_sparse(dataset_.features, FeatureStorage::kAuto));
+  for (const auto& [kept_every, sparse] : {std::pair{2, false}, std::pair{3, false}, std::pair{5, true}}) {
+    Matrix features(40, 60, 1.0F);  // wide enough that the row offsets weigh little
+    for (std::int64_t i = 0; i < features.size(); ++i) {
+      if (i % kept_every != 0) features.data()[i] = 0.0F;
+    }
+    EXPECT_EQ(stores_sparse(features, FeatureStorage::kAuto), sparse) << "one entry in " << kept_every;
+  }
+}
+
+TEST_F(SparseFeatures, RejectsColumnsOutOfRangeOrOutOfOrder) {
+  const auto indices = hdf5::File::open_read(path_).read<std::int32_t>("/features_sparse/indices").values;
+  std::vector<std::int32_t> bad = indices;
+  bad[0] = static_cast<std::int32_t>(dataset_.features.cols());
+  replace<std::int32_t>("/features_sparse/indices", bad, {bad.size()});
+  expect_rejected({"/features_sparse/indices", "columns must be ascending"}, true);
+}
+
+TEST_F(SparseFeatures, RejectsOffsetsThatDoNotAddUp) {
+  auto indptr = hdf5::File::open_read(path_).read<std::int64_t>("/features_sparse/indptr").values;
+  indptr.back() += 1;
+  replace<std::int64_t>("/features_sparse/indptr", indptr, {indptr.size()});
+  expect_rejected({"/features_sparse/indptr", "must start at 0 and end at the"}, true);
+}
+
+TEST_F(SparseFeatures, RejectsAFileWithBothStorages) {
+  hdf5::File::open_write(path_).write<float>("/features", dataset_.features.span(),
+                                             {num_vertices(), static_cast<hsize_t>(dataset_.features.cols())});
+  expect_rejected({"holds both /features and /features_sparse"});
+}
+
+TEST_F(SparseFeatures, RejectsARowCountDifferentFromVertexCount) {
+  replace<std::int64_t>("/features_sparse/shape", {dataset_.num_vertices() - 1, dataset_.features.cols()}, {2});
+  expect_rejected({"/features_sparse", "rows but the graph has"});
 }
 
 TEST_F(DatasetFile, RejectsMissingFile) {

@@ -3,12 +3,14 @@
 #include <string>
 
 #include "nj/graph/dataset.hpp"
+#include "nj/io/feature_storage.hpp"
 
 namespace nj {
 
 inline constexpr std::int64_t kDatasetFormatVersion = 1;
 
-void write_dataset(const std::string& path, const Dataset& dataset);
+// The features dense or sparse as `features` says (FeatureStorage::kAuto: by their density).
+void write_dataset(const std::string& path, const Dataset& dataset, FeatureStorage features = FeatureStorage::kAuto);
 // Reads and validates; every error names the file, the object inside it and what is wrong.
 Dataset read_dataset(const std::string& path);
 

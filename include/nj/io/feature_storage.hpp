@@ -1,0 +1,40 @@
+#pragma once
+// How a dataset or shard file stores its feature matrix: dense at /features, chunked by rows, or, where most of it is
+// zero (bag-of-words features), as compressed sparse rows under /features_sparse. Readers get a dense matrix either
+// way. docs/dataset-format.md ("Sparse features") specifies the layout.
+#include <cstdint>
+#include <string>
+
+#include "nj/core/matrix.hpp"
+#include "nj/io/hdf5.hpp"
+
+namespace nj {
+
+enum class FeatureStorage {
+  kAuto,    // sparse where its arrays take at most half the dense bytes (under 1/3 of the entries non-zero)
+  kDense,   // /features
+  kSparse,  // /features_sparse
+};
+FeatureStorage parse_feature_storage(const std::string& text);  // auto, dense or sparse
+const char* to_string(FeatureStorage storage);
+
+// Whether `storage` writes `features` sparse.
+bool stores_sparse(const Matrix& features, FeatureStorage storage);
+// Writes the features in the chosen storage (dense rows are chunked `rows_per_chunk` at a time).
+void write_features(hdf5::File& file, const Matrix& features, FeatureStorage storage, hsize_t rows_per_chunk);
+
+// What a file stores, read without the values.
+struct StoredFeatures {
+  std::int64_t rows = 0;
+  std::int64_t width = 0;
+  bool sparse = false;
+  std::int64_t nonzeros = 0;  // stored entries of a sparse matrix
+  const char* object() const { return sparse ? "/features_sparse" : "/features"; }
+};
+// Throws InputError naming the file and object where neither storage is there, or its shape is wrong.
+StoredFeatures stored_features(const hdf5::File& file);
+// The features, dense; every error names the file and the object (column ids out of range or not ascending within a
+// row, offsets that do not add up).
+Matrix read_features(const hdf5::File& file);
+
+}  // namespace nj
