@@ -34,11 +34,11 @@ class _SparseRows:
 
 def _features(features: Any):
     """Features as a dense float32 matrix, or, for a scipy.sparse matrix, as its sorted compressed rows without
-    explicit zeros (never densified)."""
+    explicit zeros (densified only where a dense file is asked for)."""
     if hasattr(features, "tocsr") and callable(features.tocsr):
         csr = features.tocsr().astype(np.float32)
+        csr.sum_duplicates()  # sorts the columns too
         csr.eliminate_zeros()
-        csr.sort_indices()
         if not np.isfinite(csr.data).all():
             raise ValueError("features hold a NaN or an infinite value")
         return _SparseRows(csr.shape, csr.indptr, csr.indices, csr.data)
@@ -122,7 +122,8 @@ def write_dataset(
     edge_index: shape (2, E), row 0 the sources and row 1 the destinations of the directed edges (PyG's
         convention; an undirected graph lists each edge both ways). Ids are 0..n-1, or, with ``node_ids``, values
         of ``node_ids``.
-    features: (n, width) floats, a numpy array, a tensor or a scipy.sparse matrix (never densified).
+    features: (n, width) floats, a numpy array, a tensor or a scipy.sparse matrix (kept sparse for a
+        sparse file).
     labels: n class ids; -1 for an unlabelled vertex (allowed only outside every split).
     train_mask, val_mask, test_mask: boolean masks of n entries, or arrays of vertex positions.
     num_classes: default ``labels.max() + 1``.

@@ -19,8 +19,10 @@ class NjError(RuntimeError):
 
 def find_nj(nj: Optional[str] = None) -> str:
     """The nj binary: ``nj``, else $NJ_BINARY, else ``nj`` on the PATH."""
-    found = nj or os.environ.get("NJ_BINARY") or shutil.which("nj")
-    if not found or not os.path.exists(found):
+    found = nj or os.environ.get("NJ_BINARY") or "nj"
+    if not os.path.exists(found):
+        found = shutil.which(found)  # a bare name, looked up on the PATH
+    if not found:
         raise FileNotFoundError("no nj binary: pass nj=, set NJ_BINARY, or put nj on the PATH")
     return found
 

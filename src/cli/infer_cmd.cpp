@@ -124,6 +124,7 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
     model = std::make_unique<Model>(checkpoint.config, shard.features.cols(), shard.num_classes);
     if (leader) load_weights(args.checkpoint, *model);
   });
+  if (comm.size() > 1) agree_on_failure(comm, [&] { check_same_partition(comm, shard); });
   broadcast_weights(comm, 0, *model);
   set_up_rank_device(hardware, choice, args.threads, args.deterministic, comm);
   std::unique_ptr<Executor> executor;

@@ -211,27 +211,6 @@ void set_up_training(const TrainArguments& args, Communicator& comm, RankTrainin
   }
 }
 
-// Every rank must hold a shard of the same partition of the same dataset; mixed folders would exchange rows
-// that do not match, silently. Compares what every shard records about the whole.
-void check_same_partition(Communicator& comm, const Shard& shard) {
-  const PartitionInfo& p = shard.partition;
-  std::vector<double> lowest = {static_cast<double>(shard.global_vertices),
-                                static_cast<double>(shard.global_edges),
-                                static_cast<double>(shard.global_train),
-                                static_cast<double>(p.parts),
-                                static_cast<double>(p.seed),
-                                static_cast<double>(p.edge_cut)};
-  std::vector<double> highest = lowest;
-  for (double& value : lowest) value = -value;
-  comm.all_reduce_max(lowest);
-  comm.all_reduce_max(highest);
-  for (std::size_t i = 0; i < highest.size(); ++i) {
-    NJ_REQUIRE(-lowest[i] == highest[i],
-               "the ranks hold shards of different partitions or datasets (their vertex, edge or training counts, "
-               "part counts, seeds or edge cuts differ)");
-  }
-}
-
 // Hands rank 0's reading of the checkpoint's model options to every rank.
 void share_checkpoint_model(Communicator& comm, std::optional<ModelConfig>& model) {
   static_assert(std::is_trivially_copyable_v<std::optional<ModelConfig>>);
@@ -278,7 +257,8 @@ TrainSummary train_epochs(const TrainArguments& args, Communicator& comm, RankTr
       if (leader) spdlog::info("checkpoint written to {}", write());
     });
   };
-  std::uint32_t in_folder = 0;  // epochs done at the newest checkpoint written to --checkpoint-dir
+  // Epochs done at the newest checkpoint of --checkpoint-dir: where --resume took it from, else none yet.
+  std::uint32_t in_folder = training.resume ? trainer.progress().next_epoch : 0;
   const auto save_to_folder = [&] {
     agreed_write([&] {
       return rank.checkpoints->save(rank.identity, trainer.progress(), trainer.optimizer(), on_checkpoint_written);

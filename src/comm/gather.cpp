@@ -27,13 +27,19 @@ std::vector<float> encode_ids(std::span<const gid_t> ids) {
 
 gid_t decode_id(const float* pair) { return (static_cast<gid_t>(pair[0]) << kIdBits) | static_cast<gid_t>(pair[1]); }
 
-void wait_for(Communicator& comm, std::span<const SendBuffer> sends, std::span<const ReceiveBuffer> receives) {
-  comm.start_exchange(sends, receives, kGatherTag)->wait();
+// Pieces arrive in the order they were posted: messages of one tag between two ranks do not overtake each other.
+template <typename Buffer, typename Span>
+void add_pieces(std::vector<Buffer>& buffers, int peer, Span floats, std::size_t piece) {
+  for (std::size_t first = 0; first < floats.size(); first += piece) {
+    buffers.push_back({peer, floats.subspan(first, std::min(piece, floats.size() - first))});
+  }
 }
 
 }  // namespace
 
-Matrix gather_rows(Communicator& comm, std::span<const gid_t> ids, ConstRows rows, std::int64_t total, int root) {
+Matrix gather_rows(Communicator& comm, std::span<const gid_t> ids, ConstRows rows, std::int64_t total, int root,
+                   std::size_t piece_floats) {
+  NJ_EXPECTS(piece_floats > 0, "messages of no floats");
   NJ_EXPECTS(static_cast<std::int64_t>(ids.size()) == rows.rows, "{} ids for {} rows", ids.size(), rows.rows);
   std::vector<std::int64_t> counts(static_cast<std::size_t>(comm.size()), 0);
   counts[static_cast<std::size_t>(comm.rank())] = rows.rows;
@@ -41,10 +47,11 @@ Matrix gather_rows(Communicator& comm, std::span<const gid_t> ids, ConstRows row
   const std::vector<float> encoded = encode_ids(ids);
   if (comm.rank() != root) {
     if (rows.rows > 0) {
-      const std::span<const float> values(rows.data, static_cast<std::size_t>(rows.rows * rows.cols));
-      const SendBuffer sends[] = {{root, encoded}, {root, values}};
-      // Two messages of one tag to one peer arrive in the order they were posted.
-      wait_for(comm, sends, {});
+      std::vector<SendBuffer> sends;
+      add_pieces(sends, root, std::span<const float>(encoded), piece_floats);
+      add_pieces(sends, root, std::span<const float>(rows.data, static_cast<std::size_t>(rows.rows * rows.cols)),
+                 piece_floats);
+      comm.start_exchange(sends, {}, kGatherTag)->wait();
     }
     return {};
   }
@@ -67,8 +74,10 @@ Matrix gather_rows(Communicator& comm, std::span<const gid_t> ids, ConstRows row
     if (peer == root || count == 0) continue;
     peer_ids.resize(static_cast<std::size_t>(2 * count));
     peer_rows.resize(static_cast<std::size_t>(count * rows.cols));
-    const ReceiveBuffer receives[] = {{peer, peer_ids}, {peer, peer_rows}};
-    wait_for(comm, {}, receives);
+    std::vector<ReceiveBuffer> receives;
+    add_pieces(receives, peer, std::span<float>(peer_ids), piece_floats);
+    add_pieces(receives, peer, std::span<float>(peer_rows), piece_floats);
+    comm.start_exchange({}, receives, kGatherTag)->wait();
     place(peer_ids, peer_rows.data());
   }
   NJ_EXPECTS(std::ranges::all_of(seen, [](std::uint8_t s) { return s != 0; }), "a vertex was gathered from no rank");

@@ -66,6 +66,25 @@ std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources&
   return executor;
 }
 
+void check_same_partition(Communicator& comm, const Shard& shard) {
+  const PartitionInfo& p = shard.partition;
+  std::vector<double> lowest = {static_cast<double>(shard.global_vertices),
+                                static_cast<double>(shard.global_edges),
+                                static_cast<double>(shard.global_train),
+                                static_cast<double>(p.parts),
+                                static_cast<double>(p.seed),
+                                static_cast<double>(p.edge_cut)};
+  std::vector<double> highest = lowest;
+  for (double& value : lowest) value = -value;
+  comm.all_reduce_max(lowest);
+  comm.all_reduce_max(highest);
+  for (std::size_t i = 0; i < highest.size(); ++i) {
+    NJ_REQUIRE(-lowest[i] == highest[i],
+               "the ranks hold shards of different partitions or datasets (their vertex, edge or training counts, "
+               "part counts, seeds or edge cuts differ)");
+  }
+}
+
 void set_up_rank_device(RankDevice& rank, const ExecutorChoice& choice, int threads, bool deterministic,
                         Communicator& comm) {
   rank.device.ranks_per_gpu = count_ranks_sharing_gpu(comm, rank.device);

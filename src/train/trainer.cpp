@@ -177,6 +177,7 @@ std::uint32_t Trainer::evaluations_since_best() const {
   // Evaluated epochs are those e with (e + 1) a multiple of eval_every (and the last, after which nothing is left).
   const std::uint32_t done = progress_.next_epoch;
   const std::uint32_t best_done = progress_.best_val_epoch + 1;
+  if (best_done > done) return 0;  // progress read from a file that says so; nothing after the best yet
   return done / options_.eval_every - best_done / options_.eval_every;
 }
 

@@ -113,8 +113,8 @@ TEST_F(SparseFeatures, AreStoredSparseByDefaultAndReadBackExactly) {
 }
 
 // Auto stores sparse where the compressed rows (8 bytes an entry) take at most half the dense bytes (4 a cell): under
-// a third of the entries non-zero, on either side of which these lie.
-TEST_F(DatasetFile, AutoStoresSparseWhereUnderAThirdOfTheEntriesAreNonZero) {
+// a quarter of the entries non-zero, on either side of which these lie.
+TEST_F(DatasetFile, AutoStoresSparseWhereAtMostAQuarterOfTheEntriesAreNonZero) {
   EXPECT_TRUE(hdf5::File::open_read(path_).exists("/features"));
   EXPECT_FALSE(stores_sparse(dataset_.features, FeatureStorage::kAuto));
   for (const auto& [kept_every, sparse] : {std::pair{2, false}, std::pair{3, false}, std::pair{5, true}}) {

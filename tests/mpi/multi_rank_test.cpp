@@ -13,6 +13,7 @@
 
 #include "mpi/job.hpp"
 #include "nj/comm/device_communicator.hpp"
+#include "nj/comm/gather.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
@@ -488,6 +489,44 @@ INSTANTIATE_TEST_SUITE_P(PyG, MultiRankReference,
 
 INSTANTIATE_TEST_SUITE_P(Backends, MultiRankDirected, test::all_backends(), test::BackendName());
 INSTANTIATE_TEST_SUITE_P(Backends, MultiRankCora, test::all_backends(), test::BackendName());
+
+}  // namespace
+}  // namespace nj
+
+namespace nj {
+namespace {
+
+// Every rank's rows reach their global ids on rank 0, whole or in pieces of any size, with some ranks owning none.
+TEST(GatherRows, EveryRowReachesItsIdOnTheRoot) {
+  Communicator& comm = test::job();
+  const std::int64_t total = 101;
+  const std::int64_t cols = 3;
+  for (const std::size_t piece : {kGatherPieceFloats, std::size_t{1}, std::size_t{7}}) {
+    SCOPED_TRACE(piece);
+    // Rank r owns the ids congruent to r modulo the ranks, in descending order; the last rank owns none of them
+    // when there are several (rank 0 takes its share).
+    const int owners = comm.size() > 1 ? comm.size() - 1 : 1;
+    std::vector<gid_t> ids;
+    for (gid_t id = total - 1; id >= 0; --id) {
+      if (id % owners == comm.rank()) ids.push_back(id);
+    }
+    Matrix rows(static_cast<std::int64_t>(ids.size()), cols);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      for (std::int64_t c = 0; c < cols; ++c) {
+        rows.view().row(static_cast<std::int64_t>(i))[c] = static_cast<float>(ids[i] * 10 + c);
+      }
+    }
+    const Matrix gathered = gather_rows(comm, ids, rows.view(), total, 0, piece);
+    if (comm.rank() != 0) {
+      EXPECT_EQ(gathered.rows(), 0);
+      continue;
+    }
+    ASSERT_EQ(gathered.rows(), total);
+    for (std::int64_t v = 0; v < total; ++v) {
+      for (std::int64_t c = 0; c < cols; ++c) ASSERT_EQ(gathered.view().row(v)[c], static_cast<float>(v * 10 + c));
+    }
+  }
+}
 
 }  // namespace
 }  // namespace nj

@@ -11,7 +11,7 @@
 namespace nj {
 
 enum class FeatureStorage {
-  kAuto,    // sparse where its arrays take at most half the dense bytes (under 1/3 of the entries non-zero)
+  kAuto,    // sparse where its arrays take at most half the dense bytes (about 1/4 of the entries non-zero)
   kDense,   // /features
   kSparse,  // /features_sparse
 };

@@ -43,6 +43,10 @@ Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator&
 std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources& resources, Model& model, Shard& shard,
                                         Communicator& comm);
 
+// Throws InputError where the ranks hold shards of different partitions or datasets (mixed folders would exchange
+// rows that do not match, silently): compares what every shard records about the whole. A collective.
+void check_same_partition(Communicator& comm, const Shard& shard);
+
 // Where a rank computes: its device and that device's resources, and with several ranks the communicator that sends
 // from device memory (NCCL on CUDA) over the job's, where there is one.
 struct RankDevice {
