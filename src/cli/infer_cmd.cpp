@@ -27,7 +27,10 @@ struct InferArguments {
   std::string output;
   std::vector<std::string> embeddings;
   ExecutorArguments executor;
-  std::string partition_method = "metis";
+  // nj train's own options, so that its command lines and configuration files infer: the model comes from the
+  // checkpoint and training's options do nothing here, but --partition-method (several ranks over a dataset file).
+  ModelArguments ignored_model;
+  TrainingOnlyArguments training;
   int threads = 0;
   std::string device = "auto";
   bool deterministic = false;
@@ -118,7 +121,7 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
     hardware.device = choose_device(parse_device_kind(args.device));
     shard = load_rank_shard({.dataset = dataset,
                              .partitions = args.data.partitions,
-                             .partition_method = parse_partition_method(args.partition_method),
+                             .partition_method = parse_partition_method(args.training.partition_method),
                              .normalize_rows = checkpoint.row_normalised},
                             choice.vertex_order, comm);
     model = std::make_unique<Model>(checkpoint.config, shard.features.cols(), shard.num_classes);
@@ -184,10 +187,14 @@ void add_infer_command(CLI::App& app, Communicator& comm) {
                   "Also write these layers' outputs, numbered from 1 as nj plan numbers them, or all")
       ->expected(1, -1);
   add_executor_options(*cmd, args->executor, true);
-  cmd->add_option("--partition-method", args->partition_method,
-                  "How several ranks partition a dataset given without --partitions (in memory, on every rank)")
-      ->check(CLI::IsMember({"metis", "random", "contiguous"}))
-      ->capture_default_str();
+  // nj train's options, accepted so that its command lines and --config files infer: in a group of their own.
+  constexpr const char* kTrainingGroup =
+      "Training (accepted from nj train's command lines and configuration files; the model comes from the checkpoint "
+      "and only --partition-method acts here)";
+  const std::size_t before = cmd->get_options().size();
+  add_model_options(*cmd, args->ignored_model);
+  for (std::size_t i = before; i < cmd->get_options().size(); ++i) cmd->get_options()[i]->group(kTrainingGroup);
+  add_training_only_options(*cmd, args->training, kTrainingGroup);
   cmd->add_option("--threads", args->threads, "Threads (0: OpenMP's default)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -237,6 +237,19 @@ TEST_F(MultiRankInferCli, RanksGiveTheRowsOfOneProcess) {
   }
 }
 
+// A training run's configuration file and command line infer as they are: the model comes from the checkpoint, and
+// the options only training uses are accepted.
+TEST_F(InferCli, TrainingsConfigurationFileInfers) {
+  const std::string config = dir_.file("sage.toml");
+  std::ofstream(config) << "model = \"sage\"\nhidden = 16\nepochs = 5\nlr = 0.01\nfeature-norm = \"none\"\n"
+                           "threads = 1\neval-every = 1\n";
+  const std::string out = dir_.file("out.h5");
+  const auto run = test::run_nj("infer " + shell_quote(checkpoint_) + " " + shell_quote(dataset_) + " --config " +
+                                shell_quote(config) + " --weight-decay 0.1 -o " + shell_quote(out));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(read_inferred(out).test, summary_of(metrics_)["final"]["test"].get<double>());
+}
+
 TEST_F(InferCli, MistakesAreOneLine) {
   const std::string out = dir_.file("out.h5");
   const Dataset other = test::random_dataset(100, 400, 5, 4, 3);
