@@ -100,6 +100,7 @@ struct ExecutorArguments {
   std::string cache_policy = "st-aware";
   std::string vertex_order = "community";
   std::string host_blocks = "2G";
+  std::string sparse_inputs = "auto";
 };
 // With allow_in_memory (nj train) the default execution is auto.
 void add_executor_options(CLI::App& command, ExecutorArguments& args, bool allow_in_memory);

@@ -104,6 +104,12 @@ void add_executor_options(CLI::App& cmd, ExecutorArguments& args, bool allow_in_
                  "together; otherwise each step builds its block as it runs, holding one at a time (less memory, "
                  "a little more time per step)")
       ->capture_default_str();
+  cmd.add_option("--sparse-inputs", args.sparse_inputs,
+                 "Whether the first layer multiplies the features as sparse rows (their non-zero entries: SpMM, "
+                 "dropout and the weight gradient over those alone) or dense ones: on, off, or auto (sparse where at "
+                 "most 1 entry in 16 is non-zero); results differ only in rounding")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
 }
 
 ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
@@ -116,6 +122,7 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
   choice.options.policy = parse_cache_policy(args.cache_policy);
   choice.options.kept_block_bytes = parse_byte_size(args.host_blocks);
   choice.vertex_order = parse_vertex_order(args.vertex_order);
+  choice.sparse_inputs = parse_sparse_inputs(args.sparse_inputs);
   // Ids numbered by community are already a locality order: subgraphs are cut in it, with no search of their own.
   if (choice.vertex_order == VertexOrder::kCommunity) choice.options.cut_order = CutOrder::kVertexIds;
   NJ_REQUIRE(!choice.in_memory || choice.options.device_budget == kUnlimited,

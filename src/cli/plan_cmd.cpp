@@ -75,14 +75,18 @@ struct MeasuredPlan {
   EpochPlan plan;
   std::int64_t plan_host_bytes = 0;
 };
-// Of `features`, only the shape is read (the forecast's replay moves no data).
-MeasuredPlan plan_and_measure(Model& model, const LocalGraph& local, ConstRows features,
-                              const SubgraphExecutorOptions& options) {
+// Of `features`, only the shape is read (the forecast's replay moves no data), unless `choice` may take them as
+// sparse rows: then their entries decide, as they do in nj train.
+MeasuredPlan plan_and_measure(Model& model, const LocalGraph& local, ConstRows features, const ExecutorChoice& choice) {
+  const std::optional<SparseRows> sparse = sparse_inputs(choice.sparse_inputs, features);
+  SubgraphExecutorOptions options = choice.options;
+  options.inputs = input_shape(sparse);
   const std::int64_t before = heap_bytes_in_use();
   MeasuredPlan measured{plan_epoch(model, local, options), 0};
   measured.plan_host_bytes = std::max<std::int64_t>(0, heap_bytes_in_use() - before);
   const auto forecast_start = std::chrono::steady_clock::now();
-  measured.plan.memory = forecast_device_memory(model, local, features, measured.plan);
+  measured.plan.memory =
+      forecast_device_memory(model, local, features, measured.plan, sparse ? &*sparse : nullptr);
   spdlog::debug("plan: device memory forecast in {:.2f} s", seconds_since(forecast_start));
   return measured;
 }
@@ -118,9 +122,9 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
   }
   for (std::size_t part = 0; part < manifest.shard_files.size(); ++part) {
     Shard shard = read_shard((std::filesystem::path(manifest.directory) / manifest.shard_files[part]).string());
-    order_vertices(shard.local, choice.vertex_order);
+    order_vertices(shard, choice.vertex_order);
     Model model(args.model.resolve(), shard.features.cols(), shard.num_classes);
-    const MeasuredPlan measured = plan_and_measure(model, shard.local, shard.features.view(), choice.options);
+    const MeasuredPlan measured = plan_and_measure(model, shard.local, shard.features.view(), choice);
     const EpochPlan& plan = measured.plan;
     const HostFootprint host = rank_footprint(args, shard.local, shard.features.cols(), shard.num_classes, measured);
     const std::int64_t exchange = exchange_bytes_sent(model, shard.local, plan);
@@ -210,23 +214,40 @@ void run_plan(PlanArguments& args, CLI::App& command) {
     return;
   }
   const std::string dataset = args.data.dataset();
-  const auto load_start = std::chrono::steady_clock::now();
-  // Planning reads the features' shape only: its replay of an epoch moves no data.
-  DatasetWithoutFeatures read = read_dataset_without_features(dataset);
-  const std::int64_t width = read.feature_width;
-  const std::int32_t classes = read.dataset.num_classes;
-  Model model(args.model.resolve(), width, classes);
   const ExecutorChoice choice = planned_choice(args);
-  LocalGraph local = whole_local_graph(std::move(read.dataset.graph));
+  const auto load_start = std::chrono::steady_clock::now();
+  // Planning reads the features' shape only (its replay of an epoch moves no data), unless the first layer may
+  // take them as sparse rows: then it loads them, as nj train does.
+  Shard whole;
+  std::int64_t width = 0;
+  std::vector<vid_t> stored_order;
+  if (choice.sparse_inputs == SparseInputs::kOff) {
+    DatasetWithoutFeatures read = read_dataset_without_features(dataset);
+    width = read.feature_width;
+    whole.num_classes = read.dataset.num_classes;
+    whole.local = whole_local_graph(std::move(read.dataset.graph));
+    stored_order = std::move(read.dataset.community_order);
+  } else {
+    whole = whole_graph_shard(read_dataset(dataset));
+    width = whole.features.cols();
+  }
+  const std::int32_t classes = whole.num_classes;
+  Model model(args.model.resolve(), width, classes);
+  LocalGraph& local = whole.local;
   const double load_seconds = seconds_since(load_start);
   const auto order_start = std::chrono::steady_clock::now();
-  order_vertices(local, choice.vertex_order, read.dataset.community_order);
+  if (whole.features.rows() > 0) {
+    order_vertices(whole, choice.vertex_order);
+  } else {
+    order_vertices(local, choice.vertex_order, stored_order);
+  }
   spdlog::info("loaded in {:.2f} s, {} vertex order in {:.2f} s", load_seconds, to_string(choice.vertex_order),
                seconds_since(order_start));
 
   const auto start = std::chrono::steady_clock::now();
-  const MeasuredPlan measured =
-      plan_and_measure(model, local, ConstRows{nullptr, local.num_owned, width}, choice.options);
+  const ConstRows features =
+      whole.features.rows() > 0 ? whole.features.view() : ConstRows{nullptr, local.num_owned, width};
+  const MeasuredPlan measured = plan_and_measure(model, local, features, choice);
   const EpochPlan& plan = measured.plan;
   spdlog::info("planned in {:.2f} s", seconds_since(start));
   log_plan(plan);

@@ -45,17 +45,22 @@ struct LayerDims {
   // Its blocks carry edge weights: every layer's are cut from the one prepared graph, read or not.
   bool weighted_blocks = false;
   bool forward_only = false;  // an inference plan: no backward steps
+  // The first layer's inputs as sparse rows (sparse_inputs.hpp), at most this many entries a row.
+  bool sparse_inputs = false;
+  std::int64_t max_row_nonzeros = 0;
 };
 
 std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& library, const PreparedGraph& graph,
-                                  bool forward_only, bool first_layer_sums_inputs = false) {
+                                  bool forward_only, const InputShape& inputs, bool first_layer_sums_inputs = false) {
   std::vector<LayerDims> dims;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
     const bool sums_inputs = l == 0 && first_layer_sums_inputs;
+    const bool sparse = l == 0 && inputs.sparse;
     dims.push_back({&layer, layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
                     sums_inputs, sums_inputs ? layer.input_sums_width() : 0,
-                    library.narrows_offsets && layer.aggregation().spmm, graph.weighted(), forward_only});
+                    library.narrows_offsets && layer.aggregation().spmm, graph.weighted(), forward_only, sparse,
+                    sparse ? inputs.max_row_nonzeros : 0});
   }
   return dims;
 }
@@ -77,6 +82,21 @@ constexpr std::int64_t kId = sizeof(gid_t);
 constexpr std::int64_t kAllocationsPerStep = 12;
 constexpr std::int64_t kStepPadding = kAllocationsPerStep * kArenaAlignment;
 
+// Device bytes of a transform step's inputs for `rows` rows, with `copies` dense copies of them (the rows, their
+// dropout, and backward their gradient). Sparse inputs take their block (no global ids) and their dropped weights,
+// and on a library that narrows offsets the narrowed ones: the rows' forward, the columns' backward.
+std::int64_t transform_input_bytes(const LayerDims& d, std::int64_t rows, std::int64_t copies) {
+  if (!d.sparse_inputs) return rows * copies * d.in * kFloat;
+  const std::int64_t entries = rows * d.max_row_nonzeros;
+  const std::int64_t narrowed =
+      d.narrows_offsets ? (std::max(rows, d.in) + 1) * static_cast<std::int64_t>(sizeof(std::int32_t)) : 0;
+  return DeviceBlock::bytes_for(rows, d.in, entries, true, false) + entries * kFloat + narrowed;
+}
+// Input bytes a transform step moves as rows: sparse inputs move as a block.
+std::int64_t streamed_input_bytes(const LayerDims& d, std::int64_t rows) {
+  return d.sparse_inputs ? 0 : rows * d.in * kFloat;
+}
+
 // Whether the backward of layer `d` reads its transformed rows beside their gradients: then both are cached.
 bool caches_rows_backward(const LayerDims& d) { return !d.forward_only && d.layer->aggregation().backward_reads_rows; }
 
@@ -90,7 +110,7 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t cached_tensors = caches_rows_backward(d) ? 2 : 1;
   const std::int64_t staging = 2 * src * (d.width * kFloat + kSlot) * cached_tensors;
   const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, d.weighted_blocks);
-  const std::int64_t transform = dst * ((d.in + d.width) * kFloat + kId + kSlot);
+  const std::int64_t transform = transform_input_bytes(d, dst, 2) + dst * (d.width * kFloat + kId + kSlot);
   // A layer that sums its inputs keeps their sums beside its outputs.
   const std::int64_t aggregate = block + src * kSlot + dst * (d.out + d.sums) * kFloat + narrowed_offsets(d, dst);
   if (d.forward_only) return staging + std::max(transform, aggregate) + kStepPadding;
@@ -99,7 +119,7 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
       (d.layer->aggregation().backward_reads_rows ? 2 * src * d.width * kFloat : 0) +
       backward_workspace(d, dst, edges) + narrowed_offsets(d, src);
   // Inputs, their dropped copy and their gradient, the transformed-row gradients, and their ids and slots.
-  const std::int64_t transform_backward = dst * ((3 * d.in + d.width) * kFloat + kId + kSlot);
+  const std::int64_t transform_backward = transform_input_bytes(d, dst, 3) + dst * (d.width * kFloat + kId + kSlot);
   return staging + std::max({transform, aggregate, aggregate_backward, transform_backward}) + kStepPadding;
 }
 
@@ -141,7 +161,7 @@ std::int64_t resident_bytes(const Model& model, bool forward_only) {
 // not pools.
 std::int64_t closure_bytes(const std::vector<LayerDims>& dims, const ClosureSize& size) {
   const std::size_t layers = dims.size();
-  std::int64_t bytes = size.vertices[layers] * dims[0].in * kFloat;
+  std::int64_t bytes = transform_input_bytes(dims[0], size.vertices[layers], 1);
   for (std::size_t l = 0; l < layers; ++l) {
     const std::int64_t sources = size.vertices[layers - l];
     const std::int64_t destinations = size.vertices[layers - 1 - l];
@@ -397,7 +417,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     for (std::size_t k = 0; k < chunks.size(); ++k) {
       add_step(StepKind::kTransform, l, k, phase);
       if (input_from_host(l, k)) {
-        pass.stream_h2d_bytes += static_cast<std::int64_t>(chunks[k].size()) * dims[l].in * kFloat;
+        pass.stream_h2d_bytes += streamed_input_bytes(dims[l], static_cast<std::int64_t>(chunks[k].size()));
       }
     }
     ExchangePoints points;
@@ -490,7 +510,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       add_step(StepKind::kTransformBackward, l, k, phase);
       const auto chunk_rows = static_cast<std::int64_t>(chunks[k].size());
       // Without a budget the inputs the forward transform uploaded are still on the device.
-      if (plan.options.device_budget != kUnlimited) pass.stream_h2d_bytes += chunk_rows * dims[l].in * kFloat;
+      if (plan.options.device_budget != kUnlimited) pass.stream_h2d_bytes += streamed_input_bytes(dims[l], chunk_rows);
       if (l > 0 && input_from_host(l, k)) pass.stream_d2h_bytes += chunk_rows * dims[l].in * kFloat;
     }
   }
@@ -559,7 +579,7 @@ std::vector<vid_t> owned_cut_order(const CsrGraph& prepared, const LocalGraph& l
 // What a lasting pass keeps on the device for the whole run besides its steps: every subgraph's block and the
 // features, `features` floats a row. (A step's bytes count its block once; a model of more than two layers keeps
 // more blocks than two steps hold.)
-std::int64_t lasting_bytes(const Pass& pass, std::int64_t features) {
+std::int64_t lasting_bytes(const Pass& pass, const LayerDims& first) {
   std::int64_t bytes = 0;
   for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
     for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
@@ -571,7 +591,10 @@ std::int64_t lasting_bytes(const Pass& pass, std::int64_t features) {
     }
   }
   for (const auto& chunk : pass.transform_chunks.front()) {
-    bytes += arena_block_bytes(static_cast<std::int64_t>(chunk.size()) * features * kFloat);
+    const auto rows = static_cast<std::int64_t>(chunk.size());
+    bytes += arena_block_bytes(first.sparse_inputs ? DeviceBlock::bytes_for(rows, first.in, rows * first.max_row_nonzeros,
+                                                                            true, false)
+                                                   : rows * first.in * kFloat);
   }
   return bytes;
 }
@@ -658,7 +681,7 @@ ClosurePlanner::ClosurePlanner(const Model& model, const LocalGraph& local)
 // The pass rows are the closure's vertices, the destinations first and then each hop further out; its graph
 // holds the in-edges of the rows some layer aggregates, with the whole graph's edge weights (its rows' factors).
 Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
-  const auto dims = layer_dims(model_, plan.options.library, prepared_, plan.options.forward_only);
+  const auto dims = layer_dims(model_, plan.options.library, prepared_, plan.options.forward_only, plan.options.inputs);
   const std::size_t layers = dims.size();
   std::vector<std::int64_t> level_sizes;
   std::vector<vid_t> closure = lister_.list(dsts, level_sizes);
@@ -695,10 +718,11 @@ Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
                    std::move(closure), local_degree);
 }
 
-bool plan_sums_first_layer_inputs(const Model& model, std::int64_t device_budget, ExecutionMode mode) {
+bool plan_sums_first_layer_inputs(const Model& model, const SubgraphExecutorOptions& options) {
   // Without a budget reuse's pass keeps on the device what in-memory training keeps, so it can keep the sums and
   // run its first layer in the same order.
-  return unlimited(device_budget) && mode == ExecutionMode::kReuse && aggregates_before_transform(model.layer(0), 0);
+  return unlimited(options.device_budget) && options.mode == ExecutionMode::kReuse &&
+         aggregates_before_transform(model.layer(0), 0, options.inputs.sparse);
 }
 
 constexpr EnumNames<ExecutionMode, 2> kExecutionModeNames{
@@ -711,9 +735,9 @@ const char* to_string(ExecutionMode mode) { return kExecutionModeNames.name(mode
 const char* to_string(CutOrder order) { return kCutOrderNames.name(order); }
 
 std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local, const LibraryMemory& library,
-                                   bool forward_only) {
+                                   bool forward_only, const InputShape& inputs) {
   const PreparedGraph prepared = model.prepare(local);
-  return minimum_budget(smallest_step(layer_dims(model, library, prepared, forward_only), prepared.graph).bytes,
+  return minimum_budget(smallest_step(layer_dims(model, library, prepared, forward_only, inputs), prepared.graph).bytes,
                         resident_bytes(model, forward_only));
 }
 
@@ -737,8 +761,8 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   const auto prepare_start = std::chrono::steady_clock::now();
   PreparedGraph prepared = model.prepare(local);
   spdlog::debug("plan: graph prepared for the model in {:.2f} s", seconds_since(prepare_start));
-  const auto dims = layer_dims(model, options.library, prepared, options.forward_only,
-                               plan_sums_first_layer_inputs(model, options.device_budget, options.mode));
+  const auto dims = layer_dims(model, options.library, prepared, options.forward_only, options.inputs,
+                               plan_sums_first_layer_inputs(model, options));
   const std::size_t layers = dims.size();
   const std::int64_t owned = local.num_owned;
   // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges. A
@@ -775,7 +799,7 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   }
   plan.peak_bytes_bound += 2 * plan.largest_step_bytes + plan.resident_bytes;
   if (!plan.passes.empty() && plan.passes.front().lasting)
-    plan.peak_bytes_bound += lasting_bytes(plan.passes.front(), model.layer(0).in_dim());
+    plan.peak_bytes_bound += lasting_bytes(plan.passes.front(), dims.front());
   plan.rows_needed = static_cast<std::int64_t>(layers) * owned;
   return plan;
 }

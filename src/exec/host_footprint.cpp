@@ -49,7 +49,7 @@ std::int64_t in_memory_device_bytes(const Model& model, const RankShape& s) {
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
     const std::int64_t outputs = 2 * s.owned * layer.out_dim();
-    if (aggregates_before_transform(layer, l)) {
+    if (aggregates_before_transform(layer, l, false)) {
       bytes += kFloat * (s.local * layer.in_dim() + s.owned * layer.input_sums_width() + outputs);
       widest = std::max({widest, layer.input_sums_width(), layer.out_dim()});
       continue;
@@ -132,8 +132,8 @@ HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape&
   footprint.parts.push_back({"dataset", shard_bytes(shape) - (layout.in_memory ? 0 : shard_in_edge_bytes(shape))});
   const bool sums_inputs =
       !layout.in_memory &&
-      plan_sums_first_layer_inputs(model, layout.device_budget,
-                                   layout.recompute ? ExecutionMode::kRecompute : ExecutionMode::kReuse);
+      plan_sums_first_layer_inputs(model, {.device_budget = layout.device_budget,
+                                           .mode = layout.recompute ? ExecutionMode::kRecompute : ExecutionMode::kReuse});
   footprint.parts.push_back({"host rows", layout.in_memory
                                               ? 2 * shape.owned * shape.classes * kFloat
                                               : subgraph_host_rows(model, shape, layout.recompute, sums_inputs)});

@@ -1,6 +1,7 @@
 // The in-memory executor: every layer on the whole local graph, with the features, the activations, their
 // gradients, the graph and the parameters on the device for the whole run.
 #include <algorithm>
+#include <optional>
 
 #include "nj/device/transfers.hpp"
 #include "nj/exec/executor.hpp"
@@ -18,7 +19,9 @@ RandomStream attention_dropout_stream(const ModelConfig& config, std::uint32_t l
   return {config.seed, RandomPurpose::kAttentionDropout, layer, epoch};
 }
 
-bool aggregates_before_transform(const Layer& layer, std::size_t l) { return l == 0 && layer.sums_inputs_first_pays(); }
+bool aggregates_before_transform(const Layer& layer, std::size_t l, bool sparse_inputs) {
+  return l == 0 && !sparse_inputs && layer.sums_inputs_first_pays();
+}
 
 namespace {
 
@@ -70,24 +73,29 @@ BoundaryExchange make_exchange(Communicator* comm, const LocalGraph& local, cons
 }  // namespace
 
 struct InMemoryExecutor::State {
-  State(Resources& resources, const Model& model, const LocalGraph& local, ConstRows features, Communicator* ranks)
+  State(Resources& resources, const Model& model, const LocalGraph& local, ConstRows features, Communicator* ranks,
+        const std::optional<SparseRows>& sparse_features)
       : backend(*resources.backend),
         device(*resources.device),
         comm(ranks),
         transfers(device),
-        parameters(transfers, model, aggregates_before_transform(model.layer(0), 0)),
+        parameters(transfers, model, aggregates_before_transform(model.layer(0), 0, sparse_features.has_value())),
         exchange(make_exchange(ranks, local, model, backend, transfers)),
         num_owned(local.num_owned),
         num_mirrors(local.num_mirrors()),
         owned_gid(to_device<gid_t>(transfers, {local.global_id.data(), static_cast<std::size_t>(local.num_owned)},
                                    "index: global ids")),
         boundary(to_device<vid_t>(transfers, exchange.boundary_rows(), "index: boundary rows")),
-        input(device, features.rows, features.cols, "rows: features"),
+        input(device, sparse_features ? 0 : features.rows, features.cols, "rows: features"),
         logits(local.num_owned, model.layer(model.num_layers() - 1).out_dim()),
         grad_logits(logits.rows(), logits.cols()) {
     NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
                local.num_owned);
-    transfers.upload(features, {}, input.view());
+    if (sparse_features) {
+      sparse_input = DeviceBlock(transfers, sparse_rows_block(*sparse_features, {}), "rows: features");
+    } else {
+      transfers.upload(features, {}, input.view());
+    }
     std::int64_t largest_scattered = 0;
     for (const Subgraph& part : owned_parts(model, local)) {
       DevicePart& p = parts.emplace_back();
@@ -103,7 +111,7 @@ struct InMemoryExecutor::State {
     const vid_t num_local = local.num_local();
     for (std::size_t l = 0; l < model.num_layers(); ++l) {
       const Layer& layer = model.layer(l);
-      const bool sums_inputs = aggregates_before_transform(layer, l);
+      const bool sums_inputs = aggregates_before_transform(layer, l, sparse_features.has_value());
       sums_inputs_first.push_back(sums_inputs);
       // What the aggregation reads and writes: the (dropped) inputs and their sums, or the transformed rows and
       // the outputs.
@@ -114,7 +122,7 @@ struct InMemoryExecutor::State {
       grad_outputs.emplace_back(device, num_owned, layer.out_dim(), "rows: output gradients");
       grad_z.push_back(sums_inputs ? DeviceMatrix()
                                    : DeviceMatrix(device, num_local, width, "rows: transformed-row gradients"));
-      dropped.push_back(model.dropout_before(l) > 0.0F && !sums_inputs
+      dropped.push_back(model.dropout_before(l) > 0.0F && !sums_inputs && !(l == 0 && sparse_features)
                             ? DeviceMatrix(device, num_owned, layer.in_dim(), "rows: dropped inputs")
                             : DeviceMatrix());
       input_sums.push_back(sums_inputs ? DeviceMatrix(device, num_owned, sums_width, "rows: aggregated inputs")
@@ -215,6 +223,13 @@ struct InMemoryExecutor::State {
         if (x.data != owned_rows.data) backend.copy_rows(x, {}, owned_rows, {}, num_owned);
         exchange_rows(model, l, epoch, training);
         Layer::transform(backend, p.weight.view(), input_sums[l].view(), outputs[l].view());
+      } else if (l == 0 && sparse_input) {
+        const SparseBlockView x = drop_entries(backend, device, sparse_input->view(), owned_gid.view(),
+                                               feature_dropout_stream(model.config(), 0, epoch),
+                                               training ? model.dropout_before(0) : 0.0F, false, dropped_entries);
+        Layer::transform(backend, p.weight.view(), x, z[l].view().slice(0, num_owned));
+        dropped_entries = {};
+        exchange_rows(model, l, epoch, training);
       } else {
         kept[l] = dropped_input(model, l, epoch, training, dropped[l].view());
         Layer::transform(backend, p.weight.view(), kept[l], z[l].view().slice(0, num_owned));
@@ -249,6 +264,14 @@ struct InMemoryExecutor::State {
         if (reading_mirrors && exchange.has_peers()) start_gradients(l);
       }
       if (exchange.has_peers()) add_received_gradients(l);
+      if (l == 0 && sparse_input) {
+        const SparseBlockView x =
+            drop_entries(backend, device, sparse_input->view(), owned_gid.view(),
+                         feature_dropout_stream(model.config(), 0, epoch), model.dropout_before(0), true, dropped_entries);
+        Layer::transform_backward(backend, p.weight_grad, x, grad_z[l].view().slice(0, num_owned));
+        dropped_entries = {};
+        continue;
+      }
       const DeviceRows grad_x = l > 0 ? grad_outputs[l - 1].view() : DeviceRows{};
       Layer::transform_backward(backend, p.weight.view(), p.weight_grad, kept[l], grad_z[l].view().slice(0, num_owned),
                                 grad_x);
@@ -317,7 +340,9 @@ struct InMemoryExecutor::State {
   std::int64_t num_mirrors = 0;
   DeviceArray<gid_t> owned_gid;  // what dropout masks are addressed by
   DeviceArray<vid_t> boundary;   // the exchange's boundary rows
-  DeviceMatrix input;            // the owned rows' features
+  DeviceMatrix input;            // the owned rows' features, dense
+  std::optional<DeviceBlock> sparse_input;  // or as sparse rows (sparse_inputs.hpp)
+  DeviceArray<float> dropped_entries;       // their dropout, while a transform or its backward reads it
   std::vector<DevicePart> parts;
   // Per layer:
   std::vector<char> sums_inputs_first;  // aggregates_before_transform
@@ -339,8 +364,8 @@ struct InMemoryExecutor::State {
 };
 
 InMemoryExecutor::InMemoryExecutor(Resources& resources, const Model& model, const LocalGraph& local,
-                                   ConstRows features, Communicator* comm)
-    : state_(std::make_unique<State>(resources, model, local, features, comm)) {}
+                                   ConstRows features, Communicator* comm, SparseInputs inputs)
+    : state_(std::make_unique<State>(resources, model, local, features, comm, sparse_inputs(inputs, features))) {}
 
 InMemoryExecutor::~InMemoryExecutor() = default;
 

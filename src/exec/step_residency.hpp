@@ -58,6 +58,7 @@ struct StepResidency {
     if (!lasting) {
       blocks.clear();
       inputs.clear();
+      sparse_inputs.clear();
     }
     std::erase_if(inputs, [](const auto& entry) { return entry.first.first > 0; });
     dropped.clear();
@@ -71,6 +72,7 @@ struct StepResidency {
   std::deque<std::vector<vid_t>> built_sources;     // what lasting_sources views where the pass builds its blocks
   ByChunk<StepBlock> blocks;
   ByChunk<DeviceMatrix> inputs;   // transform inputs; a layer above the first takes the previous one's outputs
+  ByChunk<DeviceBlock> sparse_inputs;  // the first layer's, where they are sparse rows (sparse_inputs.hpp)
   ByChunk<DeviceMatrix> dropped;  // their dropout, where it drops
   ByChunk<DeviceMatrix> sums;     // per first-layer subgraph, its inputs' sums (Pass::first_layer_sums_inputs)
   // Per layer and subgraph whose outputs stay: their gradients, from the next layer's transform backward.

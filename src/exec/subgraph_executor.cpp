@@ -33,13 +33,14 @@ struct StepSlots {
 }  // namespace
 
 struct SubgraphExecutor::State {
-  State(Backend& b, Device& d, const Model& model, const LocalGraph& local, ConstRows f, const EpochPlan& p,
-        Communicator* ranks)
+  State(Backend& b, Device& d, const Model& model, const LocalGraph& local, ConstRows f, const SparseRows* sparse,
+        const EpochPlan& p, Communicator* ranks)
       : backend(b),
         device(d),
         comm(ranks),
         transfers(device),
         features(f),
+        sparse_features(sparse),
         num_owned(local.num_owned),
         global_id(local.global_id),
         plan(p),
@@ -104,7 +105,11 @@ struct SubgraphExecutor::State {
       }
     }
     for (std::size_t k = 0; k < p.transform_chunks[0].size(); ++k) {
-      residency.inputs[{0, k}] = upload(features, layer_input_rows(0, p.transform_chunks[0][k]), "rows: features");
+      if (sparse_features != nullptr) {
+        residency.sparse_inputs[{0, k}] = upload_sparse(p.transform_chunks[0][k], "rows: features");
+      } else {
+        residency.inputs[{0, k}] = upload(features, layer_input_rows(0, p.transform_chunks[0][k]), "rows: features");
+      }
     }
     part = nullptr;
     subgraphs.reset();
@@ -140,6 +145,14 @@ struct SubgraphExecutor::State {
     DeviceMatrix rows(device, static_cast<std::int64_t>(vertices.size()), host.cols, what);
     timed([&] { transfers.upload(host, vertices, rows.view()); });
     return rows;
+  }
+
+  // The sparse features of pass rows `rows`, as a block on the device.
+  DeviceBlock upload_sparse(std::span<const vid_t> rows, const char* what) {
+    const SparseBlock block = sparse_rows_block(*sparse_features, layer_input_rows(0, rows));
+    DeviceBlock uploaded;
+    timed([&] { uploaded = DeviceBlock(transfers, block, what); });
+    return uploaded;
   }
 
   // Copies device rows back into host rows `vertices`.
@@ -239,6 +252,11 @@ struct SubgraphExecutor::State {
       return upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
     });
   }
+  // The first layer's sparse input rows of transform chunk k on the device.
+  const DeviceBlock& sparse_transform_input(std::size_t k, std::optional<DeviceBlock>& streamed) {
+    return residency.staying(residency.sparse_inputs, 0, k, streamed,
+                             [&] { return upload_sparse(pass->transform_chunks[0][k], "rows: transform inputs"); });
+  }
   StepBlock new_step_block(std::size_t l, std::size_t k) {
     StepBlock b;
     if (part != nullptr) {
@@ -278,11 +296,56 @@ struct SubgraphExecutor::State {
     return true;
   }
 
+  // Sparse input rows `input` of pass rows `rows` after the first layer's dropout, its weights in `dropped` (in-edge
+  // order for the transform, out-edge order for its backward); `input` itself where nothing drops.
+  SparseBlockView dropped_entries(Model& model, std::span<const vid_t> rows, const DeviceBlock& input,
+                                  std::uint32_t epoch, bool training, bool for_backward, DeviceArray<float>& dropped) {
+    const float p = model.dropout_before(0);
+    if (!training || p <= 0.0F) return input.view();
+    const DeviceArray<gid_t> gids = gids_of(rows);
+    return drop_entries(backend, device, input.view(), gids.view(), feature_dropout_stream(model.config(), 0, epoch),
+                        p, for_backward, dropped);
+  }
+
+  // Runs `transform_into(z)` for layer l's rows of the running transform chunk, `rows` of them: straight into their
+  // pool slots where they are one run of them, else into packed rows scattered there.
+  template <typename TransformInto>
+  void write_transformed(std::size_t l, std::int64_t rows, TransformInto&& transform_into) {
+    DeviceMatrix out(device, rows, model_of_run->layer(l).row_width(), "rows: transformed rows");
+    const DeviceArray<vid_t> write_slots = slots_on_device(transfers, slots.writes);
+    if (const auto in_place = pool_run(z_index(l), slots.writes)) {
+      transform_into(*in_place);
+      return;
+    }
+    transform_into(out.view());
+    backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), write_slots.view(), out.rows());
+  }
+
+  // The gradients of layer l's transformed rows of the running transform chunk, `rows` of them: in their pool where
+  // they are one run of it, else gathered into `packed`.
+  DeviceRows chunk_gradients(std::size_t l, std::int64_t rows, DeviceMatrix& packed) {
+    packed = DeviceMatrix(device, rows, model_of_run->layer(l).row_width(), "rows: transformed-row gradients");
+    const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
+    if (const auto run = pool_run(grad_index(l), slots.reads)) return *run;
+    backend.copy_rows(pools.pool(grad_index(l)), read_slots.view(), packed.view(), {}, rows);
+    return packed.view();
+  }
+
   // Whether layer l aggregates its inputs and transforms the sums (Pass::first_layer_sums_inputs).
   bool sums_inputs(std::size_t l) const { return l == 0 && pass->first_layer_sums_inputs; }
 
   void transform(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch, bool training) {
     const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
+    if (l == 0 && sparse_features != nullptr) {
+      // Dropout of sparse rows is drawn again by the backward half (one draw per stored entry), so none stays.
+      std::optional<DeviceBlock> streamed;
+      const DeviceBlock& input = sparse_transform_input(k, streamed);
+      DeviceArray<float> dropped;
+      const SparseBlockView x = dropped_entries(model, rows, input, epoch, training, false, dropped);
+      write_transformed(l, static_cast<std::int64_t>(rows.size()),
+                        [&](DeviceRows z) { Layer::transform(backend, parameters.layer(l).weight.view(), x, z); });
+      return;
+    }
     std::optional<DeviceMatrix> streamed;
     DeviceMatrix& input = transform_input(l, k, streamed);
     if (sums_inputs(l)) {
@@ -303,14 +366,8 @@ struct SubgraphExecutor::State {
     const DeviceRows dropout_out = streamed ? input.view() : dropped.view();
     const bool drops = dropout_rows(model, l, epoch, training, rows, input.view(), dropout_out);
     const ConstDeviceRows x = drops ? dropout_out : input.view();
-    DeviceMatrix out(device, x.rows, model.layer(l).row_width(), "rows: transformed rows");
-    const DeviceArray<vid_t> write_slots = slots_on_device(transfers, slots.writes);
-    if (const auto in_place = pool_run(z_index(l), slots.writes)) {
-      Layer::transform(backend, parameters.layer(l).weight.view(), x, *in_place);
-    } else {
-      Layer::transform(backend, parameters.layer(l).weight.view(), x, out.view());
-      backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), write_slots.view(), out.rows());
-    }
+    write_transformed(l, x.rows,
+                      [&](DeviceRows z) { Layer::transform(backend, parameters.layer(l).weight.view(), x, z); });
     // Rows that stay keep their dropout too, for the backward half, which would otherwise draw it again.
     if (!streamed && drops) residency.dropped[{l, k}] = std::move(dropped);
   }
@@ -406,6 +463,17 @@ struct SubgraphExecutor::State {
   void transform_backward(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch) {
     Layer& layer = model.layer(l);
     const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
+    if (l == 0 && sparse_features != nullptr) {
+      std::optional<DeviceBlock> streamed;
+      const DeviceBlock& input = sparse_transform_input(k, streamed);
+      DeviceArray<float> dropped;
+      const SparseBlockView x = dropped_entries(model, rows, input, epoch, true, true, dropped);
+      DeviceMatrix packed;
+      const DeviceRows grad_z = chunk_gradients(l, static_cast<std::int64_t>(rows.size()), packed);
+      Layer::transform_backward(backend, parameters.layer(l).weight_grad, x, grad_z);
+      if (!streamed && !residency.lasting) residency.sparse_inputs.erase({0, k});
+      return;
+    }
     std::optional<DeviceMatrix> streamed;
     const DeviceMatrix& input = transform_input(l, k, streamed);
     // Rows that stayed kept their dropout from the forward half; streamed rows draw it again.
@@ -413,17 +481,12 @@ struct SubgraphExecutor::State {
     const bool kept_dropout = dropped.has_value();
     if (!kept_dropout) dropped.emplace(device, input.rows(), input.cols(), "rows: dropped inputs");
     const bool drops = kept_dropout || dropout_rows(model, l, epoch, true, rows, input.view(), dropped->view());
-    DeviceMatrix grad_z_rows(device, input.rows(), layer.row_width(), "rows: transformed-row gradients");
-    const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
-    std::optional<DeviceRows> grad_z = pool_run(grad_index(l), slots.reads);
-    if (!grad_z) {
-      backend.copy_rows(pools.pool(grad_index(l)), read_slots.view(), grad_z_rows.view(), {}, grad_z_rows.rows());
-      grad_z = grad_z_rows.view();
-    }
+    DeviceMatrix packed;
+    const DeviceRows grad_z = chunk_gradients(l, input.rows(), packed);
     DeviceMatrix grad_x =
         l > 0 ? DeviceMatrix(device, input.rows(), layer.in_dim(), "rows: input gradients") : DeviceMatrix();
     LayerParameters& p = parameters.layer(l);
-    Layer::transform_backward(backend, p.weight.view(), p.weight_grad, drops ? dropped->view() : input.view(), *grad_z,
+    Layer::transform_backward(backend, p.weight.view(), p.weight_grad, drops ? dropped->view() : input.view(), grad_z,
                               grad_x.view());
     if (l > 0) {
       // The input is the previous layer's output: finish that layer's activation backward here, where its
@@ -579,6 +642,7 @@ struct SubgraphExecutor::State {
   Communicator* comm;  // sums the gradients over the ranks (null: one rank)
   Transfers transfers;
   ConstRows features;
+  const SparseRows* sparse_features;  // the features as sparse rows, where the plan takes them so (else null)
   std::int64_t num_owned = 0;
   std::vector<gid_t> global_id;  // per local vertex
   const EpochPlan& plan;
@@ -621,12 +685,15 @@ std::string budget_for(std::int64_t footprint) { return fmt::format("{}K", (foot
 }  // namespace
 
 MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, ConstRows features,
-                                      const EpochPlan& plan) {
+                                      const EpochPlan& plan, const SparseRows* sparse_features) {
+  std::optional<SparseRows> built;
+  if (plan.options.inputs.sparse && sparse_features == nullptr) sparse_features = &built.emplace(sparse_rows_of(features));
   PlanningDevice device;
   const std::unique_ptr<Backend> kernels = make_planning_backend(device, plan.options.library);
   const std::unique_ptr<Communicator> detached = make_detached_communicator();
   {
-    SubgraphExecutor::State replay(*kernels, device, model, local, features, plan, detached.get());
+    SubgraphExecutor::State replay(*kernels, device, model, local, features,
+                                   plan.options.inputs.sparse ? sparse_features : nullptr, plan, detached.get());
     if (plan.options.forward_only) {
       replay.evaluate(model);
     } else {
@@ -653,22 +720,27 @@ std::string describe_forecast(const MemoryForecast& forecast) {
 
 namespace {
 
-SubgraphExecutorOptions with_library(SubgraphExecutorOptions options, const Backend& backend) {
+// What the options leave to the executor: its backend's library memory, and how its features are held.
+SubgraphExecutorOptions completed(SubgraphExecutorOptions options, const Backend& backend,
+                                  const std::optional<SparseRows>& sparse_features) {
   options.library = backend.library_memory();
+  options.inputs = input_shape(sparse_features);
   return options;
 }
 
 }  // namespace
 
 SubgraphExecutor::SubgraphExecutor(Resources& resources, Model& model, const LocalGraph& local, ConstRows features,
-                                   const SubgraphExecutorOptions& options, Communicator* comm)
-    : plan_(plan_epoch(model, local, with_library(options, *resources.backend))) {
+                                   const SubgraphExecutorOptions& options, Communicator* comm, SparseInputs inputs)
+    : sparse_features_(sparse_inputs(inputs, features)),
+      plan_(plan_epoch(model, local, completed(options, *resources.backend, sparse_features_))) {
   NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
              local.num_owned);
   NJ_EXPECTS(resources.device->budget_bytes() == plan_.options.device_budget,
              "a device budget of {} bytes for a plan of {}", resources.device->budget_bytes(),
              plan_.options.device_budget);
-  plan_.memory = forecast_device_memory(model, local, features, plan_);
+  const SparseRows* sparse = sparse_features_ ? &*sparse_features_ : nullptr;
+  plan_.memory = forecast_device_memory(model, local, features, plan_, sparse);
   if (const std::int64_t short_by = device_memory_shortfall(plan_); short_by > 0) {
     throw InputError(fmt::format(
         "device memory budget {} is {} short of what this plan needs at its peak ({}: {}); use --device-memory {} "
@@ -677,7 +749,7 @@ SubgraphExecutor::SubgraphExecutor(Resources& resources, Model& model, const Loc
         format_bytes(plan_.memory.peak_footprint_bytes), describe_forecast(plan_.memory),
         budget_for(plan_.memory.peak_footprint_bytes)));
   }
-  state_ = std::make_unique<State>(*resources.backend, *resources.device, model, local, features, plan_, comm);
+  state_ = std::make_unique<State>(*resources.backend, *resources.device, model, local, features, sparse, plan_, comm);
 }
 
 SubgraphExecutor::~SubgraphExecutor() = default;

@@ -22,6 +22,15 @@ void expect_spmm_shapes(const SparseBlockView& block, ConstDeviceRows sources, C
              destinations.rows, destinations.cols, block.num_src, block.num_dst);
 }
 
+void expect_dropout_entries_shapes(const SparseBlockView& x, DeviceSpan<const gid_t> row_gid,
+                                   DeviceSpan<float> weights, DeviceSpan<float> out_weights) {
+  const auto fits = [&](DeviceSpan<float> w) { return w.empty() || w.size == x.num_edges(); };
+  NJ_EXPECTS(x.edge_weight != nullptr && x.out_weight != nullptr && row_gid.size >= x.num_dst && fits(weights) &&
+                 fits(out_weights),
+             "dropout_entries shapes: {} rows of {} entries, {} ids, weights {} and {}", x.num_dst, x.num_edges(),
+             row_gid.size, weights.size, out_weights.size);
+}
+
 void expect_rooted_sum_shapes(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows z,
                               ConstDeviceRows out) {
   NJ_EXPECTS(sum.width >= 1 && sum.carried >= 0 && sum.neighbour_column >= 0 && sum.root_column >= 0 &&

@@ -158,6 +158,21 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void dropout_entries(const SparseBlockView& x, DeviceSpan<const gid_t> row_gid, const RandomStream& stream, float p,
+                       DeviceSpan<float> weights, DeviceSpan<float> out_weights) override {
+    expect_dropout_entries_shapes(x, row_gid, weights, out_weights);
+    if (!weights.empty()) {
+#pragma omp parallel for schedule(dynamic, 256) if (worth_threads(x.num_edges()))
+      for (vid_t i = 0; i < x.num_dst; ++i) rowmath::dropout_row_entries(x, i, row_gid.data, stream, p, weights.data);
+    }
+    if (!out_weights.empty()) {
+#pragma omp parallel for schedule(dynamic, 64) if (worth_threads(x.num_edges()))
+      for (vid_t j = 0; j < x.num_src; ++j) {
+        rowmath::dropout_column_entries(x, j, row_gid.data, stream, p, out_weights.data);
+      }
+    }
+  }
+
   void bias_activation(ConstDeviceRows y, DeviceSpan<const float> bias_values, Activation act, DeviceRows h) override {
     NJ_EXPECTS(bias_values.empty() || bias_values.size == y.cols, "a bias of {} values for rows of {}",
                bias_values.size, y.cols);

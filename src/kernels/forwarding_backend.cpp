@@ -77,6 +77,16 @@ void ForwardingBackend::dropout(ConstDeviceRows in, DeviceSpan<const gid_t> row_
   inner_->dropout(in, row_gid, stream, p, out);
 }
 
+void ForwardingBackend::dropout_entries(const SparseBlockView& x, DeviceSpan<const gid_t> row_gid,
+                                        const RandomStream& stream, float p, DeviceSpan<float> weights,
+                                        DeviceSpan<float> out_weights) {
+  const KernelBuffer buffers[] = {read(row_gid, "dropout_entries global ids"),
+                                  written(weights, "dropout_entries weights"),
+                                  written(out_weights, "dropout_entries out-edge weights")};
+  before({"dropout_entries", &x, buffers});
+  inner_->dropout_entries(x, row_gid, stream, p, weights, out_weights);
+}
+
 void ForwardingBackend::bias_activation(ConstDeviceRows y, DeviceSpan<const float> bias, Activation act, DeviceRows h) {
   const KernelBuffer buffers[] = {read(y, "bias_activation input"), read(bias, "bias_activation bias"),
                                   written(h, "bias_activation output")};

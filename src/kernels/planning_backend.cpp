@@ -27,6 +27,9 @@ class NoKernels final : public Backend {
                     DeviceSpan<float> /*workspace*/) override {}
   void dropout(ConstDeviceRows /*in*/, DeviceSpan<const gid_t> /*row_gid*/, const RandomStream& /*stream*/, float /*p*/,
                DeviceRows /*out*/) override {}
+  void dropout_entries(const SparseBlockView& /*x*/, DeviceSpan<const gid_t> /*row_gid*/,
+                       const RandomStream& /*stream*/, float /*p*/, DeviceSpan<float> /*weights*/,
+                       DeviceSpan<float> /*out_weights*/) override {}
   void bias_activation(ConstDeviceRows /*y*/, DeviceSpan<const float> /*bias*/, Activation /*act*/,
                        DeviceRows /*h*/) override {}
   void activation_backward(Activation /*act*/, ConstDeviceRows /*h*/, ConstDeviceRows /*grad_h*/,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace nj {
@@ -28,6 +29,49 @@ SparseBlock local_graph_block(const CsrGraph& graph, std::vector<float> edge_wei
   block.edge_weight = std::move(edge_weight);
   block.index_by_source();
   block.src_gid.assign(global_id.begin(), global_id.end());
+  return block;
+}
+
+std::int64_t SparseRows::max_row_nonzeros() const {
+  eid_t most = 0;
+  for (std::size_t r = 1; r < offsets.size(); ++r) most = std::max(most, offsets[r] - offsets[r - 1]);
+  return most;
+}
+
+SparseRows sparse_rows_of(ConstRows dense) {
+  NJ_EXPECTS(dense.cols <= std::numeric_limits<vid_t>::max(), "{} columns for 32-bit column ids", dense.cols);
+  SparseRows m;
+  m.cols = dense.cols;
+  m.offsets.reserve(static_cast<std::size_t>(dense.rows) + 1);
+  for (std::int64_t r = 0; r < dense.rows; ++r) {
+    const float* row = dense.row(r);
+    for (std::int64_t c = 0; c < dense.cols; ++c) {
+      if (row[c] == 0.0F) continue;
+      m.columns.push_back(static_cast<vid_t>(c));
+      m.values.push_back(row[c]);
+    }
+    m.offsets.push_back(static_cast<eid_t>(m.columns.size()));
+  }
+  return m;
+}
+
+SparseBlock sparse_rows_block(const SparseRows& matrix, std::span<const vid_t> rows) {
+  const std::int64_t count = rows.empty() ? matrix.rows() : static_cast<std::int64_t>(rows.size());
+  NJ_EXPECTS(matrix.cols <= std::numeric_limits<vid_t>::max() && count <= std::numeric_limits<vid_t>::max(),
+             "a sparse block of {} rows and {} columns", count, matrix.cols);
+  SparseBlock block;
+  block.num_src = static_cast<vid_t>(matrix.cols);
+  block.dst_offsets.reserve(static_cast<std::size_t>(count) + 1);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const auto r = static_cast<std::size_t>(rows.empty() ? i : rows[static_cast<std::size_t>(i)]);
+    NJ_EXPECTS(r + 1 < matrix.offsets.size(), "row {} of a sparse matrix of {}", r, matrix.rows());
+    const auto first = static_cast<std::ptrdiff_t>(matrix.offsets[r]);
+    const auto last = static_cast<std::ptrdiff_t>(matrix.offsets[r + 1]);
+    block.src_index.insert(block.src_index.end(), matrix.columns.begin() + first, matrix.columns.begin() + last);
+    block.edge_weight.insert(block.edge_weight.end(), matrix.values.begin() + first, matrix.values.begin() + last);
+    block.dst_offsets.push_back(static_cast<eid_t>(block.src_index.size()));
+  }
+  block.index_by_source();
   return block;
 }
 

@@ -18,4 +18,13 @@ void Layer::transform_backward(Backend& backend, ConstDeviceRows weight, DeviceR
   if (!grad_x.empty()) backend.gemm(false, true, 1.0F, grad_z, weight, 0.0F, grad_x);
 }
 
+void Layer::transform(Backend& backend, ConstDeviceRows weight, const SparseBlockView& x, DeviceRows z) {
+  backend.spmm(x, weight, z);
+}
+
+void Layer::transform_backward(Backend& backend, DeviceRows weight_grad, const SparseBlockView& x,
+                               ConstDeviceRows grad_z) {
+  backend.spmm_transpose(x, grad_z, weight_grad, true);
+}
+
 }  // namespace nj

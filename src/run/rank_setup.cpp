@@ -55,10 +55,11 @@ std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources&
           "execution: in-memory (no --device-memory was given: the whole graph on the device; --execution "
           "reuse runs the subgraph executor)");
     }
-    return std::make_unique<InMemoryExecutor>(resources, model, shard.local, shard.features.view(), &comm);
+    return std::make_unique<InMemoryExecutor>(resources, model, shard.local, shard.features.view(), &comm,
+                                              choice.sparse_inputs);
   }
-  auto executor =
-      std::make_unique<SubgraphExecutor>(resources, model, shard.local, shard.features.view(), choice.options, &comm);
+  auto executor = std::make_unique<SubgraphExecutor>(resources, model, shard.local, shard.features.view(),
+                                                     choice.options, &comm, choice.sparse_inputs);
   log_plan(executor->plan());
   // The executor holds what it reads of the graph (its plan, and the graph with self-loops that its steps build
   // blocks from): the loaded in-edges, a copy, go before the rows fill (the offsets stay, for the counts).

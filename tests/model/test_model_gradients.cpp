@@ -160,21 +160,22 @@ auto gradient_cases() {
 // of its rows and is not linear. SAGE sums [mean X | X] first where its inputs are narrower than two of its outputs.
 TEST(LayerOrder, AFirstLayerSumsItsInputsWhereItCanAndTheyAreNarrowerThanTwoOfTheRowsItWouldSum) {
   const Model narrow(gcn(2), 5, 3);
-  EXPECT_TRUE(aggregates_before_transform(narrow.layer(0), 0));
-  EXPECT_FALSE(aggregates_before_transform(narrow.layer(1), 1));  // its input needs a gradient
+  EXPECT_TRUE(aggregates_before_transform(narrow.layer(0), 0, false));
+  EXPECT_FALSE(aggregates_before_transform(narrow.layer(0), 0, true));  // sparse inputs: an SpMM, then the sum
+  EXPECT_FALSE(aggregates_before_transform(narrow.layer(1), 1, false));  // its input needs a gradient
   const Model wide(gcn(2, 2), 5, 3);
-  EXPECT_FALSE(aggregates_before_transform(wide.layer(0), 0));
+  EXPECT_FALSE(aggregates_before_transform(wide.layer(0), 0, false));
   const Model attention(gat(2, 1), 5, 3);
-  EXPECT_FALSE(aggregates_before_transform(attention.layer(0), 0));
+  EXPECT_FALSE(aggregates_before_transform(attention.layer(0), 0, false));
   const Model gin(other_model(ModelKind::kGin, 2), 5, 3);
-  EXPECT_TRUE(aggregates_before_transform(gin.layer(0), 0));
+  EXPECT_TRUE(aggregates_before_transform(gin.layer(0), 0, false));
   const Model gin_learnt(gin_train_eps(2), 5, 3);
-  EXPECT_FALSE(aggregates_before_transform(gin_learnt.layer(0), 0));
+  EXPECT_FALSE(aggregates_before_transform(gin_learnt.layer(0), 0, false));
   const Model sage(other_model(ModelKind::kSage, 2), 5, 3);
-  EXPECT_TRUE(aggregates_before_transform(sage.layer(0), 0));
+  EXPECT_TRUE(aggregates_before_transform(sage.layer(0), 0, false));
   ModelConfig wide_sage = other_model(ModelKind::kSage, 2);
   wide_sage.hidden = 2;
-  EXPECT_FALSE(aggregates_before_transform(Model(wide_sage, 5, 3).layer(0), 0));
+  EXPECT_FALSE(aggregates_before_transform(Model(wide_sage, 5, 3).layer(0), 0, false));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ModelGradientTest, ::testing::Combine(test::all_backends(), gradient_cases()),

@@ -220,7 +220,7 @@ TEST_P(MultiRank, ExchangeMovesMirrorRowsTimesRowWidth) {
       ASSERT_EQ(m.exchange.size(), model.num_layers());
       for (std::size_t l = 0; l < model.num_layers(); ++l) {
         // Both runs are without a budget: a first layer that sums its inputs sends them, and no gradients.
-        const bool sums_inputs = aggregates_before_transform(model.layer(l), l);
+        const bool sums_inputs = aggregates_before_transform(model.layer(l), l, false);
         const std::int64_t row_bytes =
             aggregated_width(model, l, sums_inputs) * static_cast<std::int64_t>(sizeof(float));
         const std::int64_t gradient_row_bytes = sums_inputs ? 0 : row_bytes;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nj/device/planning_device.hpp"
+#include "nj/exec/sparse_inputs.hpp"
 #include "nj/exec/subgraph.hpp"
 #include "nj/kernels/backend.hpp"
 #include "nj/model/model.hpp"
@@ -49,6 +50,9 @@ struct SubgraphExecutorOptions {
   // (no gradient pools, no parameter gradients), so steps are smaller and fit budgets training does not, and every
   // layer's outputs reach the host, where Executor::layer_outputs reads them.
   bool forward_only = false;
+  // The first layer's inputs as sparse rows (sparse_inputs.hpp): the executor takes them so where this says so, and
+  // its steps hold their entries, at most max_row_nonzeros a row, instead of dense rows.
+  InputShape inputs = {};
 };
 
 // A step of a pass: `index` is a transform chunk of its layer (transform steps), a subgraph of its layer
@@ -162,9 +166,9 @@ class PassSubgraphs {
 struct StepRows {
   RowRun reads, writes, accumulates;
 };
-// Whether the plan of a run with this budget (kUnlimited or 0: none) and mode sums the first layer's inputs
-// (Pass::first_layer_sums_inputs): reuse without a budget, where aggregates_before_transform allows it.
-bool plan_sums_first_layer_inputs(const Model& model, std::int64_t device_budget, ExecutionMode mode);
+// Whether the plan of a run with these options sums the first layer's inputs (Pass::first_layer_sums_inputs): reuse
+// without a budget (kUnlimited or 0: none), where aggregates_before_transform allows it.
+bool plan_sums_first_layer_inputs(const Model& model, const SubgraphExecutorOptions& options);
 
 StepRows rows_of_step(const Model& model, const Pass& pass, std::size_t step, std::span<const vid_t> sources);
 
@@ -230,6 +234,6 @@ class ClosurePlanner {
 // The smallest device budget with which plan_epoch succeeds for this model and graph, in either mode: both
 // run a layer's smallest step, one vertex with all its in-edges (forward_only: of an inference plan).
 std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local, const LibraryMemory& library = {},
-                                   bool forward_only = false);
+                                   bool forward_only = false, const InputShape& inputs = {});
 
 }  // namespace nj

@@ -11,6 +11,7 @@
 #include "nj/comm/boundary_exchange.hpp"
 #include "nj/core/matrix.hpp"
 #include "nj/device/transfers.hpp"
+#include "nj/exec/sparse_inputs.hpp"
 #include "nj/exec/subgraph.hpp"
 #include "nj/model/model.hpp"
 #include "nj/runtime/resources.hpp"
@@ -77,8 +78,9 @@ RandomStream attention_dropout_stream(const ModelConfig& config, std::uint32_t l
 // sum of in_dim-wide rows costs less than the two, forward and backward for ∂L/∂Z, the other order runs, whose
 // mirror rows would also travel); the weight gradient is then sums_inputs(X)ᵀ·∂L/∂Y, from the sums kept. DGL's
 // GraphConv and SAGEConv make a similar choice on every layer (they aggregate first where in ≤ out). The two orders
-// differ only in the rounding of their sums.
-bool aggregates_before_transform(const Layer& layer, std::size_t l);
+// differ only in the rounding of their sums. Sparse inputs are transformed first: their transform is an SpMM over the
+// stored entries, and their sums would be dense.
+bool aggregates_before_transform(const Layer& layer, std::size_t l, bool sparse_inputs);
 
 // Runs every layer of a model on the whole local graph at once, with everything on the device (a GPU the graph
 // fits in). Each layer transforms the owned rows (a layer that sums its inputs first drops them out); the
@@ -86,9 +88,10 @@ bool aggregates_before_transform(const Layer& layer, std::size_t l);
 // the rows that read mirrors run first, so that the mirrors' gradients travel home while the others run.
 class InMemoryExecutor final : public Executor {
  public:
-  // `features`: the owned vertices' rows (copied to the device). `comm` may be null when `local` has no peers.
+  // `features`: the owned vertices' rows (copied to the device, as sparse rows where `inputs` takes them). `comm` may
+  // be null when `local` has no peers.
   InMemoryExecutor(Resources& resources, const Model& model, const LocalGraph& local, ConstRows features,
-                   Communicator* comm = nullptr);
+                   Communicator* comm = nullptr, SparseInputs inputs = SparseInputs::kAuto);
   ~InMemoryExecutor() override;
   ConstRows evaluate(Model& model) override;
   ConstRows layer_outputs(std::size_t l) override;

@@ -26,8 +26,10 @@ namespace nj {
 // Replays one training step of `plan` (an inference plan: one evaluation) on a planning device (planning_device.hpp),
 // with kernels that do nothing and a rank detached from its peers: exactly what the run allocates on the device, and
 // how the arena places it. The replay runs `model`'s prepare() and finish_backward(), and adds zeros to its gradients
-// (planning copies to the host write zeros): the model's values do not change. Of `features`, only the shape is read.
-MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, ConstRows features, const EpochPlan& plan);
+// (planning copies to the host write zeros): the model's values do not change. Of `features`, only the shape is read,
+// unless the plan takes them as sparse rows and `sparse_features` (those rows) is null.
+MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, ConstRows features, const EpochPlan& plan,
+                                      const SparseRows* sparse_features = nullptr);
 // Host bytes the executor holds beside the plan while it runs: where each row is on the device, and where steps
 // build their subgraphs' blocks, the builder's per-vertex scratch and the largest block (`threads`: OpenMP's).
 std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int threads);
@@ -43,8 +45,10 @@ class SubgraphExecutor final : public Executor {
   // Plans the epoch and forecasts its device memory by replaying one training step on a planning device
   // (which leaves `model`'s values as they were); throws nj::InputError, naming the shortfall, when the
   // device's budget cannot hold it.
+  // `inputs` says whether the first layer takes the features as sparse rows (options.inputs is set from it).
   SubgraphExecutor(Resources& resources, Model& model, const LocalGraph& local, ConstRows features,
-                   const SubgraphExecutorOptions& options, Communicator* comm = nullptr);
+                   const SubgraphExecutorOptions& options, Communicator* comm = nullptr,
+                   SparseInputs inputs = SparseInputs::kOff);
   ~SubgraphExecutor() override;
   ConstRows evaluate(Model& model) override;
   // Layers below the last: of an inference plan (SubgraphExecutorOptions::forward_only) in reuse mode only.
@@ -54,8 +58,10 @@ class SubgraphExecutor final : public Executor {
   const EpochPlan& plan() const;
 
  private:
-  friend MemoryForecast forecast_device_memory(Model&, const LocalGraph&, ConstRows, const EpochPlan&);
+  friend MemoryForecast forecast_device_memory(Model&, const LocalGraph&, ConstRows, const EpochPlan&,
+                                              const SparseRows*);
   struct State;
+  std::optional<SparseRows> sparse_features_;
   EpochPlan plan_;
   std::unique_ptr<State> state_;
 };

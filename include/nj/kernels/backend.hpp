@@ -66,6 +66,12 @@ class Backend {
   // backward of the same dropout. in and out may alias.
   virtual void dropout(ConstDeviceRows in, DeviceSpan<const gid_t> row_gid, const RandomStream& stream, float p,
                        DeviceRows out) = 0;
+  // The same dropout on a sparse matrix held as a block whose destinations are its rows and whose sources are its
+  // columns (sparse_rows_block): the stored entry of row i and column j is scaled as element j of the dense row with
+  // global id row_gid[i]. Writes the block's weights so scaled, in in-edge order into `weights` and in out-edge order
+  // into `out_weights` (what SpMM and its transpose read); either may be empty.
+  virtual void dropout_entries(const SparseBlockView& x, DeviceSpan<const gid_t> row_gid, const RandomStream& stream,
+                               float p, DeviceSpan<float> weights, DeviceSpan<float> out_weights) = 0;
   // h = act(y + bias); bias may be empty; y and h may alias.
   virtual void bias_activation(ConstDeviceRows y, DeviceSpan<const float> bias, Activation act, DeviceRows h) = 0;
   // grad_y = act'(h) ⊙ grad_h, expressed through the output h; grad_h and grad_y may alias.
@@ -96,6 +102,9 @@ inline bool reaches_sources(const SparseBlockView& block, ConstDeviceRows rows) 
 // SpMM and its transpose: `sources` reaches the block's sources, `destinations` has one row per destination,
 // both of one width. Throws nj::Error otherwise.
 void expect_spmm_shapes(const SparseBlockView& block, ConstDeviceRows sources, ConstDeviceRows destinations);
+// dropout_entries: a weighted block with a global id per row, and weights of one value per edge where written.
+void expect_dropout_entries_shapes(const SparseBlockView& x, DeviceSpan<const gid_t> row_gid,
+                                   DeviceSpan<float> weights, DeviceSpan<float> out_weights);
 // A RootedSum and its transpose: `z` (or its gradient) reaching the sources and holding every column the sum
 // reads, `out` (or its gradient) one row of the sum's output width per destination.
 void expect_rooted_sum_shapes(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows z,

@@ -16,8 +16,10 @@ class DeviceBlock {
   // Copies `block`'s arrays to the device; kernels issued afterwards see them.
   DeviceBlock(Transfers& transfers, const SparseBlock& block, std::string_view what);
 
-  // Device bytes of a block of this size (what the constructor allocates).
-  static std::int64_t bytes_for(std::int64_t num_dst, std::int64_t num_src, std::int64_t num_edges, bool weighted);
+  // Device bytes of a block of this size (what the constructor allocates), with or without global ids of its sources
+  // (a block of sparse rows has none).
+  static std::int64_t bytes_for(std::int64_t num_dst, std::int64_t num_src, std::int64_t num_edges, bool weighted,
+                                bool source_ids = true);
 
   // The kernels' view; its sources are read through `src_row` (empty: row j holds source j).
   SparseBlockView view(DeviceSpan<const vid_t> src_row = {}) const;

@@ -48,6 +48,8 @@ class ForwardingBackend : public Backend {
                     DeviceSpan<float> workspace) override;
   void dropout(ConstDeviceRows in, DeviceSpan<const gid_t> row_gid, const RandomStream& stream, float p,
                DeviceRows out) override;
+  void dropout_entries(const SparseBlockView& x, DeviceSpan<const gid_t> row_gid, const RandomStream& stream, float p,
+                       DeviceSpan<float> weights, DeviceSpan<float> out_weights) override;
   void bias_activation(ConstDeviceRows y, DeviceSpan<const float> bias, Activation act, DeviceRows h) override;
   void activation_backward(Activation act, ConstDeviceRows h, ConstDeviceRows grad_h, DeviceRows grad_y) override;
   void column_sums(ConstDeviceRows in, DeviceSpan<float> out, bool accumulate) override;

@@ -569,6 +569,23 @@ NJ_HD inline float dropout_element(const RandomStream& stream, std::int64_t gid,
   return x == 0.0F ? 0.0F : x * dropout_scale(stream.vertex_uniform(gid, column), p);
 }
 
+// Dropout of a sparse matrix's stored entries, the matrix held as a block whose destinations are its rows and whose
+// sources are its columns: each entry is scaled as dropout_element scales it in the dense row. The entries of row i
+// (in-edge order) into `weights`:
+NJ_HD inline void dropout_row_entries(const SparseBlockView& b, vid_t i, const gid_t* row_gid, const RandomStream& stream,
+                                      float p, float* weights) {
+  for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
+    weights[e] = dropout_element(stream, row_gid[i], b.src_index[e], p, b.edge_weight[e]);
+  }
+}
+// and those of column j (out-edge order) into `out_weights`.
+NJ_HD inline void dropout_column_entries(const SparseBlockView& b, vid_t j, const gid_t* row_gid,
+                                         const RandomStream& stream, float p, float* out_weights) {
+  for (eid_t k = b.src_offsets[j]; k < b.src_offsets[j + 1]; ++k) {
+    out_weights[k] = dropout_element(stream, row_gid[b.out_dst[k]], j, p, b.out_weight[k]);
+  }
+}
+
 template <typename Columns = AllColumns>
 NJ_HD inline void zero_row(float* row, std::int64_t cols, Columns columns = {}) {
   zero_columns(row, cols, columns);

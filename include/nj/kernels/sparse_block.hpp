@@ -3,6 +3,7 @@
 #include <span>
 #include <vector>
 
+#include "nj/core/matrix.hpp"
 #include "nj/graph/csr.hpp"
 #include "nj/kernels/sparse_block_view.hpp"
 
@@ -27,6 +28,25 @@ struct SparseBlock {
 // every vertex is a source, and global_id[v] is the global id of vertex v.
 SparseBlock local_graph_block(const CsrGraph& graph, std::vector<float> edge_weight, vid_t num_dst,
                               std::span<const gid_t> global_id);
+
+// A matrix's non-zero entries by rows (compressed sparse rows), on the host: the features the first layer multiplies
+// as a sparse matrix.
+struct SparseRows {
+  std::int64_t cols = 0;
+  std::vector<eid_t> offsets{0};  // rows + 1
+  std::vector<vid_t> columns;     // ascending within a row
+  std::vector<float> values;
+
+  std::int64_t rows() const { return static_cast<std::int64_t>(offsets.size()) - 1; }
+  std::int64_t nonzeros() const { return offsets.back(); }
+  std::int64_t max_row_nonzeros() const;
+};
+SparseRows sparse_rows_of(ConstRows dense);
+
+// Rows `rows` of `matrix` (empty: all of them, in order) as a block: its destinations are the rows, its sources the
+// columns, its edges the entries weighted by their values, indexed by source, with no global ids. SpMM over it
+// multiplies the rows by a matrix (X·W), and its transpose gives the weight gradient (Xᵀ·G).
+SparseBlock sparse_rows_block(const SparseRows& matrix, std::span<const vid_t> rows);
 
 // Which endpoints' vertex factors weigh an edge (EdgeWeights).
 enum class FactorOf {

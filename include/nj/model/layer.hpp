@@ -76,6 +76,12 @@ class Layer {
   // Accumulates weight_grad += Xᵀ · grad_z and, where grad_x is non-empty, writes grad_x = grad_z · weightᵀ.
   static void transform_backward(Backend& backend, ConstDeviceRows weight, DeviceRows weight_grad, ConstDeviceRows x,
                                  ConstDeviceRows grad_z, DeviceRows grad_x);
+  // The same over sparse input rows x, a block whose destinations are the rows and whose sources are the columns
+  // (sparse_rows_block): Z = X·W as SpMM, and weight_grad += Xᵀ·grad_z as its transpose (such inputs, the
+  // features, take no gradient).
+  static void transform(Backend& backend, ConstDeviceRows weight, const SparseBlockView& x, DeviceRows z);
+  static void transform_backward(Backend& backend, DeviceRows weight_grad, const SparseBlockView& x,
+                                 ConstDeviceRows grad_z);
   // Called once the gradient of effective_weight() (or input_sums_weight()) is complete for a run of
   // transform_backward calls (an epoch, or one pass of it): turns it into the parameters' gradients and resets it,
   // so that runs sum.

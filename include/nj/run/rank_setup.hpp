@@ -22,6 +22,7 @@ struct ExecutorChoice {
   bool automatic = false;  // chosen because no budget was given (--execution auto)
   SubgraphExecutorOptions options;
   VertexOrder vertex_order = VertexOrder::kCommunity;
+  SparseInputs sparse_inputs = SparseInputs::kAuto;  // whether the first layer takes the features as sparse rows
 };
 
 // Where a rank's data comes from: a dataset file, or a partition folder with one shard per rank.

@@ -163,6 +163,12 @@ class CudaBackend final : public Backend {
     NJ_CUDA_TRY(cuda_kernels::dropout(stream_, in, row_gid, random, p, out));
   }
 
+  void dropout_entries(const SparseBlockView& x, DeviceSpan<const gid_t> row_gid, const RandomStream& random, float p,
+                       DeviceSpan<float> weights, DeviceSpan<float> out_weights) override {
+    expect_dropout_entries_shapes(x, row_gid, weights, out_weights);
+    NJ_CUDA_TRY(cuda_kernels::dropout_entries(stream_, x, row_gid, random, p, weights, out_weights));
+  }
+
   void bias_activation(ConstDeviceRows y, DeviceSpan<const float> bias, Activation act, DeviceRows h) override {
     NJ_EXPECTS(bias.empty() || bias.size == y.cols, "a bias of {} values for rows of {}", bias.size, y.cols);
     NJ_CUDA_TRY(cuda_kernels::bias_activation(stream_, y, bias, act, h));

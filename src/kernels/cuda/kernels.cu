@@ -96,6 +96,20 @@ __global__ void dropout_kernel(ConstDeviceRows in, const gid_t* row_gid, RandomS
   }
 }
 
+__global__ void dropout_row_entries_kernel(SparseBlockView x, const gid_t* row_gid, RandomStream random, float p,
+                                           float* weights) {
+  for (std::int64_t i = first_item(); i < x.num_dst; i += item_stride()) {
+    rowmath::dropout_row_entries(x, static_cast<vid_t>(i), row_gid, random, p, weights);
+  }
+}
+
+__global__ void dropout_column_entries_kernel(SparseBlockView x, const gid_t* row_gid, RandomStream random, float p,
+                                              float* out_weights) {
+  for (std::int64_t j = first_item(); j < x.num_src; j += item_stride()) {
+    rowmath::dropout_column_entries(x, static_cast<vid_t>(j), row_gid, random, p, out_weights);
+  }
+}
+
 __global__ void bias_activation_kernel(ConstDeviceRows y, const float* bias, rowmath::Activation act, DeviceRows h) {
   for (std::int64_t k = first_item(); k < y.size(); k += item_stride()) {
     const std::int64_t c = k % y.cols;
@@ -201,6 +215,20 @@ cudaError_t gat_backward(cudaStream_t stream, const SparseBlockView& block, cons
 cudaError_t dropout(cudaStream_t stream, ConstDeviceRows in, DeviceSpan<const gid_t> row_gid,
                     const RandomStream& random, float p, DeviceRows out) {
   dropout_kernel<<<blocks_for(in.size()), kThreads, 0, stream>>>(in, row_gid.data, random, p, out);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t dropout_entries(cudaStream_t stream, const SparseBlockView& x, DeviceSpan<const gid_t> row_gid,
+                            const RandomStream& random, float p, DeviceSpan<float> weights,
+                            DeviceSpan<float> out_weights) {
+  if (!weights.empty() && x.num_dst > 0) {
+    dropout_row_entries_kernel<<<blocks_for(x.num_dst), kThreads, 0, stream>>>(x, row_gid.data, random, p,
+                                                                                weights.data);
+  }
+  if (!out_weights.empty() && x.num_src > 0) {
+    dropout_column_entries_kernel<<<blocks_for(x.num_src), kThreads, 0, stream>>>(x, row_gid.data, random, p,
+                                                                                   out_weights.data);
+  }
   return cudaPeekAtLastError();
 }
 

@@ -29,6 +29,9 @@ cudaError_t gat_backward(cudaStream_t stream, const SparseBlockView& block, cons
                          bool accumulate, DeviceSpan<float> workspace);
 cudaError_t dropout(cudaStream_t stream, ConstDeviceRows in, DeviceSpan<const gid_t> row_gid,
                     const RandomStream& random, float p, DeviceRows out);
+cudaError_t dropout_entries(cudaStream_t stream, const SparseBlockView& x, DeviceSpan<const gid_t> row_gid,
+                            const RandomStream& random, float p, DeviceSpan<float> weights,
+                            DeviceSpan<float> out_weights);
 cudaError_t bias_activation(cudaStream_t stream, ConstDeviceRows y, DeviceSpan<const float> bias,
                             rowmath::Activation act, DeviceRows h);
 cudaError_t activation_backward(cudaStream_t stream, rowmath::Activation act, ConstDeviceRows h, ConstDeviceRows grad_h,

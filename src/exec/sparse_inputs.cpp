@@ -1,0 +1,44 @@
+#include "nj/exec/sparse_inputs.hpp"
+
+#include "nj/core/enum_names.hpp"
+
+namespace nj {
+namespace {
+
+constexpr EnumNames<SparseInputs, 3> kSparseInputsNames{
+    "sparse inputs",
+    {{{SparseInputs::kAuto, "auto"}, {SparseInputs::kOff, "off"}, {SparseInputs::kOn, "on"}}}};
+
+}  // namespace
+
+SparseInputs parse_sparse_inputs(const std::string& text) { return kSparseInputsNames.parse(text); }
+const char* to_string(SparseInputs choice) { return kSparseInputsNames.name(choice); }
+
+std::optional<SparseRows> sparse_inputs(SparseInputs choice, ConstRows features) {
+  if (choice == SparseInputs::kOff || features.size() == 0) return std::nullopt;
+  SparseRows rows = sparse_rows_of(features);
+  if (choice == SparseInputs::kAuto && rows.nonzeros() * kSparseInputsDensity > features.size()) return std::nullopt;
+  return rows;
+}
+
+InputShape input_shape(const std::optional<SparseRows>& inputs) {
+  if (!inputs) return {};
+  return {true, inputs->max_row_nonzeros()};
+}
+
+SparseBlockView drop_entries(Backend& backend, Device& device, const SparseBlockView& x, DeviceSpan<const gid_t> gids,
+                             const RandomStream& stream, float p, bool for_backward, DeviceArray<float>& dropped) {
+  if (p <= 0.0F) return x;
+  dropped = DeviceArray<float>(device, x.num_edges(), "rows: dropped inputs");
+  SparseBlockView out = x;
+  if (for_backward) {
+    backend.dropout_entries(x, gids, stream, p, {}, dropped.view());
+    out.out_weight = dropped.view().data;
+  } else {
+    backend.dropout_entries(x, gids, stream, p, dropped.view(), {});
+    out.edge_weight = dropped.view().data;
+  }
+  return out;
+}
+
+}  // namespace nj
