@@ -1,13 +1,16 @@
 #include "nj/exec/sparse_inputs.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
 #include "nj/core/enum_names.hpp"
 
 namespace nj {
 namespace {
 
 constexpr EnumNames<SparseInputs, 3> kSparseInputsNames{
-    "sparse inputs",
-    {{{SparseInputs::kAuto, "auto"}, {SparseInputs::kOff, "off"}, {SparseInputs::kOn, "on"}}}};
+    "sparse inputs", {{{SparseInputs::kAuto, "auto"}, {SparseInputs::kOff, "off"}, {SparseInputs::kOn, "on"}}}};
 
 }  // namespace
 
@@ -18,6 +21,9 @@ std::optional<SparseRows> sparse_inputs(SparseInputs choice, ConstRows features)
   if (choice == SparseInputs::kOff || features.size() == 0) return std::nullopt;
   SparseRows rows = sparse_rows_of(features);
   if (choice == SparseInputs::kAuto && rows.nonzeros() * kSparseInputsDensity > features.size()) return std::nullopt;
+  spdlog::info("first layer: the features as sparse rows, {} non-zero entries of {} (one in {:.0f})", rows.nonzeros(),
+               features.size(),
+               static_cast<double>(features.size()) / static_cast<double>(std::max<std::int64_t>(rows.nonzeros(), 1)));
   return rows;
 }
 
@@ -28,7 +34,7 @@ InputShape input_shape(const std::optional<SparseRows>& inputs) {
 
 SparseBlockView drop_entries(Backend& backend, Device& device, const SparseBlockView& x, DeviceSpan<const gid_t> gids,
                              const RandomStream& stream, float p, bool for_backward, DeviceArray<float>& dropped) {
-  if (p <= 0.0F) return x;
+  if (p <= 0.0F || x.num_edges() == 0) return x;  // rows without entries (a block without weights) drop nothing
   dropped = DeviceArray<float>(device, x.num_edges(), "rows: dropped inputs");
   SparseBlockView out = x;
   if (for_backward) {

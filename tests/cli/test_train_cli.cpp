@@ -222,6 +222,51 @@ TEST_F(TrainCli, BudgetedRunsReportTransfersWithinTheBudget) {
   }
 }
 
+// Features with one entry in twenty non-zero are multiplied as sparse rows by default (auto), and train as dense
+// rows do, within rounding, in memory and within a budget; nj plan forecasts the budgeted run's peak from their
+// entries.
+TEST_F(TrainCli, SparseInputsTrainAsDenseOnesAndPlanForecastsTheirPeak) {
+  Dataset data = test::random_dataset(300, 1200, 48, 3, 4);
+  for (std::int64_t k = 0; k < data.features.size(); ++k) {
+    if (k % 20 != 0) data.features.data()[k] = 0.0F;
+  }
+  const std::string sparse = dir.file("sparse.h5");
+  write_dataset(sparse, data);
+  const std::string common = " --epochs 3 --eval-every 0 --dropout 0.5";
+  const auto losses = [&](const std::string& flags, bool logs_sparse_rows) {
+    const auto metrics = dir.file("sparse-metrics.jsonl");
+    const auto result =
+        test::run_nj("train " + shell_quote(sparse) + common + flags + " --metrics-out " + shell_quote(metrics));
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_EQ(result.output.find("first layer: the features as sparse rows") != std::string::npos, logs_sparse_rows)
+        << flags << "\n"
+        << result.output;
+    std::vector<double> trace;
+    std::int64_t peak = 0;
+    for (const auto& record : read_jsonl(metrics)) {
+      if (record["type"] != "epoch") continue;
+      trace.push_back(record["loss"].get<double>());
+      peak = record["execution"]["peak_device_footprint_bytes"].get<std::int64_t>();
+    }
+    return std::pair{trace, peak};
+  };
+  const auto [dense, dense_peak] = losses(" --sparse-inputs off", false);
+  ASSERT_EQ(dense.size(), 3U);
+  const std::string budget = " --execution reuse --device-memory 120K";
+  for (const std::string& flags : {std::string(), std::string(" --sparse-inputs on"), budget}) {
+    const auto [trace, peak] = losses(flags, true);
+    ASSERT_EQ(trace.size(), dense.size()) << flags;
+    for (std::size_t e = 0; e < dense.size(); ++e) EXPECT_NEAR(trace[e], dense[e], 1e-5 * dense[e]) << flags;
+    if (flags != budget) continue;
+    EXPECT_LE(peak, 120 * 1024);
+    const auto plan = test::run_nj("plan " + shell_quote(sparse) + common + budget);
+    ASSERT_EQ(plan.exit_code, 0) << plan.output;
+    EXPECT_NE(plan.output.find("device memory: peak " + format_bytes(peak) + " of budget"), std::string::npos)
+        << format_bytes(peak) << "\n"
+        << plan.output;
+  }
+}
+
 TEST_F(TrainCli, BadBudgetsAreOneLineErrors) {
   EXPECT_NE(
       test::expect_one_line_error(test::run_nj("train " + shell_quote(dataset) + " --device-memory 12Q")).find("12Q"),

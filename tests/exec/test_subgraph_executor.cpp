@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -47,18 +48,22 @@ Trace train(DeviceKind kind, const Dataset& data, const ModelConfig& config, std
   return trace;
 }
 
-Trace train_in_memory(DeviceKind kind, const Dataset& data, const ModelConfig& config, std::uint32_t epochs) {
+Trace train_in_memory(DeviceKind kind, const Dataset& data, const ModelConfig& config, std::uint32_t epochs,
+                      SparseInputs inputs = SparseInputs::kOff) {
   return train(kind, data, config, epochs, kUnlimited, [&](Resources& resources, Model& model) {
-    return std::make_unique<InMemoryExecutor>(resources, model, whole_local_graph(data.graph), data.features.view());
+    return std::make_unique<InMemoryExecutor>(resources, model, whole_local_graph(data.graph), data.features.view(),
+                                              nullptr, inputs);
   });
 }
 
 // On a device with the options' budget.
 Trace train_budgeted(DeviceKind kind, const Dataset& data, const ModelConfig& config, std::uint32_t epochs,
-                     const SubgraphExecutorOptions& options) {
+                     const SubgraphExecutorOptions& options, SparseInputs inputs = SparseInputs::kOff) {
   return train(kind, data, config, epochs, options.device_budget, [&](Resources& resources, Model& model) {
-    return std::make_unique<SubgraphExecutor>(resources, model, whole_local_graph(data.graph), data.features.view(),
-                                              options);
+    auto executor = std::make_unique<SubgraphExecutor>(resources, model, whole_local_graph(data.graph),
+                                                       data.features.view(), options, nullptr, inputs);
+    EXPECT_EQ(executor->plan().options.inputs.sparse, inputs == SparseInputs::kOn);
+    return executor;
   });
 }
 
@@ -157,6 +162,79 @@ INSTANTIATE_TEST_SUITE_P(
       return test::backend_name(std::get<0>(test_info.param)) + "_" + to_string(c.kind) + std::to_string(c.layers);
     });
 
+// Bag-of-words-like features: about one entry in ten non-zero, and some rows empty.
+Dataset with_sparse_features(Dataset data) {
+  std::mt19937_64 rng(11);
+  for (std::int64_t r = 0; r < data.features.rows(); ++r) {
+    for (std::int64_t c = 0; c < data.features.cols(); ++c) {
+      if (r % 13 == 5 || rng() % 10 != 0) data.features(r, c) = 0.0F;
+    }
+  }
+  return data;
+}
+
+using SparseInputsExactness = Exactness;
+
+// The first layer multiplies sparse features as sparse rows: the same training as over dense rows, within rounding,
+// in memory, without a budget and within budgets, in both modes, on every model; each run within its budget.
+TEST_P(SparseInputsExactness, TrainingOverSparseRowsMatchesTrainingOverDenseRows) {
+  const Dataset data = with_sparse_features(test::random_dataset(300, 900, 40, 4, 9));
+  const ModelConfig config = test::training_config(model_case().kind, model_case().layers);
+  const std::uint32_t epochs = 3;
+  const Trace reference = train_in_memory(kind(), data, config, epochs);
+  const Trace in_memory = train_in_memory(kind(), data, config, epochs, SparseInputs::kOn);
+  expect_close(reference, in_memory, 1e-5);
+  const Model model(config, data.features.cols(), data.num_classes);
+  const std::int64_t minimum =
+      minimum_device_budget(model, whole_local_graph(data.graph), {}, false,
+                            input_shape(sparse_inputs(SparseInputs::kOn, data.features.view())));
+  for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
+    const Trace unlimited =
+        train_budgeted(kind(), data, config, epochs, {kUnlimited, mode, CachePolicy::kStAware}, SparseInputs::kOn);
+    expect_close(reference, unlimited, 1e-5);
+    const std::int64_t unlimited_peak = unlimited.execution.front().peak_device_bytes;
+    // The baseline at a quarter; reuse at a quarter and a tenth, under two policies.
+    std::vector<std::pair<double, CachePolicy>> budgets = {{0.25, CachePolicy::kStAware}};
+    if (mode == ExecutionMode::kReuse)
+      budgets.insert(budgets.end(), {{0.1, CachePolicy::kStAware}, {0.1, CachePolicy::kLru}});
+    for (const auto& [fraction, policy] : budgets) {
+      const auto budget = std::max(minimum, static_cast<std::int64_t>(fraction * static_cast<double>(unlimited_peak)));
+      SCOPED_TRACE(fmt::format("budget {:.0f}%, {}, {}", 100 * fraction, to_string(mode), to_string(policy)));
+      const Trace budgeted = train_budgeted(kind(), data, config, epochs, {budget, mode, policy}, SparseInputs::kOn);
+      expect_close(reference, budgeted, 1e-5);
+      for (const auto& m : budgeted.execution) EXPECT_LE(m.peak_device_bytes, budget);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, SparseInputsExactness,
+    ::testing::Combine(test::all_backends(),
+                       ::testing::Values(ExactnessCase{ModelKind::kGcn, 2}, ExactnessCase{ModelKind::kGat, 2},
+                                         ExactnessCase{ModelKind::kSage, 2}, ExactnessCase{ModelKind::kGin, 2},
+                                         ExactnessCase{ModelKind::kAppnp, 2})),
+    [](const auto& test_info) {
+      const ExactnessCase& c = std::get<1>(test_info.param);
+      return test::backend_name(std::get<0>(test_info.param)) + "_" + to_string(c.kind) + std::to_string(c.layers);
+    });
+
+// Auto takes the features as sparse rows where at most one entry in kSparseInputsDensity is non-zero.
+TEST(SparseInputs, AutoTakesSparseRowsUpToItsDensity) {
+  Matrix features(8, 32, 0.0F);
+  for (std::int64_t k = 0; k < 16; ++k) features(k % 8, (5 * k) % 32) = 1.0F;  // 16 of 256: one in 16
+  EXPECT_TRUE(sparse_inputs(SparseInputs::kAuto, features.view()).has_value());
+  EXPECT_FALSE(sparse_inputs(SparseInputs::kOff, features.view()).has_value());
+  features(7, 31) = 2.0F;  // one more
+  EXPECT_FALSE(sparse_inputs(SparseInputs::kAuto, features.view()).has_value());
+  const std::optional<SparseRows> forced = sparse_inputs(SparseInputs::kOn, features.view());
+  ASSERT_TRUE(forced.has_value());
+  EXPECT_EQ(forced->nonzeros(), 17);
+  EXPECT_EQ(forced->max_row_nonzeros(), 3);
+  EXPECT_EQ(input_shape(forced), (InputShape{true, 3}));
+  EXPECT_EQ(parse_sparse_inputs("on"), SparseInputs::kOn);
+  EXPECT_THROW(parse_sparse_inputs("yes"), InputError);
+}
+
 class SubgraphExecutorTest : public ::testing::TestWithParam<DeviceKind> {
  protected:
   void SetUp() override { NJ_SKIP_WITHOUT_BACKEND(kind()); }
@@ -192,6 +270,27 @@ TEST_P(SubgraphExecutorTest, GatOnHubsStaysWithinTheSmallestBudget) {
       EXPECT_NO_THROW(
           plan_epoch(model, whole_local_graph(data.graph), {parse_byte_size(suggested), mode, CachePolicy::kStAware}));
     }
+  }
+}
+
+// Wide sparse rows (4,096 columns, whose offsets alone take 32 KiB a step) train within the smallest budget the plan
+// names for them, in both modes: the plan counts every array a sparse transform step holds.
+TEST_P(SubgraphExecutorTest, WideSparseInputsStayWithinTheSmallestBudget) {
+  Dataset data = test::random_dataset(200, 600, 4096, 3, 8);
+  for (std::int64_t k = 0; k < data.features.size(); ++k) {
+    if (k % 97 != 0) data.features.data()[k] = 0.0F;
+  }
+  const ModelConfig config = test::training_config(ModelKind::kGcn, 2);
+  const Trace reference = train_in_memory(kind(), data, config, 2);
+  const Model model(config, data.features.cols(), data.num_classes);
+  const InputShape shape = input_shape(sparse_inputs(SparseInputs::kOn, data.features.view()));
+  for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
+    const std::int64_t minimum = minimum_device_budget(model, whole_local_graph(data.graph), {}, false, shape);
+    SCOPED_TRACE(fmt::format("{} bytes, {}", minimum, to_string(mode)));
+    const Trace budgeted =
+        train_budgeted(kind(), data, config, 2, {minimum, mode, CachePolicy::kStAware}, SparseInputs::kOn);
+    expect_close(reference, budgeted, 1e-5);
+    for (const auto& m : budgeted.execution) EXPECT_LE(m.peak_device_bytes, minimum);
   }
 }
 

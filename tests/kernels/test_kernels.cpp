@@ -18,6 +18,7 @@
 #include "nj/core/error.hpp"
 #include "nj/graph/shard.hpp"
 #include "nj/kernels/backend.hpp"
+#include "nj/kernels/sparse_block.hpp"
 #include "support/backends.hpp"
 #include "support/on_device.hpp"
 #include "support/test_support.hpp"
@@ -572,6 +573,81 @@ TEST_P(KernelTest, DropoutDependsOnlyOnGlobalIdAndColumn) {
   const Matrix next = on().get(dnext.view());
   EXPECT_NE(std::vector<float>(full.span().begin(), full.span().end()),
             std::vector<float>(next.span().begin(), next.span().end()));
+}
+
+// A matrix with about one entry in `one_in` non-zero (whole rows of zeros among them), of normal values.
+Matrix sparse_matrix(std::int64_t rows, std::int64_t cols, int one_in, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0F, 1.0F);
+  Matrix m(rows, cols, 0.0F);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (r % 7 == 3) continue;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      if (rng() % static_cast<std::uint64_t>(one_in) == 0) m(r, c) = normal(rng);
+    }
+  }
+  return m;
+}
+
+// Sparse rows as a block multiply as the dense matrix does: SpMM is X·W over chosen rows, in their order, and its
+// transpose Xᵀ·G; the dropout of their entries is the dense dropout of those rows, in both orders of the entries.
+TEST_P(KernelTest, SparseRowsMultiplyAndDropOutAsTheDenseMatrix) {
+  const Matrix x = sparse_matrix(30, 200, 9, 41);
+  const SparseRows sparse = sparse_rows_of(x.view());
+  ASSERT_EQ(sparse.rows(), 30);
+  ASSERT_GT(sparse.nonzeros(), 0);
+  EXPECT_EQ(std::count_if(x.span().begin(), x.span().end(), [](float v) { return v != 0.0F; }), sparse.nonzeros());
+  const std::vector<vid_t> rows = {17, 3, 29, 0, 8, 10};  // row 3 is empty
+  const SparseBlock block = sparse_rows_block(sparse, rows);
+  ASSERT_EQ(block.num_dst(), 6);
+  ASSERT_EQ(block.num_src, 200);
+  const DeviceBlock b = on().block(block);
+  const Matrix w = random_matrix(200, 5, 42);
+  const Matrix g = random_matrix(6, 5, 43);
+  const DeviceMatrix dw = on().put(w);
+  const DeviceMatrix dg = on().put(g);
+  const std::vector<gid_t> gids = {700, 701, std::int64_t{1} << 33, 703, 704, 705};
+  const DeviceArray<gid_t> dgids = on().put_array(std::span<const gid_t>(gids));
+  const RandomStream stream{5, RandomPurpose::kFeatureDropout, 0, 3};
+  for (const float p : {0.0F, 0.5F}) {
+    SCOPED_TRACE(fmt::format("dropout {}", p));
+    // The dense reference: the chosen rows, dropped as dense rows are.
+    Matrix dropped(6, 200);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      for (std::int64_t c = 0; c < 200; ++c) {
+        const float v = x(rows[i], c);
+        dropped(static_cast<std::int64_t>(i), c) = p > 0.0F ? rowmath::dropout_element(stream, gids[i], c, p, v) : v;
+      }
+    }
+    DeviceArray<float> in_order(on().device(), static_cast<std::int64_t>(block.src_index.size()), "weights");
+    DeviceArray<float> out_order(on().device(), static_cast<std::int64_t>(block.src_index.size()), "out weights");
+    SparseBlockView view = b.view();
+    if (p > 0.0F) {
+      backend().dropout_entries(view, dgids.view(), stream, p, in_order.view(), out_order.view());
+      view.edge_weight = in_order.view().data;
+      view.out_weight = out_order.view().data;
+    }
+    DeviceMatrix dz = on().zeros(6, 5);
+    backend().spmm(view, dw.view(), dz.view());
+    const Matrix z = on().get(dz.view());
+    DeviceMatrix dwg = on().put(Matrix(200, 5, 1.0F));
+    backend().spmm_transpose(view, dg.view(), dwg.view(), true);
+    const Matrix wg = on().get(dwg.view());
+    for (std::int64_t i = 0; i < 6; ++i) {
+      for (std::int64_t o = 0; o < 5; ++o) {
+        double expected = 0.0;
+        for (std::int64_t c = 0; c < 200; ++c) expected += double{dropped(i, c)} * w(c, o);
+        EXPECT_NEAR(z(i, o), expected, 1e-4) << i << "," << o;
+      }
+    }
+    for (std::int64_t c = 0; c < 200; ++c) {
+      for (std::int64_t o = 0; o < 5; ++o) {
+        double expected = 1.0;
+        for (std::int64_t i = 0; i < 6; ++i) expected += double{dropped(i, c)} * g(i, o);
+        EXPECT_NEAR(wg(c, o), expected, 1e-4) << c << "," << o;
+      }
+    }
+  }
 }
 
 // Column sums add the same floats in the same order on every backend: the shared row math's blocks.

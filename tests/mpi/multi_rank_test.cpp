@@ -45,6 +45,7 @@ struct ExecutorSetup {
   // The in-memory executor's rows leave from device memory through the device communicator (as nj train runs
   // it), or through host staging over the job's own communicator.
   bool device_exchange = true;
+  SparseInputs inputs = SparseInputs::kOff;  // whether the first layer takes the features as sparse rows
 };
 
 ModelConfig model_config(ModelKind kind, int hidden = 6) {
@@ -65,11 +66,12 @@ ModelConfig model_config(ModelKind kind, int hidden = 6) {
 std::unique_ptr<Executor> make_executor(Resources& resources, Model& model, const Shard& shard,
                                         const ExecutorSetup& setup, Communicator& comm) {
   if (setup.execution == Execution::kInMemory) {
-    return std::make_unique<InMemoryExecutor>(resources, model, shard.local, shard.features.view(), &comm);
+    return std::make_unique<InMemoryExecutor>(resources, model, shard.local, shard.features.view(), &comm,
+                                              setup.inputs);
   }
   return std::make_unique<SubgraphExecutor>(resources, model, shard.local, shard.features.view(),
                                             SubgraphExecutorOptions{setup.budget, ExecutionMode::kReuse, setup.policy},
-                                            &comm);
+                                            &comm, setup.inputs);
 }
 
 // Trains `epochs` epochs on a backend, evaluating every eval_every (0: never).
@@ -432,6 +434,21 @@ TEST_P(MultiRankCora, GcnEqualsOneProcess) {
   expect_same_function(reference, train(kind(), shard, config, {Execution::kInMemory}, comm));
   expect_same_function(reference,
                        train(kind(), shard, config, {Execution::kReuse, quarter, CachePolicy::kStAware}, comm));
+  // Its bag-of-words features multiplied as sparse rows on every rank: the same function as dense rows on one.
+  const SparseInputs sparse = SparseInputs::kOn;
+  SCOPED_TRACE("sparse inputs");
+  expect_same_function(reference, train(kind(), shard, config, {.inputs = sparse}, comm));
+  const TrainingRun sparse_unlimited =
+      train(kind(), shard, config, {.execution = Execution::kReuse, .inputs = sparse}, comm);
+  expect_same_function(reference, sparse_unlimited);
+  const Model model(config, shard.features.cols(), shard.num_classes);
+  const std::int64_t sparse_quarter = std::max(
+      sparse_unlimited.epochs.front().execution.peak_device_bytes / 4,
+      minimum_device_budget(model, shard.local, {}, false, input_shape(sparse_inputs(sparse, shard.features.view()))));
+  EXPECT_LT(sparse_quarter, quarter);
+  expect_same_function(
+      reference,
+      train(kind(), shard, config, {.execution = Execution::kReuse, .budget = sparse_quarter, .inputs = sparse}, comm));
 }
 
 // PyG's three Adam steps (tests/fixtures/training_reference.h5) on the job's METIS shards: each step's loss,
