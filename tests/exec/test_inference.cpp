@@ -81,6 +81,41 @@ TEST_P(Inference, EveryLayersOutputsEqualTheInMemoryExecutorsAtEveryBudget) {
   }
 }
 
+// Features multiplied as sparse rows infer what dense rows do, in memory and within a budget, each layer's outputs,
+// and the inference plan's peak is its forecast.
+TEST_P(Inference, SparseInputsInferWhatDenseOnesDo) {
+  Dataset data = test::random_dataset(250, 900, 60, 3, 12);
+  for (std::int64_t k = 0; k < data.features.size(); ++k) {
+    if (k % 23 != 0) data.features.data()[k] = 0.0F;
+  }
+  const LocalGraph local = whole_local_graph(data.graph);
+  const InputShape shape = input_shape(sparse_inputs(SparseInputs::kOn, data.features.view()));
+  for (const ModelKind kind : {ModelKind::kGcn, ModelKind::kGat, ModelKind::kSage}) {
+    Model model(test::training_config(kind, 2), data.features.cols(), data.num_classes);
+    Resources whole = test::backend_resources(GetParam(), kUnlimited, 2);
+    InMemoryExecutor dense(whole, model, local, data.features.view());
+    const Matrix expected(data.num_vertices(), data.num_classes, [&] {
+      const ConstRows logits = dense.evaluate(model);
+      return std::vector<float>(logits.data, logits.data + logits.size());
+    }());
+    InMemoryExecutor sparse(whole, model, local, data.features.view(), nullptr, SparseInputs::kOn);
+    SCOPED_TRACE(to_string(kind));
+    expect_rows_near(expected.view(), sparse.evaluate(model), 1e-5);
+    SubgraphExecutorOptions unlimited = inference_options(kUnlimited);
+    unlimited.inputs = shape;
+    const std::int64_t need =
+        forecast_device_memory(model, local, data.features.view(), plan_epoch(model, local, unlimited))
+            .peak_footprint_bytes;
+    const std::int64_t budget = std::max(need / 4, minimum_device_budget(model, local, {}, true, shape));
+    Resources resources = test::backend_resources(GetParam(), budget, 2);
+    SubgraphExecutor executor(resources, model, local, data.features.view(), inference_options(budget), nullptr,
+                              SparseInputs::kOn);
+    EXPECT_GT(executor.plan().num_steps, 2 * static_cast<std::int64_t>(model.num_layers()));
+    expect_rows_near(expected.view(), executor.evaluate(model), 1e-5);
+    EXPECT_EQ(executor.take_metrics().peak_device_footprint_bytes, executor.plan().memory.peak_footprint_bytes);
+  }
+}
+
 TEST_P(Inference, FitsABudgetTrainingIsRefusedAndPeaksAtItsForecast) {
   // An inference step holds no backward buffers, and the parameters no gradients: its smallest budget is lower.
   const Dataset data = test::random_dataset(300, 1500, 64, 4, 5);
