@@ -14,6 +14,7 @@
 #include "nj/core/host_memory.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/io/feature_storage.hpp"
 #include "nj/io/path_kind.hpp"
 #include "nj/io/shard_file.hpp"
 #include "nj/runtime/resources.hpp"
@@ -75,18 +76,18 @@ struct MeasuredPlan {
   EpochPlan plan;
   std::int64_t plan_host_bytes = 0;
 };
-// Of `features`, only the shape is read (the forecast's replay moves no data), unless `choice` may take them as
-// sparse rows: then their entries decide, as they do in nj train.
-MeasuredPlan plan_and_measure(Model& model, const LocalGraph& local, ConstRows features, const ExecutorChoice& choice) {
-  const std::optional<SparseRows> sparse = sparse_inputs(choice.sparse_inputs, features);
+// Of `features`, only the shape is read (the forecast's replay moves no data), unless the first layer takes them as
+// sparse rows (`inputs`, on or off): then their entries size its steps, as they do in nj train.
+MeasuredPlan plan_and_measure(Model& model, const LocalGraph& local, ConstRows features, const ExecutorChoice& choice,
+                              SparseInputs inputs) {
+  const std::optional<SparseRows> sparse = sparse_inputs(inputs, features);
   SubgraphExecutorOptions options = choice.options;
   options.inputs = input_shape(sparse);
   const std::int64_t before = heap_bytes_in_use();
   MeasuredPlan measured{plan_epoch(model, local, options), 0};
   measured.plan_host_bytes = std::max<std::int64_t>(0, heap_bytes_in_use() - before);
   const auto forecast_start = std::chrono::steady_clock::now();
-  measured.plan.memory =
-      forecast_device_memory(model, local, features, measured.plan, sparse ? &*sparse : nullptr);
+  measured.plan.memory = forecast_device_memory(model, local, features, measured.plan, sparse ? &*sparse : nullptr);
   spdlog::debug("plan: device memory forecast in {:.2f} s", seconds_since(forecast_start));
   return measured;
 }
@@ -108,10 +109,27 @@ HostFootprint rank_footprint(const PlanArguments& args, const LocalGraph& local,
                                 executor_host_bytes(measured.plan, static_cast<std::size_t>(config.layers), threads));
 }
 
+// Whether nj train's ranks would take the shards' features as sparse rows (takes_sparse_inputs over all of them),
+// from what the shard files record of their features: nj partition stores only non-zero entries.
+SparseInputs shards_sparse_inputs(const PartitionManifest& manifest, SparseInputs choice) {
+  if (choice != SparseInputs::kAuto) return choice;
+  std::int64_t nonzeros = 0;
+  std::int64_t entries = 0;
+  for (const std::string& shard : manifest.shard_files) {
+    const StoredFeatures stored =
+        stored_features(hdf5::File::open_read((std::filesystem::path(manifest.directory) / shard).string()));
+    if (!stored.sparse) return SparseInputs::kOff;
+    nonzeros += stored.nonzeros;
+    entries += stored.rows * stored.width;
+  }
+  return nonzeros * kSparseInputsDensity <= entries ? SparseInputs::kOn : SparseInputs::kOff;
+}
+
 // Every rank of a partition folder, planned as `nj train --partitions` would run it with the same options.
 void run_partition_plan(const PlanArguments& args, const std::string& folder) {
   const PartitionManifest manifest = read_manifest(folder);
   const ExecutorChoice choice = planned_choice(args);
+  const SparseInputs inputs = shards_sparse_inputs(manifest, choice.sparse_inputs);
   nlohmann::json ranks = nlohmann::json::array();
   if (!args.json) {
     std::cout << fmt::format("{} ({} parts by {}), {} at {} per rank; bytes per epoch:\n", manifest.dataset_name,
@@ -124,7 +142,7 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
     Shard shard = read_shard((std::filesystem::path(manifest.directory) / manifest.shard_files[part]).string());
     order_vertices(shard, choice.vertex_order);
     Model model(args.model.resolve(), shard.features.cols(), shard.num_classes);
-    const MeasuredPlan measured = plan_and_measure(model, shard.local, shard.features.view(), choice);
+    const MeasuredPlan measured = plan_and_measure(model, shard.local, shard.features.view(), choice, inputs);
     const EpochPlan& plan = measured.plan;
     const HostFootprint host = rank_footprint(args, shard.local, shard.features.cols(), shard.num_classes, measured);
     const std::int64_t exchange = exchange_bytes_sent(model, shard.local, plan);
@@ -217,11 +235,14 @@ void run_plan(PlanArguments& args, CLI::App& command) {
   const ExecutorChoice choice = planned_choice(args);
   const auto load_start = std::chrono::steady_clock::now();
   // Planning reads the features' shape only (its replay of an epoch moves no data), unless the first layer may
-  // take them as sparse rows: then it loads them, as nj train does.
+  // take them as sparse rows (on, or auto where the file stores them sparse): then it loads them, as nj train does.
+  const bool stored_sparse = stored_features(hdf5::File::open_read(dataset)).sparse;
+  const bool may_take_sparse =
+      choice.sparse_inputs == SparseInputs::kOn || (choice.sparse_inputs == SparseInputs::kAuto && stored_sparse);
   Shard whole;
   std::int64_t width = 0;
   std::vector<vid_t> stored_order;
-  if (choice.sparse_inputs == SparseInputs::kOff) {
+  if (!may_take_sparse) {
     DatasetWithoutFeatures read = read_dataset_without_features(dataset);
     width = read.feature_width;
     whole.num_classes = read.dataset.num_classes;
@@ -247,7 +268,11 @@ void run_plan(PlanArguments& args, CLI::App& command) {
   const auto start = std::chrono::steady_clock::now();
   const ConstRows features =
       whole.features.rows() > 0 ? whole.features.view() : ConstRows{nullptr, local.num_owned, width};
-  const MeasuredPlan measured = plan_and_measure(model, local, features, choice);
+  const SparseInputs inputs =
+      may_take_sparse && takes_sparse_inputs(choice.sparse_inputs, features, stored_sparse, nullptr)
+          ? SparseInputs::kOn
+          : SparseInputs::kOff;
+  const MeasuredPlan measured = plan_and_measure(model, local, features, choice, inputs);
   const EpochPlan& plan = measured.plan;
   spdlog::info("planned in {:.2f} s", seconds_since(start));
   log_plan(plan);

@@ -45,9 +45,11 @@ struct LayerDims {
   // Its blocks carry edge weights: every layer's are cut from the one prepared graph, read or not.
   bool weighted_blocks = false;
   bool forward_only = false;  // an inference plan: no backward steps
-  // The first layer's inputs as sparse rows (sparse_inputs.hpp), at most this many entries a row.
+  // The first layer's inputs as sparse rows (sparse_inputs.hpp), at most this many entries a row; their SpMMs may
+  // narrow offsets whatever the layer's aggregation is.
   bool sparse_inputs = false;
   std::int64_t max_row_nonzeros = 0;
+  bool inputs_narrow_offsets = false;
 };
 
 std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& library, const PreparedGraph& graph,
@@ -60,7 +62,7 @@ std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& libra
     dims.push_back({&layer, layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
                     sums_inputs, sums_inputs ? layer.input_sums_width() : 0,
                     library.narrows_offsets && layer.aggregation().spmm, graph.weighted(), forward_only, sparse,
-                    sparse ? inputs.max_row_nonzeros : 0});
+                    sparse ? inputs.max_row_nonzeros : 0, sparse && library.narrows_offsets});
   }
   return dims;
 }
@@ -82,14 +84,14 @@ constexpr std::int64_t kId = sizeof(gid_t);
 constexpr std::int64_t kAllocationsPerStep = 12;
 constexpr std::int64_t kStepPadding = kAllocationsPerStep * kArenaAlignment;
 
-// Device bytes of a transform step's inputs for `rows` rows, with `copies` dense copies of them (the rows, their
-// dropout, and backward their gradient). Sparse inputs take their block (no global ids) and their dropped weights,
+// Device bytes of a transform step's inputs for `rows` rows, with `copies` dense copies of them (the rows; backward,
+// their dropout and their gradient too). Sparse inputs take their block (no global ids) and their dropped weights,
 // and on a library that narrows offsets the narrowed ones: the rows' forward, the columns' backward.
 std::int64_t transform_input_bytes(const LayerDims& d, std::int64_t rows, std::int64_t copies) {
   if (!d.sparse_inputs) return rows * copies * d.in * kFloat;
   const std::int64_t entries = rows * d.max_row_nonzeros;
   const std::int64_t narrowed =
-      d.narrows_offsets ? (std::max(rows, d.in) + 1) * static_cast<std::int64_t>(sizeof(std::int32_t)) : 0;
+      d.inputs_narrow_offsets ? (std::max(rows, d.in) + 1) * static_cast<std::int64_t>(sizeof(std::int32_t)) : 0;
   return DeviceBlock::bytes_for(rows, d.in, entries, true, false) + entries * kFloat + narrowed;
 }
 // Input bytes a transform step moves as rows: sparse inputs move as a block.
@@ -110,7 +112,7 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t cached_tensors = caches_rows_backward(d) ? 2 : 1;
   const std::int64_t staging = 2 * src * (d.width * kFloat + kSlot) * cached_tensors;
   const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, d.weighted_blocks);
-  const std::int64_t transform = transform_input_bytes(d, dst, 2) + dst * (d.width * kFloat + kId + kSlot);
+  const std::int64_t transform = transform_input_bytes(d, dst, 1) + dst * (d.width * kFloat + kId + kSlot);
   // A layer that sums its inputs keeps their sums beside its outputs.
   const std::int64_t aggregate = block + src * kSlot + dst * (d.out + d.sums) * kFloat + narrowed_offsets(d, dst);
   if (d.forward_only) return staging + std::max(transform, aggregate) + kStepPadding;
@@ -592,9 +594,9 @@ std::int64_t lasting_bytes(const Pass& pass, const LayerDims& first) {
   }
   for (const auto& chunk : pass.transform_chunks.front()) {
     const auto rows = static_cast<std::int64_t>(chunk.size());
-    bytes += arena_block_bytes(first.sparse_inputs ? DeviceBlock::bytes_for(rows, first.in, rows * first.max_row_nonzeros,
-                                                                            true, false)
-                                                   : rows * first.in * kFloat);
+    bytes += arena_block_bytes(first.sparse_inputs
+                                   ? DeviceBlock::bytes_for(rows, first.in, rows * first.max_row_nonzeros, true, false)
+                                   : rows * first.in * kFloat);
   }
   return bytes;
 }

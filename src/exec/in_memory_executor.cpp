@@ -265,9 +265,9 @@ struct InMemoryExecutor::State {
       }
       if (exchange.has_peers()) add_received_gradients(l);
       if (l == 0 && sparse_input) {
-        const SparseBlockView x =
-            drop_entries(backend, device, sparse_input->view(), owned_gid.view(),
-                         feature_dropout_stream(model.config(), 0, epoch), model.dropout_before(0), true, dropped_entries);
+        const SparseBlockView x = drop_entries(backend, device, sparse_input->view(), owned_gid.view(),
+                                               feature_dropout_stream(model.config(), 0, epoch),
+                                               model.dropout_before(0), true, dropped_entries);
         Layer::transform_backward(backend, p.weight_grad, x, grad_z[l].view().slice(0, num_owned));
         dropped_entries = {};
         continue;
@@ -338,9 +338,9 @@ struct InMemoryExecutor::State {
   BoundaryExchange exchange;
   std::int64_t num_owned = 0;
   std::int64_t num_mirrors = 0;
-  DeviceArray<gid_t> owned_gid;  // what dropout masks are addressed by
-  DeviceArray<vid_t> boundary;   // the exchange's boundary rows
-  DeviceMatrix input;            // the owned rows' features, dense
+  DeviceArray<gid_t> owned_gid;             // what dropout masks are addressed by
+  DeviceArray<vid_t> boundary;              // the exchange's boundary rows
+  DeviceMatrix input;                       // the owned rows' features, dense
   std::optional<DeviceBlock> sparse_input;  // or as sparse rows (sparse_inputs.hpp)
   DeviceArray<float> dropped_entries;       // their dropout, while a transform or its backward reads it
   std::vector<DevicePart> parts;
@@ -365,7 +365,7 @@ struct InMemoryExecutor::State {
 
 InMemoryExecutor::InMemoryExecutor(Resources& resources, const Model& model, const LocalGraph& local,
                                    ConstRows features, Communicator* comm, SparseInputs inputs)
-    : state_(std::make_unique<State>(resources, model, local, features, comm, sparse_inputs(inputs, features))) {}
+    : state_(std::make_unique<State>(resources, model, local, features, comm, sparse_inputs(inputs, features, comm))) {}
 
 InMemoryExecutor::~InMemoryExecutor() = default;
 

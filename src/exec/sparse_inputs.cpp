@@ -17,10 +17,20 @@ constexpr EnumNames<SparseInputs, 3> kSparseInputsNames{
 SparseInputs parse_sparse_inputs(const std::string& text) { return kSparseInputsNames.parse(text); }
 const char* to_string(SparseInputs choice) { return kSparseInputsNames.name(choice); }
 
-std::optional<SparseRows> sparse_inputs(SparseInputs choice, ConstRows features) {
-  if (choice == SparseInputs::kOff || features.size() == 0) return std::nullopt;
+bool takes_sparse_inputs(SparseInputs choice, ConstRows features, bool stored_sparse, Communicator* comm) {
+  if (choice != SparseInputs::kAuto) return choice == SparseInputs::kOn;
+  std::int64_t counts[] = {0, features.size(), stored_sparse ? 0 : 1};  // non-zeros, entries, ranks stored dense
+  for (std::int64_t r = 0; r < features.rows; ++r) {
+    const float* row = features.row(r);
+    counts[0] += std::count_if(row, row + features.cols, [](float x) { return x != 0.0F; });
+  }
+  if (comm != nullptr && comm->size() > 1) comm->all_reduce_sum(counts);
+  return counts[2] == 0 && counts[0] * kSparseInputsDensity <= counts[1];
+}
+
+std::optional<SparseRows> sparse_inputs(SparseInputs choice, ConstRows features, Communicator* comm) {
+  if (!takes_sparse_inputs(choice, features, true, comm)) return std::nullopt;
   SparseRows rows = sparse_rows_of(features);
-  if (choice == SparseInputs::kAuto && rows.nonzeros() * kSparseInputsDensity > features.size()) return std::nullopt;
   spdlog::info("first layer: the features as sparse rows, {} non-zero entries of {} (one in {:.0f})", rows.nonzeros(),
                features.size(),
                static_cast<double>(features.size()) / static_cast<double>(std::max<std::int64_t>(rows.nonzeros(), 1)));

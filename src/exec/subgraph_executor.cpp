@@ -303,8 +303,8 @@ struct SubgraphExecutor::State {
     const float p = model.dropout_before(0);
     if (!training || p <= 0.0F) return input.view();
     const DeviceArray<gid_t> gids = gids_of(rows);
-    return drop_entries(backend, device, input.view(), gids.view(), feature_dropout_stream(model.config(), 0, epoch),
-                        p, for_backward, dropped);
+    return drop_entries(backend, device, input.view(), gids.view(), feature_dropout_stream(model.config(), 0, epoch), p,
+                        for_backward, dropped);
   }
 
   // Runs `transform_into(z)` for layer l's rows of the running transform chunk, `rows` of them: straight into their
@@ -684,10 +684,11 @@ std::string budget_for(std::int64_t footprint) { return fmt::format("{}K", (foot
 
 }  // namespace
 
-MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, ConstRows features,
-                                      const EpochPlan& plan, const SparseRows* sparse_features) {
+MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, ConstRows features, const EpochPlan& plan,
+                                      const SparseRows* sparse_features) {
   std::optional<SparseRows> built;
-  if (plan.options.inputs.sparse && sparse_features == nullptr) sparse_features = &built.emplace(sparse_rows_of(features));
+  if (plan.options.inputs.sparse && sparse_features == nullptr)
+    sparse_features = &built.emplace(sparse_rows_of(features));
   PlanningDevice device;
   const std::unique_ptr<Backend> kernels = make_planning_backend(device, plan.options.library);
   const std::unique_ptr<Communicator> detached = make_detached_communicator();
@@ -732,7 +733,7 @@ SubgraphExecutorOptions completed(SubgraphExecutorOptions options, const Backend
 
 SubgraphExecutor::SubgraphExecutor(Resources& resources, Model& model, const LocalGraph& local, ConstRows features,
                                    const SubgraphExecutorOptions& options, Communicator* comm, SparseInputs inputs)
-    : sparse_features_(sparse_inputs(inputs, features)),
+    : sparse_features_(sparse_inputs(inputs, features, comm)),
       plan_(plan_epoch(model, local, completed(options, *resources.backend, sparse_features_))) {
   NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
              local.num_owned);

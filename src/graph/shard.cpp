@@ -141,6 +141,7 @@ Shard whole_graph_shard(Dataset dataset) {
   shard.val_mask = std::move(dataset.val_mask);
   shard.test_mask = std::move(dataset.test_mask);
   shard.symmetrized = dataset.symmetrized;
+  shard.features_stored_sparse = dataset.features_stored_sparse;
   shard.self_loops = dataset.self_loops;
   shard.community_order = std::move(dataset.community_order);
   return shard;
@@ -239,6 +240,7 @@ Shard make_shard(const Dataset& dataset, std::span<const std::int32_t> part_of, 
   shard.val_mask = rows_of(dataset.val_mask, owned);
   shard.test_mask = rows_of(dataset.test_mask, owned);
   shard.symmetrized = dataset.symmetrized;
+  shard.features_stored_sparse = dataset.features_stored_sparse;
   shard.self_loops = dataset.self_loops;
   return shard;
 }

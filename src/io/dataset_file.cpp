@@ -89,6 +89,7 @@ std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::stri
   }
 
   const StoredFeatures stored = stored_features(file);
+  d.features_stored_sparse = stored.sparse;
   NJ_REQUIRE(stored.rows == n, "{}: {}: {} rows but the graph has {} vertices", path, stored.object(), stored.rows, n);
 
   d.labels = hdf5::read_vector<std::int32_t>(file, "/labels", n);

@@ -219,6 +219,7 @@ Shard read_shard(const std::string& path) {
   read_lists(file, "/peers/receive", local.peers, &PeerRows::receive);
 
   const StoredFeatures stored = stored_features(file);
+  shard.features_stored_sparse = stored.sparse;
   NJ_REQUIRE(stored.rows == num_owned, "{}: {}: {} rows but the shard owns {} vertices", path, stored.object(),
              stored.rows, num_owned);
   shard.features = read_features(file);

@@ -49,17 +49,21 @@ Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator&
 
 std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources& resources, Model& model, Shard& shard,
                                         Communicator& comm) {
+  // Every rank decides alike (a collective), before any executor is made.
+  const SparseInputs inputs =
+      takes_sparse_inputs(choice.sparse_inputs, shard.features.view(), shard.features_stored_sparse, &comm)
+          ? SparseInputs::kOn
+          : SparseInputs::kOff;
   if (choice.in_memory) {
     if (choice.automatic) {
       spdlog::info(
           "execution: in-memory (no --device-memory was given: the whole graph on the device; --execution "
           "reuse runs the subgraph executor)");
     }
-    return std::make_unique<InMemoryExecutor>(resources, model, shard.local, shard.features.view(), &comm,
-                                              choice.sparse_inputs);
+    return std::make_unique<InMemoryExecutor>(resources, model, shard.local, shard.features.view(), &comm, inputs);
   }
   auto executor = std::make_unique<SubgraphExecutor>(resources, model, shard.local, shard.features.view(),
-                                                     choice.options, &comm, choice.sparse_inputs);
+                                                     choice.options, &comm, inputs);
   log_plan(executor->plan());
   // The executor holds what it reads of the graph (its plan, and the graph with self-loops that its steps build
   // blocks from): the loaded in-edges, a copy, go before the rows fill (the offsets stay, for the counts).

@@ -224,7 +224,7 @@ TEST_F(TrainCli, BudgetedRunsReportTransfersWithinTheBudget) {
 
 // Features with one entry in twenty non-zero are multiplied as sparse rows by default (auto), and train as dense
 // rows do, within rounding, in memory and within a budget; nj plan forecasts the budgeted run's peak from their
-// entries.
+// entries. Stored dense, auto leaves them dense, in nj train and nj plan alike.
 TEST_F(TrainCli, SparseInputsTrainAsDenseOnesAndPlanForecastsTheirPeak) {
   Dataset data = test::random_dataset(300, 1200, 48, 3, 4);
   for (std::int64_t k = 0; k < data.features.size(); ++k) {
@@ -232,11 +232,13 @@ TEST_F(TrainCli, SparseInputsTrainAsDenseOnesAndPlanForecastsTheirPeak) {
   }
   const std::string sparse = dir.file("sparse.h5");
   write_dataset(sparse, data);
+  const std::string stored_dense = dir.file("stored-dense.h5");
+  write_dataset(stored_dense, data, FeatureStorage::kDense);
   const std::string common = " --epochs 3 --eval-every 0 --dropout 0.5";
-  const auto losses = [&](const std::string& flags, bool logs_sparse_rows) {
+  const auto losses = [&](const std::string& flags, bool logs_sparse_rows, const std::string& file) {
     const auto metrics = dir.file("sparse-metrics.jsonl");
     const auto result =
-        test::run_nj("train " + shell_quote(sparse) + common + flags + " --metrics-out " + shell_quote(metrics));
+        test::run_nj("train " + shell_quote(file) + common + flags + " --metrics-out " + shell_quote(metrics));
     EXPECT_EQ(result.exit_code, 0) << result.output;
     EXPECT_EQ(result.output.find("first layer: the features as sparse rows") != std::string::npos, logs_sparse_rows)
         << flags << "\n"
@@ -250,11 +252,11 @@ TEST_F(TrainCli, SparseInputsTrainAsDenseOnesAndPlanForecastsTheirPeak) {
     }
     return std::pair{trace, peak};
   };
-  const auto [dense, dense_peak] = losses(" --sparse-inputs off", false);
+  const auto [dense, dense_peak] = losses(" --sparse-inputs off", false, sparse);
   ASSERT_EQ(dense.size(), 3U);
   const std::string budget = " --execution reuse --device-memory 120K";
   for (const std::string& flags : {std::string(), std::string(" --sparse-inputs on"), budget}) {
-    const auto [trace, peak] = losses(flags, true);
+    const auto [trace, peak] = losses(flags, true, sparse);
     ASSERT_EQ(trace.size(), dense.size()) << flags;
     for (std::size_t e = 0; e < dense.size(); ++e) EXPECT_NEAR(trace[e], dense[e], 1e-5 * dense[e]) << flags;
     if (flags != budget) continue;
@@ -263,6 +265,17 @@ TEST_F(TrainCli, SparseInputsTrainAsDenseOnesAndPlanForecastsTheirPeak) {
     ASSERT_EQ(plan.exit_code, 0) << plan.output;
     EXPECT_NE(plan.output.find("device memory: peak " + format_bytes(peak) + " of budget"), std::string::npos)
         << format_bytes(peak) << "\n"
+        << plan.output;
+  }
+  for (const bool forced : {false, true}) {
+    const std::string flags = budget + (forced ? " --sparse-inputs on" : "");
+    const auto [trace, peak] = losses(flags, forced, stored_dense);
+    ASSERT_EQ(trace.size(), dense.size()) << flags;
+    for (std::size_t e = 0; e < dense.size(); ++e) EXPECT_NEAR(trace[e], dense[e], 1e-5 * dense[e]) << flags;
+    const auto plan = test::run_nj("plan " + shell_quote(stored_dense) + common + flags);
+    ASSERT_EQ(plan.exit_code, 0) << plan.output;
+    EXPECT_NE(plan.output.find("device memory: peak " + format_bytes(peak) + " of budget"), std::string::npos)
+        << flags << ": " << format_bytes(peak) << "\n"
         << plan.output;
   }
 }

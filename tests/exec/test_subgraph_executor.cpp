@@ -231,6 +231,11 @@ TEST(SparseInputs, AutoTakesSparseRowsUpToItsDensity) {
   EXPECT_EQ(forced->nonzeros(), 17);
   EXPECT_EQ(forced->max_row_nonzeros(), 3);
   EXPECT_EQ(input_shape(forced), (InputShape{true, 3}));
+  // Features a file stores dense stay dense under auto (nj plan reads none of their values), as on any rank that does.
+  features(7, 31) = 0.0F;
+  EXPECT_TRUE(takes_sparse_inputs(SparseInputs::kAuto, features.view(), true, nullptr));
+  EXPECT_FALSE(takes_sparse_inputs(SparseInputs::kAuto, features.view(), false, nullptr));
+  EXPECT_TRUE(takes_sparse_inputs(SparseInputs::kOn, features.view(), false, nullptr));
   EXPECT_EQ(parse_sparse_inputs("on"), SparseInputs::kOn);
   EXPECT_THROW(parse_sparse_inputs("yes"), InputError);
 }
@@ -291,6 +296,38 @@ TEST_P(SubgraphExecutorTest, WideSparseInputsStayWithinTheSmallestBudget) {
         train_budgeted(kind(), data, config, 2, {minimum, mode, CachePolicy::kStAware}, SparseInputs::kOn);
     expect_close(reference, budgeted, 1e-5);
     for (const auto& m : budgeted.execution) EXPECT_LE(m.peak_device_bytes, minimum);
+  }
+  // Where the sparse library takes the first layer's SpMMs (CUDA without --deterministic) it narrows their offsets,
+  // the rows' forward and the columns' backward, whatever the layer's own aggregation: the smallest budget of every
+  // model holds them too.
+  for (const ModelKind model_kind : {ModelKind::kGcn, ModelKind::kGat, ModelKind::kSage}) {
+    SCOPED_TRACE(to_string(model_kind));
+    Model other(test::training_config(model_kind, 2), data.features.cols(), data.num_classes);
+    const LocalGraph local = whole_local_graph(data.graph);
+    SubgraphExecutorOptions options{0, ExecutionMode::kReuse, CachePolicy::kStAware};
+    options.library = cuda_library_memory(false);
+    options.inputs = shape;
+    options.device_budget = minimum_device_budget(other, local, options.library, false, shape);
+    EpochPlan plan = plan_epoch(other, local, options);
+    plan.memory = forecast_device_memory(other, local, data.features.view(), plan);
+    EXPECT_EQ(device_memory_shortfall(plan), 0) << describe_forecast(plan.memory);
+  }
+}
+
+// Inputs narrower than the rows they would sum: over dense rows GCN's and SAGE's first layer sums them first
+// ((Â·X)·W), over sparse rows it transforms them first (Â·(X·W)); the two are one function within rounding.
+TEST_P(SubgraphExecutorTest, NarrowSparseInputsTransformFirstAndMatchDenseInputsSummedFirst) {
+  const Dataset data = with_sparse_features(test::random_dataset(300, 900, 12, 4, 9));
+  for (const ModelKind model_kind : {ModelKind::kGcn, ModelKind::kSage}) {
+    SCOPED_TRACE(to_string(model_kind));
+    const ModelConfig config = test::training_config(model_kind, 2);
+    ASSERT_TRUE(aggregates_before_transform(Model(config, data.features.cols(), data.num_classes).layer(0), 0, false));
+    const Trace reference = train_in_memory(kind(), data, config, 3);
+    expect_close(reference, train_in_memory(kind(), data, config, 3, SparseInputs::kOn), 1e-5);
+    expect_close(reference,
+                 train_budgeted(kind(), data, config, 3, {kUnlimited, ExecutionMode::kReuse, CachePolicy::kStAware},
+                                SparseInputs::kOn),
+                 1e-5);
   }
 }
 

@@ -514,6 +514,26 @@ namespace nj {
 namespace {
 
 // Every rank's rows reach their global ids on rank 0, whole or in pieces of any size, with some ranks owning none.
+// Ranks whose features differ in density decide alike whether the first layer takes them as sparse rows: by the
+// whole graph's density, and dense where any rank's file stores them dense.
+TEST(SparseInputsChoice, EveryRankDecidesByTheWholeGraph) {
+  Communicator& comm = test::job();
+  // Rank r holds 40 rows of 32 entries with 1 + 2r non-zero entries a row: one in 16 over two ranks (1 + 3 of 32
+  // in every two rows), denser beyond.
+  const auto nonzero = [](int rank) { return 1 + 2 * rank; };
+  Matrix features(40, 32, 0.0F);
+  for (std::int64_t r = 0; r < features.rows(); ++r) {
+    for (std::int64_t c = 0; c < nonzero(comm.rank()); ++c) features(r, c) = 1.0F;
+  }
+  std::int64_t total = 0;
+  for (int rank = 0; rank < comm.size(); ++rank) total += nonzero(rank);
+  const bool sparse_enough = total * kSparseInputsDensity <= std::int64_t{32} * comm.size();
+  EXPECT_EQ(takes_sparse_inputs(SparseInputs::kAuto, features.view(), true, &comm), sparse_enough);
+  // One rank stored dense makes every rank dense.
+  EXPECT_FALSE(takes_sparse_inputs(SparseInputs::kAuto, features.view(), comm.rank() != comm.size() - 1, &comm));
+  EXPECT_TRUE(takes_sparse_inputs(SparseInputs::kOn, features.view(), false, &comm));
+}
+
 TEST(GatherRows, EveryRowReachesItsIdOnTheRoot) {
   Communicator& comm = test::job();
   const std::int64_t total = 101;

@@ -91,7 +91,7 @@ class InMemoryExecutor final : public Executor {
   // `features`: the owned vertices' rows (copied to the device, as sparse rows where `inputs` takes them). `comm` may
   // be null when `local` has no peers.
   InMemoryExecutor(Resources& resources, const Model& model, const LocalGraph& local, ConstRows features,
-                   Communicator* comm = nullptr, SparseInputs inputs = SparseInputs::kAuto);
+                   Communicator* comm = nullptr, SparseInputs inputs = SparseInputs::kOff);
   ~InMemoryExecutor() override;
   ConstRows evaluate(Model& model) override;
   ConstRows layer_outputs(std::size_t l) override;

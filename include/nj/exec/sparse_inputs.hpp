@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "nj/comm/communicator.hpp"
 #include "nj/core/matrix.hpp"
 #include "nj/device/device.hpp"
 #include "nj/kernels/backend.hpp"
@@ -22,11 +23,17 @@ enum class SparseInputs {
 };
 SparseInputs parse_sparse_inputs(const std::string& text);  // auto, off or on
 const char* to_string(SparseInputs choice);
-// Where SpMM over the stored entries beats a GEMM over the dense rows (scripts/bench/sparse_features.py measures it).
+// Where SpMM over the stored entries beats a GEMM over the dense rows (scripts/bench/sparse_inputs.py measures it).
 inline constexpr std::int64_t kSparseInputsDensity = 16;
 
-// The features' sparse rows where `choice` takes them; std::nullopt where the first layer multiplies dense rows.
-std::optional<SparseRows> sparse_inputs(SparseInputs choice, ConstRows features);
+// Whether the first layer takes `features` as sparse rows. `on` and `off` say so. `auto` takes them where, over every
+// rank of `comm` (a collective; null: this rank alone), at most one entry in kSparseInputsDensity is non-zero and
+// every rank's file stores its features sparse (`stored_sparse`): nj plan, which reads no values of features stored
+// dense, then decides alike.
+bool takes_sparse_inputs(SparseInputs choice, ConstRows features, bool stored_sparse, Communicator* comm);
+// The features' sparse rows where takes_sparse_inputs(choice, features, true, comm) (logged); std::nullopt where the
+// first layer multiplies dense rows.
+std::optional<SparseRows> sparse_inputs(SparseInputs choice, ConstRows features, Communicator* comm = nullptr);
 
 // What a plan knows of the first layer's inputs.
 struct InputShape {

@@ -26,6 +26,7 @@ struct Dataset {
   std::vector<std::uint8_t> test_mask;
   bool symmetrized = false;
   SelfLoopPolicy self_loops = SelfLoopPolicy::kKept;
+  bool features_stored_sparse = false;  // read from /features_sparse (nj/io/feature_storage.hpp)
   // The vertices in community order (owned_order of the whole graph, nj/graph/vertex_order.hpp), as nj convert
   // and nj generate store it so that a single-process run reads it instead of searching for it; empty if the
   // file holds none. A permutation of the vertices.

@@ -91,6 +91,7 @@ struct Shard {
   std::vector<std::uint8_t> test_mask;
   bool symmetrized = false;
   SelfLoopPolicy self_loops = SelfLoopPolicy::kKept;
+  bool features_stored_sparse = false;  // read from /features_sparse, or cut from a dataset read so
   // The dataset's stored community order, for the one shard of a whole graph (empty otherwise, and once
   // order_vertices has used it).
   std::vector<vid_t> community_order;

@@ -40,7 +40,8 @@ struct DataSource {
 Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator& comm);
 
 // The executor `choice` names over `shard` on `resources`, exchanging over `comm`; logs a subgraph executor's plan.
-// The subgraph executor keeps what it reads of the graph: the shard's in-edge copy is dropped.
+// Whether its first layer takes the features as sparse rows is decided over every rank of `comm` (a collective,
+// takes_sparse_inputs). The subgraph executor keeps what it reads of the graph: the shard's in-edge copy is dropped.
 std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources& resources, Model& model, Shard& shard,
                                         Communicator& comm);
 
