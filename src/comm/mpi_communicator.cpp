@@ -20,9 +20,24 @@ void check(int status, const char* call) {
   throw Error(fmt::format("{} failed: {}", call, std::string(text, static_cast<std::size_t>(length))));
 }
 
-int message_count(std::size_t floats) {
-  NJ_EXPECTS(floats <= static_cast<std::size_t>(INT_MAX), "a message of {} floats exceeds MPI's int count", floats);
-  return static_cast<int>(floats);
+// The most elements one MPI call carries: its count is an int. NJ_MPI_MESSAGE_ELEMENTS lowers it, so that tests
+// split small buffers into many messages.
+std::size_t message_limit() {
+  const char* text = std::getenv("NJ_MPI_MESSAGE_ELEMENTS");
+  if (text == nullptr) return static_cast<std::size_t>(INT_MAX);
+  char* end = nullptr;
+  const long long limit = std::strtoll(text, &end, 10);
+  NJ_REQUIRE(end != text && *end == '\0' && limit > 0 && limit <= INT_MAX,
+             "NJ_MPI_MESSAGE_ELEMENTS={}: expected a whole number from 1 to {}", text, INT_MAX);
+  return static_cast<std::size_t>(limit);
+}
+
+// Calls call(offset, count) for consecutive pieces of `size` elements, each at most `limit` long (none for 0).
+template <typename Call>
+void in_pieces(std::size_t size, std::size_t limit, Call&& call) {
+  for (std::size_t offset = 0; offset < size; offset += limit) {
+    call(offset, static_cast<int>(std::min(limit, size - offset)));
+  }
 }
 
 class MpiPendingExchange final : public PendingExchange {
@@ -61,7 +76,7 @@ class MpiPendingExchange final : public PendingExchange {
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator() {
+  MpiCommunicator() : limit_(message_limit()) {
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
   }
@@ -74,30 +89,32 @@ class MpiCommunicator final : public Communicator {
   }
   void all_reduce_max(std::span<double> values) override { reduce(values.data(), values.size(), MPI_DOUBLE, MPI_MAX); }
   void broadcast(std::span<std::byte> bytes, int root) override {
-    // In pieces that MPI's int count can address.
-    constexpr std::size_t kPiece = std::size_t{1} << 30;
-    for (std::size_t offset = 0; offset < bytes.size(); offset += kPiece) {
-      const std::size_t length = std::min(kPiece, bytes.size() - offset);
-      check(MPI_Bcast(bytes.data() + offset, static_cast<int>(length), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
-    }
+    in_pieces(bytes.size(), limit_, [&](std::size_t offset, int count) {
+      check(MPI_Bcast(bytes.data() + offset, count, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+    });
   }
 
   std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
                                                   std::span<const ReceiveBuffer> receives, int tag) override {
+    // A buffer larger than one message travels as several, cut alike on both sides (the receiver's buffer is the
+    // sender's size); MPI delivers the messages of one peer and tag in the order they were posted.
     std::vector<MPI_Request> requests;
-    requests.reserve(sends.size() + receives.size());
     // Receives first, so that a send that arrives finds its buffer posted.
     for (const ReceiveBuffer& r : receives) {
       NJ_EXPECTS(r.space == MemorySpace::kHost, "the MPI communicator receives into host memory only");
-      check(MPI_Irecv(r.floats.data(), message_count(r.floats.size()), MPI_FLOAT, r.peer, tag, MPI_COMM_WORLD,
-                      &requests.emplace_back()),
-            "MPI_Irecv");
+      in_pieces(r.floats.size(), limit_, [&](std::size_t offset, int count) {
+        check(MPI_Irecv(r.floats.data() + offset, count, MPI_FLOAT, r.peer, tag, MPI_COMM_WORLD,
+                        &requests.emplace_back()),
+              "MPI_Irecv");
+      });
     }
     for (const SendBuffer& s : sends) {
       NJ_EXPECTS(s.space == MemorySpace::kHost, "the MPI communicator sends from host memory only");
-      check(MPI_Isend(s.floats.data(), message_count(s.floats.size()), MPI_FLOAT, s.peer, tag, MPI_COMM_WORLD,
-                      &requests.emplace_back()),
-            "MPI_Isend");
+      in_pieces(s.floats.size(), limit_, [&](std::size_t offset, int count) {
+        check(MPI_Isend(s.floats.data() + offset, count, MPI_FLOAT, s.peer, tag, MPI_COMM_WORLD,
+                        &requests.emplace_back()),
+              "MPI_Isend");
+      });
     }
     return std::make_unique<MpiPendingExchange>(std::move(requests));
   }
@@ -108,11 +125,14 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
-  void reduce(void* values, std::size_t count, MPI_Datatype type, MPI_Op op) {
-    if (count == 0) return;
-    check(MPI_Allreduce(MPI_IN_PLACE, values, message_count(count), type, op, MPI_COMM_WORLD), "MPI_Allreduce");
+  template <typename T>
+  void reduce(T* values, std::size_t count, MPI_Datatype type, MPI_Op op) {
+    in_pieces(count, limit_, [&](std::size_t offset, int piece) {
+      check(MPI_Allreduce(MPI_IN_PLACE, values + offset, piece, type, op, MPI_COMM_WORLD), "MPI_Allreduce");
+    });
   }
 
+  std::size_t limit_;  // elements a message carries at most
   int rank_ = 0;
   int size_ = 1;
 };
