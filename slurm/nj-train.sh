@@ -23,6 +23,8 @@ else
 fi
 read -r -a extra <<<"${NJ_ARGS:-}"
 threads="${SLURM_CPUS_PER_TASK:-1}"
-echo "job ${SLURM_JOB_ID:-?}: ${SLURM_NTASKS:-1} ranks on ${SLURM_JOB_NUM_NODES:-1} node(s) (${SLURM_JOB_NODELIST:-local}), ${threads} threads each"
+# The layout Slurm gave: tasks per node as Slurm writes them ("2(x2)": 2 on each of 2 nodes), GPUs of this node.
+echo "job ${SLURM_JOB_ID:-?}: ${SLURM_NTASKS:-1} ranks on ${SLURM_JOB_NUM_NODES:-1} node(s) (${SLURM_JOB_NODELIST:-local})," \
+  "tasks per node ${SLURM_TASKS_PER_NODE:-1}, ${SLURM_GPUS_ON_NODE:-0} GPUs per node, ${threads} threads each"
 exec srun --mpi=pmix --kill-on-bad-exit=1 "$bin" train "${input[@]}" --device "${NJ_DEVICE:-auto}" \
   --threads "$threads" --metrics-out "${NJ_METRICS:-nj-${SLURM_JOB_ID:-local}.jsonl}" "${extra[@]}"
