@@ -46,6 +46,17 @@ up() {
     esac
   done
   [[ "$count" =~ ^[0-9]+$ ]] && ((count >= 1 && count <= 16)) || die "up needs a host count from 1 to 16, not '$count'"
+  local burst=""
+  if [[ -n "$link" ]]; then
+    # The bucket holds 10 ms of the rate (at least 1 MiB): a smaller one, refilled once per timer tick, would cap
+    # the speed below the rate.
+    burst="$(awk -v rate="$link" 'BEGIN {
+      n = rate + 0; unit = tolower(substr(rate, length(n "") + 1))
+      scale["bit"] = 1; scale["kbit"] = 1e3; scale["mbit"] = 1e6; scale["gbit"] = 1e9
+      if (n <= 0 || !(unit in scale)) exit 1
+      bytes = n * scale[unit] / 8 / 100; if (bytes < 1048576) bytes = 1048576
+      printf "%d", bytes }')" || die "--link takes a rate such as 500mbit or 10gbit, not '$link'"
+  fi
   [[ "$(id -u)" == 0 ]] || die "network namespaces need root"
   command -v ip >/dev/null || die "ip (iproute2) not found"
   down
@@ -67,9 +78,8 @@ up() {
     ip -n "$switch" link set "port$i" up
     if [[ -n "$link" ]]; then
       # Rate-limit both directions: the host's egress on eth0, its ingress as the switch port's egress.
-      # burst: at least one 10 ms of the rate, so that the limiter, not its bucket, sets the speed.
-      tc -n "$ns" qdisc add dev eth0 root tbf rate "$link" burst 4mb latency 50ms
-      tc -n "$switch" qdisc add dev "port$i" root tbf rate "$link" burst 4mb latency 50ms
+      tc -n "$ns" qdisc add dev eth0 root tbf rate "$link" burst "$burst" latency 50ms
+      tc -n "$switch" qdisc add dev "port$i" root tbf rate "$link" burst "$burst" latency 50ms
     fi
     echo "$host $(address_of "$host")" >>"$state/hosts"
   done

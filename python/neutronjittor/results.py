@@ -16,7 +16,8 @@ INFERENCE_FORMAT = "nj-inference-1"
 @dataclass
 class Predictions:
     """``nj infer``'s output. Row i of every array is the dataset's vertex i: with ``node_ids`` given to
-    write_dataset, the vertex ``node_ids[i]``, so the arrays line up with the caller's own."""
+    write_dataset, the vertex ``node_ids[i]``, so the arrays line up with the caller's own. ``vertex_ids`` are the
+    rows' global ids as nj knew them (0..n-1 for a dataset file; shards may carry other 64-bit ids)."""
 
     logits: np.ndarray
     probabilities: np.ndarray
@@ -24,6 +25,7 @@ class Predictions:
     embeddings: Dict[int, np.ndarray] = field(default_factory=dict)  # layer (from 1) -> rows
     attributes: Dict[str, Any] = field(default_factory=dict)
     node_ids: Optional[np.ndarray] = None
+    vertex_ids: Optional[np.ndarray] = None
 
     def accuracy(self, labels: Any, mask: Any) -> float:
         """The share of the masked vertices whose prediction is their label."""
@@ -51,6 +53,7 @@ def read_predictions(path: str | os.PathLike, node_ids: Any = None) -> Predictio
             for key in f["embeddings"]:
                 embeddings[int(key.removeprefix("layer"))] = f["embeddings"][key][:]
         result = Predictions(f["logits"][:], f["probabilities"][:], f["predictions"][:], embeddings, attributes)
+        result.vertex_ids = f["vertex_ids"][:]
     if node_ids is not None:
         ids = np.asarray(node_ids).reshape(-1)
         if ids.shape[0] != result.logits.shape[0]:

@@ -58,6 +58,7 @@ def test_arrays_train_infer_and_back_in_the_callers_order(tmp_path, graph):
     result = nj.read_predictions(out, node_ids=node_ids)
 
     assert result.logits.shape == (n, 3)
+    assert np.array_equal(result.vertex_ids, np.arange(n))  # a dataset file's vertices are 0..n-1
     assert result.embeddings[1].shape == (n, 16)
     assert np.array_equal(result.predictions, result.logits.argmax(axis=1))
     assert np.allclose(result.probabilities.sum(axis=1), 1.0, atol=1e-6)

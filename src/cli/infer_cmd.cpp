@@ -143,14 +143,17 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
   const ExecutionMetrics metrics = executor->take_metrics();
   spdlog::info("forward pass in {:.3f} s{}", seconds, choice.in_memory ? std::string() : format_execution(metrics));
 
-  // Owned rows are in local ids; each goes to the row of its global id, the dataset's vertex id.
+  // Owned rows are in local ids; the file has them in order of global id (for a dataset file, its vertex ids).
   const std::span<const gid_t> ids(shard.local.global_id.data(), static_cast<std::size_t>(shard.num_owned()));
   InferenceOutput output;
-  output.logits = gather_rows(comm, ids, logits, shard.global_vertices);
+  GatheredRows logits_of_all = gather_rows(comm, ids, logits, shard.global_vertices);
+  output.vertex_ids = std::move(logits_of_all.ids);
+  output.logits = std::move(logits_of_all.rows);
   for (const std::size_t l : layers) {
     const ConstRows rows = executor->layer_outputs(l);
     const Matrix own = leading_columns(rows, model->layer(l).embedding_width());
-    output.embeddings.push_back({static_cast<int>(l + 1), gather_rows(comm, ids, own.view(), shard.global_vertices)});
+    output.embeddings.push_back(
+        {static_cast<int>(l + 1), gather_rows(comm, ids, own.view(), shard.global_vertices).rows});
   }
   agree_on_failure(comm, [&] {
     if (!leader) return;

@@ -2,30 +2,24 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 namespace nj {
 namespace {
 
-// Messages carry floats. An id travels as two of them, its high and low 24 bits, each exact in a float's mantissa:
-// ids below 2^48.
-constexpr int kIdBits = 24;
-constexpr gid_t kLargestId = (gid_t{1} << (2 * kIdBits)) - 1;
+// Messages carry floats. An id travels as the two floats that hold its 64 bits, copied, never computed with: MPI
+// moves them as bytes between ranks of one architecture.
+constexpr std::size_t kFloatsPerId = sizeof(gid_t) / sizeof(float);
+static_assert(kFloatsPerId * sizeof(float) == sizeof(gid_t));
 // Apart from the boundary exchanges' tags (2 per layer).
 constexpr int kGatherTag = 30000;
 
 std::vector<float> encode_ids(std::span<const gid_t> ids) {
-  std::vector<float> encoded;
-  encoded.reserve(2 * ids.size());
-  for (const gid_t id : ids) {
-    NJ_EXPECTS(id >= 0 && id <= kLargestId, "vertex id {} cannot be gathered (ids below 2^48)", id);
-    encoded.push_back(static_cast<float>(id >> kIdBits));
-    encoded.push_back(static_cast<float>(id & ((gid_t{1} << kIdBits) - 1)));
-  }
+  std::vector<float> encoded(kFloatsPerId * ids.size());
+  std::memcpy(encoded.data(), ids.data(), ids.size_bytes());
   return encoded;
 }
-
-gid_t decode_id(const float* pair) { return (static_cast<gid_t>(pair[0]) << kIdBits) | static_cast<gid_t>(pair[1]); }
 
 // Pieces arrive in the order they were posted: messages of one tag between two ranks do not overtake each other.
 template <typename Buffer, typename Span>
@@ -37,8 +31,8 @@ void add_pieces(std::vector<Buffer>& buffers, int peer, Span floats, std::size_t
 
 }  // namespace
 
-Matrix gather_rows(Communicator& comm, std::span<const gid_t> ids, ConstRows rows, std::int64_t total, int root,
-                   std::size_t piece_floats) {
+GatheredRows gather_rows(Communicator& comm, std::span<const gid_t> ids, ConstRows rows, std::int64_t total, int root,
+                         std::size_t piece_floats) {
   NJ_EXPECTS(piece_floats > 0, "messages of no floats");
   NJ_EXPECTS(static_cast<std::int64_t>(ids.size()) == rows.rows, "{} ids for {} rows", ids.size(), rows.rows);
   std::vector<std::int64_t> counts(static_cast<std::size_t>(comm.size()), 0);
@@ -55,16 +49,16 @@ Matrix gather_rows(Communicator& comm, std::span<const gid_t> ids, ConstRows row
     }
     return {};
   }
-  Matrix gathered(total, rows.cols);
-  std::vector<std::uint8_t> seen(static_cast<std::size_t>(total), 0);
-  const auto place = [&](std::span<const float> pairs, const float* values) {
-    for (std::size_t i = 0; i < pairs.size() / 2; ++i) {
-      const gid_t id = decode_id(&pairs[2 * i]);
-      NJ_EXPECTS(id < total && seen[static_cast<std::size_t>(id)] == 0, "vertex {} gathered twice or out of range", id);
-      seen[static_cast<std::size_t>(id)] = 1;
-      std::memcpy(gathered.view().row(id), values + static_cast<std::int64_t>(i) * rows.cols,
-                  static_cast<std::size_t>(rows.cols) * sizeof(float));
-    }
+  const std::int64_t arriving = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
+  NJ_EXPECTS(arriving == total, "{} rows gathered where {} were expected", arriving, total);
+  // Rows in the order they arrive, then put in order of id.
+  GatheredRows arrived{std::vector<gid_t>(static_cast<std::size_t>(total)), Matrix(total, rows.cols)};
+  std::int64_t filled = 0;
+  const auto place = [&](std::span<const float> encoded_ids, const float* values) {
+    const auto count = static_cast<std::int64_t>(encoded_ids.size() / kFloatsPerId);
+    std::memcpy(arrived.ids.data() + filled, encoded_ids.data(), encoded_ids.size_bytes());
+    std::memcpy(arrived.rows.view().row(filled), values, static_cast<std::size_t>(count * rows.cols) * sizeof(float));
+    filled += count;
   };
   place(encoded, rows.data);
   std::vector<float> peer_ids;
@@ -72,7 +66,7 @@ Matrix gather_rows(Communicator& comm, std::span<const gid_t> ids, ConstRows row
   for (int peer = 0; peer < comm.size(); ++peer) {
     const auto count = counts[static_cast<std::size_t>(peer)];
     if (peer == root || count == 0) continue;
-    peer_ids.resize(static_cast<std::size_t>(2 * count));
+    peer_ids.resize(static_cast<std::size_t>(count) * kFloatsPerId);
     peer_rows.resize(static_cast<std::size_t>(count * rows.cols));
     std::vector<ReceiveBuffer> receives;
     add_pieces(receives, peer, std::span<float>(peer_ids), piece_floats);
@@ -80,7 +74,19 @@ Matrix gather_rows(Communicator& comm, std::span<const gid_t> ids, ConstRows row
     comm.start_exchange({}, receives, kGatherTag)->wait();
     place(peer_ids, peer_rows.data());
   }
-  NJ_EXPECTS(std::ranges::all_of(seen, [](std::uint8_t s) { return s != 0; }), "a vertex was gathered from no rank");
+  std::vector<std::int64_t> order(static_cast<std::size_t>(total));
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  std::ranges::sort(order, {}, [&](std::int64_t i) { return arrived.ids[static_cast<std::size_t>(i)]; });
+  GatheredRows gathered{std::vector<gid_t>(static_cast<std::size_t>(total)), Matrix(total, rows.cols)};
+  for (std::int64_t r = 0; r < total; ++r) {
+    const auto from = order[static_cast<std::size_t>(r)];
+    const gid_t id = arrived.ids[static_cast<std::size_t>(from)];
+    NJ_EXPECTS(id >= 0 && (r == 0 || id != gathered.ids[static_cast<std::size_t>(r - 1)]),
+               "vertex id {} gathered twice or negative", id);
+    gathered.ids[static_cast<std::size_t>(r)] = id;
+    std::memcpy(gathered.rows.view().row(r), arrived.rows.view().row(from),
+                static_cast<std::size_t>(rows.cols) * sizeof(float));
+  }
   return gathered;
 }
 

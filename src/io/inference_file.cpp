@@ -54,6 +54,9 @@ void write_inference(const std::string& path, const InferenceOutput& output) {
     file.set_attribute("train_accuracy", output.train_accuracy);
     file.set_attribute("val_accuracy", output.val_accuracy);
     file.set_attribute("test_accuracy", output.test_accuracy);
+    NJ_EXPECTS(static_cast<std::int64_t>(output.vertex_ids.size()) == logits.rows(), "{} vertex ids for {} rows",
+               output.vertex_ids.size(), logits.rows());
+    file.write<gid_t>("/vertex_ids", output.vertex_ids, {static_cast<hsize_t>(output.vertex_ids.size())});
     write_matrix(file, "/logits", logits);
     write_matrix(file, "/probabilities", probabilities);
     file.write<std::int32_t>("/predictions", predictions, {static_cast<hsize_t>(predictions.size())});

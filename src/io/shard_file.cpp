@@ -203,10 +203,15 @@ Shard read_shard(const std::string& path) {
              num_owned, n);
   local.num_owned = static_cast<vid_t>(num_owned);
   local.global_id = hdf5::read_vector<gid_t>(file, "/vertices/global_id", n);
-  for (const gid_t g : local.global_id) {
-    NJ_REQUIRE(g >= 0 && g < shard.global_vertices, "{}: /vertices/global_id: {} is outside [0, {})", path, g,
-               shard.global_vertices);
-  }
+  // Any distinct non-negative 64-bit ids: those of the dataset where nj partition wrote the shard, others where the
+  // graph came from elsewhere (beyond 2^31 vertices, say). Only their distinctness within the shard can be checked.
+  std::vector<gid_t> ids = local.global_id;
+  std::ranges::sort(ids);
+  NJ_REQUIRE(ids.empty() || ids.front() >= 0, "{}: /vertices/global_id: {} is negative", path,
+             ids.empty() ? 0 : ids.front());
+  const auto repeated = std::ranges::adjacent_find(ids);
+  NJ_REQUIRE(repeated == ids.end(), "{}: /vertices/global_id: {} appears twice", path,
+             repeated == ids.end() ? 0 : *repeated);
   local.global_in_degree = hdf5::read_vector<std::int64_t>(file, "/vertices/global_in_degree", n);
   local.global_self_loop = hdf5::read_vector<std::uint8_t>(file, "/vertices/global_self_loop", n);
   const auto peer_parts = hdf5::read_vector<std::int32_t>(file, "/peers/part", -1);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -14,6 +15,7 @@
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/hdf5.hpp"
+#include "nj/io/shard_file.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
@@ -235,6 +237,65 @@ TEST_F(MultiRankInferCli, RanksGiveTheRowsOfOneProcess) {
     EXPECT_EQ(expected.train, inferred.train);
     EXPECT_EQ(expected.test, inferred.test);
   }
+}
+
+// Shards whose global ids lie beyond 2^32, spread out and in no order (test::spread_id), written directly: two ranks
+// train on them, without dropout, the losses they train on the shards nj partition wrote (ids 0..n-1), and infer
+// the rows of one process, in ascending order of those ids, which /vertex_ids lists.
+TEST_F(MultiRankInferCli, ShardsWithSpreadIdsTrainAndInferAsTheDatasetsOwn) {
+  if (!test::have_mpirun()) GTEST_SKIP() << "no mpirun";
+  const std::string small = dir_.file("small");
+  const std::string spread = dir_.file("spread");
+  ASSERT_EQ(test::run_nj("partition " + shell_quote(dataset_) + " --parts 2 -o " + shell_quote(small)).exit_code, 0);
+  std::filesystem::create_directory(spread);
+  std::filesystem::copy_file(small + "/manifest.json", spread + "/manifest.json");
+  for (const int part : {0, 1}) {
+    Shard shard = read_shard(small + "/" + shard_file_name(part));
+    for (gid_t& id : shard.local.global_id) id = test::spread_id(id);
+    write_shard(spread + "/" + shard_file_name(part), shard);
+  }
+  const auto losses_of = [&](const std::string& folder) {
+    const std::string metrics = dir_.file("m-" + std::filesystem::path(folder).filename().string() + ".jsonl");
+    const auto run =
+        test::run_nj_ranks(2, "train --partitions " + shell_quote(folder) +
+                                  " --threads 1 --dropout 0 --epochs 4 --metrics-out " + shell_quote(metrics));
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    std::vector<double> losses;
+    std::ifstream in(metrics);
+    for (std::string line; std::getline(in, line);) {
+      const auto record = nlohmann::json::parse(line);
+      if (record["type"] == "epoch") losses.push_back(record["loss"].get<double>());
+    }
+    return losses;
+  };
+  const std::vector<double> expected_losses = losses_of(small);
+  const std::vector<double> losses = losses_of(spread);
+  ASSERT_EQ(losses.size(), 4U);
+  ASSERT_EQ(expected_losses.size(), 4U);
+  for (std::size_t e = 0; e < losses.size(); ++e) EXPECT_NEAR(losses[e], expected_losses[e], 1e-5 * losses[e]);
+
+  const std::string one = dir_.file("one.h5");
+  ASSERT_EQ(infer(shell_quote(dataset_), one).exit_code, 0);
+  const Inferred expected = read_inferred(one);
+  const std::string out = dir_.file("spread.h5");
+  const auto run = test::run_nj_ranks(2, "infer " + shell_quote(checkpoint_) + " --partitions " + shell_quote(spread) +
+                                             " --threads 1 -o " + shell_quote(out));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Inferred inferred = read_inferred(out);
+  const auto ids = hdf5::File::open_read(out).read<gid_t>("/vertex_ids").values;
+  std::vector<std::int64_t> vertex_of_row(300);
+  std::iota(vertex_of_row.begin(), vertex_of_row.end(), 0);
+  std::ranges::sort(vertex_of_row, {}, [](std::int64_t v) { return test::spread_id(v); });
+  ASSERT_EQ(ids.size(), 300U);
+  for (std::size_t r = 0; r < ids.size(); ++r) {
+    const auto v = static_cast<std::size_t>(vertex_of_row[r]);
+    ASSERT_EQ(ids[r], test::spread_id(vertex_of_row[r])) << "row " << r;
+    for (std::size_t c = 0; c < 4; ++c) {
+      ASSERT_NEAR(inferred.logits.values[4 * r + c], expected.logits.values[4 * v + c], 1e-5) << "row " << r;
+    }
+  }
+  EXPECT_EQ(expected.test, inferred.test);
+  EXPECT_EQ(hdf5::File::open_read(one).read<gid_t>("/vertex_ids").values.back(), 299);
 }
 
 // A training run's configuration file and command line infer as they are: the model comes from the checkpoint, and

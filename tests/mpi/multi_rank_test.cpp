@@ -18,6 +18,7 @@
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/io/plain_text.hpp"
+#include "nj/io/shard_file.hpp"
 #include "nj/partition/partition.hpp"
 #include "nj/runtime/rank_communicator.hpp"
 #include "nj/train/loss.hpp"
@@ -305,6 +306,44 @@ TEST_P(MultiRank, EveryRankMovesThePlannedBytes) {
   }
 }
 
+// Global ids beyond 2^32, spread out and in no order (test::spread_id), on shards written to a file and read back:
+// with dropout, P ranks train what one process trains on the whole graph under the same ids (the masks follow the
+// ids); without dropout, what one process trains under the dataset's own ids 0..n-1. In memory and within a
+// quarter of the unlimited peak; GAT's attention dropout addresses edges by both ends' ids.
+class MultiRankSpreadIds : public OnBackend<std::tuple<DeviceKind, ModelKind>> {};
+TEST_P(MultiRankSpreadIds, TrainWhatSmallIdsTrain) {
+  const auto [backend, model_kind] = GetParam();
+  Communicator& comm = test::job();
+  const Dataset data = test::random_dataset(400, 2400, 12, 4, 9);
+  const auto spread = [](Shard shard) {
+    for (gid_t& id : shard.local.global_id) id = test::spread_id(id);
+    return shard;
+  };
+  const test::TempDir dir;
+  write_shard(dir.file("part.h5"), spread(rank_shard(data, PartitionMethod::kMetis, comm)));
+  const Shard shard = read_shard(dir.file("part.h5"));
+  ASSERT_GT(*std::ranges::max_element(shard.local.global_id), gid_t{1} << 32);
+
+  ModelConfig with_dropout = model_config(model_kind);
+  ModelConfig without_dropout = with_dropout;
+  without_dropout.dropout = 0.0F;
+  without_dropout.attention_dropout = 0.0F;
+  auto single = make_single_process_communicator();
+  const TrainingRun unlimited = train(backend, shard, with_dropout, {Execution::kReuse}, comm);
+  const Model model(with_dropout, shard.features.cols(), shard.num_classes);
+  const std::int64_t quarter =
+      std::max(unlimited.epochs.front().execution.peak_device_bytes / 4, minimum_device_budget(model, shard.local));
+  for (const auto& [config, reference_shard, name] :
+       {std::tuple{with_dropout, spread(whole_graph_shard(data)), "with dropout, against the same ids"},
+        std::tuple{without_dropout, whole_graph_shard(data), "without dropout, against ids 0..n-1"}}) {
+    SCOPED_TRACE(name);
+    const TrainingRun reference = train(backend, reference_shard, config, {}, *single);
+    expect_same_function(reference, train(backend, shard, config, {Execution::kInMemory}, comm));
+    expect_same_function(reference,
+                         train(backend, shard, config, {Execution::kReuse, quarter, CachePolicy::kStAware}, comm));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, MultiRank,
                          ::testing::Combine(test::all_backends(),
                                             ::testing::Values(MultiRankModel{"gcn", ModelKind::kGcn, 6},
@@ -506,14 +545,13 @@ INSTANTIATE_TEST_SUITE_P(PyG, MultiRankReference,
 
 INSTANTIATE_TEST_SUITE_P(Backends, MultiRankDirected, test::all_backends(), test::BackendName());
 INSTANTIATE_TEST_SUITE_P(Backends, MultiRankCora, test::all_backends(), test::BackendName());
+INSTANTIATE_TEST_SUITE_P(Models, MultiRankSpreadIds,
+                         ::testing::Combine(test::all_backends(), ::testing::Values(ModelKind::kGcn, ModelKind::kGat)),
+                         [](const auto& test_info) {
+                           return fmt::format("{}_{}", test::backend_name(std::get<0>(test_info.param)),
+                                              to_string(std::get<1>(test_info.param)));
+                         });
 
-}  // namespace
-}  // namespace nj
-
-namespace nj {
-namespace {
-
-// Every rank's rows reach their global ids on rank 0, whole or in pieces of any size, with some ranks owning none.
 // Ranks whose features differ in density decide alike whether the first layer takes them as sparse rows: by the
 // whole graph's density, and dense where any rank's file stores them dense.
 TEST(SparseInputsChoice, EveryRankDecidesByTheWholeGraph) {
@@ -534,33 +572,46 @@ TEST(SparseInputsChoice, EveryRankDecidesByTheWholeGraph) {
   EXPECT_TRUE(takes_sparse_inputs(SparseInputs::kOn, features.view(), false, &comm));
 }
 
-TEST(GatherRows, EveryRowReachesItsIdOnTheRoot) {
+// Every rank's rows reach rank 0, whole or in pieces of any size, with some ranks owning none; their ids are beyond
+// 32 bits, spread out and in no order, and the root gets every row once, in ascending order of id.
+TEST(GatherRows, EveryRowReachesTheRootInOrderOfItsId) {
   Communicator& comm = test::job();
   const std::int64_t total = 101;
   const std::int64_t cols = 3;
   for (const std::size_t piece : {kGatherPieceFloats, std::size_t{1}, std::size_t{7}}) {
     SCOPED_TRACE(piece);
-    // Rank r owns the ids congruent to r modulo the ranks, in descending order; the last rank owns none of them
-    // when there are several (rank 0 takes its share).
+    // Rank r owns the vertices congruent to r modulo the ranks, in descending order; the last rank owns none of
+    // them when there are several (rank 0 takes its share).
     const int owners = comm.size() > 1 ? comm.size() - 1 : 1;
     std::vector<gid_t> ids;
-    for (gid_t id = total - 1; id >= 0; --id) {
-      if (id % owners == comm.rank()) ids.push_back(id);
+    for (std::int64_t v = total - 1; v >= 0; --v) {
+      if (v % owners == comm.rank()) ids.push_back(test::spread_id(v));
     }
     Matrix rows(static_cast<std::int64_t>(ids.size()), cols);
     for (std::size_t i = 0; i < ids.size(); ++i) {
       for (std::int64_t c = 0; c < cols; ++c) {
-        rows.view().row(static_cast<std::int64_t>(i))[c] = static_cast<float>(ids[i] * 10 + c);
+        // The row names its id: its low and high 20 bits, exact in a float.
+        const auto id = static_cast<std::uint64_t>(ids[i]);
+        rows.view().row(static_cast<std::int64_t>(i))[c] =
+            static_cast<float>(c == 0 ? id & 0xFFFFFU : (id >> 32U) + static_cast<std::uint64_t>(c));
       }
     }
-    const Matrix gathered = gather_rows(comm, ids, rows.view(), total, 0, piece);
+    const GatheredRows gathered = gather_rows(comm, ids, rows.view(), total, 0, piece);
     if (comm.rank() != 0) {
-      EXPECT_EQ(gathered.rows(), 0);
+      EXPECT_EQ(gathered.rows.rows(), 0);
       continue;
     }
-    ASSERT_EQ(gathered.rows(), total);
-    for (std::int64_t v = 0; v < total; ++v) {
-      for (std::int64_t c = 0; c < cols; ++c) ASSERT_EQ(gathered.view().row(v)[c], static_cast<float>(v * 10 + c));
+    std::vector<gid_t> expected;
+    for (std::int64_t v = 0; v < total; ++v) expected.push_back(test::spread_id(v));
+    std::ranges::sort(expected);
+    ASSERT_EQ(gathered.ids, expected);
+    ASSERT_EQ(gathered.rows.rows(), total);
+    for (std::int64_t r = 0; r < total; ++r) {
+      const auto id = static_cast<std::uint64_t>(expected[static_cast<std::size_t>(r)]);
+      ASSERT_EQ(gathered.rows.view().row(r)[0], static_cast<float>(id & 0xFFFFFU)) << "row " << r;
+      for (std::int64_t c = 1; c < cols; ++c) {
+        ASSERT_EQ(gathered.rows.view().row(r)[c], static_cast<float>((id >> 32U) + static_cast<std::uint64_t>(c)));
+      }
     }
   }
 }

@@ -116,6 +116,10 @@ void expect_same_dataset(const Dataset& a, const Dataset& b);
 // GAT layers (ReLU after GCN's), two heads.
 ModelConfig training_config(ModelKind kind, int layers = 2);
 
+// A global id beyond 32 bits for vertex v: spread out (11 apart), offset by 2^32, 2^33 or 3·2^32 by v mod 3, so that
+// ids are in no order of v and their high words differ; distinct for v below 2^32 / 11.
+constexpr gid_t spread_id(std::int64_t v) { return ((1 + v % 3) << 32) + 11 * v + 5; }
+
 // A small random dataset with features, labels and all three splits; deterministic by seed.
 Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature_width, std::int32_t num_classes,
                        std::uint64_t seed);
