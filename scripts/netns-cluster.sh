@@ -112,9 +112,10 @@ exec_on() {
 
 mpirun_args() {
   hosts >/dev/null
-  # TCP between hosts (on eth0, not loopback), shared memory between ranks of one host.
+  # TCP between hosts (on eth0, not loopback), shared memory between ranks of one host. No binding: the hosts
+  # share this machine's cores, and Open MPI would bind the first rank of every host to the same core.
   printf '%s\n' --hostfile "$state/hostfile" --mca plm_rsh_agent "$state/agent" --mca btl tcp,vader,self \
-    --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0
+    --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 --bind-to none
 }
 
 case "${1:-}" in

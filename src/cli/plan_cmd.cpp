@@ -51,10 +51,14 @@ ExecutorChoice planned_choice(const PlanArguments& args) {
   return choice;
 }
 
-// Bytes a rank sends to its peers per epoch: forward, its boundary rows of what each layer aggregates;
+// Bytes a rank sends to its peers per epoch and layer: forward, its boundary rows of what the layer aggregates;
 // backward, its mirrors' gradients of them, except for a first layer that sums its inputs and in an inference
 // plan (what ExchangeStats counts as sent).
-std::int64_t exchange_bytes_sent(const Model& model, const LocalGraph& local, const EpochPlan& plan) {
+struct LayerExchange {
+  std::int64_t forward_bytes = 0;
+  std::int64_t backward_bytes = 0;
+};
+std::vector<LayerExchange> exchange_bytes_sent(const Model& model, const LocalGraph& local, const EpochPlan& plan) {
   std::int64_t forward_rows = 0;
   std::int64_t backward_rows = 0;
   for (const PeerRows& p : local.peers) {
@@ -62,13 +66,13 @@ std::int64_t exchange_bytes_sent(const Model& model, const LocalGraph& local, co
     backward_rows += static_cast<std::int64_t>(p.receive.size());
   }
   const bool sums_inputs = plan.first_layer_sums_inputs();
-  std::int64_t bytes = 0;
+  std::vector<LayerExchange> layers;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const bool gradients_return = !plan.options.forward_only && !(l == 0 && sums_inputs);
-    const std::int64_t rows = forward_rows + (gradients_return ? backward_rows : 0);
-    bytes += rows * aggregated_width(model, l, sums_inputs) * static_cast<std::int64_t>(sizeof(float));
+    const std::int64_t row_bytes = aggregated_width(model, l, sums_inputs) * static_cast<std::int64_t>(sizeof(float));
+    layers.push_back({forward_rows * row_bytes, gradients_return ? backward_rows * row_bytes : 0});
   }
-  return bytes;
+  return layers;
 }
 
 // Plans the epoch, forecasts its device memory, and measures what the plan's structures hold in host memory.
@@ -145,14 +149,25 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
     const MeasuredPlan measured = plan_and_measure(model, shard.local, shard.features.view(), choice, inputs);
     const EpochPlan& plan = measured.plan;
     const HostFootprint host = rank_footprint(args, shard.local, shard.features.cols(), shard.num_classes, measured);
-    const std::int64_t exchange = exchange_bytes_sent(model, shard.local, plan);
+    const std::vector<LayerExchange> layers = exchange_bytes_sent(model, shard.local, plan);
+    std::int64_t exchange = 0;
+    nlohmann::json per_layer = nlohmann::json::array();
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      exchange += layers[l].forward_bytes + layers[l].backward_bytes;
+      per_layer.push_back(
+          {{"layer", l + 1}, {"forward_bytes", layers[l].forward_bytes}, {"backward_bytes", layers[l].backward_bytes}});
+    }
+    vid_t reading_mirrors = 0;
+    for (vid_t v = 0; v < shard.local.num_owned; ++v) reading_mirrors += shard.local.reads_mirror(v) ? 1 : 0;
     ranks.push_back({{"rank", part},
                      {"owned", shard.local.num_owned},
                      {"mirrors", shard.local.num_mirrors()},
                      {"in_edges", shard.local.graph.num_edges()},
                      {"h2d_bytes", plan.h2d_bytes},
                      {"d2h_bytes", plan.d2h_bytes},
+                     {"owned_reading_mirrors", reading_mirrors},
                      {"exchange_bytes_sent", exchange},
+                     {"exchange", per_layer},
                      {"device_peak_bytes", plan.memory.peak_footprint_bytes},
                      {"host_peak_bytes", host.total()},
                      {"steps", plan.num_steps}});

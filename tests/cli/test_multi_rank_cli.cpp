@@ -58,7 +58,8 @@ class MultiRankCli : public ::testing::Test {
 };
 
 // `nj plan` on a partition folder says per rank what `nj train --partitions` then moves: rank 0's host-device
-// bytes, as its metrics record them, and the exchange's bytes, summed over the ranks. Within a budget, and without
+// bytes, as its metrics record them, and the exchange's bytes, summed over the ranks, in all and per layer and
+// direction. Within a budget, and without
 // one at hidden 16 on the 16 features, where the first layer sums its inputs (it sends them, and no gradients).
 TEST_F(MultiRankCli, PlanOfAPartitionFolderIsWhatTrainingMoves) {
   partition(2);
@@ -72,6 +73,10 @@ TEST_F(MultiRankCli, PlanOfAPartitionFolderIsWhatTrainingMoves) {
     std::int64_t planned_exchange = 0;
     for (const auto& rank : plan["ranks"]) planned_exchange += rank["exchange_bytes_sent"].get<std::int64_t>();
     EXPECT_GT(planned_exchange, 0);
+    for (const auto& rank : plan["ranks"]) {
+      EXPECT_GT(rank["owned_reading_mirrors"], 0) << rank;
+      EXPECT_LE(rank["owned_reading_mirrors"], rank["owned"]) << rank;
+    }
 
     const auto metrics = dir_.file("m.jsonl");
     const auto trained =
@@ -90,6 +95,13 @@ TEST_F(MultiRankCli, PlanOfAPartitionFolderIsWhatTrainingMoves) {
       for (const auto& layer : record["over_ranks"]["exchange"]) {
         exchanged +=
             layer["forward"]["bytes_sent"].get<std::int64_t>() + layer["backward"]["bytes_sent"].get<std::int64_t>();
+        // Layer by layer and direction, too.
+        const auto l = layer["layer"].get<std::size_t>() - 1;
+        for (const auto& [direction, key] : {std::pair{"forward", "forward_bytes"}, {"backward", "backward_bytes"}}) {
+          std::int64_t planned_bytes = 0;
+          for (const auto& rank : plan["ranks"]) planned_bytes += rank["exchange"][l][key].get<std::int64_t>();
+          EXPECT_EQ(layer[direction]["bytes_sent"], planned_bytes) << "layer " << l + 1 << " " << direction;
+        }
       }
       EXPECT_EQ(exchanged, planned_exchange);
     }
