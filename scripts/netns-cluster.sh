@@ -60,6 +60,7 @@ up() {
   [[ "$(id -u)" == 0 ]] || die "network namespaces need root"
   command -v ip >/dev/null || die "ip (iproute2) not found"
   down
+  trap 'echo "netns-cluster: setting up failed; removing what was made" >&2; down' ERR
   mkdir -p "$state"
   ip netns add "$switch"
   ip -n "$switch" link add br0 type bridge
@@ -93,6 +94,7 @@ exec "$(realpath "${BASH_SOURCE[0]}")" exec "\$host" sh -c "\$*"
 EOF
   chmod +x "$state/agent"
   awk '{print $1, "slots=16"}' "$state/hosts" >"$state/hostfile"
+  trap - ERR
   echo "netns-cluster: $count hosts up${link:+, links limited to $link}; hostfile $state/hostfile"
 }
 

@@ -53,7 +53,8 @@ def read_predictions(path: str | os.PathLike, node_ids: Any = None) -> Predictio
             for key in f["embeddings"]:
                 embeddings[int(key.removeprefix("layer"))] = f["embeddings"][key][:]
         result = Predictions(f["logits"][:], f["probabilities"][:], f["predictions"][:], embeddings, attributes)
-        result.vertex_ids = f["vertex_ids"][:]
+        if "vertex_ids" in f:  # absent from files of builds before 64-bit ids
+            result.vertex_ids = f["vertex_ids"][:]
     if node_ids is not None:
         ids = np.asarray(node_ids).reshape(-1)
         if ids.shape[0] != result.logits.shape[0]:

@@ -52,13 +52,15 @@ def train(nj, parts, epochs, metrics, link):
     if link is None:
         code, out = run(["mpirun", "-np", "2", *args], env)
     else:
-        code, out = run([CLUSTER, "up", "2", *(["--link", link] if link else [])], env)
-        if code == 0:
-            cluster_args = subprocess.run([CLUSTER, "mpirun-args"], env=env, capture_output=True, text=True,
-                                          check=True).stdout.split()
-            code, out = run([CLUSTER, "exec", "h0", "mpirun", *cluster_args, "-np", "2", "--map-by", "ppr:1:node",
-                             "-x", "OMP_NUM_THREADS=1", *args], env)
-        run([CLUSTER, "down"], env)
+        try:
+            code, out = run([CLUSTER, "up", "2", *(["--link", link] if link else [])], env)
+            if code == 0:
+                cluster_args = subprocess.run([CLUSTER, "mpirun-args"], env=env, capture_output=True, text=True,
+                                              check=True).stdout.split()
+                code, out = run([CLUSTER, "exec", "h0", "mpirun", *cluster_args, "-np", "2", "--map-by",
+                                 "ppr:1:node", "-x", "OMP_NUM_THREADS=1", *args], env)
+        finally:  # also on Ctrl-C: no host outlives the run
+            run([CLUSTER, "down"], env)
     if code != 0:
         sys.exit(f"training over {'shared memory' if link is None else link or 'TCP'} failed:\n{out}")
     with open(metrics) as f:
@@ -104,11 +106,6 @@ def main():
     dataset = prepare_datasets(nj, os.path.join(ROOT, "..", "shared", "data"), args.work, ["generated"])["generated"]
     parts = prepare_parts(nj, args.work, dataset, 2)
     ranks = project.plan_ranks(nj, parts)
-    code, out = run([nj, "--log-level", "warn", "plan", parts, "--hidden", "128", "--execution", "reuse",
-                     "--device-memory", "unlimited", "--json"])
-    if code != 0:
-        sys.exit(f"nj plan failed:\n{out}")
-    plan = json.loads(out)
     metrics = os.path.join(args.work, "metrics.jsonl")
 
     print(f"machine: {machine()}")
@@ -116,7 +113,7 @@ def main():
     compute = base_epoch - sum(f["wait"] for f in base_flows.values())
     print(f"shared memory (no link): epoch {base_epoch:.3f} s, of which compute {compute:.3f} s (the rate the "
           f"projections use)")
-    free = ", ".join(f"{100 * (1 - r['owned_reading_mirrors'] / r['owned']):.0f} %" for r in plan["ranks"])
+    free = ", ".join(f"{100 * (1 - r['owned_reading_mirrors'] / r['owned']):.0f} %" for r in ranks)
     print(f"owned rows that read no mirror (nj plan): {free}")
     _, open_flows = measured(train(nj, parts, args.epochs, metrics, ""))
     first = open_flows[(1, "forward")]

@@ -107,7 +107,8 @@ def plan_ranks(nj, parts):
         sys.exit(f"nj plan {parts} failed:\n{out}")
     plan = json.loads(out)
     return [{"owned": r["owned"], "in_edges": r["in_edges"], "host_bytes": r["h2d_bytes"] + r["d2h_bytes"],
-             "exchange_bytes": r["exchange_bytes_sent"], "peers": plan["parts"] - 1, "mirrors": r["mirrors"]}
+             "exchange_bytes": r["exchange_bytes_sent"], "peers": plan["parts"] - 1, "mirrors": r["mirrors"],
+             "owned_reading_mirrors": r["owned_reading_mirrors"]}
             for r in plan["ranks"]]
 
 

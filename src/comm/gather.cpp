@@ -52,12 +52,12 @@ GatheredRows gather_rows(Communicator& comm, std::span<const gid_t> ids, ConstRo
   const std::int64_t arriving = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
   NJ_EXPECTS(arriving == total, "{} rows gathered where {} were expected", arriving, total);
   // Rows in the order they arrive, then put in order of id.
-  GatheredRows arrived{std::vector<gid_t>(static_cast<std::size_t>(total)), Matrix(total, rows.cols)};
+  GatheredRows gathered{std::vector<gid_t>(static_cast<std::size_t>(total)), Matrix(total, rows.cols)};
   std::int64_t filled = 0;
   const auto place = [&](std::span<const float> encoded_ids, const float* values) {
     const auto count = static_cast<std::int64_t>(encoded_ids.size() / kFloatsPerId);
-    std::memcpy(arrived.ids.data() + filled, encoded_ids.data(), encoded_ids.size_bytes());
-    std::memcpy(arrived.rows.view().row(filled), values, static_cast<std::size_t>(count * rows.cols) * sizeof(float));
+    std::memcpy(gathered.ids.data() + filled, encoded_ids.data(), encoded_ids.size_bytes());
+    std::memcpy(gathered.rows.view().row(filled), values, static_cast<std::size_t>(count * rows.cols) * sizeof(float));
     filled += count;
   };
   place(encoded, rows.data);
@@ -74,18 +74,36 @@ GatheredRows gather_rows(Communicator& comm, std::span<const gid_t> ids, ConstRo
     comm.start_exchange({}, receives, kGatherTag)->wait();
     place(peer_ids, peer_rows.data());
   }
-  std::vector<std::int64_t> order(static_cast<std::size_t>(total));
+  // Into order of id in place: follow each cycle of the permutation with one row in hand, so that the root never
+  // holds the result twice.
+  std::vector<std::int64_t> order(static_cast<std::size_t>(total));  // order[r]: the arrival of the row due at r
   std::iota(order.begin(), order.end(), std::int64_t{0});
-  std::ranges::sort(order, {}, [&](std::int64_t i) { return arrived.ids[static_cast<std::size_t>(i)]; });
-  GatheredRows gathered{std::vector<gid_t>(static_cast<std::size_t>(total)), Matrix(total, rows.cols)};
+  std::ranges::sort(order, {}, [&](std::int64_t i) { return gathered.ids[static_cast<std::size_t>(i)]; });
+  const auto row_bytes = static_cast<std::size_t>(rows.cols) * sizeof(float);
+  const auto row = [&](std::int64_t r) { return gathered.rows.view().row(r); };
+  std::vector<float> held(static_cast<std::size_t>(rows.cols));
+  std::vector<bool> placed(static_cast<std::size_t>(total), false);
+  for (std::int64_t start = 0; start < total; ++start) {
+    if (placed[static_cast<std::size_t>(start)]) continue;
+    std::memcpy(held.data(), row(start), row_bytes);
+    const gid_t held_id = gathered.ids[static_cast<std::size_t>(start)];
+    for (std::int64_t r = start;;) {
+      const std::int64_t from = order[static_cast<std::size_t>(r)];
+      placed[static_cast<std::size_t>(r)] = true;
+      if (from == start) {
+        std::memcpy(row(r), held.data(), row_bytes);
+        gathered.ids[static_cast<std::size_t>(r)] = held_id;
+        break;
+      }
+      std::memcpy(row(r), row(from), row_bytes);
+      gathered.ids[static_cast<std::size_t>(r)] = gathered.ids[static_cast<std::size_t>(from)];
+      r = from;
+    }
+  }
   for (std::int64_t r = 0; r < total; ++r) {
-    const auto from = order[static_cast<std::size_t>(r)];
-    const gid_t id = arrived.ids[static_cast<std::size_t>(from)];
+    const gid_t id = gathered.ids[static_cast<std::size_t>(r)];
     NJ_EXPECTS(id >= 0 && (r == 0 || id != gathered.ids[static_cast<std::size_t>(r - 1)]),
                "vertex id {} gathered twice or negative", id);
-    gathered.ids[static_cast<std::size_t>(r)] = id;
-    std::memcpy(gathered.rows.view().row(r), arrived.rows.view().row(from),
-                static_cast<std::size_t>(rows.cols) * sizeof(float));
   }
   return gathered;
 }

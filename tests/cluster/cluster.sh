@@ -1,5 +1,6 @@
 # Sourced by the emulated-cluster tests: skips (77) where they cannot run, brings up a cluster of its own, and
-# removes it on exit whatever happened, failing the test where a namespace or a process of it is left behind.
+# removes it on exit whatever happened (also when killed with TERM or INT), failing the test where a process is
+# left on one of its hosts, a cleanup fails, or a namespace outlives it.
 #   source cluster.sh; cluster_up N [--link RATE]; on h0 COMMAND...; mpirun_args (an array)
 # Cora comes from NJ_DATA_DIR or the shared data folder; where it is absent the test skips, or fails with
 # NJ_REQUIRE_DATA set.
@@ -20,8 +21,17 @@ work="$(mktemp -d /tmp/nj-cluster-test.XXXXXX)"
 cluster_cleanups=()  # commands run before the cluster goes down
 
 cluster_down() {
-  local status=$? cleanup
-  for cleanup in "${cluster_cleanups[@]}"; do eval "$cleanup" || true; done
+  local status=$? cleanup ns left
+  trap - EXIT INT TERM
+  for cleanup in "${cluster_cleanups[@]}"; do eval "$cleanup" || status=1; done
+  # Whatever still runs on a host now was left behind by what the test ran (down would kill it unseen).
+  for ns in $(ip netns list | awk -v prefix="$NJ_CLUSTER-" 'index($1, prefix) == 1 {print $1}'); do
+    left="$(ip netns pids "$ns" | paste -sd,)"
+    if [[ -n "$left" ]]; then
+      echo "FAILED: processes left on $ns:"; ps -o pid=,args= -p "$left" || true
+      status=1
+    fi
+  done
   "$root/scripts/netns-cluster.sh" down >/dev/null || true
   if ip netns list | grep -q "^$NJ_CLUSTER-"; then
     echo "FAILED: namespaces of $NJ_CLUSTER are left:"; ip netns list | grep "^$NJ_CLUSTER-"
@@ -31,6 +41,7 @@ cluster_down() {
   exit "$status"
 }
 trap cluster_down EXIT
+trap 'exit 143' INT TERM  # a test killed (ctest's time limit) still removes its cluster
 
 cluster_up() { "$root/scripts/netns-cluster.sh" up "$@"; mapfile -t mpirun_args < <("$root/scripts/netns-cluster.sh" mpirun-args); }
 on() { "$root/scripts/netns-cluster.sh" exec "$@"; }

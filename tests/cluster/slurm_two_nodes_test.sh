@@ -18,9 +18,11 @@ export NJ_SLURM_DIR="$work/slurm"
 export SLURM_CONF="$NJ_SLURM_DIR/slurm.conf"
 slurm_stopped() {
   "$root/scripts/slurm-local.sh" stop >/dev/null
-  if pgrep -f "$NJ_SLURM_DIR" >/dev/null; then
+  # slurmstepd renames itself ("slurmstepd: [job.step]"): found by name, not by its command line.
+  if pgrep -f "$NJ_SLURM_DIR" >/dev/null || pgrep -x slurmstepd >/dev/null; then
     echo "FAILED: Slurm processes are left after stop:"
-    pgrep -a -f "$NJ_SLURM_DIR"
+    pgrep -a -f "$NJ_SLURM_DIR" || true
+    pgrep -a -x slurmstepd || true
     return 1
   fi
 }
@@ -47,16 +49,16 @@ check_job() {
 }
 
 # --wait: sbatch returns when the training job has ended, with its exit status.
-on h0 timeout 300 "$root/slurm/submit.sh" "$root/slurm/train-cpu.sbatch" --nodes=2 --ntasks-per-node=2 --wait |
+on h0 timeout 240 "$root/slurm/submit.sh" "$root/slurm/train-cpu.sbatch" --nodes=2 --ntasks-per-node=2 --wait |
   tee submitted.txt
 check_job "$(sed -n 's/.*training job \([0-9]*\).*/\1/p' submitted.txt)" \
   "4 ranks on 2 node(s) (h[0-1]), tasks per node 2(x2)"
 
 export NJ_DEVICE=cpu
-job="$(on h0 timeout 120 sbatch --parsable --wait --export=ALL --nodes=2 --ntasks-per-node=2 --gpus-per-node=2 --cpus-per-task=1 \
+job="$(on h0 timeout 100 sbatch --parsable --wait --export=ALL --nodes=2 --ntasks-per-node=2 --gpus-per-node=2 --cpus-per-task=1 \
   "$root/slurm/train-gpu-nodes.sbatch")"
 check_job "$job" "4 ranks on 2 node(s) (h[0-1]), tasks per node 2(x2), 2 GPUs per node"
 export NJ_DATASET="$work/cora.h5" NJ_PARTITIONS=""
-job="$(on h0 timeout 120 sbatch --parsable --wait --export=ALL --ntasks=2 --gpus=2 --cpus-per-task=1 "$root/slurm/train-gpu-node.sbatch")"
+job="$(on h0 timeout 100 sbatch --parsable --wait --export=ALL --ntasks=2 --gpus=2 --cpus-per-task=1 "$root/slurm/train-gpu-node.sbatch")"
 check_job "$job" "2 ranks on 1 node(s)"
 grep -qF "tasks per node 2, 2 GPUs per node" "$work/nj-$job.out" || { echo "FAILED: job $job's layout"; exit 1; }

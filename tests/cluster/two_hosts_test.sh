@@ -16,7 +16,7 @@ cluster_up 2
 "$nj" --log-level warn partition "$work/cora.h5" --parts 4 --method metis --output "$work/cora.parts"
 ranks=(-np 4 --map-by ppr:2:node -x OMP_NUM_THREADS=1 -x OMPI_MCA_mpi_yield_when_idle=1)
 
-on h0 mpirun "${mpirun_args[@]}" "${ranks[@]}" -x NJ_DATA_DIR="$data" -x NJ_REQUIRE_DATA="${NJ_REQUIRE_DATA:-}" \
+on h0 timeout 300 mpirun "${mpirun_args[@]}" "${ranks[@]}" -x NJ_DATA_DIR="$data" -x NJ_REQUIRE_DATA="${NJ_REQUIRE_DATA:-}" \
   "$mpi_tests" --gtest_brief=1
 echo "passed: the multi-rank suite across 2 hosts × 2 ranks"
 
@@ -24,9 +24,9 @@ options=(--epochs 20 --eval-every 0 --threads 1)
 "$nj" --log-level warn train "$work/cora.h5" "${options[@]}" --metrics-out "$work/one.jsonl"
 "$nj" --log-level warn train "$work/cora.h5" --epochs 1 --threads 1 --save-checkpoint "$work/one.h5"
 before="$(received_bytes h1)"
-on h0 mpirun "${mpirun_args[@]}" "${ranks[@]}" "$nj" train --partitions "$work/cora.parts" "${options[@]}" \
+on h0 timeout 300 mpirun "${mpirun_args[@]}" "${ranks[@]}" "$nj" train --partitions "$work/cora.parts" "${options[@]}" \
   --metrics-out "$work/hosts.jsonl" | tee "$work/hosts.log"
-on h0 mpirun "${mpirun_args[@]}" "${ranks[@]}" "$nj" --log-level warn train --partitions "$work/cora.parts" \
+on h0 timeout 300 mpirun "${mpirun_args[@]}" "${ranks[@]}" "$nj" --log-level warn train --partitions "$work/cora.parts" \
   --epochs 1 --threads 1 --save-checkpoint "$work/hosts.h5"
 grep -q "4 ranks, metis partition" "$work/hosts.log" || { echo "FAILED: the job did not train 4 ranks on the shards"; exit 1; }
 /usr/bin/python3 - "$work" <<'PY'

@@ -590,7 +590,7 @@ TEST(GatherRows, EveryRowReachesTheRootInOrderOfItsId) {
     Matrix rows(static_cast<std::int64_t>(ids.size()), cols);
     for (std::size_t i = 0; i < ids.size(); ++i) {
       for (std::int64_t c = 0; c < cols; ++c) {
-        // The row names its id: its low and high 20 bits, exact in a float.
+        // The row names its id: its low 20 bits, and its high word, each exact in a float.
         const auto id = static_cast<std::uint64_t>(ids[i]);
         rows.view().row(static_cast<std::int64_t>(i))[c] =
             static_cast<float>(c == 0 ? id & 0xFFFFFU : (id >> 32U) + static_cast<std::uint64_t>(c));
