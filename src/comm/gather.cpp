@@ -17,7 +17,7 @@ constexpr int kGatherTag = 30000;
 
 std::vector<float> encode_ids(std::span<const gid_t> ids) {
   std::vector<float> encoded(kFloatsPerId * ids.size());
-  std::memcpy(encoded.data(), ids.data(), ids.size_bytes());
+  if (!ids.empty()) std::memcpy(encoded.data(), ids.data(), ids.size_bytes());
   return encoded;
 }
 
@@ -56,6 +56,7 @@ GatheredRows gather_rows(Communicator& comm, std::span<const gid_t> ids, ConstRo
   std::int64_t filled = 0;
   const auto place = [&](std::span<const float> encoded_ids, const float* values) {
     const auto count = static_cast<std::int64_t>(encoded_ids.size() / kFloatsPerId);
+    if (count == 0) return;  // memcpy takes no null pointer, even for no bytes
     std::memcpy(gathered.ids.data() + filled, encoded_ids.data(), encoded_ids.size_bytes());
     std::memcpy(gathered.rows.view().row(filled), values, static_cast<std::size_t>(count * rows.cols) * sizeof(float));
     filled += count;

@@ -43,6 +43,15 @@ cluster_down() {
 trap cluster_down EXIT
 trap 'exit 143' INT TERM  # a test killed (ctest's time limit) still removes its cluster
 
+# pass_to_ranks VAR=VALUE...: sets variables for every rank. Through mca_base_env_list, not mpirun's -x, which
+# Open MPI refuses beside it, and the sanitizer preset sets it.
+pass_to_ranks() {
+  local variable
+  for variable in "$@"; do
+    OMPI_MCA_mca_base_env_list="${OMPI_MCA_mca_base_env_list:+$OMPI_MCA_mca_base_env_list;}$variable"
+  done
+  export OMPI_MCA_mca_base_env_list
+}
 cluster_up() { "$root/scripts/netns-cluster.sh" up "$@"; mapfile -t mpirun_args < <("$root/scripts/netns-cluster.sh" mpirun-args); }
 on() { "$root/scripts/netns-cluster.sh" exec "$@"; }
 # received_bytes HOST: what the host's interface has received so far

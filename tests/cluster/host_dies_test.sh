@@ -11,8 +11,8 @@ cluster_up 2
 "$nj" --log-level warn generate --vertices 20000 --edges 200000 --features 32 --classes 4 --seed 3 -o "$work/graph.h5"
 metrics="$work/metrics.jsonl"
 set +e
-on h0 timeout 120 mpirun "${mpirun_args[@]}" -np 4 --map-by ppr:2:node -x OMP_NUM_THREADS=1 \
-  -x OMPI_MCA_mpi_yield_when_idle=1 "$nj" train "$work/graph.h5" --epochs 100000 --eval-every 0 --threads 1 \
+pass_to_ranks OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
+on h0 timeout 120 mpirun "${mpirun_args[@]}" -np 4 --map-by ppr:2:node "$nj" train "$work/graph.h5" --epochs 100000 --eval-every 0 --threads 1 \
   --metrics-out "$metrics" >"$work/job.log" 2>&1 &
 job=$!
 set -e

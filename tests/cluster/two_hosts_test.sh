@@ -14,10 +14,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh"
 cluster_up 2
 "$nj" --log-level warn convert --format plain "$data/cora" --output "$work/cora.h5"
 "$nj" --log-level warn partition "$work/cora.h5" --parts 4 --method metis --output "$work/cora.parts"
-ranks=(-np 4 --map-by ppr:2:node -x OMP_NUM_THREADS=1 -x OMPI_MCA_mpi_yield_when_idle=1)
+ranks=(-np 4 --map-by ppr:2:node)
+pass_to_ranks OMP_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1 NJ_DATA_DIR="$data"
+[[ -z "${NJ_REQUIRE_DATA:-}" ]] || pass_to_ranks NJ_REQUIRE_DATA="$NJ_REQUIRE_DATA"
 
-on h0 timeout 300 mpirun "${mpirun_args[@]}" "${ranks[@]}" -x NJ_DATA_DIR="$data" -x NJ_REQUIRE_DATA="${NJ_REQUIRE_DATA:-}" \
-  "$mpi_tests" --gtest_brief=1
+on h0 timeout 300 mpirun "${mpirun_args[@]}" "${ranks[@]}" "$mpi_tests" --gtest_brief=1
 echo "passed: the multi-rank suite across 2 hosts × 2 ranks"
 
 options=(--epochs 20 --eval-every 0 --threads 1)
