@@ -59,8 +59,8 @@ class MultiRankCli : public ::testing::Test {
 
 // `nj plan` on a partition folder says per rank what `nj train --partitions` then moves: rank 0's host-device
 // bytes, as its metrics record them, and the exchange's bytes, summed over the ranks, in all and per layer and
-// direction. Within a budget, and without
-// one at hidden 16 on the 16 features, where the first layer sums its inputs (it sends them, and no gradients).
+// direction. Within a budget, and without one at hidden 16 on the 16 features, where the first layer sums its
+// inputs (it sends them, and no gradients).
 TEST_F(MultiRankCli, PlanOfAPartitionFolderIsWhatTrainingMoves) {
   partition(2);
   for (const std::string options :
