@@ -130,10 +130,24 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
   return choice;
 }
 
+namespace {
+
+// " (+ graph 12.0M, slots and ids 1.2M, parameters 84.8K)": what moved besides rows, by what it carried.
+std::string format_other(const TrafficBytes& other) {
+  std::string parts;
+  for (const auto& [kind, name] : {std::pair{Traffic::kStructure, "graph"}, std::pair{Traffic::kIndex, "slots and ids"},
+                                   std::pair{Traffic::kParameters, "parameters"}}) {
+    if (other[kind] > 0) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", name, format_bytes(other[kind]));
+  }
+  return parts.empty() ? std::string() : fmt::format(" (+ {})", parts);
+}
+
+}  // namespace
+
 std::string format_execution(const ExecutionMetrics& m) {
-  return fmt::format(" | h2d {} (+{}) d2h {} (+{}) | hit {:.1f}% | rows computed {:.2f}x | peak {} | wait {:.3f} s",
-                     format_bytes(m.h2d_bytes), format_bytes(m.h2d_other_bytes), format_bytes(m.d2h_bytes),
-                     format_bytes(m.d2h_other_bytes), 100.0 * m.hit_rate(), m.recompute_ratio(),
+  return fmt::format(" | h2d {}{} d2h {}{} | hit {:.1f}% | rows computed {:.2f}x | peak {} | wait {:.3f} s",
+                     format_bytes(m.h2d_bytes), format_other(m.h2d_other), format_bytes(m.d2h_bytes),
+                     format_other(m.d2h_other), 100.0 * m.hit_rate(), m.recompute_ratio(),
                      format_bytes(m.peak_device_footprint_bytes), m.wait_seconds);
 }
 

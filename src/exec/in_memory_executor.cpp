@@ -2,6 +2,7 @@
 // gradients, the graph and the parameters on the device for the whole run.
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "nj/device/transfers.hpp"
 #include "nj/exec/executor.hpp"
@@ -92,14 +93,14 @@ struct InMemoryExecutor::State {
     NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
                local.num_owned);
     if (sparse_features) {
-      sparse_input = DeviceBlock(transfers, sparse_rows_block(*sparse_features, {}), "rows: features");
+      sparse_input = DeviceBlock(transfers, sparse_rows_block(*sparse_features, {}), "rows: features", Traffic::kRows);
     } else {
       transfers.upload(features, {}, input.view());
     }
     std::int64_t largest_scattered = 0;
     for (const Subgraph& part : owned_parts(model, local)) {
       DevicePart& p = parts.emplace_back();
-      p.block = DeviceBlock(transfers, part.block, "graph: blocks");
+      p.block = DeviceBlock(transfers, part.block, "graph: blocks", Traffic::kStructure);
       p.num_dst = part.num_dst();
       p.num_edges = static_cast<eid_t>(part.block.src_index.size());
       if (part.sources.empty()) continue;  // the whole owned graph, in place
@@ -323,7 +324,7 @@ struct InMemoryExecutor::State {
     try {
       return fn();
     } catch (...) {
-      transfers.take_row_bytes();
+      transfers.take_traffic();
       exchange.take_stats();
       device.reset_transfer_stats();
       throw;
@@ -407,9 +408,14 @@ void take_device_metrics(Transfers& transfers, ExecutionMetrics& m) {
   Device& device = transfers.device();
   device.synchronize();
   const DeviceStats stats = device.stats();
-  std::tie(m.h2d_bytes, m.d2h_bytes) = transfers.take_row_bytes();
-  m.h2d_other_bytes = stats.h2d_bytes - m.h2d_bytes;
-  m.d2h_other_bytes = stats.d2h_bytes - m.d2h_bytes;
+  auto [h2d, d2h] = transfers.take_traffic();
+  NJ_EXPECTS(h2d.total() == stats.h2d_bytes && d2h.total() == stats.d2h_bytes,
+             "the device copied {} bytes to itself and {} back; the transfers counted {} and {}", stats.h2d_bytes,
+             stats.d2h_bytes, h2d.total(), d2h.total());
+  m.h2d_bytes = std::exchange(h2d[Traffic::kRows], 0);
+  m.d2h_bytes = std::exchange(d2h[Traffic::kRows], 0);
+  m.h2d_other = h2d;
+  m.d2h_other = d2h;
   m.pageable_copies = stats.pageable_copies;
   m.peak_device_bytes = stats.peak_bytes;
   m.peak_device_footprint_bytes = stats.peak_footprint_bytes;

@@ -116,7 +116,7 @@ struct SubgraphExecutor::State {
     pass = nullptr;
     // What the run moves once is not an epoch's.
     device.synchronize();
-    transfers.take_row_bytes();
+    transfers.take_traffic();
     device.reset_transfer_stats();
     metrics = {};
   }
@@ -151,7 +151,7 @@ struct SubgraphExecutor::State {
   DeviceBlock upload_sparse(std::span<const vid_t> rows, const char* what) {
     const SparseBlock block = sparse_rows_block(*sparse_features, layer_input_rows(0, rows));
     DeviceBlock uploaded;
-    timed([&] { uploaded = DeviceBlock(transfers, block, what); });
+    timed([&] { uploaded = DeviceBlock(transfers, block, what, Traffic::kRows); });
     return uploaded;
   }
 
@@ -260,7 +260,7 @@ struct SubgraphExecutor::State {
   StepBlock new_step_block(std::size_t l, std::size_t k) {
     StepBlock b;
     if (part != nullptr) {
-      b.block = DeviceBlock(transfers, part->block, "graph: subgraph");
+      b.block = DeviceBlock(transfers, part->block, "graph: subgraph", Traffic::kStructure);
     } else {
       const PartSize& size = pass->layer_parts[l][k];
       b.placeholder =
@@ -598,7 +598,7 @@ struct SubgraphExecutor::State {
     } catch (...) {
       pools.release();
       residency.release();
-      transfers.take_row_bytes();
+      transfers.take_traffic();
       exchange.take_stats();
       device.reset_transfer_stats();
       metrics = {};

@@ -40,7 +40,7 @@ std::int64_t DeviceBlock::bytes_for(std::int64_t num_dst, std::int64_t num_src, 
   return Layout(num_dst, num_src, num_edges, weighted, source_ids).end;
 }
 
-DeviceBlock::DeviceBlock(Transfers& transfers, const SparseBlock& block, std::string_view what) {
+DeviceBlock::DeviceBlock(Transfers& transfers, const SparseBlock& block, std::string_view what, Traffic kind) {
   const auto edges = static_cast<std::int64_t>(block.src_index.size());
   const bool weighted = !block.edge_weight.empty();
   const bool source_ids = !block.src_gid.empty();
@@ -49,7 +49,7 @@ DeviceBlock::DeviceBlock(Transfers& transfers, const SparseBlock& block, std::st
                  static_cast<std::int64_t>(block.by_source.offsets.size()) == std::int64_t{block.num_src} + 1,
              "block for {} is not indexed by source", what);
   arrays_ = DeviceArray<std::byte>(transfers.device(), at.end, what);
-  transfers.upload_with(arrays_.view(), [&](std::byte* host) {
+  transfers.upload_with(arrays_.view(), kind, [&](std::byte* host) {
     pack(host, at.dst_offsets, block.dst_offsets);
     pack(host, at.src_offsets, block.by_source.offsets);
     pack(host, at.out_edge, block.by_source.edge_position);

@@ -66,8 +66,8 @@ Matrix& DeviceParameters::weight_grad_of(Model& model, std::size_t l) const {
 void DeviceParameters::upload(Backend& backend, const Model& model) {
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     LayerParameters& p = layers_[l];
-    transfers_.upload_array(weight_of(model, l).span(), p.weight.view().span());
-    transfers_.upload_array(model.layer(l).bias().value.span(), p.bias.view().span());
+    transfers_.upload_array(weight_of(model, l).span(), p.weight.view().span(), Traffic::kParameters);
+    transfers_.upload_array(model.layer(l).bias().value.span(), p.bias.view().span(), Traffic::kParameters);
   }
   const DeviceSpan<float> gradients = gradients_on_device_.view();
   if (gradients.size > 0) backend.zero_rows(DeviceRows(gradients.data, 1, gradients.size), {}, 1);
@@ -81,7 +81,7 @@ void DeviceParameters::finish_step(Model& model, Communicator* comm) {
   // Every gradient reaches the host before any is added: a download that fails leaves the host gradients as they
   // were (GAT's effective-weight gradient is no parameter, so zero_grad would not clear it).
   gradients_.resize(static_cast<std::size_t>(on_device.size));
-  transfers_.download_array(DeviceSpan<const float>(on_device), gradients_.data());
+  transfers_.download_array(DeviceSpan<const float>(on_device), gradients_.data(), Traffic::kParameters);
   if (with_peers && comm->exchange_space() == MemorySpace::kHost) comm->all_reduce_sum(std::span<float>(gradients_));
   const float* next = gradients_.data();
   const auto add_gradient = [&next](Matrix& host_grad) {

@@ -109,9 +109,11 @@ TEST_F(LogCli, EpochsAreCountedFromOneInTheLogTheMetricsTheSummaryAndTheCheckpoi
 TEST_F(LogCli, EachFieldOfTheEpochLineReadsAsWhatItMeans) {
   const auto reuse = test::run_nj(train("--epochs 1 --device-memory 48K"));
   ASSERT_EQ(reuse.exit_code, 0) << reuse.output;
-  static const std::regex line(
-      R"(epoch    1 \| loss \d\.\d{4} \| train \d\.\d{4} val \d\.\d{4} test \d\.\d{4} \| \d+\.\d{3} s \| )"
-      R"(h2d [\d.]+[KMG]? \(\+[\d.]+[KMG]?\) d2h [\d.]+[KMG]? \(\+[\d.]+[KMG]?\) \| hit \d+\.\d% \| )"
+  const std::string bytes = R"([\d.]+[KMGB]?)";  // format_bytes: 780B, 52.3K
+  const std::regex line(
+      R"(epoch    1 \| loss \d\.\d{4} \| train \d\.\d{4} val \d\.\d{4} test \d\.\d{4} \| \d+\.\d{3} s \| )" +
+      ("h2d " + bytes + R"( \(\+ graph )" + bytes + ", slots and ids " + bytes + ", parameters " + bytes +
+       R"(\) d2h )" + bytes + R"( \(\+ parameters )" + bytes + R"(\) \| hit \d+\.\d% \| )") +
       R"(rows computed 1\.00x \| peak [\d.]+[KMG]? \| wait \d+\.\d{3} s\n)");
   EXPECT_TRUE(std::regex_search(reuse.output, line)) << reuse.output;
   // The recompute baseline computes rows again for every subgraph whose closure holds them.

@@ -219,6 +219,14 @@ TEST_F(TrainCli, BudgetedRunsReportTransfersWithinTheBudget) {
     EXPECT_GT(execution["h2d_bytes"].get<std::int64_t>(), 0);
     EXPECT_LE(execution["peak_device_bytes"].get<std::int64_t>(), 48 * 1024);
     EXPECT_EQ(execution["recompute_ratio"].get<double>(), 1.0);
+    // What moves besides rows, by what it carries, adds up to it.
+    const auto bytes = [&](const char* field) { return execution[field].get<std::int64_t>(); };
+    EXPECT_GT(bytes("h2d_structure_bytes"), 0);
+    EXPECT_GT(bytes("h2d_index_bytes"), 0);
+    EXPECT_GT(bytes("h2d_parameter_bytes"), 0);
+    EXPECT_EQ(bytes("h2d_other_bytes"),
+              bytes("h2d_structure_bytes") + bytes("h2d_index_bytes") + bytes("h2d_parameter_bytes"));
+    EXPECT_EQ(bytes("d2h_other_bytes"), bytes("d2h_parameter_bytes"));
   }
 }
 

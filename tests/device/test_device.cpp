@@ -550,7 +550,11 @@ TEST(PlanningDevice, TransfersMoveNoRowsButCountThem) {
   transfers.download(rows.view(), host.view(), picked);
   EXPECT_TRUE(std::all_of(host.span().begin(), host.span().end(), [](float v) { return v == 7.0F; }));
   const DeviceArray<vid_t> slots = to_device<vid_t>(transfers, picked, "index: test");
-  EXPECT_EQ(transfers.take_row_bytes(), std::make_pair(std::int64_t{3 * 4 * 4}, std::int64_t{3 * 4 * 4}));
+  const auto [h2d, d2h] = transfers.take_traffic();
+  EXPECT_EQ(h2d[Traffic::kRows], 3 * 4 * 4);
+  EXPECT_EQ(d2h[Traffic::kRows], 3 * 4 * 4);
+  EXPECT_EQ(h2d[Traffic::kIndex], 3 * 4) << "ids are counted apart from rows";
+  EXPECT_EQ(h2d.total(), 3 * 4 * 4 + 3 * 4);
   EXPECT_EQ(device.forecast().peak_bytes, 3 * 4 * 4 + 3 * 4);
 }
 

@@ -103,7 +103,11 @@ void expect_measured_peak_is_the_forecast(DeviceKind device, const Dataset& data
     if (!resources.device->copies_pageable_memory_directly()) {
       EXPECT_EQ(m.execution.pageable_copies, 0) << "every staging buffer is page-locked";
     }
-    EXPECT_GT(m.execution.h2d_other_bytes, 0) << "blocks, slots, ids and parameters travel too";
+    EXPECT_GT(m.execution.h2d_other[Traffic::kStructure], 0) << "the subgraphs' blocks";
+    EXPECT_GT(m.execution.h2d_other[Traffic::kIndex], 0) << "slots and ids";
+    EXPECT_GT(m.execution.h2d_other[Traffic::kParameters], 0) << "the parameters";
+    EXPECT_GE(m.execution.d2h_other[Traffic::kParameters], m.execution.h2d_other[Traffic::kParameters])
+        << "their gradients (padded) come back";
   });
   EXPECT_EQ(epochs, 2);
 }
@@ -193,8 +197,9 @@ TEST_P(DeviceMemory, WithoutABudgetWhatTheForwardHalfUploadsStaysForTheBackwardH
       EXPECT_EQ(m.execution.peak_device_footprint_bytes, plan.memory.peak_footprint_bytes);
       EXPECT_EQ(m.execution.h2d_bytes, plan.h2d_bytes);
       // Slots, ids and parameters: the blocks were uploaded once for the whole run, before the first epoch.
-      EXPECT_GT(m.execution.h2d_other_bytes, 0);
-      EXPECT_LT(m.execution.h2d_other_bytes, blocks);
+      EXPECT_EQ(m.execution.h2d_other[Traffic::kStructure], 0);
+      EXPECT_GT(m.execution.h2d_other[Traffic::kIndex], 0);
+      EXPECT_GT(m.execution.h2d_other[Traffic::kParameters], 0);
       if (resources.device->copies_pageable_memory_directly()) {
         EXPECT_GT(m.execution.pageable_copies, 0) << "rows in order move as one block, without staging";
       }
@@ -254,7 +259,7 @@ TEST(LibraryMemory, ThePlanningBackendTakesTheNarrowedOffsetsWhereCusparseWouldR
     PlanningDevice device;
     const auto planning = make_planning_backend(device, cuda_library_memory(deterministic));
     Transfers transfers(device);
-    const DeviceBlock block(transfers, host, "graph: block");
+    const DeviceBlock block(transfers, host, "graph: block", Traffic::kStructure);
     DeviceMatrix rows(device, graph.num_vertices(), 4, "rows: in");
     DeviceMatrix out(device, graph.num_vertices(), 4, "rows: out");
     planning->spmm(block.view(), rows.view(), out.view());
@@ -271,7 +276,7 @@ TEST(LibraryMemory, ThePlanningBackendTakesTheNarrowedOffsetsWhereCusparseWouldR
     PlanningDevice slotted;
     const auto through_slots = make_planning_backend(slotted, cuda_library_memory(false));
     Transfers slot_transfers(slotted);
-    const DeviceBlock slot_block(slot_transfers, host, "graph: block");
+    const DeviceBlock slot_block(slot_transfers, host, "graph: block", Traffic::kStructure);
     DeviceArray<vid_t> slots(slotted, graph.num_vertices(), "index: slots");
     DeviceMatrix pool(slotted, graph.num_vertices(), 4, "rows: pool");
     DeviceMatrix slot_out(slotted, graph.num_vertices(), 4, "rows: out");
@@ -322,8 +327,9 @@ TEST(InMemoryMetrics, ReportTheDevicePeakAndTheBytesMoved) {
       EXPECT_EQ(m.execution.h2d_bytes, logits) << "the logits' gradients";
     }
     EXPECT_EQ(m.execution.d2h_bytes, logits) << "the logits";
-    EXPECT_GT(m.execution.h2d_other_bytes, 0) << "the parameters";
-    EXPECT_GT(m.execution.d2h_other_bytes, 0) << "the gradients";
+    EXPECT_EQ(m.execution.h2d_other[Traffic::kStructure] > 0, epochs == 1) << "the graph, as the executor was made";
+    EXPECT_GT(m.execution.h2d_other[Traffic::kParameters], 0) << "the parameters";
+    EXPECT_GT(m.execution.d2h_other[Traffic::kParameters], 0) << "the gradients";
   });
   EXPECT_EQ(epochs, 2);
 }

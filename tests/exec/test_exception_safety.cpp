@@ -240,8 +240,8 @@ void expect_same_step(const StepResult& expected, const StepResult& actual) {
   EXPECT_EQ(expected.gradients, actual.gradients);
   const ExecutionMetrics& e = expected.metrics;
   const ExecutionMetrics& a = actual.metrics;
-  EXPECT_EQ(std::tie(e.h2d_bytes, e.d2h_bytes, e.h2d_other_bytes, e.d2h_other_bytes, e.pageable_copies),
-            std::tie(a.h2d_bytes, a.d2h_bytes, a.h2d_other_bytes, a.d2h_other_bytes, a.pageable_copies))
+  EXPECT_EQ(std::tie(e.h2d_bytes, e.d2h_bytes, e.h2d_other, e.d2h_other, e.pageable_copies),
+            std::tie(a.h2d_bytes, a.d2h_bytes, a.h2d_other, a.d2h_other, a.pageable_copies))
       << "traffic";
   EXPECT_EQ(std::tie(e.cache_hits, e.cache_misses, e.rows_computed, e.rows_needed),
             std::tie(a.cache_hits, a.cache_misses, a.rows_computed, a.rows_needed))

@@ -48,7 +48,9 @@ class OnDevice {
     return to_device<T>(transfers_, host, what);
   }
   // A sparse block's arrays on the device.
-  DeviceBlock block(const SparseBlock& host, std::string_view what = "test block") { return {transfers_, host, what}; }
+  DeviceBlock block(const SparseBlock& host, std::string_view what = "test block") {
+    return {transfers_, host, what, Traffic::kStructure};
+  }
 
   // Device rows back on the host.
   Matrix get(ConstDeviceRows src) {
@@ -60,7 +62,8 @@ class OnDevice {
   template <typename T>
   std::vector<std::remove_const_t<T>> get_array(DeviceSpan<T> src) {
     std::vector<std::remove_const_t<T>> host(static_cast<std::size_t>(src.size));
-    transfers_.download_array(DeviceSpan<const std::remove_const_t<T>>{src.data, src.size}, host.data());
+    transfers_.download_array(DeviceSpan<const std::remove_const_t<T>>{src.data, src.size}, host.data(),
+                              Traffic::kIndex);
     return host;
   }
 

@@ -5,6 +5,7 @@
 // kernels issued so far and returns once the host holds the data. Rows travel packed: gathered on the host
 // into staging (uploads), or into contiguous device rows before they leave (downloads). The executors, the
 // device parameters and the graph blocks all copy through here.
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <optional>
@@ -28,14 +29,32 @@ inline std::optional<vid_t> consecutive_from(std::span<const vid_t> ids) {
   return ids[0];
 }
 
+// What a copy carries, so that a user sees what moves (ExecutionMetrics).
+enum class Traffic {
+  kRows,        // vertex rows: features, activations and their gradients (what the executors' plans predict)
+  kStructure,   // the graph: subgraph blocks
+  kIndex,       // cache slots and vertex ids
+  kParameters,  // weights to the device, their gradients back
+};
+
+// Bytes copied one way, by what they carried.
+class TrafficBytes {
+ public:
+  std::int64_t& operator[](Traffic kind) { return bytes_[static_cast<std::size_t>(kind)]; }
+  std::int64_t operator[](Traffic kind) const { return bytes_[static_cast<std::size_t>(kind)]; }
+  std::int64_t total() const { return bytes_[0] + bytes_[1] + bytes_[2] + bytes_[3]; }
+  friend bool operator==(const TrafficBytes&, const TrafficBytes&) = default;
+
+ private:
+  std::array<std::int64_t, 4> bytes_{};
+};
+
 class Transfers {
  public:
   explicit Transfers(Device& device) : device_(device), staging_(device) {}
   Device& device() { return device_; }
-  // Bytes of rows copied each way (not arrays) since the last take: what the executors' plans predict.
-  std::pair<std::int64_t, std::int64_t> take_row_bytes() {
-    return {std::exchange(h2d_row_bytes_, 0), std::exchange(d2h_row_bytes_, 0)};
-  }
+  // Bytes copied each way since the last take, by what they carried.
+  std::pair<TrafficBytes, TrafficBytes> take_traffic() { return {std::exchange(h2d_, {}), std::exchange(d2h_, {})}; }
 
   // Host rows `rows` of `host` (empty: its first dst.rows rows) into dst, after the kernels issued so far
   // (as every copy to the device here); kernels issued afterwards see them.
@@ -50,8 +69,9 @@ class Transfers {
   // dst.bytes() bytes that fill(staging) writes into page-locked staging, copied into dst; kernels issued
   // afterwards see them.
   template <typename T, typename Fill>
-  void upload_with(DeviceSpan<T> dst, Fill&& fill) {
+  void upload_with(DeviceSpan<T> dst, Traffic kind, Fill&& fill) {
     if (dst.size == 0) return;
+    h2d_[kind] += dst.bytes();
     if (!device_.moves_data()) return;
     std::byte* packed = reuse_staging(dst.bytes());
     fill(packed);
@@ -61,15 +81,16 @@ class Transfers {
   }
   // An array the kernels read (ids, slots, parameters) into device memory; kernels issued afterwards see it.
   template <typename T>
-  void upload_array(std::span<const T> host, DeviceSpan<T> dst) {
+  void upload_array(std::span<const T> host, DeviceSpan<T> dst, Traffic kind) {
     NJ_EXPECTS(static_cast<std::int64_t>(host.size()) == dst.size, "{} values for a device array of {}", host.size(),
                dst.size);
-    upload_with(dst, [&](std::byte* staging) { std::memcpy(staging, host.data(), host.size_bytes()); });
+    upload_with(dst, kind, [&](std::byte* staging) { std::memcpy(staging, host.data(), host.size_bytes()); });
   }
   // A device array into `host`, after the kernels issued so far; returns once `host` holds it.
   template <typename T>
-  void download_array(DeviceSpan<const T> src, T* host) {
+  void download_array(DeviceSpan<const T> src, T* host, Traffic kind) {
     if (src.size == 0) return;
+    d2h_[kind] += src.bytes();
     std::byte* packed = reuse_staging(src.bytes());
     device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
     device_.synchronize(device_.copy_to_host(packed, src.data, src.bytes()));
@@ -95,15 +116,14 @@ class Transfers {
   Device& device_;
   PinnedArray<std::byte> staging_;  // for the synchronous copies
   Event staged_;                    // the last upload from it
-  std::int64_t h2d_row_bytes_ = 0;
-  std::int64_t d2h_row_bytes_ = 0;
+  TrafficBytes h2d_, d2h_;
 };
 
-// Allocates a device array holding `host` (the compute stream waits for it).
+// Allocates a device array of ids holding `host` (the compute stream waits for it).
 template <typename T>
 DeviceArray<T> to_device(Transfers& transfers, std::span<const T> host, std::string_view what) {
   DeviceArray<T> array(transfers.device(), static_cast<std::int64_t>(host.size()), what);
-  transfers.upload_array<T>(host, array.view());
+  transfers.upload_array<T>(host, array.view(), Traffic::kIndex);
   return array;
 }
 

@@ -26,8 +26,9 @@ using LossFunction = std::function<double(ConstRows logits, const vid_t* vertice
 struct ExecutionMetrics {
   std::int64_t h2d_bytes = 0;  // rows (what the plan predicts)
   std::int64_t d2h_bytes = 0;
-  std::int64_t h2d_other_bytes = 0;  // graph blocks, slot and id arrays, parameters
-  std::int64_t d2h_other_bytes = 0;  // parameter gradients
+  // Everything else that moved, by what it carried (its kRows is 0): the graph's blocks, cache slots and vertex ids,
+  // the parameters and their gradients.
+  TrafficBytes h2d_other, d2h_other;
   std::int64_t pageable_copies = 0;  // copies whose host side was not page-locked
   std::int64_t cache_hits = 0;
   std::int64_t cache_misses = 0;
@@ -49,8 +50,9 @@ struct ExecutionMetrics {
   }
 };
 
-// What the device measured since the last call, into `metrics`: the rows' bytes (as Transfers counted them) and
-// the other bytes, page-locked copies, peaks and copy time; then the device's counters start again.
+// What the device measured since the last call, into `metrics`: the bytes Transfers counted, by what they carried,
+// page-locked copies, peaks and copy time; then the device's counters start again. Every byte the device copied
+// was counted there (nj::Error otherwise).
 void take_device_metrics(Transfers& transfers, ExecutionMetrics& metrics);
 
 class Executor {

@@ -13,8 +13,9 @@ namespace nj {
 class DeviceBlock {
  public:
   DeviceBlock() = default;
-  // Copies `block`'s arrays to the device; kernels issued afterwards see them.
-  DeviceBlock(Transfers& transfers, const SparseBlock& block, std::string_view what);
+  // Copies `block`'s arrays to the device, counted as `kind` of traffic (a graph's structure, or sparse rows);
+  // kernels issued afterwards see them.
+  DeviceBlock(Transfers& transfers, const SparseBlock& block, std::string_view what, Traffic kind);
 
   // Device bytes of a block of this size (what the constructor allocates), with or without global ids of its sources
   // (a block of sparse rows has none).
