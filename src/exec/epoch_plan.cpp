@@ -50,10 +50,12 @@ struct LayerDims {
   bool sparse_inputs = false;
   std::int64_t max_row_nonzeros = 0;
   bool inputs_narrow_offsets = false;
+  std::int64_t narrow_source_limit = kNarrowSourceLimit;  // of its packed blocks (PackedBlock)
 };
 
 std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& library, const PreparedGraph& graph,
-                                  bool forward_only, const InputShape& inputs, bool first_layer_sums_inputs = false) {
+                                  bool forward_only, const InputShape& inputs, bool first_layer_sums_inputs = false,
+                                  std::int64_t narrow_source_limit = kNarrowSourceLimit) {
   std::vector<LayerDims> dims;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
@@ -62,7 +64,7 @@ std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& libra
     dims.push_back({&layer, layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
                     sums_inputs, sums_inputs ? layer.input_sums_width() : 0,
                     library.narrows_offsets && layer.aggregation().spmm, graph.weighted(), forward_only, sparse,
-                    sparse ? inputs.max_row_nonzeros : 0, sparse && library.narrows_offsets});
+                    sparse ? inputs.max_row_nonzeros : 0, sparse && library.narrows_offsets, narrow_source_limit});
   }
   return dims;
 }
@@ -111,13 +113,21 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t edges = size.edges[0];
   const std::int64_t cached_tensors = caches_rows_backward(d) ? 2 : 1;
   const std::int64_t staging = 2 * src * (d.width * kFloat + kSlot) * cached_tensors;
-  const std::int64_t block = DeviceBlock::bytes_for(dst, src, edges, d.weighted_blocks);
+  // A step's block travels packed and is expanded on the device: its in-edges forward, its out-edges too backward.
+  const BlockShape shape{.destinations = dst,
+                         .sources = src,
+                         .edges = edges,
+                         .weights = d.weighted_blocks ? PackedWeights::kBothFactors : PackedWeights::kNone,
+                         .source_ids = d.layer->aggregation().reads_source_ids,
+                         .narrow_limit = d.narrow_source_limit};
+  const std::int64_t block = PackedBlock::bytes_for(shape) + ExpandedBlock::bytes_for(shape, false);
+  const std::int64_t block_backward = PackedBlock::bytes_for(shape) + ExpandedBlock::bytes_for(shape, true);
   const std::int64_t transform = transform_input_bytes(d, dst, 1) + dst * (d.width * kFloat + kId + kSlot);
   // A layer that sums its inputs keeps their sums beside its outputs.
   const std::int64_t aggregate = block + src * kSlot + dst * (d.out + d.sums) * kFloat + narrowed_offsets(d, dst);
   if (d.forward_only) return staging + std::max(transform, aggregate) + kStepPadding;
   const std::int64_t aggregate_backward =
-      block + 2 * src * kSlot + dst * d.out * kFloat +
+      block_backward + 2 * src * kSlot + dst * d.out * kFloat +
       (d.layer->aggregation().backward_reads_rows ? 2 * src * d.width * kFloat : 0) +
       backward_workspace(d, dst, edges) + narrowed_offsets(d, src);
   // Inputs, their dropped copy and their gradient, the transformed-row gradients, and their ids and slots.
@@ -624,10 +634,10 @@ void add_to_totals(EpochPlan& plan, const Pass& pass) {
 }  // namespace
 
 std::int64_t host_block_bytes(std::int64_t destinations, std::int64_t sources, std::int64_t edges, bool weighted) {
-  // Sources and their global ids and out-edge offsets; per in-edge its source, and per out-edge its destination
-  // and in-edge position; the weights in both orders; the in-edge offsets.
-  return sources * (kSlot + kId + 8) + edges * (kSlot + kSlot + 8 + (weighted ? 2 * kFloat : 0)) +
-         (destinations + 2) * 8;
+  // Sources and their global ids, out-edge offsets and vertex factors; per in-edge its source, and per out-edge its
+  // destination and in-edge position; the weights in both orders; the in-edge offsets.
+  return sources * (kSlot + kId + 8 + (weighted ? kFloat : 0)) +
+         edges * (kSlot + kSlot + 8 + (weighted ? 2 * kFloat : 0)) + (destinations + 2) * 8;
 }
 
 std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int threads) {
@@ -764,7 +774,7 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   PreparedGraph prepared = model.prepare(local);
   spdlog::debug("plan: graph prepared for the model in {:.2f} s", seconds_since(prepare_start));
   const auto dims = layer_dims(model, options.library, prepared, options.forward_only, options.inputs,
-                               plan_sums_first_layer_inputs(model, options));
+                               plan_sums_first_layer_inputs(model, options), options.narrow_source_limit);
   const std::size_t layers = dims.size();
   const std::int64_t owned = local.num_owned;
   // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges. A

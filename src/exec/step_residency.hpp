@@ -23,11 +23,13 @@ namespace nj {
 template <typename T>
 using ByChunk = std::map<std::pair<std::size_t, std::size_t>, T>;
 
-// A subgraph's block on the device; replayed on a planning device, which moves nothing, only its allocation.
+// A subgraph's block on the device: without a budget uploaded whole, to stay for the pass or the run (replayed on a
+// planning device, which moves nothing, as its allocation alone); within a budget packed, and expanded by each step
+// that reads it (PackedBlock, ExpandedBlock).
 struct StepBlock {
-  DeviceBlock block;
+  DeviceBlock whole;
   DeviceArray<std::byte> placeholder;
-  SparseBlockView view(DeviceSpan<const vid_t> src_row = {}) const { return block.view(src_row); }
+  std::optional<PackedBlock> packed;
 };
 
 struct StepResidency {
@@ -71,10 +73,10 @@ struct StepResidency {
   ByChunk<std::span<const vid_t>> lasting_sources;  // of the lasting blocks
   std::deque<std::vector<vid_t>> built_sources;     // what lasting_sources views where the pass builds its blocks
   ByChunk<StepBlock> blocks;
-  ByChunk<DeviceMatrix> inputs;   // transform inputs; a layer above the first takes the previous one's outputs
+  ByChunk<DeviceMatrix> inputs;        // transform inputs; a layer above the first takes the previous one's outputs
   ByChunk<DeviceBlock> sparse_inputs;  // the first layer's, where they are sparse rows (sparse_inputs.hpp)
-  ByChunk<DeviceMatrix> dropped;  // their dropout, where it drops
-  ByChunk<DeviceMatrix> sums;     // per first-layer subgraph, its inputs' sums (Pass::first_layer_sums_inputs)
+  ByChunk<DeviceMatrix> dropped;       // their dropout, where it drops
+  ByChunk<DeviceMatrix> sums;          // per first-layer subgraph, its inputs' sums (Pass::first_layer_sums_inputs)
   // Per layer and subgraph whose outputs stay: their gradients, from the next layer's transform backward.
   ByChunk<DeviceMatrix> output_gradients;
 };

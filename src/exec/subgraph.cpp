@@ -311,6 +311,9 @@ void SubgraphBuilder::finish_block(Subgraph& sub, int threads) {
   }
   b.out_weight.resize(b.edge_weight.size());
   b.src_gid.resize(sub.sources.size());
+  const std::span<const float> factor = weights_.per_edge.empty() ? weights_.vertex_factor : std::span<const float>{};
+  b.src_factor.resize(factor.empty() ? 0 : sub.sources.size());
+  b.factor_of = weights_.factor_of;
 #pragma omp parallel num_threads(threads)
   {
 #pragma omp for schedule(static) nowait
@@ -322,6 +325,7 @@ void SubgraphBuilder::finish_block(Subgraph& sub, int threads) {
       const vid_t v = sub.sources[s];
       b.src_gid[s] =
           global_id_[static_cast<std::size_t>(vertex_of_.empty() ? v : vertex_of_[static_cast<std::size_t>(v)])];
+      if (!factor.empty()) b.src_factor[s] = factor[static_cast<std::size_t>(v)];
     }
   }
 }

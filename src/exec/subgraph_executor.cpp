@@ -259,17 +259,44 @@ struct SubgraphExecutor::State {
   }
   StepBlock new_step_block(std::size_t l, std::size_t k) {
     StepBlock b;
-    if (part != nullptr) {
-      b.block = DeviceBlock(transfers, part->block, "graph: subgraph", Traffic::kStructure);
+    const PartSize& size = pass->layer_parts[l][k];
+    const auto destinations = static_cast<std::int64_t>(pass->destinations(l, k).size());
+    const std::int64_t narrow_limit = plan.options.narrow_source_limit;
+    if (!residency.uploads_stay) {
+      const bool ids = model_of_run->layer(l).aggregation().reads_source_ids;
+      if (part != nullptr) {
+        b.packed.emplace(transfers, part->block, PackedBlock::shape_of(part->block, narrow_limit, ids),
+                         "graph: subgraph");
+      } else {
+        const BlockShape shape{.destinations = destinations,
+                               .sources = size.num_src,
+                               .edges = size.num_edges,
+                               .weights = pass->graph.packed_weights(),
+                               .source_ids = ids,
+                               .narrow_limit = narrow_limit};
+        b.packed.emplace(device, shape, "graph: subgraph");
+      }
+    } else if (part != nullptr) {
+      b.whole = DeviceBlock(transfers, part->block, "graph: subgraph", Traffic::kStructure);
     } else {
-      const PartSize& size = pass->layer_parts[l][k];
-      b.placeholder =
-          DeviceArray<std::byte>(device,
-                                 DeviceBlock::bytes_for(static_cast<std::int64_t>(pass->destinations(l, k).size()),
-                                                        size.num_src, size.num_edges, pass->graph.weighted()),
-                                 "graph: subgraph");
+      b.placeholder = DeviceArray<std::byte>(
+          device, DeviceBlock::bytes_for(destinations, size.num_src, size.num_edges, pass->graph.weighted()),
+          "graph: subgraph");
     }
     return b;
+  }
+
+  // The kernels' view of a step's block: a packed block expanded into `expanded` (with the out-edges where the step
+  // reads them), which the caller keeps while kernels use the view.
+  SparseBlockView block_view(const StepBlock& b, bool out_edges, ExpandedBlock& expanded) {
+    if (!b.packed) return b.whole.view();
+    expanded = ExpandedBlock(backend, device, *b.packed, out_edges);
+    return expanded.view();
+  }
+  // The view with its sources read through `src_row` (row src_row[j] of the input holds local source j).
+  static SparseBlockView through(SparseBlockView view, DeviceSpan<const vid_t> src_row) {
+    view.src_row = src_row.data;
+    return view;
   }
 
   // Pool rows `run` where they are one run of consecutive slots (as pools lay out the rows of a pass that fits
@@ -386,7 +413,9 @@ struct SubgraphExecutor::State {
     const DeviceRows aggregated = sums_inputs(l) ? sums.view() : out.view();
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
     const auto sources = pool_run(z_index(l), slots.reads);
-    const SparseBlockView view = sources ? block.view() : block.view(read_slots.view());
+    ExpandedBlock expanded;
+    const SparseBlockView whole = block_view(block, false, expanded);
+    const SparseBlockView view = sources ? whole : through(whole, read_slots.view());
     const ConstDeviceRows rows = sources ? ConstDeviceRows(*sources) : ConstDeviceRows(pools.pool(z_index(l)));
     if (sums_inputs(l)) {
       layer.sum_inputs(backend, view, rows, aggregated);
@@ -424,7 +453,8 @@ struct SubgraphExecutor::State {
     }
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
     std::optional<StepBlock> streamed;
-    const StepBlock& block = step_block(l, k, streamed);
+    ExpandedBlock expanded;
+    const SparseBlockView view = block_view(step_block(l, k, streamed), true, expanded);
     const DeviceArray<vid_t> accumulate_slots = slots_on_device(transfers, slots.accumulates);
     DeviceArray<float> workspace(
         device, layer.aggregate_backward_workspace(static_cast<vid_t>(destinations.size()), size.num_edges),
@@ -432,10 +462,10 @@ struct SubgraphExecutor::State {
     const DeviceRows grad_pool = pools.pool(grad_index(l));
     if (slots.reads.empty()) {  // the gradient reads no rows: accumulate straight into the slots
       if (const auto sources = pool_run(grad_index(l), slots.accumulates)) {
-        layer.aggregate_backward(backend, block.view(), attention, true, ConstDeviceRows{}, grad_y.view(), *sources,
-                                 true, workspace.view());
+        layer.aggregate_backward(backend, view, attention, true, ConstDeviceRows{}, grad_y.view(), *sources, true,
+                                 workspace.view());
       } else {
-        layer.aggregate_backward(backend, block.view(accumulate_slots.view()), attention, true, ConstDeviceRows{},
+        layer.aggregate_backward(backend, through(view, accumulate_slots.view()), attention, true, ConstDeviceRows{},
                                  grad_y.view(), grad_pool, true, workspace.view());
       }
       return;
@@ -449,14 +479,14 @@ struct SubgraphExecutor::State {
     const auto z_run = pool_run(z_index(l), slots.reads);
     const auto grad_run = pool_run(grad_index(l), slots.accumulates);
     if (z_run && grad_run) {
-      layer.aggregate_backward(backend, block.view(), attention, true, *z_run, grad_y.view(), *grad_run, true,
+      layer.aggregate_backward(backend, view, attention, true, *z_run, grad_y.view(), *grad_run, true,
                                workspace.view());
       return;
     }
     backend.copy_rows(pools.pool(z_index(l)), read_slots.view(), z_rows.view(), {}, sources);
     backend.copy_rows(grad_pool, accumulate_slots.view(), grad_rows.view(), {}, sources);
-    layer.aggregate_backward(backend, block.view(), attention, true, z_rows.view(), grad_y.view(), grad_rows.view(),
-                             true, workspace.view());
+    layer.aggregate_backward(backend, view, attention, true, z_rows.view(), grad_y.view(), grad_rows.view(), true,
+                             workspace.view());
     backend.copy_rows(grad_rows.view(), {}, grad_pool, accumulate_slots.view(), sources);
   }
 

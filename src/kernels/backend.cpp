@@ -22,13 +22,25 @@ void expect_spmm_shapes(const SparseBlockView& block, ConstDeviceRows sources, C
              destinations.rows, destinations.cols, block.num_src, block.num_dst);
 }
 
-void expect_dropout_entries_shapes(const SparseBlockView& x, DeviceSpan<const gid_t> row_gid,
-                                   DeviceSpan<float> weights, DeviceSpan<float> out_weights) {
+void expect_dropout_entries_shapes(const SparseBlockView& x, DeviceSpan<const gid_t> row_gid, DeviceSpan<float> weights,
+                                   DeviceSpan<float> out_weights) {
   const auto fits = [&](DeviceSpan<float> w) { return w.empty() || w.size == x.num_edges(); };
   NJ_EXPECTS(x.edge_weight != nullptr && x.out_weight != nullptr && row_gid.size >= x.num_dst && fits(weights) &&
                  fits(out_weights),
              "dropout_entries shapes: {} rows of {} entries, {} ids, weights {} and {}", x.num_dst, x.num_edges(),
              row_gid.size, weights.size, out_weights.size);
+}
+
+void expect_expand_shapes(const PackedBlockView& block, const ExpandedArrays& out, DeviceSpan<eid_t> cursor) {
+  const bool out_edges = out.src_offsets != nullptr;
+  const bool weighted = block.weights != PackedWeights::kNone;
+  NJ_EXPECTS((out.out_dst != nullptr) == out_edges && (out.out_edge != nullptr) == out_edges &&
+                 (out.out_weight != nullptr) == (out_edges && weighted) &&
+                 (block.narrow_sources != nullptr) != (block.sources != nullptr) &&
+                 (out.src_index != nullptr) == (block.narrow_sources != nullptr) &&
+                 (out.edge_weight == nullptr || weighted) && (!out_edges || cursor.size >= block.num_src),
+             "expand_block shapes: {} sources, {} edges, out-edges {}, a cursor of {}", block.num_src, block.edges,
+             out_edges, cursor.size);
 }
 
 void expect_rooted_sum_shapes(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows z,

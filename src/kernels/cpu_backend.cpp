@@ -236,6 +236,45 @@ class CpuBackend final : public Backend {
                 std::int64_t count) override {
     move_rows(src, src_rows.data, dst, dst_rows.data, count, true);
   }
+  // The out-edges by a counting sort whose threads each own a range of sources and read every in-edge in order, so
+  // that a source's out-edges come out in edge order whatever the thread count.
+  void expand_block(const PackedBlockView& b, const ExpandedArrays& out, DeviceSpan<eid_t> cursor) override {
+    expect_expand_shapes(b, out, cursor);
+    if (out.src_index != nullptr || out.edge_weight != nullptr) {
+#pragma omp parallel for schedule(dynamic, 256) if (worth_threads(b.edges))
+      for (vid_t i = 0; i < b.num_dst; ++i) rowmath::expand_in_edges(b, i, out);
+    }
+    if (out.src_offsets == nullptr) return;
+    eid_t* offsets = out.src_offsets;
+    eid_t* next = cursor.data;
+    std::fill(offsets, offsets + b.num_src + 1, eid_t{0});
+#pragma omp parallel if (worth_threads(b.edges))
+    {
+      const auto threads = static_cast<vid_t>(omp_get_num_threads());
+      const auto t = static_cast<vid_t>(omp_get_thread_num());
+      const vid_t first = static_cast<vid_t>(std::int64_t{b.num_src} * t / threads);
+      const vid_t last = static_cast<vid_t>(std::int64_t{b.num_src} * (t + 1) / threads);
+      for (eid_t e = 0; e < b.edges; ++e) {
+        const vid_t s = b.source(e);
+        if (s >= first && s < last) ++offsets[s + 1];
+      }
+#pragma omp barrier
+#pragma omp single
+      {
+        for (vid_t s = 0; s < b.num_src; ++s) {
+          offsets[s + 1] += offsets[s];
+          next[s] = offsets[s];
+        }
+      }
+      for (vid_t i = 0; i < b.num_dst; ++i) {
+        for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
+          const vid_t s = b.source(e);
+          if (s >= first && s < last) rowmath::place_out_edge(b, next[s]++, e, i, out);
+        }
+      }
+    }
+  }
+
   void zero_rows(DeviceRows dst, DeviceSpan<const vid_t> row_list, std::int64_t count) override {
     const vid_t* rows = row_list.data;
 #pragma omp parallel for schedule(static) if (worth_threads(count * dst.cols))

@@ -80,4 +80,150 @@ SparseBlockView DeviceBlock::view(DeviceSpan<const vid_t> src_row) const {
   return v;
 }
 
+namespace {
+
+// A packed block's arrays, 8-byte elements first.
+struct PackedLayout {
+  std::int64_t dst_offsets, src_gid, weight, sources, narrow_sources, end;
+  explicit PackedLayout(const BlockShape& s) {
+    const bool per_edge = s.weights == PackedWeights::kPerEdge;
+    const std::int64_t weights = s.weights == PackedWeights::kNone ? 0 : (per_edge ? s.edges : s.sources);
+    dst_offsets = 0;
+    src_gid = dst_offsets + (s.destinations + 1) * std::int64_t{sizeof(eid_t)};
+    weight = src_gid + (s.source_ids ? s.sources : 0) * std::int64_t{sizeof(gid_t)};
+    sources = weight + weights * std::int64_t{sizeof(float)};
+    narrow_sources = sources + (s.narrow() ? 0 : s.edges) * std::int64_t{sizeof(vid_t)};
+    end = narrow_sources + (s.narrow() ? s.edges : 0) * std::int64_t{sizeof(std::uint16_t)};
+  }
+};
+
+// What a step expands: the in-edges' widened sources and weights, and the out-edge arrays and their cursor.
+struct ExpandedLayout {
+  std::int64_t src_offsets, out_edge, cursor, src_index, edge_weight, out_dst, out_weight, end;
+  ExpandedLayout(const BlockShape& s, bool out_edges) {
+    const bool weighted = s.weights != PackedWeights::kNone;
+    const bool factors = weighted && s.weights != PackedWeights::kPerEdge;
+    const std::int64_t by_source = out_edges ? s.edges : 0;
+    src_offsets = 0;
+    out_edge = src_offsets + (out_edges ? s.sources + 1 : 0) * std::int64_t{sizeof(eid_t)};
+    cursor = out_edge + by_source * std::int64_t{sizeof(eid_t)};
+    src_index = cursor + (out_edges ? s.sources : 0) * std::int64_t{sizeof(eid_t)};
+    edge_weight = src_index + (s.narrow() ? s.edges : 0) * std::int64_t{sizeof(vid_t)};
+    out_dst = edge_weight + (factors ? s.edges : 0) * std::int64_t{sizeof(float)};
+    out_weight = out_dst + by_source * std::int64_t{sizeof(vid_t)};
+    end = out_weight + (weighted ? by_source : 0) * std::int64_t{sizeof(float)};
+  }
+};
+
+template <typename T>
+T* writable_at(std::byte* base, std::int64_t offset, bool present) {
+  return present ? reinterpret_cast<T*>(base + offset) : nullptr;
+}
+
+PackedWeights packed_weights(const SparseBlock& block) {
+  if (!block.src_factor.empty()) {
+    return block.factor_of == FactorOf::kTarget ? PackedWeights::kTargetFactor : PackedWeights::kBothFactors;
+  }
+  return block.edge_weight.empty() ? PackedWeights::kNone : PackedWeights::kPerEdge;
+}
+
+}  // namespace
+
+BlockShape PackedBlock::shape_of(const SparseBlock& block, std::int64_t narrow_limit, bool with_source_ids) {
+  NJ_EXPECTS(narrow_limit <= kNarrowSourceLimit, "16-bit sources of a block of up to {}", narrow_limit);
+  return {.destinations = block.num_dst(),
+          .sources = block.num_src,
+          .edges = static_cast<std::int64_t>(block.src_index.size()),
+          .weights = packed_weights(block),
+          .source_ids = with_source_ids && !block.src_gid.empty(),
+          .narrow_limit = narrow_limit};
+}
+
+std::int64_t PackedBlock::bytes_for(const BlockShape& shape) { return PackedLayout(shape).end; }
+
+PackedBlock::PackedBlock(Device& device, const BlockShape& shape, std::string_view what)
+    : shape_(shape), arrays_(device, bytes_for(shape), what) {
+  place(arrays_.view().data);
+}
+
+PackedBlock::PackedBlock(Transfers& transfers, const SparseBlock& block, const BlockShape& shape, std::string_view what)
+    : PackedBlock(transfers.device(), shape, what) {
+  const BlockShape expected = shape_of(block, shape.narrow_limit, shape.source_ids);
+  NJ_EXPECTS(shape.destinations == expected.destinations && shape.sources == expected.sources &&
+                 shape.edges == expected.edges && shape.weights == expected.weights &&
+                 shape.source_ids == expected.source_ids,
+             "a block of {} destinations, {} sources and {} edges packed as one of {}, {} and {}",
+             expected.destinations, expected.sources, expected.edges, shape.destinations, shape.sources, shape.edges);
+  NJ_EXPECTS(!shape_.source_ids || static_cast<std::int64_t>(block.src_gid.size()) == shape_.sources,
+             "{} global ids for a block of {} sources", block.src_gid.size(), shape_.sources);
+  NJ_EXPECTS(block.src_factor.empty() || static_cast<std::int64_t>(block.src_factor.size()) == shape_.sources,
+             "{} vertex factors for a block of {} sources", block.src_factor.size(), shape_.sources);
+  const PackedLayout at(shape_);
+  transfers.upload_with(arrays_.view(), Traffic::kStructure, [&](std::byte* host) {
+    pack(host, at.dst_offsets, block.dst_offsets);
+    if (shape_.source_ids) pack(host, at.src_gid, block.src_gid);
+    pack(host, at.weight, block.src_factor.empty() ? block.edge_weight : block.src_factor);
+    if (!shape_.narrow()) {
+      pack(host, at.sources, block.src_index);
+      return;
+    }
+    auto* narrow = reinterpret_cast<std::uint16_t*>(host + at.narrow_sources);
+    for (std::size_t e = 0; e < block.src_index.size(); ++e) narrow[e] = static_cast<std::uint16_t>(block.src_index[e]);
+  });
+}
+
+void PackedBlock::place(std::byte* base) {
+  const PackedLayout at(shape_);
+  view_.num_dst = static_cast<vid_t>(shape_.destinations);
+  view_.num_src = static_cast<vid_t>(shape_.sources);
+  view_.edges = shape_.edges;
+  view_.dst_offsets = at_offset<eid_t>(base, at.dst_offsets);
+  view_.src_gid = shape_.source_ids ? at_offset<gid_t>(base, at.src_gid) : nullptr;
+  view_.weights = shape_.weights;
+  view_.weight = shape_.weights != PackedWeights::kNone ? at_offset<float>(base, at.weight) : nullptr;
+  view_.sources = shape_.narrow() ? nullptr : at_offset<vid_t>(base, at.sources);
+  view_.narrow_sources = shape_.narrow() ? at_offset<std::uint16_t>(base, at.narrow_sources) : nullptr;
+}
+
+std::int64_t ExpandedBlock::bytes_for(const BlockShape& shape, bool out_edges) {
+  return ExpandedLayout(shape, out_edges).end;
+}
+
+ExpandedBlock::ExpandedBlock(Backend& backend, Device& device, const PackedBlock& packed, bool out_edges) {
+  const BlockShape& shape = packed.shape();
+  const ExpandedLayout at(shape, out_edges);
+  arrays_ = DeviceArray<std::byte>(device, at.end, "graph: expanded subgraph");
+  std::byte* base = arrays_.view().data;
+  const PackedBlockView& p = packed.view();
+  const bool weighted = shape.weights != PackedWeights::kNone;
+  const bool factors = weighted && shape.weights != PackedWeights::kPerEdge;
+  ExpandedArrays out;
+  out.src_index = writable_at<vid_t>(base, at.src_index, shape.narrow());
+  out.edge_weight = writable_at<float>(base, at.edge_weight, factors);
+  out.src_offsets = writable_at<eid_t>(base, at.src_offsets, out_edges);
+  out.out_dst = writable_at<vid_t>(base, at.out_dst, out_edges);
+  out.out_edge = writable_at<eid_t>(base, at.out_edge, out_edges);
+  out.out_weight = writable_at<float>(base, at.out_weight, out_edges && weighted);
+  const DeviceSpan<eid_t> cursor{writable_at<eid_t>(base, at.cursor, out_edges), out_edges ? shape.sources : 0};
+  backend.expand_block(p, out, cursor);
+
+  view_.num_dst = p.num_dst;
+  view_.num_src = p.num_src;
+  view_.edges = p.edges;
+  view_.dst_offsets = p.dst_offsets;
+  view_.src_index = shape.narrow() ? out.src_index : p.sources;
+  view_.edge_weight = factors ? out.edge_weight : (weighted ? p.weight : nullptr);
+  view_.src_offsets = out.src_offsets;
+  view_.out_dst = out.out_dst;
+  view_.out_edge = out.out_edge;
+  view_.out_weight = out.out_weight;
+  view_.src_gid = p.src_gid;
+}
+
+SparseBlockView ExpandedBlock::view(DeviceSpan<const vid_t> src_row) const {
+  SparseBlockView v = view_;
+  v.src_row = src_row.data;
+  return v;
+}
+
 }  // namespace nj

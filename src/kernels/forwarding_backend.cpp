@@ -12,6 +12,10 @@ KernelBuffer read(DeviceSpan<T> span, const char* what) {
   return {span.data, span.bytes(), Access::kRead, what};
 }
 KernelBuffer written(DeviceRows rows, const char* what) { return {rows.data, rows.bytes(), Access::kWrite, what}; }
+template <typename T>
+KernelBuffer array(const T* data, std::int64_t size, Access access, const char* what) {
+  return {data, data != nullptr ? size * static_cast<std::int64_t>(sizeof(T)) : 0, access, what};
+}
 KernelBuffer written(DeviceSpan<float> span, const char* what) {
   return {span.data, span.bytes(), Access::kWrite, what};
 }
@@ -128,6 +132,27 @@ void ForwardingBackend::zero_rows(DeviceRows dst, DeviceSpan<const vid_t> rows, 
   const KernelBuffer buffers[] = {read(rows, "zero_rows rows"), written(dst, "zero_rows output")};
   before({"zero_rows", nullptr, buffers});
   inner_->zero_rows(dst, rows, count);
+}
+
+void ForwardingBackend::expand_block(const PackedBlockView& block, const ExpandedArrays& out,
+                                     DeviceSpan<eid_t> cursor) {
+  const std::int64_t edges = block.edges;
+  const std::int64_t sources = block.num_src;
+  const bool per_edge = block.weights == PackedWeights::kPerEdge;
+  const KernelBuffer buffers[] = {
+      array(block.dst_offsets, std::int64_t{block.num_dst} + 1, Access::kRead, "expand_block offsets"),
+      array(block.narrow_sources, edges, Access::kRead, "expand_block narrow sources"),
+      array(block.sources, edges, Access::kRead, "expand_block sources"),
+      array(block.weight, per_edge ? edges : sources, Access::kRead, "expand_block weights"),
+      array(out.src_index, edges, Access::kWrite, "expand_block widened sources"),
+      array(out.edge_weight, edges, Access::kWrite, "expand_block edge weights"),
+      array(out.src_offsets, sources + 1, Access::kWrite, "expand_block out-edge offsets"),
+      array(out.out_dst, edges, Access::kWrite, "expand_block out-edge destinations"),
+      array(out.out_edge, edges, Access::kWrite, "expand_block out-edge positions"),
+      array(out.out_weight, edges, Access::kWrite, "expand_block out-edge weights"),
+      array(out.src_offsets != nullptr ? cursor.data : nullptr, sources, Access::kWrite, "expand_block cursor")};
+  before({"expand_block", nullptr, buffers});
+  inner_->expand_block(block, out, cursor);
 }
 
 }  // namespace nj

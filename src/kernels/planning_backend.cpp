@@ -40,6 +40,8 @@ class NoKernels final : public Backend {
   void add_rows(ConstDeviceRows /*src*/, DeviceSpan<const vid_t> /*src_rows*/, DeviceRows /*dst*/,
                 DeviceSpan<const vid_t> /*dst_rows*/, std::int64_t /*count*/) override {}
   void zero_rows(DeviceRows /*dst*/, DeviceSpan<const vid_t> /*rows*/, std::int64_t /*count*/) override {}
+  void expand_block(const PackedBlockView& /*block*/, const ExpandedArrays& /*out*/,
+                    DeviceSpan<eid_t> /*cursor*/) override {}
 };
 
 // It takes of the arena what the planned backend's libraries take of it (LibraryMemory), when that backend would:

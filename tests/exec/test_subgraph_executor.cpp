@@ -352,6 +352,32 @@ TEST_P(SubgraphExecutorTest, MeasuredTrafficAndPeakAreWhatThePlanSays) {
   }
 }
 
+// A step's block travels packed: its sources in 16 bits where it has at most narrow_source_limit of them, else 32.
+// With the limit lowered below every block's sources, each block falls back to 32 bits: the same training (the
+// device expands both into the same view; the planner sizes the wider blocks' steps, and so cuts the layers, a
+// little differently, which only reorders sums), and more structure bytes.
+TEST_P(SubgraphExecutorTest, BlocksWithTooManySourcesForSixteenBitsTrainTheSame) {
+  const Dataset data = graph_with_hubs();
+  for (const ModelKind model_kind : {ModelKind::kGcn, ModelKind::kGat}) {
+    SCOPED_TRACE(to_string(model_kind));
+    const ModelConfig config = test::training_config(model_kind, 2);
+    const Model model(config, data.features.cols(), data.num_classes);
+    SubgraphExecutorOptions narrow{2 * minimum_device_budget(model, whole_local_graph(data.graph)),
+                                   ExecutionMode::kReuse, CachePolicy::kStAware};
+    SubgraphExecutorOptions wide = narrow;
+    wide.narrow_source_limit = 1;
+    const Trace a = train_budgeted(kind(), data, config, 2, narrow);
+    const Trace b = train_budgeted(kind(), data, config, 2, wide);
+    expect_close(a, b, 1e-5);
+    for (std::size_t epoch = 0; epoch < a.execution.size(); ++epoch) {
+      const ExecutionMetrics& m = a.execution[epoch];
+      const ExecutionMetrics& w = b.execution[epoch];
+      EXPECT_GT(m.h2d_other[Traffic::kStructure], 0);
+      EXPECT_GT(w.h2d_other[Traffic::kStructure], m.h2d_other[Traffic::kStructure]) << "32-bit sources weigh more";
+    }
+  }
+}
+
 TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
   const Dataset data = test::grid_dataset(20, 20, 9);
   const Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);

@@ -29,6 +29,7 @@ class OnDevice {
 
   Backend& backend() { return *resources_.backend; }
   Device& device() { return *resources_.device; }
+  Transfers& transfers() { return transfers_; }
 
   // New device rows holding `host`.
   DeviceMatrix put(const Matrix& host, std::string_view what = "test rows") {

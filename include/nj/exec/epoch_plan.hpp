@@ -53,6 +53,9 @@ struct SubgraphExecutorOptions {
   // The first layer's inputs as sparse rows (sparse_inputs.hpp): the executor takes them so where this says so, and
   // its steps hold their entries, at most max_row_nonzeros a row, instead of dense rows.
   InputShape inputs = {};
+  // Within a budget a step's block travels packed (PackedBlock), its sources in 16 bits where it has at most this
+  // many; tests lower it to run the wide encoding on small graphs.
+  std::int64_t narrow_source_limit = kNarrowSourceLimit;
 };
 
 // A step of a pass: `index` is a transform chunk of its layer (transform steps), a subgraph of its layer

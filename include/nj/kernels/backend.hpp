@@ -87,6 +87,12 @@ class Backend {
                         DeviceSpan<const vid_t> dst_rows, std::int64_t count) = 0;
   // Zeroes rows (rows ? rows[i] : i) for i < count.
   virtual void zero_rows(DeviceRows dst, DeviceSpan<const vid_t> rows, std::int64_t count) = 0;
+
+  // Writes the arrays `out` asks for (ExpandedArrays) of packed block `block`'s view: its sources widened, its
+  // weights from the factors, and the out-edges grouped by source, each source's in edge order, as
+  // SparseBlock::index_by_source orders them, so that kernels read the very view a block uploaded whole gives.
+  // `cursor` holds num_src values where the out-edge arrays are asked for.
+  virtual void expand_block(const PackedBlockView& block, const ExpandedArrays& out, DeviceSpan<eid_t> cursor) = 0;
 };
 
 // What every backend checks of its arguments.
@@ -103,8 +109,10 @@ inline bool reaches_sources(const SparseBlockView& block, ConstDeviceRows rows) 
 // both of one width. Throws nj::Error otherwise.
 void expect_spmm_shapes(const SparseBlockView& block, ConstDeviceRows sources, ConstDeviceRows destinations);
 // dropout_entries: a weighted block with a global id per row, and weights of one value per edge where written.
-void expect_dropout_entries_shapes(const SparseBlockView& x, DeviceSpan<const gid_t> row_gid,
-                                   DeviceSpan<float> weights, DeviceSpan<float> out_weights);
+void expect_dropout_entries_shapes(const SparseBlockView& x, DeviceSpan<const gid_t> row_gid, DeviceSpan<float> weights,
+                                   DeviceSpan<float> out_weights);
+// expand_block: out-edge arrays all or none, weights where the block has them, and a cursor per source with them.
+void expect_expand_shapes(const PackedBlockView& block, const ExpandedArrays& out, DeviceSpan<eid_t> cursor);
 // A RootedSum and its transpose: `z` (or its gradient) reaching the sources and holding every column the sum
 // reads, `out` (or its gradient) one row of the sum's output width per destination.
 void expect_rooted_sum_shapes(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows z,

@@ -58,6 +58,7 @@ class ForwardingBackend : public Backend {
   void add_rows(ConstDeviceRows src, DeviceSpan<const vid_t> src_rows, DeviceRows dst, DeviceSpan<const vid_t> dst_rows,
                 std::int64_t count) override;
   void zero_rows(DeviceRows dst, DeviceSpan<const vid_t> rows, std::int64_t count) override;
+  void expand_block(const PackedBlockView& block, const ExpandedArrays& out, DeviceSpan<eid_t> cursor) override;
 
  protected:
   // Called before each kernel is forwarded; an exception it throws stops the kernel.

@@ -128,6 +128,22 @@ NJ_HD inline void prefetch_row(const float* row, std::int64_t cols) {
 }
 inline constexpr eid_t kPrefetchDistance = 8;
 
+// Destination i's in-edges of a packed block, expanded (Backend::expand_block): widened sources, weights.
+NJ_HD inline void expand_in_edges(const PackedBlockView& b, vid_t i, const ExpandedArrays& out) {
+  for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
+    const vid_t s = b.source(e);
+    if (out.src_index != nullptr) out.src_index[e] = s;
+    if (out.edge_weight != nullptr) out.edge_weight[e] = b.weight_of(e, s, i);
+  }
+}
+
+// Out-edge k of a packed block's expansion is in-edge e of destination i: its entries of the out-edge arrays.
+NJ_HD inline void place_out_edge(const PackedBlockView& b, eid_t k, eid_t e, vid_t i, const ExpandedArrays& out) {
+  out.out_dst[k] = i;
+  out.out_edge[k] = e;
+  if (out.out_weight != nullptr) out.out_weight[k] = b.weight_of(e, b.source(e), i);
+}
+
 // out[i] = Σ_e w_e in[src_e] for one destination row (w_e = 1 without weights).
 template <typename Columns = AllColumns>
 NJ_HD inline void spmm_row(const SparseBlockView& b, vid_t i, const float* in, std::int64_t cols, float* out,
@@ -572,8 +588,8 @@ NJ_HD inline float dropout_element(const RandomStream& stream, std::int64_t gid,
 // Dropout of a sparse matrix's stored entries, the matrix held as a block whose destinations are its rows and whose
 // sources are its columns: each entry is scaled as dropout_element scales it in the dense row. The entries of row i
 // (in-edge order) into `weights`:
-NJ_HD inline void dropout_row_entries(const SparseBlockView& b, vid_t i, const gid_t* row_gid, const RandomStream& stream,
-                                      float p, float* weights) {
+NJ_HD inline void dropout_row_entries(const SparseBlockView& b, vid_t i, const gid_t* row_gid,
+                                      const RandomStream& stream, float p, float* weights) {
   for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
     weights[e] = dropout_element(stream, row_gid[i], b.src_index[e], p, b.edge_weight[e]);
   }

@@ -9,12 +9,22 @@
 
 namespace nj {
 
+// Which endpoints' vertex factors weigh an edge (EdgeWeights).
+enum class FactorOf {
+  kBothEndpoints,  // w(s -> d) = factor[s] * factor[d]: GCN's symmetric normalisation
+  kTarget,         // w(s -> d) = factor[d]: a mean over d's in-edges (factor 1/deg(d))
+};
+
 // Owns the arrays behind a SparseBlockView.
 struct SparseBlock {
   vid_t num_src = 0;
   std::vector<eid_t> dst_offsets{0};
   std::vector<vid_t> src_index;
   std::vector<float> edge_weight;
+  // Where the weights are products of vertex factors (EdgeWeights): each source's factor, from which a packed block
+  // derives them on the device (PackedBlock) instead of carrying one per edge.
+  std::vector<float> src_factor;
+  FactorOf factor_of = FactorOf::kBothEndpoints;
   CsrTranspose by_source;
   std::vector<float> out_weight;
   std::vector<gid_t> src_gid;
@@ -47,12 +57,6 @@ SparseRows sparse_rows_of(ConstRows dense);
 // columns, its edges the entries weighted by their values, indexed by source, with no global ids. SpMM over it
 // multiplies the rows by a matrix (X·W), and its transpose gives the weight gradient (Xᵀ·G).
 SparseBlock sparse_rows_block(const SparseRows& matrix, std::span<const vid_t> rows);
-
-// Which endpoints' vertex factors weigh an edge (EdgeWeights).
-enum class FactorOf {
-  kBothEndpoints,  // w(s -> d) = factor[s] * factor[d]: GCN's symmetric normalisation
-  kTarget,         // w(s -> d) = factor[d]: a mean over d's in-edges (factor 1/deg(d))
-};
 
 // How the edges of a graph are weighted in the blocks cut from it: not at all (both empty), one weight per edge, or
 // from a factor per vertex (FactorOf), at 4 bytes per vertex instead of per edge: a 100M-edge graph's weights would

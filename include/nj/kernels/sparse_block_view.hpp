@@ -40,4 +40,54 @@ struct SparseBlockView {
   }
 };
 
+// Sources of a block numbered below this fit a 16-bit index (a packed block's narrow sources).
+constexpr std::int64_t kNarrowSourceLimit = std::int64_t{1} << 16;
+
+// How a packed block holds its edges' weights.
+enum class PackedWeights : std::uint8_t {
+  kNone,
+  kPerEdge,       // one weight per in-edge
+  kBothFactors,   // w(j -> i) = factor[j] * factor[i], one factor per source: GCN's normalisation
+  kTargetFactor,  // w(j -> i) = factor[i]: a mean over i's in-edges
+};
+
+// A block as a budgeted step moves it and the device keeps it: the in-edges alone, each source in 16 bits where
+// the block has at most kNarrowSourceLimit of them, and the weights as one factor per source where they are
+// products of vertex factors. A step expands it into the arrays a SparseBlockView points at
+// (Backend::expand_block): about 2 bytes an edge travel instead of 24.
+struct PackedBlockView {
+  vid_t num_dst = 0;
+  vid_t num_src = 0;
+  eid_t edges = 0;
+  const eid_t* dst_offsets = nullptr;             // num_dst + 1
+  const std::uint16_t* narrow_sources = nullptr;  // per in-edge, where num_src <= kNarrowSourceLimit
+  const vid_t* sources = nullptr;                 // per in-edge, otherwise
+  PackedWeights weights = PackedWeights::kNone;
+  const float* weight = nullptr;   // per in-edge (kPerEdge) or per source (factors)
+  const gid_t* src_gid = nullptr;  // per source, where the block has them
+
+  NJ_HD vid_t source(eid_t e) const { return narrow_sources != nullptr ? vid_t{narrow_sources[e]} : sources[e]; }
+  NJ_HD float weight_of(eid_t e, vid_t source, vid_t destination) const {
+    switch (weights) {
+      case PackedWeights::kPerEdge: return weight[e];
+      case PackedWeights::kBothFactors: return weight[source] * weight[destination];
+      case PackedWeights::kTargetFactor: return weight[destination];
+      case PackedWeights::kNone: break;
+    }
+    return 1.0F;
+  }
+};
+
+// What Backend::expand_block writes: the arrays of a packed block's view that it does not hold itself. Null where
+// the step does not need them: the sources where the packed ones are 32-bit already, the weights where there are
+// none or they travel per edge, the out-edge arrays where only the in-edges are read (forward steps).
+struct ExpandedArrays {
+  vid_t* src_index = nullptr;
+  float* edge_weight = nullptr;
+  eid_t* src_offsets = nullptr;  // num_src + 1
+  vid_t* out_dst = nullptr;
+  eid_t* out_edge = nullptr;
+  float* out_weight = nullptr;  // where the block is weighted
+};
+
 }  // namespace nj

@@ -34,6 +34,10 @@ struct AggregationTraits {
   // It runs as the backend's SpMM, which the CUDA backend may give to cuSPARSE, narrowing the block's offsets
   // into a buffer of their own (LibraryMemory).
   bool spmm = false;
+  // It reads its block's global source ids (SparseBlockView::src_gid: what a random draw per edge, such as attention
+  // dropout, is addressed by). A layer that does not leaves them out of the packed blocks a budgeted step moves (8
+  // bytes a source).
+  bool reads_source_ids = true;
 };
 
 struct Parameter {

@@ -19,7 +19,11 @@ class GcnLayer final : public Layer {
   std::int64_t row_width() const override { return weight_.value.cols(); }
   std::int64_t out_dim() const override { return weight_.value.cols(); }
   AggregationTraits aggregation() const override {
-    return {.linear = true, .structural_coefficients = true, .backward_reads_rows = false, .spmm = true};
+    return {.linear = true,
+            .structural_coefficients = true,
+            .backward_reads_rows = false,
+            .spmm = true,
+            .reads_source_ids = false};
   }
   std::vector<Parameter*> parameters() override { return {&weight_, &bias_}; }
   void aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& attention, bool training,
@@ -108,7 +112,7 @@ class SageLayer final : public RootedSumLayer {
   std::int64_t row_width() const override { return 2 * out_dim(); }
   std::int64_t out_dim() const override { return weight_.value.cols(); }
   AggregationTraits aggregation() const override {
-    return {.linear = false, .structural_coefficients = true, .backward_reads_rows = false};
+    return {.linear = false, .structural_coefficients = true, .backward_reads_rows = false, .reads_source_ids = false};
   }
   std::vector<Parameter*> parameters() override { return {&weight_, &root_weight_, &bias_}; }
   RootedSum sum() const override;
@@ -164,7 +168,10 @@ class GinLayer final : public SingleWeightSumLayer {
            std::uint32_t layer_index);
   std::int64_t row_width() const override { return train_eps_ ? 2 * out_dim() : out_dim(); }
   AggregationTraits aggregation() const override {
-    return {.linear = !train_eps_, .structural_coefficients = false, .backward_reads_rows = false};
+    return {.linear = !train_eps_,
+            .structural_coefficients = false,
+            .backward_reads_rows = false,
+            .reads_source_ids = false};
   }
   std::vector<Parameter*> parameters() override;
   RootedSum sum() const override;
@@ -189,7 +196,11 @@ class DenseLayer final : public SingleWeightSumLayer {
   DenseLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index)
       : SingleWeightSumLayer(in_dim, out_dim, seed, layer_index) {}
   AggregationTraits aggregation() const override {
-    return {.linear = false, .structural_coefficients = false, .backward_reads_rows = false, .reads_neighbours = false};
+    return {.linear = false,
+            .structural_coefficients = false,
+            .backward_reads_rows = false,
+            .reads_neighbours = false,
+            .reads_source_ids = false};
   }
   RootedSum sum() const override;
 };
@@ -204,7 +215,7 @@ class PropagationLayer final : public RootedSumLayer {
   std::int64_t out_dim() const override { return last_ ? width_ : 2 * width_; }
   std::int64_t embedding_width() const override { return width_; }
   AggregationTraits aggregation() const override {
-    return {.linear = false, .structural_coefficients = true, .backward_reads_rows = false};
+    return {.linear = false, .structural_coefficients = true, .backward_reads_rows = false, .reads_source_ids = false};
   }
   std::vector<Parameter*> parameters() override { return {}; }
   RootedSum sum() const override;

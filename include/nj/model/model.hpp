@@ -66,6 +66,11 @@ struct PreparedGraph {
 
   EdgeWeights weights() const { return {.per_edge = {}, .vertex_factor = vertex_factor, .factor_of = factor_of}; }
   bool weighted() const { return !vertex_factor.empty(); }
+  // How a packed block cut from this graph holds its weights (PackedBlock).
+  PackedWeights packed_weights() const {
+    if (!weighted()) return PackedWeights::kNone;
+    return factor_of == FactorOf::kTarget ? PackedWeights::kTargetFactor : PackedWeights::kBothFactors;
+  }
 };
 
 class Model {

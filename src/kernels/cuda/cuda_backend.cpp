@@ -193,6 +193,11 @@ class CudaBackend final : public Backend {
     NJ_EXPECTS(src.cols == dst.cols, "row widths {} and {}", src.cols, dst.cols);
     NJ_CUDA_TRY(cuda_kernels::move_rows(stream_, src, src_rows, dst, dst_rows, count, true));
   }
+  void expand_block(const PackedBlockView& block, const ExpandedArrays& out, DeviceSpan<eid_t> cursor) override {
+    expect_expand_shapes(block, out, cursor);
+    NJ_CUDA_TRY(cuda_kernels::expand_block(stream_, block, out, cursor.data));
+  }
+
   void zero_rows(DeviceRows dst, DeviceSpan<const vid_t> rows, std::int64_t count) override {
     NJ_CUDA_TRY(cuda_kernels::zero_rows(stream_, dst, rows, count));
   }

@@ -165,6 +165,87 @@ __global__ void zero_rows_kernel(DeviceRows dst, const vid_t* rows, std::int64_t
   }
 }
 
+__global__ void expand_in_edges_kernel(PackedBlockView b, ExpandedArrays out) {
+  for (std::int64_t i = first_item(); i < b.num_dst; i += item_stride()) {
+    rowmath::expand_in_edges(b, static_cast<vid_t>(i), out);
+  }
+}
+
+__global__ void count_out_edges_kernel(PackedBlockView b, eid_t* offsets) {
+  for (std::int64_t e = first_item(); e < b.edges; e += item_stride()) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(offsets + b.source(e) + 1), 1ULL);
+  }
+}
+
+// offsets[1..count] summed in place, and cursor[j] = offsets[j]: one block, each thread summing a run of its own.
+__global__ void offsets_from_counts_kernel(eid_t* offsets, std::int64_t count, eid_t* cursor) {
+  __shared__ eid_t run_total[kThreads];
+  const std::int64_t per_thread = (count + kThreads - 1) / kThreads;
+  const std::int64_t first = 1 + threadIdx.x * per_thread;
+  const std::int64_t last = first + per_thread < count + 1 ? first + per_thread : count + 1;
+  eid_t sum = 0;
+  for (std::int64_t j = first; j < last; ++j) sum += offsets[j];
+  run_total[threadIdx.x] = sum;
+  __syncthreads();
+  eid_t before = 0;
+  for (unsigned t = 0; t < threadIdx.x; ++t) before += run_total[t];
+  for (std::int64_t j = first; j < last; ++j) {
+    before += offsets[j];
+    offsets[j] = before;
+  }
+  __syncthreads();
+  for (std::int64_t j = threadIdx.x; j < count; j += kThreads) cursor[j] = offsets[j];
+}
+
+__global__ void place_out_edges_kernel(PackedBlockView b, eid_t* cursor, eid_t* out_edge) {
+  for (std::int64_t i = first_item(); i < b.num_dst; i += item_stride()) {
+    for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
+      const auto k = atomicAdd(reinterpret_cast<unsigned long long*>(cursor + b.source(e)), 1ULL);
+      out_edge[k] = e;
+    }
+  }
+}
+
+// Each source's out-edges into edge order: a heap sort in place, one thread a source.
+__global__ void sort_out_edges_kernel(const eid_t* offsets, vid_t sources, eid_t* out_edge) {
+  for (std::int64_t s = first_item(); s < sources; s += item_stride()) {
+    eid_t* list = out_edge + offsets[s];
+    const eid_t n = offsets[s + 1] - offsets[s];
+    const auto sift_down = [list](eid_t root, eid_t end) {
+      while (2 * root + 1 < end) {
+        eid_t child = 2 * root + 1;
+        if (child + 1 < end && list[child] < list[child + 1]) ++child;
+        if (list[root] >= list[child]) return;
+        const eid_t held = list[root];
+        list[root] = list[child];
+        list[child] = held;
+        root = child;
+      }
+    };
+    for (eid_t start = n / 2; start-- > 0;) sift_down(start, n);
+    for (eid_t end = n; end-- > 1;) {
+      const eid_t held = list[0];
+      list[0] = list[end];
+      list[end] = held;
+      sift_down(0, end);
+    }
+  }
+}
+
+// The rest of out-edge k once out_edge holds its in-edge: the destination (the in-edge's CSR row) and the weight.
+__global__ void finish_out_edges_kernel(PackedBlockView b, ExpandedArrays out) {
+  for (std::int64_t k = first_item(); k < b.edges; k += item_stride()) {
+    const eid_t e = out.out_edge[k];
+    vid_t low = 0;
+    vid_t high = b.num_dst;  // the destination i has dst_offsets[i] <= e < dst_offsets[i + 1]
+    while (high - low > 1) {
+      const vid_t mid = low + (high - low) / 2;
+      (b.dst_offsets[mid] <= e ? low : high) = mid;
+    }
+    rowmath::place_out_edge(b, k, e, low, out);
+  }
+}
+
 __global__ void narrow_offsets_kernel(const eid_t* in, std::int64_t count, std::int32_t* out) {
   for (std::int64_t i = first_item(); i < count; i += item_stride()) out[i] = static_cast<std::int32_t>(in[i]);
 }
@@ -223,11 +304,11 @@ cudaError_t dropout_entries(cudaStream_t stream, const SparseBlockView& x, Devic
                             DeviceSpan<float> out_weights) {
   if (!weights.empty() && x.num_dst > 0) {
     dropout_row_entries_kernel<<<blocks_for(x.num_dst), kThreads, 0, stream>>>(x, row_gid.data, random, p,
-                                                                                weights.data);
+                                                                               weights.data);
   }
   if (!out_weights.empty() && x.num_src > 0) {
     dropout_column_entries_kernel<<<blocks_for(x.num_src), kThreads, 0, stream>>>(x, row_gid.data, random, p,
-                                                                                   out_weights.data);
+                                                                                  out_weights.data);
   }
   return cudaPeekAtLastError();
 }
@@ -261,6 +342,25 @@ cudaError_t move_rows(cudaStream_t stream, ConstDeviceRows src, DeviceSpan<const
 
 cudaError_t narrow_offsets(cudaStream_t stream, const eid_t* in, std::int64_t count, std::int32_t* out) {
   narrow_offsets_kernel<<<blocks_for(count), kThreads, 0, stream>>>(in, count, out);
+  return cudaPeekAtLastError();
+}
+
+cudaError_t expand_block(cudaStream_t stream, const PackedBlockView& block, const ExpandedArrays& out, eid_t* cursor) {
+  if (block.num_dst > 0 && (out.src_index != nullptr || out.edge_weight != nullptr)) {
+    expand_in_edges_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, out);
+  }
+  if (out.src_offsets == nullptr) return cudaPeekAtLastError();
+  const auto offset_bytes = static_cast<std::size_t>(block.num_src + 1) * sizeof(eid_t);
+  if (const cudaError_t status = cudaMemsetAsync(out.src_offsets, 0, offset_bytes, stream); status != cudaSuccess) {
+    return status;
+  }
+  if (block.edges > 0) count_out_edges_kernel<<<blocks_for(block.edges), kThreads, 0, stream>>>(block, out.src_offsets);
+  offsets_from_counts_kernel<<<1, kThreads, 0, stream>>>(out.src_offsets, block.num_src, cursor);
+  if (block.edges == 0) return cudaPeekAtLastError();
+  place_out_edges_kernel<<<blocks_for(block.num_dst), kThreads, 0, stream>>>(block, cursor, out.out_edge);
+  sort_out_edges_kernel<<<blocks_for(block.num_src), kThreads, 0, stream>>>(out.src_offsets, block.num_src,
+                                                                            out.out_edge);
+  finish_out_edges_kernel<<<blocks_for(block.edges), kThreads, 0, stream>>>(block, out);
   return cudaPeekAtLastError();
 }
 

@@ -41,6 +41,9 @@ cudaError_t column_sums(cudaStream_t stream, ConstDeviceRows in, DeviceSpan<floa
 cudaError_t move_rows(cudaStream_t stream, ConstDeviceRows src, DeviceSpan<const vid_t> src_rows, DeviceRows dst,
                       DeviceSpan<const vid_t> dst_rows, std::int64_t count, bool accumulate);
 cudaError_t zero_rows(cudaStream_t stream, DeviceRows dst, DeviceSpan<const vid_t> rows, std::int64_t count);
+// Backend::expand_block: the out-edges are counted and placed with atomics, then each source's are sorted into edge
+// order, so that the expansion does not depend on the order threads run in.
+cudaError_t expand_block(cudaStream_t stream, const PackedBlockView& block, const ExpandedArrays& out, eid_t* cursor);
 // out[i] = in[i] for i < count, for cuSPARSE, which wants its CSR offsets and column indices of one width.
 cudaError_t narrow_offsets(cudaStream_t stream, const eid_t* in, std::int64_t count, std::int32_t* out);
 
