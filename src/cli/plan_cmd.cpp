@@ -91,7 +91,7 @@ MeasuredPlan plan_and_measure(Model& model, const LocalGraph& local, ConstRows f
   MeasuredPlan measured{plan_epoch(model, local, options), 0};
   measured.plan_host_bytes = std::max<std::int64_t>(0, heap_bytes_in_use() - before);
   const auto forecast_start = std::chrono::steady_clock::now();
-  measured.plan.memory = forecast_device_memory(model, local, features, measured.plan, sparse ? &*sparse : nullptr);
+  settle_device_memory(model, local, features, measured.plan, sparse ? &*sparse : nullptr);
   spdlog::debug("plan: device memory forecast in {:.2f} s", seconds_since(forecast_start));
   return measured;
 }

@@ -633,6 +633,19 @@ void add_to_totals(EpochPlan& plan, const Pass& pass) {
 
 }  // namespace
 
+BlockShape packed_block_shape(const Model& model, const Pass& pass, std::size_t layer, std::size_t part,
+                              std::int64_t narrow_limit) {
+  const bool ids = model.layer(layer).aggregation().reads_source_ids;
+  if (pass.keeps_blocks()) return PackedBlock::shape_of(pass.blocks[layer][part].block, narrow_limit, ids);
+  const PartSize& size = pass.layer_parts[layer][part];
+  return {.destinations = static_cast<std::int64_t>(pass.destinations(layer, part).size()),
+          .sources = size.num_src,
+          .edges = size.num_edges,
+          .weights = pass.graph.packed_weights(),
+          .source_ids = ids,
+          .narrow_limit = narrow_limit};
+}
+
 std::int64_t host_block_bytes(std::int64_t destinations, std::int64_t sources, std::int64_t edges, bool weighted) {
   // Sources and their global ids, out-edge offsets and vertex factors; per in-edge its source, and per out-edge its
   // destination and in-edge position; the weights in both orders; the in-edge offsets.

@@ -83,6 +83,20 @@ struct SubgraphExecutor::State {
       logits = own_logits.view();
     }
     if (residency.lasting) upload_lasting(plan.passes.front());
+    if (!plan.passes.empty() && !plan.passes.front().blocks_stay.empty()) upload_staying_blocks(plan.passes.front());
+  }
+
+  // Within a budget, the packed blocks the plan keeps on the device for the run (Pass::blocks_stay), uploaded here,
+  // once, as a lasting pass's are.
+  void upload_staying_blocks(const Pass& p) {
+    pass = &p;
+    subgraphs.emplace(p, global_id);
+    for (std::size_t l = 0; l < p.blocks_stay.size(); ++l) {
+      for (std::size_t k = 0; k < p.blocks_stay[l].size(); ++k) {
+        if (p.block_stays(l, k)) residency.staying_blocks[{l, k}] = block_for_the_run(p, l, k);
+      }
+    }
+    forget_the_upload();
   }
 
   // Without a budget reuse's one pass keeps its blocks and its first layer's inputs, the features, on the device
@@ -93,16 +107,7 @@ struct SubgraphExecutor::State {
     pass = &p;
     subgraphs.emplace(p, global_id);
     for (std::size_t l = 0; l < p.layer_parts.size(); ++l) {
-      for (std::size_t k = 0; k < p.layer_parts[l].size(); ++k) {
-        part = moves_data || p.keeps_blocks() ? &subgraphs->get(l, k) : nullptr;
-        if (part != nullptr) {
-          // Kept blocks last as long as the plan; a block built here is gone with the next one.
-          residency.lasting_sources[{l, k}] =
-              p.keeps_blocks() ? std::span<const vid_t>(part->sources)
-                               : std::span<const vid_t>(residency.built_sources.emplace_back(part->sources));
-        }
-        residency.blocks[{l, k}] = new_step_block(l, k);
-      }
+      for (std::size_t k = 0; k < p.layer_parts[l].size(); ++k) residency.blocks[{l, k}] = block_for_the_run(p, l, k);
     }
     for (std::size_t k = 0; k < p.transform_chunks[0].size(); ++k) {
       if (sparse_features != nullptr) {
@@ -111,10 +116,26 @@ struct SubgraphExecutor::State {
         residency.inputs[{0, k}] = upload(features, layer_input_rows(0, p.transform_chunks[0][k]), "rows: features");
       }
     }
+    forget_the_upload();
+  }
+
+  // Block (l, k) of pass p made to stay for the run, its sources noted for the steps that read it.
+  StepBlock block_for_the_run(const Pass& p, std::size_t l, std::size_t k) {
+    part = moves_data || p.keeps_blocks() ? &subgraphs->get(l, k) : nullptr;
+    if (part != nullptr) {
+      // Kept blocks last as long as the plan; a block built here is gone with the next one.
+      residency.lasting_sources[{l, k}] =
+          p.keeps_blocks() ? std::span<const vid_t>(part->sources)
+                           : std::span<const vid_t>(residency.built_sources.emplace_back(part->sources));
+    }
+    return new_step_block(l, k);
+  }
+
+  // What the run moves once, before its first epoch, is not an epoch's.
+  void forget_the_upload() {
     part = nullptr;
     subgraphs.reset();
     pass = nullptr;
-    // What the run moves once is not an epoch's.
     device.synchronize();
     transfers.take_traffic();
     device.reset_transfer_stats();
@@ -243,6 +264,9 @@ struct SubgraphExecutor::State {
 
   // The running aggregation's block on the device.
   const StepBlock& step_block(std::size_t l, std::size_t k, std::optional<StepBlock>& streamed) {
+    if (const auto stays = residency.staying_blocks.find({l, k}); stays != residency.staying_blocks.end()) {
+      return stays->second;
+    }
     return residency.staying(residency.blocks, l, k, streamed, [&] { return new_step_block(l, k); });
   }
   // Layer l's input rows of transform chunk k on the device, as uploaded (before dropout).
@@ -261,19 +285,11 @@ struct SubgraphExecutor::State {
     StepBlock b;
     const PartSize& size = pass->layer_parts[l][k];
     const auto destinations = static_cast<std::int64_t>(pass->destinations(l, k).size());
-    const std::int64_t narrow_limit = plan.options.narrow_source_limit;
     if (!residency.uploads_stay) {
-      const bool ids = model_of_run->layer(l).aggregation().reads_source_ids;
+      const BlockShape shape = packed_block_shape(*model_of_run, *pass, l, k, plan.options.narrow_source_limit);
       if (part != nullptr) {
-        b.packed.emplace(transfers, part->block, PackedBlock::shape_of(part->block, narrow_limit, ids),
-                         "graph: subgraph");
+        b.packed.emplace(transfers, part->block, shape, "graph: subgraph");
       } else {
-        const BlockShape shape{.destinations = destinations,
-                               .sources = size.num_src,
-                               .edges = size.num_edges,
-                               .weights = pass->graph.packed_weights(),
-                               .source_ids = ids,
-                               .narrow_limit = narrow_limit};
         b.packed.emplace(device, shape, "graph: subgraph");
       }
     } else if (part != nullptr) {
@@ -734,6 +750,82 @@ MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, Con
   return device.forecast();
 }
 
+namespace {
+
+// The structure bytes an epoch of the pass moves: the packed block of every aggregation step whose block does not
+// stay (a layer that sums its inputs first runs no block backward, but only without a budget, where none is packed).
+std::int64_t structure_bytes_moved(const Model& model, const Pass& pass, std::int64_t narrow_limit) {
+  std::int64_t bytes = 0;
+  for (const PlannedStep& s : pass.steps) {
+    if (s.kind != StepKind::kAggregate && s.kind != StepKind::kAggregateBackward) continue;
+    if (!pass.block_stays(s.layer, s.index)) {
+      bytes += PackedBlock::bytes_for(packed_block_shape(model, pass, s.layer, s.index, narrow_limit));
+    }
+  }
+  return bytes;
+}
+
+// The device bytes block (l, k) takes where it stays: its packed arrays, in whole arena units.
+std::int64_t staying_block_bytes(const Model& model, const Pass& pass, std::size_t l, std::size_t k,
+                                 std::int64_t narrow_limit) {
+  return arena_block_bytes(PackedBlock::bytes_for(packed_block_shape(model, pass, l, k, narrow_limit)));
+}
+
+// Marks to stay, in step order, the packed blocks that fit in what the budget holds beyond the forecast peak.
+// Placed first, they shift what the steps allocate, which the arena may then place otherwise: the forecast is made
+// again, and the last ones go where the peak no longer fits.
+void keep_blocks_in_room(Model& model, const LocalGraph& local, ConstRows features, EpochPlan& plan,
+                         const SparseRows* sparse_features) {
+  Pass& pass = plan.passes.front();
+  const std::int64_t limit = plan.options.narrow_source_limit;
+  std::int64_t room = plan.options.device_budget / kArenaAlignment * kArenaAlignment - plan.memory.peak_footprint_bytes;
+  std::vector<std::pair<std::size_t, std::size_t>> staying;
+  pass.blocks_stay.assign(pass.layer_parts.size(), {});
+  for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
+    pass.blocks_stay[l].assign(pass.layer_parts[l].size(), 0);
+    for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+      if (const std::int64_t bytes = staying_block_bytes(model, pass, l, k, limit); bytes <= room) {
+        room -= bytes;
+        pass.blocks_stay[l][k] = 1;
+        staying.emplace_back(l, k);
+      }
+    }
+  }
+  while (!staying.empty()) {
+    plan.memory = forecast_device_memory(model, local, features, plan, sparse_features);
+    std::int64_t short_by = device_memory_shortfall(plan);
+    if (short_by == 0) return;
+    while (short_by > 0 && !staying.empty()) {
+      const auto [l, k] = staying.back();
+      staying.pop_back();
+      pass.blocks_stay[l][k] = 0;
+      short_by -= staying_block_bytes(model, pass, l, k, limit);
+    }
+    if (staying.empty()) plan.memory = forecast_device_memory(model, local, features, plan, sparse_features);
+  }
+}
+
+}  // namespace
+
+void settle_device_memory(Model& model, const LocalGraph& local, ConstRows features, EpochPlan& plan,
+                          const SparseRows* sparse_features) {
+  plan.memory = forecast_device_memory(model, local, features, plan, sparse_features);
+  const bool packs_blocks = plan.options.device_budget != kUnlimited && plan.passes.size() == 1 &&
+                            plan.closures.empty() && !plan.passes.front().lasting;
+  if (!packs_blocks) return;
+  Pass& pass = plan.passes.front();
+  const std::int64_t limit = plan.options.narrow_source_limit;
+  if (plan.options.blocks_stay) keep_blocks_in_room(model, local, features, plan, sparse_features);
+  plan.staying_block_bytes = 0;
+  for (std::size_t l = 0; l < pass.blocks_stay.size(); ++l) {
+    for (std::size_t k = 0; k < pass.blocks_stay[l].size(); ++k) {
+      if (pass.block_stays(l, k)) plan.staying_block_bytes += staying_block_bytes(model, pass, l, k, limit);
+    }
+  }
+  plan.peak_bytes_bound += plan.staying_block_bytes;
+  plan.structure_h2d_bytes = structure_bytes_moved(model, pass, limit);
+}
+
 std::int64_t device_memory_shortfall(const EpochPlan& plan) {
   if (plan.options.device_budget == kUnlimited) return 0;
   // The arena places whole alignment units of the budget.
@@ -771,7 +863,7 @@ SubgraphExecutor::SubgraphExecutor(Resources& resources, Model& model, const Loc
              "a device budget of {} bytes for a plan of {}", resources.device->budget_bytes(),
              plan_.options.device_budget);
   const SparseRows* sparse = sparse_features_ ? &*sparse_features_ : nullptr;
-  plan_.memory = forecast_device_memory(model, local, features, plan_, sparse);
+  settle_device_memory(model, local, features, plan_, sparse);
   if (const std::int64_t short_by = device_memory_shortfall(plan_); short_by > 0) {
     throw InputError(fmt::format(
         "device memory budget {} is {} short of what this plan needs at its peak ({}: {}); use --device-memory {} "

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "nj/core/bytes.hpp"
@@ -131,9 +132,19 @@ void log_plan(const EpochPlan& plan) {
   spdlog::info("plan: device peak {} of {} ({}), largest step {}", format_bytes(plan.memory.peak_footprint_bytes),
                format_bytes(plan.options.device_budget), describe_forecast(plan.memory),
                format_bytes(plan.largest_step_bytes));
-  spdlog::info("plan: predicted per epoch: h2d {} (cache {}), d2h {} (cache {}), recompute ratio {:.3f}",
-               format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.d2h_bytes),
-               format_bytes(plan.cache_d2h_bytes),
+  if (!plan.passes.empty() && !plan.passes.front().blocks_stay.empty()) {
+    std::size_t staying = 0;
+    std::size_t blocks = 0;
+    for (const auto& layer : plan.passes.front().blocks_stay) {
+      blocks += layer.size();
+      staying += static_cast<std::size_t>(std::count(layer.begin(), layer.end(), 1));
+    }
+    spdlog::info("plan: {} of {} subgraph blocks stay on the device ({}), the others travel packed with their steps",
+                 staying, blocks, format_bytes(plan.staying_block_bytes));
+  }
+  spdlog::info("plan: predicted per epoch: h2d {} (cache {}, + graph {}), d2h {} (cache {}), recompute ratio {:.3f}",
+               format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.structure_h2d_bytes),
+               format_bytes(plan.d2h_bytes), format_bytes(plan.cache_d2h_bytes),
                static_cast<double>(plan.rows_computed) / static_cast<double>(plan.rows_needed));
 }
 

@@ -325,7 +325,7 @@ TEST_F(TrainCli, PlanComparesEveryPolicy) {
   const std::string plan = "plan " + shell_quote(dataset) + " --device-memory 48K";
   const auto result = test::run_nj(plan + " --all-policies");
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const std::regex predicted(R"(predicted per epoch: h2d (\S+) \(cache \S+\), d2h (\S+) )");
+  const std::regex predicted(R"(predicted per epoch: h2d (\S+) \(cache \S+, \+ graph \S+\), d2h (\S+) )");
   std::set<std::string> totals;
   for (const char* policy : {"st-aware", "lru", "fifo", "degree", "size-order", "belady", "none"}) {
     SCOPED_TRACE(policy);

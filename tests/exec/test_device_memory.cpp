@@ -76,6 +76,9 @@ void expect_measured_peak_is_the_forecast(DeviceKind device, const Dataset& data
     expect_forecast_reads_only_the_features_shape(model, local, data, executor.plan());
   }
   EXPECT_GT(executor.plan().num_steps, 4 * static_cast<std::int64_t>(model.num_layers())) << "subgraphs are cut";
+  // Where the budget holds more than the steps' peak, blocks stay on the device, in the forecast too.
+  EXPECT_GT(executor.plan().staying_block_bytes, 0);
+  EXPECT_GE(forecast.category_peaks.at("graph"), executor.plan().staying_block_bytes);
 
   // Every kind of device memory is counted: the parameters whole, all the time, and the others at their highest.
   EXPECT_EQ(forecast.at_peak.at("parameters"), DeviceParameters::bytes_for(model));
@@ -103,7 +106,8 @@ void expect_measured_peak_is_the_forecast(DeviceKind device, const Dataset& data
     if (!resources.device->copies_pageable_memory_directly()) {
       EXPECT_EQ(m.execution.pageable_copies, 0) << "every staging buffer is page-locked";
     }
-    EXPECT_GT(m.execution.h2d_other[Traffic::kStructure], 0) << "the subgraphs' blocks";
+    // The packed blocks that do not stay on the device travel with their steps, as planned.
+    EXPECT_EQ(m.execution.h2d_other[Traffic::kStructure], executor.plan().structure_h2d_bytes);
     EXPECT_GT(m.execution.h2d_other[Traffic::kIndex], 0) << "slots and ids";
     EXPECT_GT(m.execution.h2d_other[Traffic::kParameters], 0) << "the parameters";
     EXPECT_GE(m.execution.d2h_other[Traffic::kParameters], m.execution.h2d_other[Traffic::kParameters])

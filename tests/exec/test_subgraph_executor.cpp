@@ -364,6 +364,7 @@ TEST_P(SubgraphExecutorTest, BlocksWithTooManySourcesForSixteenBitsTrainTheSame)
     const Model model(config, data.features.cols(), data.num_classes);
     SubgraphExecutorOptions narrow{2 * minimum_device_budget(model, whole_local_graph(data.graph)),
                                    ExecutionMode::kReuse, CachePolicy::kStAware};
+    narrow.blocks_stay = false;  // every block travels, so that its bytes show
     SubgraphExecutorOptions wide = narrow;
     wide.narrow_source_limit = 1;
     const Trace a = train_budgeted(kind(), data, config, 2, narrow);

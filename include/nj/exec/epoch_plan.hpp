@@ -14,6 +14,7 @@
 #include "nj/exec/sparse_inputs.hpp"
 #include "nj/exec/subgraph.hpp"
 #include "nj/kernels/backend.hpp"
+#include "nj/kernels/device_block.hpp"
 #include "nj/model/model.hpp"
 #include "nj/scheduler/cache_plan.hpp"
 
@@ -56,6 +57,9 @@ struct SubgraphExecutorOptions {
   // Within a budget a step's block travels packed (PackedBlock), its sources in 16 bits where it has at most this
   // many; tests lower it to run the wide encoding on small graphs.
   std::int64_t narrow_source_limit = kNarrowSourceLimit;
+  // Within a budget, whether packed blocks stay on the device for the run where the budget has room beyond the
+  // plan's peak (settle_device_memory); off, every block travels with its steps.
+  bool blocks_stay = true;
 };
 
 // A step of a pass: `index` is a transform chunk of its layer (transform steps), a subgraph of its layer
@@ -139,6 +143,10 @@ struct Pass {
   // device for the backward half, which takes the weight gradient from them, and nothing of it runs backward but
   // those (no gradient pool, no exchange, no transform backward). Only a lasting pass, where the sums can stay.
   bool first_layer_sums_inputs = false;
+  // Within a budget, per layer and subgraph: whether its packed block stays on the device for the whole run, uploaded
+  // once before the first epoch into room the forecast leaves (settle_device_memory); the others travel with each
+  // step that reads them.
+  std::vector<std::vector<char>> blocks_stay;
 
   vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
   bool output_stays(std::size_t layer, std::size_t part) const {
@@ -148,7 +156,15 @@ struct Pass {
     return transform_chunks[layer][part];
   }
   bool keeps_blocks() const { return !blocks.empty(); }
+  bool block_stays(std::size_t layer, std::size_t part) const {
+    return layer < blocks_stay.size() && part < blocks_stay[layer].size() && blocks_stay[layer][part] != 0;
+  }
 };
+
+// The shape a budgeted step packs subgraph `part` of layer `layer` in (PackedBlock): from its kept block, or from the
+// pass's graph and the layer's needs where steps build their blocks.
+BlockShape packed_block_shape(const Model& model, const Pass& pass, std::size_t layer, std::size_t part,
+                              std::int64_t narrow_limit);
 
 // The subgraphs of a pass as its steps run them: a kept block as it is, or one built into a buffer this holds
 // (valid until the next get). `global_id`: per graph vertex; both must outlive this.
@@ -209,6 +225,10 @@ struct EpochPlan {
   std::int64_t cache_d2h_bytes = 0;
   std::int64_t cache_hits = 0;
   std::int64_t cache_misses = 0;
+  // Predicted per epoch: the packed blocks steps upload (settle_device_memory), and the device bytes of the blocks
+  // that stay for the run instead.
+  std::int64_t structure_h2d_bytes = 0;
+  std::int64_t staying_block_bytes = 0;
   // The device memory the run needs (forecast_device_memory; the executor fills it in).
   MemoryForecast memory;
 };

@@ -30,6 +30,12 @@ namespace nj {
 // unless the plan takes them as sparse rows and `sparse_features` (those rows) is null.
 MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, ConstRows features, const EpochPlan& plan,
                                       const SparseRows* sparse_features = nullptr);
+// The plan's device memory, forecast into plan.memory. Within a budget reuse's pass then keeps on the device for the
+// run, uploaded once, the packed blocks that fit where the budget exceeds that peak, in step order
+// (Pass::blocks_stay), and the forecast is made again with them; plan.structure_h2d_bytes is what the other blocks
+// move an epoch. The executor and nj plan both settle their plans so.
+void settle_device_memory(Model& model, const LocalGraph& local, ConstRows features, EpochPlan& plan,
+                          const SparseRows* sparse_features = nullptr);
 // Host bytes the executor holds beside the plan while it runs: where each row is on the device, and where steps
 // build their subgraphs' blocks, the builder's per-vertex scratch and the largest block (`threads`: OpenMP's).
 std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int threads);
@@ -59,7 +65,7 @@ class SubgraphExecutor final : public Executor {
 
  private:
   friend MemoryForecast forecast_device_memory(Model&, const LocalGraph&, ConstRows, const EpochPlan&,
-                                              const SparseRows*);
+                                               const SparseRows*);
   struct State;
   std::optional<SparseRows> sparse_features_;
   EpochPlan plan_;
