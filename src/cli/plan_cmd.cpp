@@ -334,9 +334,11 @@ void run_plan(PlanArguments& args, CLI::App& command) {
   }
   std::cout << fmt::format("{:<11} {:>12} {:>12} {:>12} {:>9}\n", "policy", "h2d", "d2h", "total", "hit rate");
   for (const CachePolicy policy : policies) {
-    SubgraphExecutorOptions options = choice.options;
-    options.policy = policy;
-    const EpochPlan t = policy == plan.options.policy ? EpochPlan{} : plan_epoch(model, local, options);
+    // Each policy's plan as the executor settles it (what stays on the device depends on its peak).
+    ExecutorChoice alone = choice;
+    alone.options.policy = policy;
+    const EpochPlan t =
+        policy == plan.options.policy ? EpochPlan{} : plan_and_measure(model, local, features, alone, inputs).plan;
     const EpochPlan& p = policy == plan.options.policy ? plan : t;
     const auto accesses = p.cache_hits + p.cache_misses;
     std::cout << fmt::format(

@@ -83,17 +83,23 @@ struct SubgraphExecutor::State {
       logits = own_logits.view();
     }
     if (residency.lasting) upload_lasting(plan.passes.front());
-    if (!plan.passes.empty() && !plan.passes.front().blocks_stay.empty()) upload_staying_blocks(plan.passes.front());
+    if (!plan.passes.empty() && !residency.lasting) upload_staying(plan.passes.front());
   }
 
-  // Within a budget, the packed blocks the plan keeps on the device for the run (Pass::blocks_stay), uploaded here,
-  // once, as a lasting pass's are.
-  void upload_staying_blocks(const Pass& p) {
+  // Within a budget, the packed blocks and features the plan keeps on the device for the run (Pass::blocks_stay,
+  // Pass::inputs_stay), uploaded here, once, as a lasting pass's are.
+  void upload_staying(const Pass& p) {
     pass = &p;
     subgraphs.emplace(p, global_id);
     for (std::size_t l = 0; l < p.blocks_stay.size(); ++l) {
       for (std::size_t k = 0; k < p.blocks_stay[l].size(); ++k) {
         if (p.block_stays(l, k)) residency.staying_blocks[{l, k}] = block_for_the_run(p, l, k);
+      }
+    }
+    for (std::size_t k = 0; k < p.inputs_stay.size(); ++k) {
+      if (p.input_stays(k)) {
+        residency.staying_inputs[{0, k}] =
+            upload(features, layer_input_rows(0, p.transform_chunks[0][k]), "rows: features");
       }
     }
     forget_the_upload();
@@ -271,6 +277,9 @@ struct SubgraphExecutor::State {
   }
   // Layer l's input rows of transform chunk k on the device, as uploaded (before dropout).
   DeviceMatrix& transform_input(std::size_t l, std::size_t k, std::optional<DeviceMatrix>& streamed) {
+    if (const auto stays = residency.staying_inputs.find({l, k}); stays != residency.staying_inputs.end()) {
+      return stays->second;
+    }
     return residency.staying(residency.inputs, l, k, streamed, [&] {
       const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
       return upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
@@ -403,7 +412,8 @@ struct SubgraphExecutor::State {
       if (!in_place) backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), write_slots.view(), out.rows());
       return;
     }
-    // Dropout works in place on streamed rows; rows that stay keep their values for the backward half.
+    // Dropout works in place on streamed rows; rows that stay keep their values for the backward half, and where
+    // they stay until then only (no budget), their dropout too, which the backward half would otherwise draw again.
     DeviceMatrix dropped =
         streamed ? DeviceMatrix() : DeviceMatrix(device, input.rows(), input.cols(), "rows: dropped inputs");
     const DeviceRows dropout_out = streamed ? input.view() : dropped.view();
@@ -411,8 +421,7 @@ struct SubgraphExecutor::State {
     const ConstDeviceRows x = drops ? dropout_out : input.view();
     write_transformed(l, x.rows,
                       [&](DeviceRows z) { Layer::transform(backend, parameters.layer(l).weight.view(), x, z); });
-    // Rows that stay keep their dropout too, for the backward half, which would otherwise draw it again.
-    if (!streamed && drops) residency.dropped[{l, k}] = std::move(dropped);
+    if (residency.uploads_stay && drops) residency.dropped[{l, k}] = std::move(dropped);
   }
 
   void aggregate(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch, bool training) {
@@ -765,41 +774,61 @@ std::int64_t structure_bytes_moved(const Model& model, const Pass& pass, std::in
   return bytes;
 }
 
-// The device bytes block (l, k) takes where it stays: its packed arrays, in whole arena units.
-std::int64_t staying_block_bytes(const Model& model, const Pass& pass, std::size_t l, std::size_t k,
-                                 std::int64_t narrow_limit) {
-  return arena_block_bytes(PackedBlock::bytes_for(packed_block_shape(model, pass, l, k, narrow_limit)));
+// Something a budgeted pass uploads every epoch that may stay on the device for the run instead: a packed block, or
+// a first-layer transform chunk's features (layer 0, its chunk).
+struct StayCandidate {
+  bool block = true;
+  std::size_t layer = 0;
+  std::size_t index = 0;
+  std::int64_t bytes = 0;  // on the device, in whole arena units
+};
+
+// What the pass uploads every epoch, each used by two steps (forward and backward), in step order: blocks, then the
+// features where they are dense rows.
+std::vector<StayCandidate> stay_candidates(const Model& model, const EpochPlan& plan) {
+  const Pass& pass = plan.passes.front();
+  std::vector<StayCandidate> candidates;
+  for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
+    for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+      const BlockShape shape = packed_block_shape(model, pass, l, k, plan.options.narrow_source_limit);
+      candidates.push_back({true, l, k, arena_block_bytes(PackedBlock::bytes_for(shape))});
+    }
+  }
+  if (plan.options.inputs.sparse) return candidates;
+  const std::int64_t width = model.layer(0).in_dim();
+  for (std::size_t k = 0; k < pass.transform_chunks.front().size(); ++k) {
+    const auto rows = static_cast<std::int64_t>(pass.transform_chunks.front()[k].size());
+    candidates.push_back({false, 0, k, arena_block_bytes(rows * width * std::int64_t{sizeof(float)})});
+  }
+  return candidates;
 }
 
-// Marks to stay, in step order, the packed blocks that fit in what the budget holds beyond the forecast peak.
-// Placed first, they shift what the steps allocate, which the arena may then place otherwise: the forecast is made
-// again, and the last ones go where the peak no longer fits.
-void keep_blocks_in_room(Model& model, const LocalGraph& local, ConstRows features, EpochPlan& plan,
-                         const SparseRows* sparse_features) {
+void mark_staying(Pass& pass, const StayCandidate& c, bool stays) {
+  (c.block ? pass.blocks_stay[c.layer][c.index] : pass.inputs_stay[c.index]) = stays ? 1 : 0;
+}
+
+// Marks to stay, in order, the candidates that fit in what the budget holds beyond the forecast peak. Placed first,
+// they shift what the steps allocate, which the arena may then place otherwise: the forecast is made again, and the
+// last ones go where the peak no longer fits.
+void keep_in_room(Model& model, const LocalGraph& local, ConstRows features, EpochPlan& plan,
+                  const SparseRows* sparse_features) {
   Pass& pass = plan.passes.front();
-  const std::int64_t limit = plan.options.narrow_source_limit;
   std::int64_t room = plan.options.device_budget / kArenaAlignment * kArenaAlignment - plan.memory.peak_footprint_bytes;
-  std::vector<std::pair<std::size_t, std::size_t>> staying;
-  pass.blocks_stay.assign(pass.layer_parts.size(), {});
-  for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
-    pass.blocks_stay[l].assign(pass.layer_parts[l].size(), 0);
-    for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
-      if (const std::int64_t bytes = staying_block_bytes(model, pass, l, k, limit); bytes <= room) {
-        room -= bytes;
-        pass.blocks_stay[l][k] = 1;
-        staying.emplace_back(l, k);
-      }
-    }
+  std::vector<StayCandidate> staying;
+  for (const StayCandidate& c : stay_candidates(model, plan)) {
+    if (c.bytes > room) continue;
+    room -= c.bytes;
+    mark_staying(pass, c, true);
+    staying.push_back(c);
   }
   while (!staying.empty()) {
     plan.memory = forecast_device_memory(model, local, features, plan, sparse_features);
     std::int64_t short_by = device_memory_shortfall(plan);
     if (short_by == 0) return;
     while (short_by > 0 && !staying.empty()) {
-      const auto [l, k] = staying.back();
+      mark_staying(pass, staying.back(), false);
+      short_by -= staying.back().bytes;
       staying.pop_back();
-      pass.blocks_stay[l][k] = 0;
-      short_by -= staying_block_bytes(model, pass, l, k, limit);
     }
     if (staying.empty()) plan.memory = forecast_device_memory(model, local, features, plan, sparse_features);
   }
@@ -814,16 +843,28 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
                             plan.closures.empty() && !plan.passes.front().lasting;
   if (!packs_blocks) return;
   Pass& pass = plan.passes.front();
-  const std::int64_t limit = plan.options.narrow_source_limit;
-  if (plan.options.blocks_stay) keep_blocks_in_room(model, local, features, plan, sparse_features);
-  plan.staying_block_bytes = 0;
-  for (std::size_t l = 0; l < pass.blocks_stay.size(); ++l) {
-    for (std::size_t k = 0; k < pass.blocks_stay[l].size(); ++k) {
-      if (pass.block_stays(l, k)) plan.staying_block_bytes += staying_block_bytes(model, pass, l, k, limit);
+  pass.blocks_stay.assign(pass.layer_parts.size(), {});
+  for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) pass.blocks_stay[l].assign(pass.layer_parts[l].size(), 0);
+  pass.inputs_stay.assign(pass.transform_chunks.front().size(), 0);
+  if (plan.options.use_spare_room) keep_in_room(model, local, features, plan, sparse_features);
+  // What stays is no epoch's traffic: the features' rows each transform step of the first layer would upload.
+  for (const StayCandidate& c : stay_candidates(model, plan)) {
+    const bool stays = c.block ? pass.block_stays(c.layer, c.index) : pass.input_stays(c.index);
+    if (!stays) continue;
+    (c.block ? plan.staying_block_bytes : plan.staying_input_bytes) += c.bytes;
+    if (c.block) continue;
+    const std::int64_t rows_bytes = static_cast<std::int64_t>(pass.transform_chunks.front()[c.index].size()) *
+                                    model.layer(0).in_dim() * std::int64_t{sizeof(float)};
+    for (const PlannedStep& s : pass.steps) {
+      const bool uploads = s.layer == 0 && s.index == c.index &&
+                           (s.kind == StepKind::kTransform || s.kind == StepKind::kTransformBackward);
+      if (!uploads) continue;
+      pass.stream_h2d_bytes -= rows_bytes;
+      plan.h2d_bytes -= rows_bytes;
     }
   }
-  plan.peak_bytes_bound += plan.staying_block_bytes;
-  plan.structure_h2d_bytes = structure_bytes_moved(model, pass, limit);
+  plan.peak_bytes_bound += plan.staying_block_bytes + plan.staying_input_bytes;
+  plan.structure_h2d_bytes = structure_bytes_moved(model, pass, plan.options.narrow_source_limit);
 }
 
 std::int64_t device_memory_shortfall(const EpochPlan& plan) {

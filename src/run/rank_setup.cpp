@@ -133,14 +133,19 @@ void log_plan(const EpochPlan& plan) {
                format_bytes(plan.options.device_budget), describe_forecast(plan.memory),
                format_bytes(plan.largest_step_bytes));
   if (!plan.passes.empty() && !plan.passes.front().blocks_stay.empty()) {
+    const Pass& pass = plan.passes.front();
     std::size_t staying = 0;
     std::size_t blocks = 0;
-    for (const auto& layer : plan.passes.front().blocks_stay) {
+    for (const auto& layer : pass.blocks_stay) {
       blocks += layer.size();
       staying += static_cast<std::size_t>(std::count(layer.begin(), layer.end(), 1));
     }
-    spdlog::info("plan: {} of {} subgraph blocks stay on the device ({}), the others travel packed with their steps",
-                 staying, blocks, format_bytes(plan.staying_block_bytes));
+    spdlog::info(
+        "plan: in the room the budget leaves, {} of {} subgraph blocks ({}) and {} of {} feature chunks ({}) stay "
+        "on the device; the others travel with their steps",
+        staying, blocks, format_bytes(plan.staying_block_bytes),
+        std::count(pass.inputs_stay.begin(), pass.inputs_stay.end(), 1), pass.inputs_stay.size(),
+        format_bytes(plan.staying_input_bytes));
   }
   spdlog::info("plan: predicted per epoch: h2d {} (cache {}, + graph {}), d2h {} (cache {}), recompute ratio {:.3f}",
                format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.structure_h2d_bytes),

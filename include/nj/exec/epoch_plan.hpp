@@ -57,9 +57,9 @@ struct SubgraphExecutorOptions {
   // Within a budget a step's block travels packed (PackedBlock), its sources in 16 bits where it has at most this
   // many; tests lower it to run the wide encoding on small graphs.
   std::int64_t narrow_source_limit = kNarrowSourceLimit;
-  // Within a budget, whether packed blocks stay on the device for the run where the budget has room beyond the
-  // plan's peak (settle_device_memory); off, every block travels with its steps.
-  bool blocks_stay = true;
+  // Within a budget, whether what the steps upload each epoch again (packed blocks, the features) stays on the device
+  // for the run where the budget has room beyond the plan's peak (settle_device_memory); off, all of it travels.
+  bool use_spare_room = true;
 };
 
 // A step of a pass: `index` is a transform chunk of its layer (transform steps), a subgraph of its layer
@@ -147,6 +147,8 @@ struct Pass {
   // once before the first epoch into room the forecast leaves (settle_device_memory); the others travel with each
   // step that reads them.
   std::vector<std::vector<char>> blocks_stay;
+  // Likewise per first-layer transform chunk: whether its features stay (dense features only).
+  std::vector<char> inputs_stay;
 
   vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
   bool output_stays(std::size_t layer, std::size_t part) const {
@@ -159,6 +161,7 @@ struct Pass {
   bool block_stays(std::size_t layer, std::size_t part) const {
     return layer < blocks_stay.size() && part < blocks_stay[layer].size() && blocks_stay[layer][part] != 0;
   }
+  bool input_stays(std::size_t chunk) const { return chunk < inputs_stay.size() && inputs_stay[chunk] != 0; }
 };
 
 // The shape a budgeted step packs subgraph `part` of layer `layer` in (PackedBlock): from its kept block, or from the
@@ -225,10 +228,11 @@ struct EpochPlan {
   std::int64_t cache_d2h_bytes = 0;
   std::int64_t cache_hits = 0;
   std::int64_t cache_misses = 0;
-  // Predicted per epoch: the packed blocks steps upload (settle_device_memory), and the device bytes of the blocks
-  // that stay for the run instead.
+  // Predicted per epoch: the packed blocks steps upload (settle_device_memory); and the device bytes of the blocks
+  // and features that stay for the run instead.
   std::int64_t structure_h2d_bytes = 0;
   std::int64_t staying_block_bytes = 0;
+  std::int64_t staying_input_bytes = 0;
   // The device memory the run needs (forecast_device_memory; the executor fills it in).
   MemoryForecast memory;
 };
