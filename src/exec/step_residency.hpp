@@ -2,7 +2,8 @@
 // What stays on the device between the steps of a running pass. Without a budget, what a step uploads (a
 // subgraph's block, a transform chunk's input rows) stays until its last reader in the pass, so that the backward
 // half finds what the forward half uploaded or computed; reuse's one pass keeps its blocks and features for the
-// whole run (it "lasts"). Within a budget the plan counted an upload for its own step only, and it is streamed.
+// whole run (it "lasts"). Within a budget the plan counted an upload for its own step only, and it is streamed,
+// but for the packed blocks and feature chunks settle_device_memory keeps in the budget's spare room for the run.
 // Some things stay whatever the budget, as the plan counted them: a layer's outputs that are the next layer's
 // input, the dropout of rows that stay, a first layer's sums, and the gradients of outputs that stayed.
 #include <cstddef>

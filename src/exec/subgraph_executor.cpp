@@ -292,8 +292,6 @@ struct SubgraphExecutor::State {
   }
   StepBlock new_step_block(std::size_t l, std::size_t k) {
     StepBlock b;
-    const PartSize& size = pass->layer_parts[l][k];
-    const auto destinations = static_cast<std::int64_t>(pass->destinations(l, k).size());
     if (!residency.uploads_stay) {
       const BlockShape shape = packed_block_shape(*model_of_run, *pass, l, k, plan.options.narrow_source_limit);
       if (part != nullptr) {
@@ -304,6 +302,8 @@ struct SubgraphExecutor::State {
     } else if (part != nullptr) {
       b.whole = DeviceBlock(transfers, part->block, "graph: subgraph", Traffic::kStructure);
     } else {
+      const PartSize& size = pass->layer_parts[l][k];
+      const auto destinations = static_cast<std::int64_t>(pass->destinations(l, k).size());
       b.placeholder = DeviceArray<std::byte>(
           device, DeviceBlock::bytes_for(destinations, size.num_src, size.num_edges, pass->graph.weighted()),
           "graph: subgraph");
@@ -811,11 +811,11 @@ void mark_staying(Pass& pass, const StayCandidate& c, bool stays) {
 // they shift what the steps allocate, which the arena may then place otherwise: the forecast is made again, and the
 // last ones go where the peak no longer fits.
 void keep_in_room(Model& model, const LocalGraph& local, ConstRows features, EpochPlan& plan,
-                  const SparseRows* sparse_features) {
+                  const SparseRows* sparse_features, std::span<const StayCandidate> candidates) {
   Pass& pass = plan.passes.front();
   std::int64_t room = plan.options.device_budget / kArenaAlignment * kArenaAlignment - plan.memory.peak_footprint_bytes;
   std::vector<StayCandidate> staying;
-  for (const StayCandidate& c : stay_candidates(model, plan)) {
+  for (const StayCandidate& c : candidates) {
     if (c.bytes > room) continue;
     room -= c.bytes;
     mark_staying(pass, c, true);
@@ -846,22 +846,26 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
   pass.blocks_stay.assign(pass.layer_parts.size(), {});
   for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) pass.blocks_stay[l].assign(pass.layer_parts[l].size(), 0);
   pass.inputs_stay.assign(pass.transform_chunks.front().size(), 0);
-  if (plan.options.use_spare_room) keep_in_room(model, local, features, plan, sparse_features);
-  // What stays is no epoch's traffic: the features' rows each transform step of the first layer would upload.
-  for (const StayCandidate& c : stay_candidates(model, plan)) {
+  const std::vector<StayCandidate> candidates = stay_candidates(model, plan);
+  if (plan.options.use_spare_room) keep_in_room(model, local, features, plan, sparse_features, candidates);
+  // What stays is no epoch's traffic: the features' rows that each transform step of the first layer, forward and
+  // backward, would upload.
+  std::vector<std::int64_t> transform_steps(pass.inputs_stay.size(), 0);
+  for (const PlannedStep& s : pass.steps) {
+    if (s.layer == 0 && (s.kind == StepKind::kTransform || s.kind == StepKind::kTransformBackward)) {
+      ++transform_steps[s.index];
+    }
+  }
+  for (const StayCandidate& c : candidates) {
     const bool stays = c.block ? pass.block_stays(c.layer, c.index) : pass.input_stays(c.index);
     if (!stays) continue;
     (c.block ? plan.staying_block_bytes : plan.staying_input_bytes) += c.bytes;
     if (c.block) continue;
-    const std::int64_t rows_bytes = static_cast<std::int64_t>(pass.transform_chunks.front()[c.index].size()) *
-                                    model.layer(0).in_dim() * std::int64_t{sizeof(float)};
-    for (const PlannedStep& s : pass.steps) {
-      const bool uploads = s.layer == 0 && s.index == c.index &&
-                           (s.kind == StepKind::kTransform || s.kind == StepKind::kTransformBackward);
-      if (!uploads) continue;
-      pass.stream_h2d_bytes -= rows_bytes;
-      plan.h2d_bytes -= rows_bytes;
-    }
+    const std::int64_t uploaded = transform_steps[c.index] *
+                                  static_cast<std::int64_t>(pass.transform_chunks.front()[c.index].size()) *
+                                  model.layer(0).in_dim() * std::int64_t{sizeof(float)};
+    pass.stream_h2d_bytes -= uploaded;
+    plan.h2d_bytes -= uploaded;
   }
   plan.peak_bytes_bound += plan.staying_block_bytes + plan.staying_input_bytes;
   plan.structure_h2d_bytes = structure_bytes_moved(model, pass, plan.options.narrow_source_limit);
