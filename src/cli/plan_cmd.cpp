@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "nj/core/host_memory.hpp"
 #include "nj/core/stopwatch.hpp"
+#include "nj/exec/exchange_side.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/feature_storage.hpp"
 #include "nj/io/path_kind.hpp"
@@ -55,6 +56,8 @@ ExecutorChoice planned_choice(const PlanArguments& args) {
 // backward, its mirrors' gradients of them, except for a first layer that sums its inputs and in an inference
 // plan (what ExchangeStats counts as sent).
 struct LayerExchange {
+  ExchangeSide side = ExchangeSide::kTransformedRows;
+  std::int64_t row_width = 0;  // floats
   std::int64_t forward_bytes = 0;
   std::int64_t backward_bytes = 0;
 };
@@ -68,9 +71,11 @@ std::vector<LayerExchange> exchange_bytes_sent(const Model& model, const LocalGr
   const bool sums_inputs = plan.first_layer_sums_inputs();
   std::vector<LayerExchange> layers;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
-    const bool gradients_return = !plan.options.forward_only && !(l == 0 && sums_inputs);
-    const std::int64_t row_bytes = aggregated_width(model, l, sums_inputs) * static_cast<std::int64_t>(sizeof(float));
-    layers.push_back({forward_rows * row_bytes, gradients_return ? backward_rows * row_bytes : 0});
+    const std::int64_t width = exchanged_width(model, l, sums_inputs);
+    const std::int64_t gradient_width = plan.options.forward_only ? 0 : exchanged_gradient_width(model, l, sums_inputs);
+    constexpr auto kFloat = static_cast<std::int64_t>(sizeof(float));
+    layers.push_back({exchange_side(model, l, sums_inputs), width, forward_rows * width * kFloat,
+                      backward_rows * gradient_width * kFloat});
   }
   return layers;
 }
@@ -142,6 +147,7 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
     std::cout << fmt::format("{:>4} {:>10} {:>10} {:>12} {:>12} {:>14} {:>12} {:>12}\n", "rank", "owned", "mirrors",
                              "h2d", "d2h", "exchange sent", "device peak", "host peak");
   }
+  std::vector<LayerExchange> layers;  // every rank's layers send the same side
   for (std::size_t part = 0; part < manifest.shard_files.size(); ++part) {
     Shard shard = read_shard((std::filesystem::path(manifest.directory) / manifest.shard_files[part]).string());
     order_vertices(shard, choice.vertex_order);
@@ -149,13 +155,16 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
     const MeasuredPlan measured = plan_and_measure(model, shard.local, shard.features.view(), choice, inputs);
     const EpochPlan& plan = measured.plan;
     const HostFootprint host = rank_footprint(args, shard.local, shard.features.cols(), shard.num_classes, measured);
-    const std::vector<LayerExchange> layers = exchange_bytes_sent(model, shard.local, plan);
+    layers = exchange_bytes_sent(model, shard.local, plan);
     std::int64_t exchange = 0;
     nlohmann::json per_layer = nlohmann::json::array();
     for (std::size_t l = 0; l < layers.size(); ++l) {
       exchange += layers[l].forward_bytes + layers[l].backward_bytes;
-      per_layer.push_back(
-          {{"layer", l + 1}, {"forward_bytes", layers[l].forward_bytes}, {"backward_bytes", layers[l].backward_bytes}});
+      per_layer.push_back({{"layer", l + 1},
+                           {"sends", to_string(layers[l].side)},
+                           {"row_width", layers[l].row_width},
+                           {"forward_bytes", layers[l].forward_bytes},
+                           {"backward_bytes", layers[l].backward_bytes}});
     }
     vid_t reading_mirrors = 0;
     for (vid_t v = 0; v < shard.local.num_owned; ++v) reading_mirrors += shard.local.reads_mirror(v) ? 1 : 0;
@@ -177,6 +186,14 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
                                format_bytes(exchange), format_bytes(plan.memory.peak_footprint_bytes),
                                format_bytes(host.total()));
     }
+  }
+  if (!args.json) {
+    std::vector<std::string> sides;
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      sides.push_back(
+          fmt::format("layer {} its {} ({} floats a row)", l + 1, to_string(layers[l].side), layers[l].row_width));
+    }
+    std::cout << fmt::format("exchange sends: {}\n", fmt::join(sides, ", "));
   }
   if (args.json) {
     std::cout << nlohmann::json{{"dataset", manifest.dataset_name},

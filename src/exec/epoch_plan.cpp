@@ -17,6 +17,7 @@
 #include "nj/core/side_by_side.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/device/arena.hpp"
+#include "nj/exec/exchange_side.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
@@ -225,6 +226,8 @@ struct PassRows {
   std::span<const gid_t> global_id;
   std::span<const vid_t> boundary;  // owned rows other ranks mirror
   bool exchange = false;            // rows in_rows.back().. num_vertices are mirrors
+  // Per layer, whether it transforms its mirrors' rows (Pass::transforms_mirrors): it reads every row then.
+  std::vector<char> transforms_mirrors;
 };
 
 // Cuts rows into consecutive chunks of at most `rows_per_chunk` rows.
@@ -264,6 +267,33 @@ StepRows step_rows(const Pass& pass, std::size_t k, bool backward_reads_rows, st
   return rows;
 }
 
+// Where layer l+1 transforms its mirrors, the boundary rows among the destinations of each of layer l's subgraphs
+// whose outputs stay on the device (Pass::staying_boundary).
+void note_staying_boundary_rows(Pass& pass, std::span<const vid_t> boundary) {
+  std::vector<vid_t> boundary_index;  // per pass row: its index among the boundary rows, -1 where it is none
+  for (std::size_t l = 0; l < pass.outputs_stay.size(); ++l) {
+    if (!pass.mirrors_transformed(l + 1)) continue;
+    if (boundary_index.empty()) {
+      boundary_index.assign(static_cast<std::size_t>(pass.num_rows), -1);
+      for (std::size_t i = 0; i < boundary.size(); ++i) {
+        boundary_index[static_cast<std::size_t>(boundary[i])] = static_cast<vid_t>(i);
+      }
+    }
+    pass.staying_boundary.resize(pass.outputs_stay.size());
+    for (std::size_t k = 0; k < pass.outputs_stay[l].size(); ++k) {
+      StayingBoundary& rows = pass.staying_boundary[l].emplace_back();
+      if (!pass.output_stays(l, k)) continue;
+      const std::span<const vid_t> destinations = pass.destinations(l, k);
+      for (std::size_t i = 0; i < destinations.size(); ++i) {
+        const vid_t index = boundary_index[static_cast<std::size_t>(destinations[i])];
+        if (index < 0) continue;
+        rows.positions.push_back(static_cast<vid_t>(i));
+        rows.boundary_index.push_back(index);
+      }
+    }
+  }
+}
+
 // Plans one pass over `graph` (in pass rows): per layer, subgraphs over its destinations and transform chunks
 // over its inputs, sized to the step limit; then the steps, their access trace and the cache plan. The pass keeps
 // its subgraphs' blocks where they are small enough, and otherwise `graph`, to build them from as steps run.
@@ -278,6 +308,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   pass.layer_parts.resize(layers);
   pass.transform_chunks.resize(layers);
   pass.first_layer_sums_inputs = dims.front().sums_inputs;
+  pass.transforms_mirrors = rows.transforms_mirrors;
   const bool weighted = graph.weighted();
   // Every subgraph's sources, while planning: the trace lists them.
   std::vector<std::vector<std::vector<vid_t>>> sources(layers);
@@ -380,6 +411,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
         stays[k] = static_cast<char>(std::ranges::equal(pass.destinations(l, k), next[k]));
       }
     }
+    note_staying_boundary_rows(pass, rows.boundary);
   }
   // The input rows of layer l's transform chunk k come from the host each epoch, unless they are the features of a
   // lasting pass or the previous layer's outputs stay.
@@ -405,7 +437,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   // Exchange steps move packed rows through a staging buffer of their own, within the step limit and the pool.
   std::vector<vid_t> mirrors;
   if (rows.exchange) {
-    for (auto v = static_cast<vid_t>(rows.in_rows[0]); v < graph.graph.num_vertices(); ++v) mirrors.push_back(v);
+    for (auto v = static_cast<vid_t>(pass.num_outputs); v < graph.graph.num_vertices(); ++v) mirrors.push_back(v);
   }
   pass.exchange.resize(rows.exchange ? layers : 0);
   auto exchange_chunk_rows = [&](std::size_t l, std::uint32_t phase, std::uint32_t tensor) {
@@ -426,14 +458,20 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     const auto phase = static_cast<std::uint32_t>(l);
     trace.capacity_rows[phase][z_tensor(l)] = slots_for(plan.pool_bytes, dims[l].width * kFloat, pass.num_rows);
     const auto& chunks = pass.transform_chunks[l];
+    ExchangePoints points;
+    // A layer that transforms its mirrors receives their inputs while it transforms its own rows; its mirrors' chunks,
+    // its last, wait for them.
+    const bool transforms_mirrors = pass.mirrors_transformed(l);
+    points.start = pass.steps.size();
     for (std::size_t k = 0; k < chunks.size(); ++k) {
+      if (transforms_mirrors && k == pass.layer_parts[l].size()) points.finish = pass.steps.size();
       add_step(StepKind::kTransform, l, k, phase);
       if (input_from_host(l, k)) {
         pass.stream_h2d_bytes += streamed_input_bytes(dims[l], static_cast<std::int64_t>(chunks[k].size()));
       }
     }
-    ExchangePoints points;
-    if (rows.exchange) {
+    if (transforms_mirrors && chunks.size() <= pass.layer_parts[l].size()) points.finish = pass.steps.size();
+    if (rows.exchange && !transforms_mirrors) {
       LayerExchange& exchange = pass.exchange[l];
       exchange.send_rows = chunks_of(rows.boundary, exchange_chunk_rows(l, phase, z_tensor(l)));
       exchange_step_bytes(l, exchange.send_rows);
@@ -442,18 +480,20 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
         pass.stream_d2h_bytes += static_cast<std::int64_t>(exchange.send_rows[k].size()) * dims[l].width * kFloat;
       }
     }
-    points.start = pass.steps.size();
+    if (!transforms_mirrors) points.start = pass.steps.size();
     // Aggregations run in the reverse order, so that the rows transformed last, still resident, are read first;
     // those that read mirrors after the others, once the exchange is complete.
     const auto& parts = pass.layer_parts[l];
     for (const bool after_exchange : {false, true}) {
-      if (after_exchange) points.finish = pass.steps.size();
+      if (after_exchange && !transforms_mirrors) points.finish = pass.steps.size();
       for (std::size_t k = parts.size(); k-- > 0;) {
         if (parts[k].reads_mirror != after_exchange) continue;
         add_step(StepKind::kAggregate, l, k, phase);
-        if (!pass.output_stays(l, k)) {
-          pass.stream_d2h_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].out * kFloat;
-        }
+        // Outputs that stay leave for the host only where the next layer's exchange sends them.
+        const auto downloaded =
+            static_cast<std::int64_t>(pass.output_stays(l, k) ? pass.staying_boundary_rows(l, k).positions.size()
+                                                              : pass.destinations(l, k).size());
+        pass.stream_d2h_bytes += downloaded * dims[l].out * kFloat;
       }
     }
     if (points.finish < pass.steps.size()) trace.steps[points.finish].fence = true;
@@ -475,7 +515,11 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
         trace.capacity_rows[phase][z_tensor(l)] = trace.capacity_rows[phase][grad_tensor(l)];
       }
     }
-    const bool exchanges = rows.exchange && input_gradients;
+    // A layer that transforms its mirrors sends the gradients of their inputs once its mirrors' chunks are through
+    // its transform backward (their chunks, its last, run first), and adds what it receives to the previous layer's
+    // output gradients on the host before that layer's backward reads them.
+    const bool transforms_mirrors = pass.mirrors_transformed(l);
+    const bool exchanges = rows.exchange && input_gradients && !transforms_mirrors;
     // Subgraphs that read mirrors first, so that the mirrors' gradients are complete and leave early; the others
     // run while they travel.
     const auto& parts = pass.layer_parts[l];
@@ -484,9 +528,11 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       for (std::size_t k = 0; k < parts.size(); ++k) {
         if (parts[k].reads_mirror != reading_mirrors) continue;
         add_step(StepKind::kAggregateBackward, l, k, phase);
-        if (!pass.output_stays(l, k)) {
-          pass.stream_h2d_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].out * kFloat;
-        }
+        // Output gradients that stayed take only what the next layer's mirrors sent for them from the host.
+        const auto uploaded =
+            static_cast<std::int64_t>(pass.output_stays(l, k) ? pass.staying_boundary_rows(l, k).positions.size()
+                                                              : pass.destinations(l, k).size());
+        pass.stream_h2d_bytes += uploaded * dims[l].out * kFloat;
       }
       if (!reading_mirrors || !exchanges) continue;
       LayerExchange& exchange = pass.exchange[l];
@@ -515,16 +561,17 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     } else {
       points.start = points.finish = pass.steps.size();
     }
-    pass.exchange_points.push_back(points);
-    if (!input_gradients) continue;
     const auto& chunks = pass.transform_chunks[l];
-    for (std::size_t k = chunks.size(); k-- > 0;) {
+    for (std::size_t k = chunks.size(); k-- > 0 && input_gradients;) {
+      if (transforms_mirrors && k + 1 == pass.layer_parts[l].size()) points.start = pass.steps.size();
       add_step(StepKind::kTransformBackward, l, k, phase);
       const auto chunk_rows = static_cast<std::int64_t>(chunks[k].size());
       // Without a budget the inputs the forward transform uploaded are still on the device.
       if (plan.options.device_budget != kUnlimited) pass.stream_h2d_bytes += streamed_input_bytes(dims[l], chunk_rows);
       if (l > 0 && input_from_host(l, k)) pass.stream_d2h_bytes += chunk_rows * dims[l].in * kFloat;
     }
+    if (transforms_mirrors) points.finish = pass.steps.size();
+    pass.exchange_points.push_back(points);
   }
   for (std::size_t k = 0; k < pass.steps.size(); ++k) {
     const PlannedStep& s = pass.steps[k];
@@ -734,7 +781,7 @@ Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
 
   std::vector<vid_t> order(closure.size());
   std::iota(order.begin(), order.end(), 0);
-  PassRows rows{order, {}, {}, global_id_, {}, false};
+  PassRows rows{order, {}, {}, global_id_, {}, false, {}};
   for (std::size_t l = 0; l < layers; ++l) {
     rows.in_rows.push_back(level_sizes[layers - l]);
     rows.out_rows.push_back(level_sizes[layers - 1 - l]);
@@ -805,12 +852,18 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   }
   if (options.mode == ExecutionMode::kReuse) {
     const std::vector<vid_t> boundary = local.boundary_rows();
-    const PassRows rows{order,
-                        std::vector<std::int64_t>(layers, owned),
-                        std::vector<std::int64_t>(layers, owned),
-                        local.global_id,
-                        boundary,
-                        !local.peers.empty()};
+    PassRows rows{order,
+                  std::vector<std::int64_t>(layers, owned),
+                  std::vector<std::int64_t>(layers, owned),
+                  local.global_id,
+                  boundary,
+                  !local.peers.empty(),
+                  std::vector<char>(layers, 0)};
+    for (std::size_t l = 0; l < layers && rows.exchange; ++l) {
+      if (!transforms_mirrors(model, l)) continue;
+      rows.transforms_mirrors[l] = 1;
+      rows.in_rows[l] = local.num_local();
+    }
     // Only the degree policy reads out-degrees.
     const std::vector<std::int64_t> degree =
         options.policy == CachePolicy::kDegree ? out_degrees(prepared.graph) : std::vector<std::int64_t>{};

@@ -7,6 +7,7 @@
 
 #include "nj/core/bytes.hpp"
 #include "nj/core/error.hpp"
+#include "nj/exec/exchange_side.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 
@@ -31,9 +32,11 @@ std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool rec
   const std::int64_t mirrors = s.local - s.owned;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
-    const std::int64_t exchanged = l == 0 && first_layer_sums_inputs ? 1 : 2;  // rows out, and gradients back
-    bytes += kFloat *
-             (s.owned * layer.out_dim() + exchanged * mirrors * aggregated_width(model, l, first_layer_sums_inputs));
+    // Where the next layer transforms its mirrors, their rows of these outputs arrive here too.
+    const bool next_transforms_mirrors = l + 1 < model.num_layers() && transforms_mirrors(model, l + 1);
+    const std::int64_t exchanged = exchanged_width(model, l, first_layer_sums_inputs) +          // rows out
+                                   exchanged_gradient_width(model, l, first_layer_sums_inputs);  // gradients back
+    bytes += kFloat * ((next_transforms_mirrors ? s.local : s.owned) * layer.out_dim() + mirrors * exchanged);
   }
   for (const std::int64_t width : host_homes(model, first_layer_sums_inputs).width) bytes += kFloat * s.local * width;
   return bytes;
@@ -54,8 +57,11 @@ std::int64_t in_memory_device_bytes(const Model& model, const RankShape& s) {
       widest = std::max({widest, layer.input_sums_width(), layer.out_dim()});
       continue;
     }
-    const std::int64_t dropped = model.dropout_before(l) > 0.0F ? s.owned * layer.in_dim() : 0;
-    bytes += kFloat * (2 * s.local * layer.row_width() + outputs + dropped);
+    // A layer that transforms its mirrors holds their inputs, dropped out too, and those inputs' gradients.
+    const std::int64_t dropped_rows = transforms_mirrors(model, l) ? s.local : s.owned;
+    const std::int64_t dropped = model.dropout_before(l) > 0.0F ? dropped_rows * layer.in_dim() : 0;
+    const std::int64_t mirror_inputs = transforms_mirrors(model, l) ? 2 * (s.local - s.owned) * layer.in_dim() : 0;
+    bytes += kFloat * (2 * s.local * layer.row_width() + outputs + dropped + mirror_inputs);
     widest = std::max({widest, layer.row_width(), layer.out_dim()});
   }
   const std::int64_t edges = s.in_edges + s.owned;  // with a self-loop each
@@ -131,9 +137,9 @@ HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape&
   // The subgraph executor's rank frees the loaded graph's in-edges once planned, before its rows fill.
   footprint.parts.push_back({"dataset", shard_bytes(shape) - (layout.in_memory ? 0 : shard_in_edge_bytes(shape))});
   const bool sums_inputs =
-      !layout.in_memory &&
-      plan_sums_first_layer_inputs(model, {.device_budget = layout.device_budget,
-                                           .mode = layout.recompute ? ExecutionMode::kRecompute : ExecutionMode::kReuse});
+      !layout.in_memory && plan_sums_first_layer_inputs(
+                               model, {.device_budget = layout.device_budget,
+                                       .mode = layout.recompute ? ExecutionMode::kRecompute : ExecutionMode::kReuse});
   footprint.parts.push_back({"host rows", layout.in_memory
                                               ? 2 * shape.owned * shape.classes * kFloat
                                               : subgraph_host_rows(model, shape, layout.recompute, sums_inputs)});

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "nj/device/transfers.hpp"
+#include "nj/exec/exchange_side.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/subgraph.hpp"
 #include "nj/kernels/device_block.hpp"
@@ -86,6 +87,11 @@ struct InMemoryExecutor::State {
         num_mirrors(local.num_mirrors()),
         owned_gid(to_device<gid_t>(transfers, {local.global_id.data(), static_cast<std::size_t>(local.num_owned)},
                                    "index: global ids")),
+        mirror_gid(to_device<gid_t>(
+            transfers,
+            std::span<const gid_t>(local.global_id)
+                .subspan(static_cast<std::size_t>(local.num_owned), static_cast<std::size_t>(local.num_mirrors())),
+            "index: global ids")),
         boundary(to_device<vid_t>(transfers, exchange.boundary_rows(), "index: boundary rows")),
         input(device, sparse_features ? 0 : features.rows, features.cols, "rows: features"),
         logits(local.num_owned, model.layer(model.num_layers() - 1).out_dim()),
@@ -130,11 +136,20 @@ struct InMemoryExecutor::State {
                                        : DeviceMatrix());
       part_rows.push_back(largest_scattered > 0 ? DeviceMatrix(device, largest_scattered, sums_width, "rows: part rows")
                                                 : DeviceMatrix());
+      // A layer that transforms its mirrors' rows receives their inputs, and sends back their gradients.
+      const bool mirrors_transformed = exchange.has_peers() && transforms_mirrors(model, l);
+      transforms_mirror_rows.push_back(mirrors_transformed);
+      const std::int64_t mirror_input_rows = mirrors_transformed ? num_mirrors : 0;
+      mirror_inputs.emplace_back(device, mirror_input_rows, layer.in_dim(), "rows: mirrors' inputs");
+      mirror_input_gradients.emplace_back(device, mirror_input_rows, layer.in_dim(), "rows: mirrors' input gradients");
+      mirror_dropped.emplace_back(device, model.dropout_before(l) > 0.0F ? mirror_input_rows : 0, layer.in_dim(),
+                                  "rows: mirrors' dropped inputs");
       if (exchange.has_peers()) {
-        boundary_rows.emplace_back(device, static_cast<std::int64_t>(exchange.boundary_rows().size()), width,
-                                   "rows: boundary rows");
+        boundary_rows.emplace_back(device, static_cast<std::int64_t>(exchange.boundary_rows().size()),
+                                   exchanged_width(model, l, sums_inputs), "rows: boundary rows");
       }
     }
+    mirror_kept.resize(model.num_layers());
     kept.resize(model.num_layers());
   }
 
@@ -182,34 +197,103 @@ struct InMemoryExecutor::State {
   }
 
   // The mirrors' rows of what layer l aggregates (its transformed rows, or its dropped inputs) arrive from their
-  // owners while the parts that read no mirror aggregate.
+  // owners while the parts that read no mirror aggregate; or their inputs, which this rank then transforms
+  // (exchange_side.hpp).
   void exchange_rows(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
-    const auto layer = static_cast<std::uint32_t>(l);
     if (exchange.has_peers()) {
       const DeviceRows rows = boundary_rows[l].view();
-      backend.copy_rows(z[l].view(), boundary.view(), rows, {}, rows.rows);
-      if (exchange.on_device()) {
-        exchange.start_rows(layer, rows);
-      } else {
-        transfers.download(rows, host_rows(host_boundary, rows.rows, rows.cols));
-        exchange.start_rows(layer, host_rows(host_boundary, rows.rows, rows.cols));
-      }
+      const ConstDeviceRows sent = transforms_mirror_rows[l] ? outputs[l - 1].view() : z[l].view();
+      backend.copy_rows(sent, boundary.view(), rows, {}, rows.rows);
+      send_rows(l, rows);
     }
     for (const bool after_exchange : {false, true}) {
       if (after_exchange && exchange.has_peers()) {
-        const DeviceRows mirrors = z[l].view().slice(num_owned, num_mirrors);
-        if (exchange.on_device()) {
-          exchange.finish_rows(mirrors);
+        if (transforms_mirror_rows[l]) {
+          receive_rows(mirror_inputs[l].view());
+          transform_mirrors(model, l, epoch, training);
         } else {
-          const Rows host_mirror_rows = host_rows(host_mirrors, num_mirrors, z[l].cols());
-          exchange.finish_rows(host_mirror_rows);
-          transfers.upload(host_mirror_rows, {}, mirrors);
+          receive_rows(z[l].view().slice(num_owned, num_mirrors));
         }
       }
       for (const DevicePart& part : parts) {
         if (part.reads_mirrors == after_exchange) aggregate(model, l, part, epoch, training);
       }
     }
+  }
+
+  // The mirrors' transformed rows, from the inputs their owners sent, dropped out as the owners would.
+  void transform_mirrors(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
+    const float p = model.dropout_before(l);
+    mirror_kept[l] = mirror_inputs[l].view();
+    if (training && p > 0.0F) {
+      backend.dropout(mirror_inputs[l].view(), mirror_gid.view(),
+                      feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p,
+                      mirror_dropped[l].view());
+      mirror_kept[l] = mirror_dropped[l].view();
+    }
+    Layer::transform(backend, parameters.layer(l).weight.view(), mirror_kept[l],
+                     z[l].view().slice(num_owned, num_mirrors));
+  }
+
+  // The mirrors' share of layer l's transform backward: their part of the weight gradient here, and the gradient of
+  // their inputs through this layer's dropout and the previous layer's activation, ∂L/∂Y^{l-1}, which their owners
+  // add to their own.
+  ConstDeviceRows mirrors_transform_backward(const Model& model, std::size_t l, std::uint32_t epoch) {
+    LayerParameters& p = parameters.layer(l);
+    const DeviceRows grad_x = mirror_input_gradients[l].view();
+    Layer::transform_backward(backend, p.weight.view(), p.weight_grad, mirror_kept[l],
+                              grad_z[l].view().slice(num_owned, num_mirrors), grad_x);
+    if (model.dropout_before(l) > 0.0F) {
+      backend.dropout(grad_x, mirror_gid.view(),
+                      feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
+                      model.dropout_before(l), grad_x);
+    }
+    backend.activation_backward(model.activation_after(l - 1), mirror_inputs[l].view(), grad_x, grad_x);
+    return grad_x;
+  }
+
+  // The four ends of an exchange: from and into device memory, through the device communicator where it sends from
+  // there, else staged through the host.
+  void send_rows(std::size_t l, ConstDeviceRows rows) {
+    const auto layer = static_cast<std::uint32_t>(l);
+    if (exchange.on_device()) {
+      exchange.start_rows(layer, rows);
+      return;
+    }
+    const Rows staged = host_rows(host_boundary, rows.rows, rows.cols);
+    transfers.download(rows, staged);
+    exchange.start_rows(layer, staged);
+  }
+  void receive_rows(DeviceRows mirrors) {
+    if (exchange.on_device()) {
+      exchange.finish_rows(mirrors);
+      return;
+    }
+    const Rows staged = host_rows(host_mirrors, mirrors.rows, mirrors.cols);
+    exchange.finish_rows(staged);
+    transfers.upload(staged, {}, mirrors);
+  }
+  void send_gradients(std::size_t l, ConstDeviceRows mirrors) {
+    const auto layer = static_cast<std::uint32_t>(l);
+    if (exchange.on_device()) {
+      exchange.start_gradients(layer, mirrors);
+      return;
+    }
+    const Rows staged = host_rows(host_mirrors, mirrors.rows, mirrors.cols);
+    transfers.download(mirrors, staged);
+    exchange.start_gradients(layer, staged);
+  }
+  // What the mirrors on other ranks sent for layer l's boundary rows, summed, added into `gradients` (owned rows).
+  void add_received_gradients(std::size_t l, DeviceRows gradients) {
+    const DeviceRows sums = boundary_rows[l].view();
+    if (exchange.on_device()) {
+      exchange.finish_gradients(sums);
+    } else {
+      const Rows staged = host_rows(host_boundary, sums.rows, sums.cols);
+      exchange.finish_gradients(staged);
+      transfers.upload(staged, {}, sums);
+    }
+    backend.add_rows(sums, {}, gradients, boundary.view(), sums.rows);
   }
 
   ConstDeviceRows forward(Model& model, std::uint32_t epoch, bool training) {
@@ -249,6 +333,8 @@ struct InMemoryExecutor::State {
       LayerParameters& p = parameters.layer(l);
       const DeviceRows grad_y = grad_outputs[l].view();
       backend.activation_backward(model.activation_after(l), outputs[l].view(), grad_y, grad_y);
+      // The next layer's mirrors sent their share of ∂L/∂Y here, after this activation's backward.
+      if (l < last && transforms_mirror_rows[l + 1]) add_received_gradients(l + 1, grad_y);
       backend.column_sums(grad_y, p.bias_grad.span(), true);
       if (sums_inputs_first[l]) {
         // The input needs no gradient (the first layer), so neither do the rows aggregated: no aggregation, and
@@ -262,9 +348,11 @@ struct InMemoryExecutor::State {
         for (const DevicePart& part : parts) {
           if (part.reads_mirrors == reading_mirrors) aggregate_backward(model, l, part, epoch);
         }
-        if (reading_mirrors && exchange.has_peers()) start_gradients(l);
+        if (!reading_mirrors || !exchange.has_peers()) continue;
+        const DeviceRows mirrors = grad_z[l].view().slice(num_owned, num_mirrors);
+        send_gradients(l, transforms_mirror_rows[l] ? mirrors_transform_backward(model, l, epoch) : mirrors);
       }
-      if (exchange.has_peers()) add_received_gradients(l);
+      if (exchange.has_peers() && !transforms_mirror_rows[l]) add_received_gradients(l, grad_z[l].view());
       if (l == 0 && sparse_input) {
         const SparseBlockView x = drop_entries(backend, device, sparse_input->view(), owned_gid.view(),
                                                feature_dropout_stream(model.config(), 0, epoch),
@@ -284,32 +372,6 @@ struct InMemoryExecutor::State {
       }
     }
     parameters.finish_step(model, comm);
-  }
-
-  // The mirrors' gradients leave for their owners.
-  void start_gradients(std::size_t l) {
-    const auto layer = static_cast<std::uint32_t>(l);
-    const ConstDeviceRows mirrors = grad_z[l].view().slice(num_owned, num_mirrors);
-    if (exchange.on_device()) {
-      exchange.start_gradients(layer, mirrors);
-      return;
-    }
-    const Rows host_mirror_rows = host_rows(host_mirrors, num_mirrors, grad_z[l].cols());
-    transfers.download(mirrors, host_mirror_rows);
-    exchange.start_gradients(layer, host_mirror_rows);
-  }
-
-  // What the mirrors on other ranks sent for the boundary rows, added into their gradients.
-  void add_received_gradients(std::size_t l) {
-    const DeviceRows sums = boundary_rows[l].view();
-    if (exchange.on_device()) {
-      exchange.finish_gradients(sums);
-    } else {
-      const Rows host_sums = host_rows(host_boundary, sums.rows, sums.cols);
-      exchange.finish_gradients(host_sums);
-      transfers.upload(host_sums, {}, sums);
-    }
-    backend.add_rows(sums, {}, grad_z[l].view(), boundary.view(), sums.rows);
   }
 
   static Rows host_rows(std::vector<float>& values, std::int64_t rows, std::int64_t cols) {
@@ -340,6 +402,7 @@ struct InMemoryExecutor::State {
   std::int64_t num_owned = 0;
   std::int64_t num_mirrors = 0;
   DeviceArray<gid_t> owned_gid;             // what dropout masks are addressed by
+  DeviceArray<gid_t> mirror_gid;            // and the mirrors', where this rank transforms their rows
   DeviceArray<vid_t> boundary;              // the exchange's boundary rows
   DeviceMatrix input;                       // the owned rows' features, dense
   std::optional<DeviceBlock> sparse_input;  // or as sparse rows (sparse_inputs.hpp)
@@ -356,6 +419,13 @@ struct InMemoryExecutor::State {
   std::vector<DeviceMatrix> part_rows;      // a part's output rows, or their gradients, before they are scattered
   std::vector<DeviceMatrix> boundary_rows;  // the boundary rows leaving, or their received gradient sums
   std::vector<ConstDeviceRows> kept;        // what transform_backward multiplies by
+  // Where the layer transforms its mirrors' rows (transforms_mirrors): their inputs as received, dropped out, and
+  // the gradients of those inputs that return to their owners.
+  std::vector<char> transforms_mirror_rows;
+  std::vector<DeviceMatrix> mirror_inputs;
+  std::vector<DeviceMatrix> mirror_dropped;
+  std::vector<DeviceMatrix> mirror_input_gradients;
+  std::vector<ConstDeviceRows> mirror_kept;
   Matrix logits;
   Matrix grad_logits;
   Matrix downloaded_outputs;  // a layer's outputs, as layer_outputs last downloaded them

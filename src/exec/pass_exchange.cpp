@@ -2,20 +2,32 @@
 
 #include <algorithm>
 
-#include "nj/exec/host_footprint.hpp"
+#include "nj/exec/exchange_side.hpp"
 
 namespace nj {
 
 PassExchange::PassExchange(Communicator* ranks, const LocalGraph& local, const Model& model,
-                           bool first_layer_sums_inputs, const std::vector<Rows>& homes)
-    : exchange_(ranks, local, model.num_layers()), homes_(homes), num_owned_(local.num_owned) {
+                           bool first_layer_sums_inputs, const std::vector<Rows>& homes,
+                           const std::vector<Rows>& outputs, const std::vector<Rows>& output_gradients)
+    : exchange_(ranks, local, model.num_layers()),
+      homes_(homes),
+      outputs_(outputs),
+      output_gradients_(output_gradients),
+      num_owned_(local.num_owned) {
   const auto boundary = static_cast<std::int64_t>(exchange_.boundary_rows().size());
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
-    const std::int64_t width = aggregated_width(model, l, first_layer_sums_inputs);
-    // A first layer that sums its inputs receives no gradients of them.
-    received_gradients_.emplace_back(boundary, l == 0 && first_layer_sums_inputs ? 0 : width);
-    boundary_rows_.emplace_back(boundary, width);
+    transforms_mirrors_.push_back(exchange_.has_peers() && transforms_mirrors(model, l));
+    received_gradients_.emplace_back(boundary, exchanged_gradient_width(model, l, first_layer_sums_inputs));
+    boundary_rows_.emplace_back(boundary, exchanged_width(model, l, first_layer_sums_inputs));
   }
+}
+
+Rows PassExchange::forward_rows(std::size_t layer) const {
+  return transforms_mirrors_[layer] ? outputs_[layer - 1] : homes_[2 * layer];
+}
+
+Rows PassExchange::backward_rows(std::size_t layer) const {
+  return transforms_mirrors_[layer] ? output_gradients_[layer - 1] : homes_[2 * layer + 1];
 }
 
 void PassExchange::begin_forward() {
@@ -44,15 +56,16 @@ void PassExchange::advance(const Pass& pass, std::size_t k) {
       if (forward) {
         start_rows(layer);
       } else {
-        exchange_.start_gradients(layer, mirror_rows(homes_[2 * layer + 1]));
+        exchange_.start_gradients(layer, mirror_rows(backward_rows(layer)));
       }
       started_ = true;
     }
     if (points[phase_].finish > k) return;
     if (forward) {
-      exchange_.finish_rows(mirror_rows(homes_[2 * layer]));
+      exchange_.finish_rows(mirror_rows(forward_rows(layer)));
     } else {
       exchange_.finish_gradients(received_gradients_[layer].view());
+      if (transforms_mirrors_[layer]) add_received_gradients(layer);
     }
     started_ = false;
     ++phase_;
@@ -63,12 +76,25 @@ void PassExchange::advance(const Pass& pass, std::size_t k) {
 void PassExchange::start_rows(std::uint32_t layer) {
   const std::vector<vid_t>& rows = exchange_.boundary_rows();
   Matrix& packed = boundary_rows_[layer];
-  const Rows home = homes_[2 * layer];
+  const Rows home = forward_rows(layer);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const float* row = home.row(rows[i]);
     std::copy(row, row + packed.cols(), packed.row(static_cast<std::int64_t>(i)));
   }
   exchange_.start_rows(layer, packed.view());
+}
+
+// What the mirrors sent for the boundary rows' inputs, added to the previous layer's output gradients, which the
+// backward of that layer reads next.
+void PassExchange::add_received_gradients(std::uint32_t layer) {
+  const std::vector<vid_t>& rows = exchange_.boundary_rows();
+  const Matrix& sums = received_gradients_[layer];
+  const Rows gradients = backward_rows(layer);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const float* sum = sums.row(static_cast<std::int64_t>(i));
+    float* row = gradients.row(rows[i]);
+    for (std::int64_t c = 0; c < sums.cols(); ++c) row[c] += sum[c];
+  }
 }
 
 }  // namespace nj

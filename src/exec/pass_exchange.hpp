@@ -1,7 +1,9 @@
 #pragma once
 // The exchange of a running pass's boundary rows with the other ranks, as the step loop advances it: each phase's
 // exchange starts and finishes at the steps the plan chose for it (Pass::exchange_points), forward with the rows a
-// layer aggregates, backward with their gradients, so that the transfers overlap the steps in between.
+// layer aggregates, backward with their gradients, so that the transfers overlap the steps in between. A layer that
+// transforms its mirrors (exchange_side.hpp) exchanges its inputs instead: the previous layer's outputs forward,
+// and their gradients backward, which are added to that layer's output gradients where they arrive.
 #include <cstddef>
 #include <vector>
 
@@ -14,9 +16,12 @@ namespace nj {
 class PassExchange {
  public:
   // `homes`: per trace tensor, the host rows the exchange reads the boundary rows from and writes the mirrors'
-  // rows into (2l: layer l's transformed rows, 2l+1: their gradients); they must outlive the exchange.
+  // rows into (2l: layer l's transformed rows, 2l+1: their gradients); `outputs` and `output_gradients`: per layer,
+  // its outputs and ∂L/∂Y in pass rows, the rows exchanged for a next layer that transforms its mirrors. All must
+  // outlive the exchange.
   PassExchange(Communicator* ranks, const LocalGraph& local, const Model& model, bool first_layer_sums_inputs,
-               const std::vector<Rows>& homes);
+               const std::vector<Rows>& homes, const std::vector<Rows>& outputs,
+               const std::vector<Rows>& output_gradients);
 
   // The running pass starts its forward half (every phase's exchange from the first) or its backward half.
   void begin_forward();
@@ -34,10 +39,17 @@ class PassExchange {
 
  private:
   void start_rows(std::uint32_t layer);
+  void add_received_gradients(std::uint32_t layer);
+  // The host rows layer l's exchange reads its boundary rows from and writes its mirrors' into, forward and backward.
+  Rows forward_rows(std::size_t layer) const;
+  Rows backward_rows(std::size_t layer) const;
   Rows mirror_rows(Rows home) const { return home.slice(num_owned_, home.rows - num_owned_); }
 
   BoundaryExchange exchange_;
   const std::vector<Rows>& homes_;
+  const std::vector<Rows>& outputs_;
+  const std::vector<Rows>& output_gradients_;
+  std::vector<char> transforms_mirrors_;  // per layer (exchange_side.hpp)
   std::int64_t num_owned_;
   std::vector<Matrix> received_gradients_;  // per layer: what the mirrors sent for each boundary row
   std::vector<Matrix> boundary_rows_;       // per layer: the boundary rows leaving, packed

@@ -44,7 +44,7 @@ struct SubgraphExecutor::State {
         num_owned(local.num_owned),
         global_id(local.global_id),
         plan(p),
-        exchange(ranks, local, model, p.first_layer_sums_inputs(), homes),
+        exchange(ranks, local, model, p.first_layer_sums_inputs(), homes, outputs, grad_outputs),
         parameters(transfers, model, p.first_layer_sums_inputs(), !p.options.forward_only),
         pools(
             backend, transfers, 2 * model.num_layers(), plan.staging_limit_bytes,
@@ -69,7 +69,9 @@ struct SubgraphExecutor::State {
     }
     for (std::size_t l = 0; l < layers; ++l) {
       const Layer& layer = model.layer(l);
-      output_rows.emplace_back(aggregated, layer.out_dim());
+      // Where the next layer transforms its mirrors, their rows of these outputs arrive from their owners.
+      const bool mirror_rows = !plan.passes.empty() && plan.passes.front().mirrors_transformed(l + 1);
+      output_rows.emplace_back(mirror_rows ? rows : aggregated, layer.out_dim());
       outputs.push_back(output_rows.back().view());
       grad_outputs.push_back(outputs.back());
     }
@@ -453,6 +455,7 @@ struct SubgraphExecutor::State {
     }
     backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
     if (pass->output_stays(l, k)) {
+      download_boundary_rows(out.view(), l, k);
       residency.inputs[{l + 1, k}] = std::move(out);  // the next layer's transform input, where it is
       return;
     }
@@ -466,8 +469,8 @@ struct SubgraphExecutor::State {
     // ∂L/∂Y, the activation's backward done where ∂L/∂H was computed: on the device where the outputs stayed, else
     // in grad_outputs[l].
     std::optional<DeviceMatrix> stayed = StepResidency::take(residency.output_gradients, l, k);
-    const DeviceMatrix grad_y =
-        stayed ? std::move(*stayed) : upload(grad_outputs[l], destinations, "rows: output gradients");
+    DeviceMatrix grad_y = stayed ? std::move(*stayed) : upload(grad_outputs[l], destinations, "rows: output gradients");
+    if (stayed) add_boundary_gradients(grad_y.view(), l, k);
     LayerParameters& p = parameters.layer(l);
     backend.column_sums(grad_y.view(), p.bias_grad.span(), true);
     if (sums_inputs(l)) {
@@ -556,6 +559,31 @@ struct SubgraphExecutor::State {
     }
     // This was the input's last reader in the pass.
     if (!streamed && !(residency.lasting && l == 0)) residency.inputs.erase({l, k});
+  }
+
+  // Where the next layer transforms its mirrors, the boundary rows of subgraph k's outputs that stay on the device go
+  // to the host too, from where the exchange sends them (Pass::staying_boundary).
+  void download_boundary_rows(ConstDeviceRows out, std::size_t l, std::size_t k) {
+    const StayingBoundary& boundary = pass->staying_boundary_rows(l, k);
+    if (boundary.positions.empty()) return;
+    const auto rows = static_cast<std::int64_t>(boundary.positions.size());
+    DeviceMatrix packed(device, rows, out.cols, "rows: exchange staging");
+    const DeviceArray<vid_t> positions = slots_on_device(transfers, boundary.positions);
+    backend.copy_rows(out, positions.view(), packed.view(), {}, rows);
+    std::vector<vid_t> destinations;
+    destinations.reserve(boundary.positions.size());
+    for (const vid_t i : boundary.positions)
+      destinations.push_back(pass->destinations(l, k)[static_cast<std::size_t>(i)]);
+    download(packed.view(), outputs[l], destinations);
+  }
+  // And what the next layer's mirrors sent back for those rows is added to their output gradients there.
+  void add_boundary_gradients(DeviceRows grad_y, std::size_t l, std::size_t k) {
+    const StayingBoundary& boundary = pass->staying_boundary_rows(l, k);
+    if (boundary.positions.empty()) return;
+    const auto rows = static_cast<std::int64_t>(boundary.positions.size());
+    DeviceMatrix sums = upload(exchange.received_gradients(l + 1), boundary.boundary_index, "rows: exchange staging");
+    const DeviceArray<vid_t> positions = slots_on_device(transfers, boundary.positions);
+    backend.add_rows(sums.view(), {}, grad_y, positions.view(), rows);
   }
 
   // Rows of a pool leave the device for their host home, from where the exchange sends them.

@@ -10,10 +10,17 @@ nlohmann::json number_or_null(double value) {
   return std::isnan(value) ? nlohmann::json(nullptr) : nlohmann::json(value);
 }
 
+// The width of the rows sent says which side the layer exchanges (exchange_side.hpp): its inputs' width, or its
+// transformed rows'.
 nlohmann::json to_json(const ExchangeSummary& e) {
-  return {{"rows_sent", e.rows_sent},      {"rows_received", e.rows_received},
-          {"bytes_sent", e.bytes_sent},    {"bytes_received", e.bytes_received},
-          {"seconds", to_json(e.seconds)}, {"wait_seconds", to_json(e.wait_seconds)}};
+  const std::int64_t row_width = e.rows_sent > 0 ? e.bytes_sent / e.rows_sent / std::int64_t{sizeof(float)} : 0;
+  return {{"rows_sent", e.rows_sent},
+          {"rows_received", e.rows_received},
+          {"bytes_sent", e.bytes_sent},
+          {"bytes_received", e.bytes_received},
+          {"row_width", row_width},
+          {"seconds", to_json(e.seconds)},
+          {"wait_seconds", to_json(e.wait_seconds)}};
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 // Training on P ranks computes the same function as one process: per epoch the loss, and after the last epoch
 // every weight gradient, equal a single-process in-memory run within 1e-5 relative (the gradient's in the max
 // norm); for GCN and GAT, METIS and random partitions, in-memory and subgraph execution, unlimited and 25 %
-// budgets. PyG's reference steps hold on the ranks' shards. The exchange moves exactly mirror rows × row width ×
-// 4 bytes per layer and direction, and the subgraph executor's gradients agree with finite differences of the
-// loss, element by element and along one direction. ctest runs this binary alone (one rank) and under mpirun
-// with 2, 3 and 4.
+// budgets. PyG's reference steps hold on the ranks' shards. The exchange moves exactly mirror rows × the narrower of
+// the layer's input and transformed widths × 4 bytes per layer and direction (SAGE's second layer sends its inputs),
+// and the subgraph executor's gradients agree with finite differences of the loss, element by element and along one
+// direction. ctest runs this binary alone (one rank) and under mpirun with 2, 3 and 4.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "mpi/job.hpp"
 #include "nj/comm/device_communicator.hpp"
 #include "nj/comm/gather.hpp"
+#include "nj/exec/exchange_side.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
@@ -222,10 +223,15 @@ TEST_P(MultiRank, ExchangeMovesMirrorRowsTimesRowWidth) {
       ASSERT_EQ(m.execution.exchange.size(), model.num_layers());
       ASSERT_EQ(m.exchange.size(), model.num_layers());
       for (std::size_t l = 0; l < model.num_layers(); ++l) {
-        // Both runs are without a budget: a first layer that sums its inputs sends them, and no gradients.
-        const bool sums_inputs = aggregates_before_transform(model.layer(l), l, false);
-        const std::int64_t row_bytes =
-            aggregated_width(model, l, sums_inputs) * static_cast<std::int64_t>(sizeof(float));
+        // Both runs are without a budget: a first layer that sums its inputs sends them, and no gradients. A later
+        // layer that reads its neighbours sends the narrower of its inputs and its transformed rows, both ways.
+        const Layer& layer = model.layer(l);
+        const bool sums_inputs = aggregates_before_transform(layer, l, false);
+        const std::int64_t width = exchanged_width(model, l, sums_inputs);
+        if (l > 0 && layer.aggregation().reads_neighbours) {
+          EXPECT_EQ(width, std::min(layer.in_dim(), layer.row_width())) << "layer " << l + 1;
+        }
+        const std::int64_t row_bytes = width * static_cast<std::int64_t>(sizeof(float));
         const std::int64_t gradient_row_bytes = sums_inputs ? 0 : row_bytes;
         const auto& forward = m.execution.exchange[l][0];
         const auto& backward = m.execution.exchange[l][1];

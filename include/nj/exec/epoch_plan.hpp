@@ -104,6 +104,12 @@ struct PartSize {
   bool reads_mirror = false;  // some source is a mirror, whose row the exchange brings
 };
 
+// Boundary rows among the destinations of a subgraph: their positions there, and their index among the boundary rows.
+struct StayingBoundary {
+  std::vector<vid_t> positions;
+  std::vector<vid_t> boundary_index;
+};
+
 // One run of the layer-by-layer schedule over a set of rows, forward and backward. Reuse makes one pass over
 // the whole graph. The recompute baseline makes one pass per subgraph over its L-hop closure: layer l computes
 // the rows within L-1-l hops of the subgraph, and nothing a pass computed is kept for the next one.
@@ -149,6 +155,15 @@ struct Pass {
   std::vector<std::vector<char>> blocks_stay;
   // Likewise per first-layer transform chunk: whether its features stay (dense features only).
   std::vector<char> inputs_stay;
+  // Multi-rank reuse, per layer: whether it receives its mirrors' inputs and transforms them itself
+  // (exchange_side.hpp). Its transform chunks then end with chunks of mirror rows, which wait for the exchange; its
+  // inputs (the previous layer's outputs) have host rows for the mirrors, where the exchange writes them forward and
+  // their gradients leave from backward.
+  std::vector<char> transforms_mirrors;
+  // Where layer l+1 transforms its mirrors, per subgraph of layer l whose outputs stay (outputs_stay): its boundary
+  // rows. Their outputs also go to the host, where the exchange sends them from, and the gradients the mirrors send
+  // back for them are added to the output gradients on the device.
+  std::vector<std::vector<StayingBoundary>> staying_boundary;
 
   vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
   bool output_stays(std::size_t layer, std::size_t part) const {
@@ -162,6 +177,14 @@ struct Pass {
     return layer < blocks_stay.size() && part < blocks_stay[layer].size() && blocks_stay[layer][part] != 0;
   }
   bool input_stays(std::size_t chunk) const { return chunk < inputs_stay.size() && inputs_stay[chunk] != 0; }
+  bool mirrors_transformed(std::size_t layer) const {
+    return layer < transforms_mirrors.size() && transforms_mirrors[layer] != 0;
+  }
+  const StayingBoundary& staying_boundary_rows(std::size_t layer, std::size_t part) const {
+    static const StayingBoundary kNone;
+    return layer < staying_boundary.size() && part < staying_boundary[layer].size() ? staying_boundary[layer][part]
+                                                                                    : kNone;
+  }
 };
 
 // The shape a budgeted step packs subgraph `part` of layer `layer` in (PackedBlock): from its kept block, or from the
