@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "nj/core/error.hpp"
@@ -238,38 +239,66 @@ class CpuBackend final : public Backend {
   }
   // The out-edges by a counting sort whose threads each own a range of sources and read every in-edge in order, so
   // that a source's out-edges come out in edge order whatever the thread count.
+  // Each thread takes a range of destinations holding about as many edges as the others' and, in one read of them,
+  // widens and weighs their in-edges and counts them per source; after one prefix over the sources it places them
+  // among the out-edges from cursors of its own. A source's out-edges so keep destination order (the host
+  // transpose's) whatever the thread count, and every edge is read twice in all, not by every thread. The counts
+  // and cursors are the emulated device's scratch (one array of sources per thread), as a GPU's would be its own.
   void expand_block(const PackedBlockView& b, const ExpandedArrays& out, DeviceSpan<eid_t> cursor) override {
     expect_expand_shapes(b, out, cursor);
-    if (out.src_index != nullptr || out.edge_weight != nullptr) {
-#pragma omp parallel for schedule(dynamic, 256) if (worth_threads(b.edges))
-      for (vid_t i = 0; i < b.num_dst; ++i) rowmath::expand_in_edges(b, i, out);
-    }
-    if (out.src_offsets == nullptr) return;
-    eid_t* offsets = out.src_offsets;
-    eid_t* next = cursor.data;
-    std::fill(offsets, offsets + b.num_src + 1, eid_t{0});
-#pragma omp parallel if (worth_threads(b.edges))
+    const bool in_edges = out.src_index != nullptr || out.edge_weight != nullptr;
+    const bool out_edges = out.src_offsets != nullptr;
+    const int threads = worth_threads(b.edges) ? std::max(1, omp_get_max_threads()) : 1;
+    const auto sources = static_cast<std::size_t>(b.num_src);
+    if (out_edges) expand_cursors_.assign(static_cast<std::size_t>(threads) * sources, 0);
+    std::vector<eid_t> range_start(static_cast<std::size_t>(threads) + 1, 0);
+#pragma omp parallel num_threads(threads)
     {
-      const auto threads = static_cast<vid_t>(omp_get_num_threads());
-      const auto t = static_cast<vid_t>(omp_get_thread_num());
-      const vid_t first = static_cast<vid_t>(std::int64_t{b.num_src} * t / threads);
-      const vid_t last = static_cast<vid_t>(std::int64_t{b.num_src} * (t + 1) / threads);
-      for (eid_t e = 0; e < b.edges; ++e) {
-        const vid_t s = b.source(e);
-        if (s >= first && s < last) ++offsets[s + 1];
+      const int team = omp_get_num_threads();
+      const int t = omp_get_thread_num();
+      const auto destinations_from = [&](int u) {
+        if (u == team) return b.num_dst;
+        const eid_t edge = b.edges * u / team;
+        return static_cast<vid_t>(std::lower_bound(b.dst_offsets, b.dst_offsets + b.num_dst, edge) - b.dst_offsets);
+      };
+      const vid_t first = destinations_from(t);
+      const vid_t last = destinations_from(t + 1);
+      eid_t* const cursor_of = out_edges ? expand_cursors_.data() + static_cast<std::size_t>(t) * sources : nullptr;
+      for (vid_t i = first; i < last; ++i) {
+        if (in_edges) rowmath::expand_in_edges(b, i, out);
+        if (!out_edges) continue;
+        for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) ++cursor_of[b.source(e)];
       }
+      if (out_edges) {
+        // This thread's range of sources: their out-edges in all, then, once every range's start is known, each
+        // source's offset and every thread's first slot among its out-edges.
+        const auto source_from = [&](int u) { return static_cast<vid_t>(std::int64_t{b.num_src} * u / team); };
+        const auto count_of = [&](int u, vid_t s) -> eid_t& {
+          return expand_cursors_[static_cast<std::size_t>(u) * sources + static_cast<std::size_t>(s)];
+        };
+#pragma omp barrier
+        eid_t range_edges = 0;
+        for (vid_t s = source_from(t); s < source_from(t + 1); ++s) {
+          for (int u = 0; u < team; ++u) range_edges += count_of(u, s);
+        }
+        range_start[static_cast<std::size_t>(t) + 1] = range_edges;
 #pragma omp barrier
 #pragma omp single
-      {
-        for (vid_t s = 0; s < b.num_src; ++s) {
-          offsets[s + 1] += offsets[s];
-          next[s] = offsets[s];
+        {
+          for (int u = 0; u < team; ++u)
+            range_start[static_cast<std::size_t>(u) + 1] += range_start[static_cast<std::size_t>(u)];
+          out.src_offsets[b.num_src] = b.edges;
         }
-      }
-      for (vid_t i = 0; i < b.num_dst; ++i) {
-        for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
-          const vid_t s = b.source(e);
-          if (s >= first && s < last) rowmath::place_out_edge(b, next[s]++, e, i, out);
+        eid_t at = range_start[static_cast<std::size_t>(t)];
+        for (vid_t s = source_from(t); s < source_from(t + 1); ++s) {
+          out.src_offsets[s] = at;
+          for (int u = 0; u < team; ++u) at += std::exchange(count_of(u, s), at);
+        }
+#pragma omp barrier
+        for (vid_t i = first; i < last; ++i) {
+          for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
+            rowmath::place_out_edge(b, cursor_of[b.source(e)]++, e, i, out);
+          }
         }
       }
     }
@@ -284,6 +313,9 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // expand_block's per-thread counts of out-edges per source, then each thread's cursors among them.
+  std::vector<eid_t> expand_cursors_;
+
   // dst rows = src rows, or dst rows += src rows: copy_rows and add_rows.
   static void move_rows(ConstDeviceRows src, const vid_t* src_rows, DeviceRows dst, const vid_t* dst_rows,
                         std::int64_t count, bool accumulate) {

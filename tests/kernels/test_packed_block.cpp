@@ -1,11 +1,13 @@
 // A packed block (what a budgeted step uploads) expands on the device into the very arrays of the block uploaded
 // whole: widened sources, weights from vertex factors, and the out-edges in SparseBlock::index_by_source's order.
-// Every array is compared element for element, for each way of holding weights and both source widths.
+// Every array is compared element for element, for each way of holding weights and both source widths, on blocks
+// one thread expands and blocks the CPU backend's threads share.
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <random>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "nj/graph/shard.hpp"
@@ -57,6 +59,7 @@ class PackedBlockTest : public ::testing::TestWithParam<PackCase> {
     on_.emplace(std::get<0>(GetParam()), 2);
   }
   test::OnDevice& on() { return *on_; }
+  void expect_expands_into_the_whole_block(PackedWeights weights, const SparseBlock& host);
 
   template <typename T>
   std::vector<T> get(const T* data, std::int64_t size) {
@@ -67,13 +70,22 @@ class PackedBlockTest : public ::testing::TestWithParam<PackCase> {
   std::optional<test::OnDevice> on_;
 };
 
+// A block small enough for one thread, and one whose edges the CPU backend's threads share (each a range of
+// destinations, whose out-edges must still come out in destination order per source).
 TEST_P(PackedBlockTest, ExpandsIntoTheArraysOfTheWholeBlock) {
   const PackedWeights weights = std::get<1>(GetParam());
-  const SparseBlock host = block_weighted(weights, 300, 120);
+  for (const auto& [vertices, destinations] :
+       {std::pair<vid_t, vid_t>{300, 120}, std::pair<vid_t, vid_t>{6000, 4000}}) {
+    SCOPED_TRACE(::testing::Message() << destinations << " destinations");
+    expect_expands_into_the_whole_block(weights, block_weighted(weights, vertices, destinations));
+  }
+}
+
+void PackedBlockTest::expect_expands_into_the_whole_block(PackedWeights weights, const SparseBlock& host) {
   const auto edges = static_cast<std::int64_t>(host.src_index.size());
   const DeviceBlock whole = on().block(host);
-  // 300 sources: 16 bits with the default limit, 32 with a limit below them.
-  for (const std::int64_t narrow_limit : {kNarrowSourceLimit, std::int64_t{299}}) {
+  // 16-bit sources with the default limit, 32 with a limit below them.
+  for (const std::int64_t narrow_limit : {kNarrowSourceLimit, std::int64_t{host.num_src} - 1}) {
     for (const bool ids : {true, false}) {
       const BlockShape shape = PackedBlock::shape_of(host, narrow_limit, ids);
       ASSERT_EQ(shape.weights, weights);
