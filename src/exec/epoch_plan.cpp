@@ -489,6 +489,10 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       for (std::size_t k = parts.size(); k-- > 0;) {
         if (parts[k].reads_mirror != after_exchange) continue;
         add_step(StepKind::kAggregate, l, k, phase);
+        // Within a budget the sums of a first layer's inputs wait on the host for its backward half.
+        if (dims[l].sums_inputs && !pass.lasting && !plan.options.forward_only) {
+          pass.stream_d2h_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].sums * kFloat;
+        }
         // Outputs that stay leave for the host only where the next layer's exchange sends them.
         const auto downloaded =
             static_cast<std::int64_t>(pass.output_stays(l, k) ? pass.staying_boundary_rows(l, k).positions.size()
@@ -528,6 +532,9 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       for (std::size_t k = 0; k < parts.size(); ++k) {
         if (parts[k].reads_mirror != reading_mirrors) continue;
         add_step(StepKind::kAggregateBackward, l, k, phase);
+        if (dims[l].sums_inputs && !pass.lasting) {
+          pass.stream_h2d_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].sums * kFloat;
+        }
         // Output gradients that stayed take only what the next layer's mirrors sent for them from the host.
         const auto uploaded =
             static_cast<std::int64_t>(pass.output_stays(l, k) ? pass.staying_boundary_rows(l, k).positions.size()
@@ -791,10 +798,9 @@ Pass ClosurePlanner::plan(const EpochPlan& plan, std::span<const vid_t> dsts) {
 }
 
 bool plan_sums_first_layer_inputs(const Model& model, const SubgraphExecutorOptions& options) {
-  // Without a budget reuse's pass keeps on the device what in-memory training keeps, so it can keep the sums and
-  // run its first layer in the same order.
-  return unlimited(options.device_budget) && options.mode == ExecutionMode::kReuse &&
-         aggregates_before_transform(model.layer(0), 0, options.inputs.sparse);
+  // Reuse's pass runs its first layer in the order in-memory training does: without a budget the sums stay on the
+  // device until the backward half, within one they go to the host and back.
+  return options.mode == ExecutionMode::kReuse && aggregates_before_transform(model.layer(0), 0, options.inputs.sparse);
 }
 
 constexpr EnumNames<ExecutionMode, 2> kExecutionModeNames{
@@ -809,8 +815,14 @@ const char* to_string(CutOrder order) { return kCutOrderNames.name(order); }
 std::int64_t minimum_device_budget(const Model& model, const LocalGraph& local, const LibraryMemory& library,
                                    bool forward_only, const InputShape& inputs) {
   const PreparedGraph prepared = model.prepare(local);
-  return minimum_budget(smallest_step(layer_dims(model, library, prepared, forward_only, inputs), prepared.graph).bytes,
-                        resident_bytes(model, forward_only));
+  // Either order of the first layer (reuse may sum its inputs first, the recompute baseline does not).
+  std::int64_t smallest = 0;
+  for (const bool sums_inputs : {false, aggregates_before_transform(model.layer(0), 0, inputs.sparse)}) {
+    smallest = std::max(
+        smallest,
+        smallest_step(layer_dims(model, library, prepared, forward_only, inputs, sums_inputs), prepared.graph).bytes);
+  }
+  return minimum_budget(smallest, resident_bytes(model, forward_only));
 }
 
 EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const SubgraphExecutorOptions& options) {

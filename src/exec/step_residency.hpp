@@ -74,9 +74,12 @@ struct StepResidency {
   ByChunk<std::span<const vid_t>> lasting_sources;  // of the lasting blocks and the staying ones
   std::deque<std::vector<vid_t>> built_sources;     // what lasting_sources views where the pass builds its blocks
   ByChunk<StepBlock> blocks;
-  // Within a budget, what stays for the run: packed blocks (Pass::blocks_stay) and features (Pass::inputs_stay).
+  // Within a budget, what stays for the run: packed blocks (Pass::blocks_stay), features (Pass::inputs_stay), and
+  // the room for a first layer's sums of its inputs (Pass::sums_stay), which each epoch's forward writes and its
+  // backward reads.
   ByChunk<StepBlock> staying_blocks;
   ByChunk<DeviceMatrix> staying_inputs;
+  ByChunk<DeviceMatrix> staying_sums;
   ByChunk<DeviceMatrix> inputs;        // transform inputs; a layer above the first takes the previous one's outputs
   ByChunk<DeviceBlock> sparse_inputs;  // the first layer's, where they are sparse rows (sparse_inputs.hpp)
   ByChunk<DeviceMatrix> dropped;       // their dropout, where it drops

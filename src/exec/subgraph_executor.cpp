@@ -75,6 +75,7 @@ struct SubgraphExecutor::State {
       outputs.push_back(output_rows.back().view());
       grad_outputs.push_back(outputs.back());
     }
+    if (sums_inputs && !residency.uploads_stay) input_sums = HostRows(aggregated, model.layer(0).input_sums_width());
     last_gradients = HostRows(aggregated, model.layer(layers - 1).out_dim());
     grad_outputs.back() = last_gradients.view();
     // Reuse's one pass has the owned vertices as its first rows: the last layer's outputs are the logits.
@@ -96,6 +97,13 @@ struct SubgraphExecutor::State {
     for (std::size_t l = 0; l < p.blocks_stay.size(); ++l) {
       for (std::size_t k = 0; k < p.blocks_stay[l].size(); ++k) {
         if (p.block_stays(l, k)) residency.staying_blocks[{l, k}] = block_for_the_run(p, l, k);
+      }
+    }
+    for (std::size_t k = 0; k < p.sums_stay.size(); ++k) {
+      if (p.sums_stays(k)) {
+        residency.staying_sums[{0, k}] =
+            DeviceMatrix(device, static_cast<std::int64_t>(p.destinations(0, k).size()),
+                         model_of_run->layer(0).input_sums_width(), "rows: aggregated inputs");
       }
     }
     for (std::size_t k = 0; k < p.inputs_stay.size(); ++k) {
@@ -246,7 +254,10 @@ struct SubgraphExecutor::State {
     const PlannedStep& s = pass->steps[k];
     part = nullptr;
     std::span<const vid_t> sources;
-    if (s.kind == StepKind::kAggregate || s.kind == StepKind::kAggregateBackward) {
+    // A first layer that sums its inputs reads no block backward.
+    const bool reads_block = s.kind == StepKind::kAggregate ||
+                             (s.kind == StepKind::kAggregateBackward && !sums_inputs(s.layer));
+    if (reads_block) {
       if (const auto kept = residency.lasting_sources.find({s.layer, s.index});
           kept != residency.lasting_sources.end()) {
         sources = kept->second;  // the block is on the device: nothing to build
@@ -434,10 +445,14 @@ struct SubgraphExecutor::State {
     Layer& layer = model.layer(l);
     const auto num_dst = static_cast<std::int64_t>(destinations.size());
     DeviceMatrix out(device, num_dst, layer.out_dim(), "rows: aggregated rows");
-    DeviceMatrix sums = sums_inputs(l)
+    // A first layer's sums of its inputs: into the room that stays for them, or a buffer of the step's.
+    const auto staying_sums = residency.staying_sums.find({l, k});
+    const bool sums_stay = staying_sums != residency.staying_sums.end();
+    DeviceMatrix sums = sums_inputs(l) && !sums_stay
                             ? DeviceMatrix(device, num_dst, layer.input_sums_width(), "rows: aggregated inputs")
                             : DeviceMatrix();
-    const DeviceRows aggregated = sums_inputs(l) ? sums.view() : out.view();
+    const DeviceRows sums_rows = sums_stay ? staying_sums->second.view() : sums.view();
+    const DeviceRows aggregated = sums_inputs(l) ? sums_rows : out.view();
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
     const auto sources = pool_run(z_index(l), slots.reads);
     ExpandedBlock expanded;
@@ -450,8 +465,11 @@ struct SubgraphExecutor::State {
       layer.aggregate(backend, view, attention, training, rows, aggregated);
     }
     if (sums_inputs(l)) {
-      Layer::transform(backend, parameters.layer(l).weight.view(), sums.view(), out.view());
-      if (training) residency.sums[{l, k}] = std::move(sums);  // what the weight gradient multiplies by
+      Layer::transform(backend, parameters.layer(l).weight.view(), sums_rows, out.view());
+      // What the weight gradient multiplies by: on the device without a budget or where they stay, else on the host
+      // until then.
+      if (training && residency.uploads_stay) residency.sums[{l, k}] = std::move(sums);
+      if (training && !residency.uploads_stay && !sums_stay) download(sums.view(), input_sums.view(), destinations);
     }
     backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
     if (pass->output_stays(l, k)) {
@@ -474,9 +492,15 @@ struct SubgraphExecutor::State {
     LayerParameters& p = parameters.layer(l);
     backend.column_sums(grad_y.view(), p.bias_grad.span(), true);
     if (sums_inputs(l)) {
-      const std::optional<DeviceMatrix> sums = StepResidency::take(residency.sums, l, k);
-      NJ_EXPECTS(sums.has_value(), "layer {} subgraph {}: its forward kept no sums", l + 1, k);
-      Layer::transform_backward(backend, p.weight.view(), p.weight_grad, sums->view(), grad_y.view(), {});
+      const auto staying = residency.staying_sums.find({l, k});
+      std::optional<DeviceMatrix> sums = StepResidency::take(residency.sums, l, k);
+      if (!residency.uploads_stay && staying == residency.staying_sums.end()) {
+        sums = upload(input_sums.view(), destinations, "rows: aggregated inputs");
+      }
+      NJ_EXPECTS(sums.has_value() || staying != residency.staying_sums.end(),
+                 "layer {} subgraph {}: its forward kept no sums", l + 1, k);
+      Layer::transform_backward(backend, p.weight.view(), p.weight_grad,
+                                sums ? sums->view() : staying->second.view(), grad_y.view(), {});
       return;
     }
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
@@ -743,6 +767,7 @@ struct SubgraphExecutor::State {
   std::vector<Rows> outputs;       // H^{l+1}; the last holds the logits
   std::vector<Rows> grad_outputs;  // ∂L/∂Y^l, the gradient before layer l's activation: outputs[l] but the last
   HostRows last_gradients;         // grad_outputs.back()
+  HostRows input_sums;             // within a budget, a first layer's sums of its inputs (Pass::first_layer_sums_inputs)
   HostRows own_logits;             // recompute: per vertex, gathered from every pass
   ConstRows logits;                // per vertex: the last layer's outputs
   CachePools pools;
@@ -790,11 +815,13 @@ MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, Con
 namespace {
 
 // The structure bytes an epoch of the pass moves: the packed block of every aggregation step whose block does not
-// stay (a layer that sums its inputs first runs no block backward, but only without a budget, where none is packed).
+// stay (a first layer that sums its inputs runs no block backward).
 std::int64_t structure_bytes_moved(const Model& model, const Pass& pass, std::int64_t narrow_limit) {
   std::int64_t bytes = 0;
   for (const PlannedStep& s : pass.steps) {
-    if (s.kind != StepKind::kAggregate && s.kind != StepKind::kAggregateBackward) continue;
+    const bool reads_block = s.kind == StepKind::kAggregate ||
+                             (s.kind == StepKind::kAggregateBackward && !(s.layer == 0 && pass.first_layer_sums_inputs));
+    if (!reads_block) continue;
     if (!pass.block_stays(s.layer, s.index)) {
       bytes += PackedBlock::bytes_for(packed_block_shape(model, pass, s.layer, s.index, narrow_limit));
     }
@@ -805,34 +832,54 @@ std::int64_t structure_bytes_moved(const Model& model, const Pass& pass, std::in
 // Something a budgeted pass uploads every epoch that may stay on the device for the run instead: a packed block, or
 // a first-layer transform chunk's features (layer 0, its chunk).
 struct StayCandidate {
-  bool block = true;
+  enum class Kind : std::uint8_t { kSums, kBlock, kInputs };
+  Kind kind = Kind::kBlock;
   std::size_t layer = 0;
   std::size_t index = 0;
   std::int64_t bytes = 0;  // on the device, in whole arena units
 };
 
-// What the pass uploads every epoch, each used by two steps (forward and backward), in step order: blocks, then the
-// features where they are dense rows.
+// What the pass moves every epoch that could stay instead, most saved per byte first: a first layer's sums of its
+// inputs (down in the forward half, up in the backward), the packed blocks (up for each of their two steps, forward
+// and backward, in step order), then the features where they are dense rows.
 std::vector<StayCandidate> stay_candidates(const Model& model, const EpochPlan& plan) {
   const Pass& pass = plan.passes.front();
   std::vector<StayCandidate> candidates;
+  if (pass.first_layer_sums_inputs && !plan.options.forward_only) {
+    const std::int64_t width = model.layer(0).input_sums_width();
+    for (std::size_t k = 0; k < pass.layer_parts.front().size(); ++k) {
+      const auto rows = static_cast<std::int64_t>(pass.destinations(0, k).size());
+      candidates.push_back(
+          {StayCandidate::Kind::kSums, 0, k, arena_block_bytes(rows * width * std::int64_t{sizeof(float)})});
+    }
+  }
   for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
     for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
       const BlockShape shape = packed_block_shape(model, pass, l, k, plan.options.narrow_source_limit);
-      candidates.push_back({true, l, k, arena_block_bytes(PackedBlock::bytes_for(shape))});
+      candidates.push_back({StayCandidate::Kind::kBlock, l, k, arena_block_bytes(PackedBlock::bytes_for(shape))});
     }
   }
   if (plan.options.inputs.sparse) return candidates;
   const std::int64_t width = model.layer(0).in_dim();
   for (std::size_t k = 0; k < pass.transform_chunks.front().size(); ++k) {
     const auto rows = static_cast<std::int64_t>(pass.transform_chunks.front()[k].size());
-    candidates.push_back({false, 0, k, arena_block_bytes(rows * width * std::int64_t{sizeof(float)})});
+    candidates.push_back(
+        {StayCandidate::Kind::kInputs, 0, k, arena_block_bytes(rows * width * std::int64_t{sizeof(float)})});
   }
   return candidates;
 }
 
+std::vector<char>& stay_flags(Pass& pass, StayCandidate::Kind kind, std::size_t layer) {
+  switch (kind) {
+    case StayCandidate::Kind::kSums: return pass.sums_stay;
+    case StayCandidate::Kind::kBlock: return pass.blocks_stay[layer];
+    case StayCandidate::Kind::kInputs: break;
+  }
+  return pass.inputs_stay;
+}
+
 void mark_staying(Pass& pass, const StayCandidate& c, bool stays) {
-  (c.block ? pass.blocks_stay[c.layer][c.index] : pass.inputs_stay[c.index]) = stays ? 1 : 0;
+  stay_flags(pass, c.kind, c.layer)[c.index] = stays ? 1 : 0;
 }
 
 // Marks to stay, in order, the candidates that fit in what the budget holds beyond the forecast peak. Placed first,
@@ -874,6 +921,7 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
   pass.blocks_stay.assign(pass.layer_parts.size(), {});
   for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) pass.blocks_stay[l].assign(pass.layer_parts[l].size(), 0);
   pass.inputs_stay.assign(pass.transform_chunks.front().size(), 0);
+  pass.sums_stay.assign(pass.first_layer_sums_inputs ? pass.layer_parts.front().size() : 0, 0);
   const std::vector<StayCandidate> candidates = stay_candidates(model, plan);
   if (plan.options.use_spare_room) keep_in_room(model, local, features, plan, sparse_features, candidates);
   // What stays is no epoch's traffic: the features' rows that each transform step of the first layer, forward and
@@ -885,17 +933,32 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
     }
   }
   for (const StayCandidate& c : candidates) {
-    const bool stays = c.block ? pass.block_stays(c.layer, c.index) : pass.input_stays(c.index);
-    if (!stays) continue;
-    (c.block ? plan.staying_block_bytes : plan.staying_input_bytes) += c.bytes;
-    if (c.block) continue;
-    const std::int64_t uploaded = transform_steps[c.index] *
-                                  static_cast<std::int64_t>(pass.transform_chunks.front()[c.index].size()) *
-                                  model.layer(0).in_dim() * std::int64_t{sizeof(float)};
-    pass.stream_h2d_bytes -= uploaded;
-    plan.h2d_bytes -= uploaded;
+    if (stay_flags(pass, c.kind, c.layer)[c.index] == 0) continue;
+    switch (c.kind) {
+      case StayCandidate::Kind::kBlock: plan.staying_block_bytes += c.bytes; break;
+      case StayCandidate::Kind::kSums: {
+        // Neither down after the forward aggregation nor up for the backward one.
+        plan.staying_sums_bytes += c.bytes;
+        const std::int64_t moved = static_cast<std::int64_t>(pass.destinations(0, c.index).size()) *
+                                   model.layer(0).input_sums_width() * std::int64_t{sizeof(float)};
+        pass.stream_h2d_bytes -= moved;
+        pass.stream_d2h_bytes -= moved;
+        plan.h2d_bytes -= moved;
+        plan.d2h_bytes -= moved;
+        break;
+      }
+      case StayCandidate::Kind::kInputs: {
+        plan.staying_input_bytes += c.bytes;
+        const std::int64_t uploaded = transform_steps[c.index] *
+                                      static_cast<std::int64_t>(pass.transform_chunks.front()[c.index].size()) *
+                                      model.layer(0).in_dim() * std::int64_t{sizeof(float)};
+        pass.stream_h2d_bytes -= uploaded;
+        plan.h2d_bytes -= uploaded;
+        break;
+      }
+    }
   }
-  plan.peak_bytes_bound += plan.staying_block_bytes + plan.staying_input_bytes;
+  plan.peak_bytes_bound += plan.staying_block_bytes + plan.staying_input_bytes + plan.staying_sums_bytes;
   plan.structure_h2d_bytes = structure_bytes_moved(model, pass, plan.options.narrow_source_limit);
 }
 

@@ -295,9 +295,9 @@ class CpuBackend final : public Backend {
           for (int u = 0; u < team; ++u) at += std::exchange(count_of(u, s), at);
         }
 #pragma omp barrier
-        for (vid_t i = first; i < last; ++i) {
-          for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
-            rowmath::place_out_edge(b, cursor_of[b.source(e)]++, e, i, out);
+        for (vid_t destination = first; destination < last; ++destination) {
+          for (eid_t e = b.dst_offsets[destination]; e < b.dst_offsets[destination + 1]; ++e) {
+            rowmath::place_out_edge(b, cursor_of[b.source(e)]++, e, destination, out);
           }
         }
       }

@@ -107,7 +107,7 @@ TEST_F(LogCli, EpochsAreCountedFromOneInTheLogTheMetricsTheSummaryAndTheCheckpoi
 }
 
 TEST_F(LogCli, EachFieldOfTheEpochLineReadsAsWhatItMeans) {
-  const auto reuse = test::run_nj(train("--epochs 1 --device-memory 48K"));
+  const auto reuse = test::run_nj(train("--epochs 1 --device-memory 32K"));
   ASSERT_EQ(reuse.exit_code, 0) << reuse.output;
   const std::string bytes = R"([\d.]+[KMGB]?)";  // format_bytes: 780B, 52.3K
   const std::regex line(

@@ -209,7 +209,7 @@ TEST_F(TrainCli, PlanPredictsTheHostPeakOfTraining) {
 
 TEST_F(TrainCli, BudgetedRunsReportTransfersWithinTheBudget) {
   const auto metrics = dir.file("budget.jsonl");
-  const auto result = test::run_nj("train " + shell_quote(dataset) + " --epochs 2 --device-memory 48K --metrics-out " +
+  const auto result = test::run_nj("train " + shell_quote(dataset) + " --epochs 2 --device-memory 32K --metrics-out " +
                                    shell_quote(metrics));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("| h2d "), std::string::npos) << result.output;
@@ -217,7 +217,7 @@ TEST_F(TrainCli, BudgetedRunsReportTransfersWithinTheBudget) {
     if (record["type"] != "epoch") continue;
     const auto& execution = record["execution"];
     EXPECT_GT(execution["h2d_bytes"].get<std::int64_t>(), 0);
-    EXPECT_LE(execution["peak_device_bytes"].get<std::int64_t>(), 48 * 1024);
+    EXPECT_LE(execution["peak_device_bytes"].get<std::int64_t>(), 32 * 1024);
     EXPECT_EQ(execution["recompute_ratio"].get<double>(), 1.0);
     // What moves besides rows, by what it carries, adds up to it.
     const auto bytes = [&](const char* field) { return execution[field].get<std::int64_t>(); };

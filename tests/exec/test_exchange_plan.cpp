@@ -17,8 +17,10 @@ TEST(ExchangePlan, InteriorSubgraphsRunWhileBoundaryRowsTravel) {
   options.parts = 3;
   PartitionInfo info;
   const auto part_of = assign_parts(data, options, info);
+  // Hidden 4: on 12 features the first layer transforms first, so that both of its directions exchange rows (at 8 it
+  // would sum its inputs first and send no gradients).
   ModelConfig config;
-  config.hidden = 8;
+  config.hidden = 4;
   const Model model(config, data.features.cols(), data.num_classes);
 
   for (int part = 0; part < options.parts; ++part) {

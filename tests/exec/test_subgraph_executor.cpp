@@ -76,7 +76,7 @@ Trace train_budgeted(DeviceKind kind, const Dataset& data, const ModelConfig& co
     EXPECT_EQ(plan.options.inputs.sparse, inputs == SparseInputs::kOn);
     if (planned != nullptr) {
       *planned = {plan.h2d_bytes, plan.d2h_bytes, plan.structure_h2d_bytes, plan.peak_bytes_bound,
-                  plan.staying_block_bytes + plan.staying_input_bytes};
+                  plan.staying_block_bytes + plan.staying_input_bytes + plan.staying_sums_bytes};
     }
     return executor;
   });

@@ -145,16 +145,19 @@ struct Pass {
   // once, before the first epoch, they are no epoch's transfers.
   bool lasting = false;
   // Whether the first layer aggregates its dropped inputs and transforms the sums, as in-memory training does
-  // (aggregates_before_transform): then its transform steps only drop out, its aggregations keep the sums on the
-  // device for the backward half, which takes the weight gradient from them, and nothing of it runs backward but
-  // those (no gradient pool, no exchange, no transform backward). Only a lasting pass, where the sums can stay.
+  // (aggregates_before_transform): then its transform steps only drop out, its aggregations keep the sums for the
+  // backward half, which takes the weight gradient from them, and nothing of it runs backward but those (no block,
+  // no gradient pool, no exchange, no transform backward). Reuse only. Without a budget the sums stay on the device;
+  // within one they go to the host and back, or stay where the budget has room (sums_stay).
   bool first_layer_sums_inputs = false;
   // Within a budget, per layer and subgraph: whether its packed block stays on the device for the whole run, uploaded
   // once before the first epoch into room the forecast leaves (settle_device_memory); the others travel with each
   // step that reads them.
   std::vector<std::vector<char>> blocks_stay;
-  // Likewise per first-layer transform chunk: whether its features stay (dense features only).
+  // Likewise per first-layer transform chunk: whether its features stay (dense features only); and per first-layer
+  // subgraph, whether its sums of the inputs stay on the device from the forward half to the backward.
   std::vector<char> inputs_stay;
+  std::vector<char> sums_stay;
   // Multi-rank reuse, per layer: whether it receives its mirrors' inputs and transforms them itself
   // (exchange_side.hpp). Its transform chunks then end with chunks of mirror rows, which wait for the exchange; its
   // inputs (the previous layer's outputs) have host rows for the mirrors, where the exchange writes them forward and
@@ -177,6 +180,7 @@ struct Pass {
     return layer < blocks_stay.size() && part < blocks_stay[layer].size() && blocks_stay[layer][part] != 0;
   }
   bool input_stays(std::size_t chunk) const { return chunk < inputs_stay.size() && inputs_stay[chunk] != 0; }
+  bool sums_stays(std::size_t part) const { return part < sums_stay.size() && sums_stay[part] != 0; }
   bool mirrors_transformed(std::size_t layer) const {
     return layer < transforms_mirrors.size() && transforms_mirrors[layer] != 0;
   }
@@ -256,6 +260,7 @@ struct EpochPlan {
   std::int64_t structure_h2d_bytes = 0;
   std::int64_t staying_block_bytes = 0;
   std::int64_t staying_input_bytes = 0;
+  std::int64_t staying_sums_bytes = 0;
   // The device memory the run needs (forecast_device_memory; the executor fills it in).
   MemoryForecast memory;
 };
