@@ -505,8 +505,16 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     pass.rows_computed += rows.out_rows[l];
   }
   pass.forward_steps = pass.steps.size();
+  // Within a budget a first layer that sums its inputs takes its gradients in the second layer's transform backward,
+  // where ∂L/∂Y of its rows is computed (Pass::first_layer_backward_fused).
+  pass.first_layer_backward_fused = pass.first_layer_sums_inputs && !pass.lasting && layers > 1 &&
+                                    !pass.mirrors_transformed(1) && !plan.options.forward_only;
   for (std::size_t l = layers; l-- > 0 && !plan.options.forward_only;) {
     const auto phase = static_cast<std::uint32_t>(layers + (layers - 1 - l));
+    if (l == 0 && pass.first_layer_backward_fused) {  // a phase of no steps, which keeps the phases' indices
+      pass.exchange_points.push_back({pass.steps.size(), pass.steps.size()});
+      continue;
+    }
     // A layer that summed its inputs takes its weight gradient from the sums its forward kept and needs no gradient
     // of the inputs: no pool, no exchange, no transform backward (its exchange points stay, empty, so that phases
     // keep their index; advance_exchange skips them).
@@ -575,7 +583,11 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       const auto chunk_rows = static_cast<std::int64_t>(chunks[k].size());
       // Without a budget the inputs the forward transform uploaded are still on the device.
       if (plan.options.device_budget != kUnlimited) pass.stream_h2d_bytes += streamed_input_bytes(dims[l], chunk_rows);
-      if (l > 0 && input_from_host(l, k)) pass.stream_d2h_bytes += chunk_rows * dims[l].in * kFloat;
+      if (l == 1 && pass.first_layer_backward_fused) {
+        pass.stream_h2d_bytes += chunk_rows * dims[0].sums * kFloat;  // the sums, not ∂L/∂Y down and up again
+      } else if (l > 0 && input_from_host(l, k)) {
+        pass.stream_d2h_bytes += chunk_rows * dims[l].in * kFloat;
+      }
     }
     if (transforms_mirrors) points.finish = pass.steps.size();
     pass.exchange_points.push_back(points);

@@ -255,8 +255,8 @@ struct SubgraphExecutor::State {
     part = nullptr;
     std::span<const vid_t> sources;
     // A first layer that sums its inputs reads no block backward.
-    const bool reads_block = s.kind == StepKind::kAggregate ||
-                             (s.kind == StepKind::kAggregateBackward && !sums_inputs(s.layer));
+    const bool reads_block =
+        s.kind == StepKind::kAggregate || (s.kind == StepKind::kAggregateBackward && !sums_inputs(s.layer));
     if (reads_block) {
       if (const auto kept = residency.lasting_sources.find({s.layer, s.index});
           kept != residency.lasting_sources.end()) {
@@ -499,8 +499,8 @@ struct SubgraphExecutor::State {
       }
       NJ_EXPECTS(sums.has_value() || staying != residency.staying_sums.end(),
                  "layer {} subgraph {}: its forward kept no sums", l + 1, k);
-      Layer::transform_backward(backend, p.weight.view(), p.weight_grad,
-                                sums ? sums->view() : staying->second.view(), grad_y.view(), {});
+      Layer::transform_backward(backend, p.weight.view(), p.weight_grad, sums ? sums->view() : staying->second.view(),
+                                grad_y.view(), {});
       return;
     }
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
@@ -575,7 +575,9 @@ struct SubgraphExecutor::State {
       // output rows are already on the device, so that its aggregation backward reads only ∂L/∂Y.
       dropout_rows(model, l, epoch, true, rows, grad_x.view(), grad_x.view());
       backend.activation_backward(model.activation_after(l - 1), input.view(), grad_x.view(), grad_x.view());
-      if (pass->output_stays(l - 1, k)) {
+      if (l == 1 && pass->first_layer_backward_fused) {
+        first_layer_backward(grad_x.view(), rows);
+      } else if (pass->output_stays(l - 1, k)) {
         residency.output_gradients[{l - 1, k}] = std::move(grad_x);
       } else {
         download(grad_x.view(), grad_outputs[l - 1], rows);
@@ -583,6 +585,15 @@ struct SubgraphExecutor::State {
     }
     // This was the input's last reader in the pass.
     if (!streamed && !(residency.lasting && l == 0)) residency.inputs.erase({l, k});
+  }
+
+  // The first layer's backward for rows `rows`, given their ∂L/∂Y (Pass::first_layer_backward_fused): its bias's
+  // gradient, and its weight's from the sums of its inputs, which come up from the host.
+  void first_layer_backward(ConstDeviceRows grad_y, std::span<const vid_t> rows) {
+    LayerParameters& p = parameters.layer(0);
+    backend.column_sums(grad_y, p.bias_grad.span(), true);
+    const DeviceMatrix sums = upload(input_sums.view(), rows, "rows: aggregated inputs");
+    Layer::transform_backward(backend, p.weight.view(), p.weight_grad, sums.view(), grad_y, {});
   }
 
   // Where the next layer transforms its mirrors, the boundary rows of subgraph k's outputs that stay on the device go
@@ -767,9 +778,9 @@ struct SubgraphExecutor::State {
   std::vector<Rows> outputs;       // H^{l+1}; the last holds the logits
   std::vector<Rows> grad_outputs;  // ∂L/∂Y^l, the gradient before layer l's activation: outputs[l] but the last
   HostRows last_gradients;         // grad_outputs.back()
-  HostRows input_sums;             // within a budget, a first layer's sums of its inputs (Pass::first_layer_sums_inputs)
-  HostRows own_logits;             // recompute: per vertex, gathered from every pass
-  ConstRows logits;                // per vertex: the last layer's outputs
+  HostRows input_sums;  // within a budget, a first layer's sums of its inputs (Pass::first_layer_sums_inputs)
+  HostRows own_logits;  // recompute: per vertex, gathered from every pass
+  ConstRows logits;     // per vertex: the last layer's outputs
   CachePools pools;
   ExecutionMetrics metrics;
   // The running step's subgraph (null for other steps, and where a replay builds none) and slots.
@@ -819,8 +830,8 @@ namespace {
 std::int64_t structure_bytes_moved(const Model& model, const Pass& pass, std::int64_t narrow_limit) {
   std::int64_t bytes = 0;
   for (const PlannedStep& s : pass.steps) {
-    const bool reads_block = s.kind == StepKind::kAggregate ||
-                             (s.kind == StepKind::kAggregateBackward && !(s.layer == 0 && pass.first_layer_sums_inputs));
+    const bool reads_block = s.kind == StepKind::kAggregate || (s.kind == StepKind::kAggregateBackward &&
+                                                                !(s.layer == 0 && pass.first_layer_sums_inputs));
     if (!reads_block) continue;
     if (!pass.block_stays(s.layer, s.index)) {
       bytes += PackedBlock::bytes_for(packed_block_shape(model, pass, s.layer, s.index, narrow_limit));
@@ -845,7 +856,7 @@ struct StayCandidate {
 std::vector<StayCandidate> stay_candidates(const Model& model, const EpochPlan& plan) {
   const Pass& pass = plan.passes.front();
   std::vector<StayCandidate> candidates;
-  if (pass.first_layer_sums_inputs && !plan.options.forward_only) {
+  if (pass.first_layer_sums_inputs && !pass.first_layer_backward_fused && !plan.options.forward_only) {
     const std::int64_t width = model.layer(0).input_sums_width();
     for (std::size_t k = 0; k < pass.layer_parts.front().size(); ++k) {
       const auto rows = static_cast<std::int64_t>(pass.destinations(0, k).size());
@@ -921,7 +932,8 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
   pass.blocks_stay.assign(pass.layer_parts.size(), {});
   for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) pass.blocks_stay[l].assign(pass.layer_parts[l].size(), 0);
   pass.inputs_stay.assign(pass.transform_chunks.front().size(), 0);
-  pass.sums_stay.assign(pass.first_layer_sums_inputs ? pass.layer_parts.front().size() : 0, 0);
+  const bool sums_may_stay = pass.first_layer_sums_inputs && !pass.first_layer_backward_fused;
+  pass.sums_stay.assign(sums_may_stay ? pass.layer_parts.front().size() : 0, 0);
   const std::vector<StayCandidate> candidates = stay_candidates(model, plan);
   if (plan.options.use_spare_room) keep_in_room(model, local, features, plan, sparse_features, candidates);
   // What stays is no epoch's traffic: the features' rows that each transform step of the first layer, forward and

@@ -140,13 +140,17 @@ void log_plan(const EpochPlan& plan) {
       blocks += layer.size();
       staying += static_cast<std::size_t>(std::count(layer.begin(), layer.end(), 1));
     }
+    const std::string sums = pass.sums_stay.empty()
+                                 ? std::string()
+                                 : fmt::format(", {} of {} first-layer sums ({})",
+                                               std::count(pass.sums_stay.begin(), pass.sums_stay.end(), 1),
+                                               pass.sums_stay.size(), format_bytes(plan.staying_sums_bytes));
     spdlog::info(
-        "plan: in the room the budget leaves, {} of {} subgraph blocks ({}), {} of {} feature chunks ({}) and {} of "
-        "{} first-layer sums ({}) stay on the device; the others travel with their steps",
+        "plan: in the room the budget leaves, {} of {} subgraph blocks ({}) and {} of {} feature chunks ({}){} stay "
+        "on the device; the others travel with their steps",
         staying, blocks, format_bytes(plan.staying_block_bytes),
         std::count(pass.inputs_stay.begin(), pass.inputs_stay.end(), 1), pass.inputs_stay.size(),
-        format_bytes(plan.staying_input_bytes), std::count(pass.sums_stay.begin(), pass.sums_stay.end(), 1),
-        pass.sums_stay.size(), format_bytes(plan.staying_sums_bytes));
+        format_bytes(plan.staying_input_bytes), sums);
   }
   spdlog::info("plan: predicted per epoch: h2d {} (cache {}, + graph {}), d2h {} (cache {}), recompute ratio {:.3f}",
                format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.structure_h2d_bytes),

@@ -150,6 +150,11 @@ struct Pass {
   // no gradient pool, no exchange, no transform backward). Reuse only. Without a budget the sums stay on the device;
   // within one they go to the host and back, or stay where the budget has room (sums_stay).
   bool first_layer_sums_inputs = false;
+  // Within a budget, where the first layer sums its inputs and the second transforms no mirrors: the first layer's
+  // backward, ∂W += sumsᵀ·∂L/∂Y and the bias's column sums of ∂L/∂Y, runs in the second layer's transform backward,
+  // chunk by chunk, where ∂L/∂Y of those rows is computed. ∂L/∂Y never leaves the device, and the first layer's
+  // backward phase has no steps; the sums come up from the host by the second layer's chunks.
+  bool first_layer_backward_fused = false;
   // Within a budget, per layer and subgraph: whether its packed block stays on the device for the whole run, uploaded
   // once before the first epoch into room the forecast leaves (settle_device_memory); the others travel with each
   // step that reads them.
