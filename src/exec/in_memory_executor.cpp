@@ -204,7 +204,7 @@ struct InMemoryExecutor::State {
       const DeviceRows rows = boundary_rows[l].view();
       const ConstDeviceRows sent = transforms_mirror_rows[l] ? outputs[l - 1].view() : z[l].view();
       backend.copy_rows(sent, boundary.view(), rows, {}, rows.rows);
-      send_rows(l, rows);
+      send(l, ExchangeDirection::kForward, rows);
     }
     for (const bool after_exchange : {false, true}) {
       if (after_exchange && exchange.has_peers()) {
@@ -252,17 +252,25 @@ struct InMemoryExecutor::State {
     return grad_x;
   }
 
-  // The four ends of an exchange: from and into device memory, through the device communicator where it sends from
-  // there, else staged through the host.
-  void send_rows(std::size_t l, ConstDeviceRows rows) {
+  // The ends of an exchange: from and into device memory, through the device communicator where it sends from
+  // there, else staged through the host. Forward the boundary rows leave, backward the mirrors' gradients.
+  void send(std::size_t l, ExchangeDirection direction, ConstDeviceRows rows) {
     const auto layer = static_cast<std::uint32_t>(l);
+    const bool forward = direction == ExchangeDirection::kForward;
+    const auto start = [&](auto sent) {
+      if (forward) {
+        exchange.start_rows(layer, sent);
+      } else {
+        exchange.start_gradients(layer, sent);
+      }
+    };
     if (exchange.on_device()) {
-      exchange.start_rows(layer, rows);
+      start(rows);
       return;
     }
-    const Rows staged = host_rows(host_boundary, rows.rows, rows.cols);
+    const Rows staged = host_rows(forward ? host_boundary : host_mirrors, rows.rows, rows.cols);
     transfers.download(rows, staged);
-    exchange.start_rows(layer, staged);
+    start(ConstRows(staged));
   }
   void receive_rows(DeviceRows mirrors) {
     if (exchange.on_device()) {
@@ -272,16 +280,6 @@ struct InMemoryExecutor::State {
     const Rows staged = host_rows(host_mirrors, mirrors.rows, mirrors.cols);
     exchange.finish_rows(staged);
     transfers.upload(staged, {}, mirrors);
-  }
-  void send_gradients(std::size_t l, ConstDeviceRows mirrors) {
-    const auto layer = static_cast<std::uint32_t>(l);
-    if (exchange.on_device()) {
-      exchange.start_gradients(layer, mirrors);
-      return;
-    }
-    const Rows staged = host_rows(host_mirrors, mirrors.rows, mirrors.cols);
-    transfers.download(mirrors, staged);
-    exchange.start_gradients(layer, staged);
   }
   // What the mirrors on other ranks sent for layer l's boundary rows, summed, added into `gradients` (owned rows).
   void add_received_gradients(std::size_t l, DeviceRows gradients) {
@@ -350,7 +348,8 @@ struct InMemoryExecutor::State {
         }
         if (!reading_mirrors || !exchange.has_peers()) continue;
         const DeviceRows mirrors = grad_z[l].view().slice(num_owned, num_mirrors);
-        send_gradients(l, transforms_mirror_rows[l] ? mirrors_transform_backward(model, l, epoch) : mirrors);
+        send(l, ExchangeDirection::kBackward,
+             transforms_mirror_rows[l] ? mirrors_transform_backward(model, l, epoch) : ConstDeviceRows(mirrors));
       }
       if (exchange.has_peers() && !transforms_mirror_rows[l]) add_received_gradients(l, grad_z[l].view());
       if (l == 0 && sparse_input) {
