@@ -27,8 +27,11 @@ constexpr std::int64_t kThreadWorkspace = std::int64_t{16} << 20;
 // shared homes of the transformed rows (a first layer's dropped inputs, where it sums them) and their gradients for
 // every local row, and the boundary rows sent and the gradients received (mirrors stand in for the boundary before
 // partitioning is known); the recompute baseline's logits too.
-std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool recompute, bool first_layer_sums_inputs) {
+std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool recompute, bool first_layer_sums_inputs,
+                                bool bounded) {
   std::int64_t bytes = s.owned * s.classes * kFloat * (recompute ? 2 : 1);
+  // Within a budget a first layer's sums of its inputs wait on the host for the backward half.
+  if (first_layer_sums_inputs && bounded) bytes += s.owned * model.layer(0).input_sums_width() * kFloat;
   const std::int64_t mirrors = s.local - s.owned;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
@@ -140,9 +143,9 @@ HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape&
       !layout.in_memory && plan_sums_first_layer_inputs(
                                model, {.device_budget = layout.device_budget,
                                        .mode = layout.recompute ? ExecutionMode::kRecompute : ExecutionMode::kReuse});
-  footprint.parts.push_back({"host rows", layout.in_memory
-                                              ? 2 * shape.owned * shape.classes * kFloat
-                                              : subgraph_host_rows(model, shape, layout.recompute, sums_inputs)});
+  footprint.parts.push_back(
+      {"host rows", layout.in_memory ? 2 * shape.owned * shape.classes * kFloat
+                                     : subgraph_host_rows(model, shape, layout.recompute, sums_inputs, bounded)});
   if (layout.device_in_host_memory) {
     footprint.parts.push_back(
         {"device (emulated)", bounded ? layout.device_budget : in_memory_device_bytes(model, shape)});
