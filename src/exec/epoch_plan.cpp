@@ -52,6 +52,9 @@ struct LayerDims {
   std::int64_t max_row_nonzeros = 0;
   bool inputs_narrow_offsets = false;
   std::int64_t narrow_source_limit = kNarrowSourceLimit;  // of its packed blocks (PackedBlock)
+  // The second layer, where the first sums its inputs: the width of those sums, which its transform backward may
+  // upload to take the first layer's backward too (Pass::first_layer_backward_fused).
+  std::int64_t first_layer_sums = 0;
 };
 
 std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& library, const PreparedGraph& graph,
@@ -65,7 +68,8 @@ std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& libra
     dims.push_back({&layer, layer.in_dim(), aggregated_width(model, l, first_layer_sums_inputs), layer.out_dim(),
                     sums_inputs, sums_inputs ? layer.input_sums_width() : 0,
                     library.narrows_offsets && layer.aggregation().spmm, graph.weighted(), forward_only, sparse,
-                    sparse ? inputs.max_row_nonzeros : 0, sparse && library.narrows_offsets, narrow_source_limit});
+                    sparse ? inputs.max_row_nonzeros : 0, sparse && library.narrows_offsets, narrow_source_limit,
+                    l == 1 && first_layer_sums_inputs && !forward_only ? model.layer(0).input_sums_width() : 0});
   }
   return dims;
 }
@@ -131,8 +135,10 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
       block_backward + 2 * src * kSlot + dst * d.out * kFloat +
       (d.layer->aggregation().backward_reads_rows ? 2 * src * d.width * kFloat : 0) +
       backward_workspace(d, dst, edges) + narrowed_offsets(d, src);
-  // Inputs, their dropped copy and their gradient, the transformed-row gradients, and their ids and slots.
-  const std::int64_t transform_backward = transform_input_bytes(d, dst, 3) + dst * (d.width * kFloat + kId + kSlot);
+  // Inputs, their dropped copy and their gradient, the transformed-row gradients, and their ids and slots; and the
+  // first layer's sums where this step takes its backward too.
+  const std::int64_t transform_backward =
+      transform_input_bytes(d, dst, 3) + dst * (d.width * kFloat + kId + kSlot) + dst * d.first_layer_sums * kFloat;
   return staging + std::max({transform, aggregate, aggregate_backward, transform_backward}) + kStepPadding;
 }
 
@@ -218,14 +224,15 @@ std::string describe_minimum_budget(std::int64_t budget, std::size_t layer, std:
 
 // The rows of a pass, listed in `order` (its graph in pass rows is given beside). Layer l aggregates the first
 // out_rows[l] rows of the order and reads (transforms) the first in_rows[l]. With peers, the rows after the owned
-// ones are mirrors: no layer transforms them, their rows come from the exchange.
+// ones are mirrors, whose rows come from the exchange: transformed rows, or inputs that a layer which transforms
+// its mirrors reads (in_rows[l] then counts them).
 struct PassRows {
   std::span<const vid_t> order;
   std::vector<std::int64_t> in_rows;
   std::vector<std::int64_t> out_rows;
   std::span<const gid_t> global_id;
   std::span<const vid_t> boundary;  // owned rows other ranks mirror
-  bool exchange = false;            // rows in_rows.back().. num_vertices are mirrors
+  bool exchange = false;            // rows out_rows.back().. num_vertices are mirrors
   // Per layer, whether it transforms its mirrors' rows (Pass::transforms_mirrors): it reads every row then.
   std::vector<char> transforms_mirrors;
 };

@@ -39,7 +39,8 @@ void PassExchange::begin_forward() {
 void PassExchange::begin_backward() { in_backward_ = true; }
 
 // A phase's exchange carries the rows its layer aggregates forward, or their gradients backward (none for a first
-// layer that sums its inputs).
+// layer that sums its inputs); for a layer that transforms its mirrors, its inputs forward and the previous layer's
+// output gradients backward.
 void PassExchange::advance(const Pass& pass, std::size_t k) {
   const auto& points = pass.exchange_points;
   const std::size_t layers = pass.layer_parts.size();

@@ -851,8 +851,9 @@ struct StayCandidate {
 };
 
 // What the pass moves every epoch that could stay instead, most saved per byte first: a first layer's sums of its
-// inputs (down in the forward half, up in the backward), the packed blocks (up for each of their two steps, forward
-// and backward, in step order), then the features where they are dense rows.
+// inputs (down in the forward half, up in the backward), the packed blocks (up for each step that reads them:
+// forward and backward, or forward only for a first layer that sums its inputs; in step order), then the features
+// where they are dense rows.
 std::vector<StayCandidate> stay_candidates(const Model& model, const EpochPlan& plan) {
   const Pass& pass = plan.passes.front();
   std::vector<StayCandidate> candidates;

@@ -237,13 +237,13 @@ class CpuBackend final : public Backend {
                 std::int64_t count) override {
     move_rows(src, src_rows.data, dst, dst_rows.data, count, true);
   }
-  // The out-edges by a counting sort whose threads each own a range of sources and read every in-edge in order, so
-  // that a source's out-edges come out in edge order whatever the thread count.
   // Each thread takes a range of destinations holding about as many edges as the others' and, in one read of them,
   // widens and weighs their in-edges and counts them per source; after one prefix over the sources it places them
   // among the out-edges from cursors of its own. A source's out-edges so keep destination order (the host
   // transpose's) whatever the thread count, and every edge is read twice in all, not by every thread. The counts
-  // and cursors are the emulated device's scratch (one array of sources per thread), as a GPU's would be its own.
+  // and cursors (one array of sources per thread) are host memory the backend keeps beside the emulated device,
+  // as a GPU kernel's would be its own; the cursor workspace the caller passes, which the CUDA backend uses, is
+  // left unread.
   void expand_block(const PackedBlockView& b, const ExpandedArrays& out, DeviceSpan<eid_t> cursor) override {
     expect_expand_shapes(b, out, cursor);
     const bool in_edges = out.src_index != nullptr || out.edge_weight != nullptr;
