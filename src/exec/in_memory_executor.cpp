@@ -157,10 +157,16 @@ struct InMemoryExecutor::State {
 
   // The layer's input after dropout, written into `out`; the input itself without dropout (`out` untouched).
   ConstDeviceRows dropped_input(const Model& model, std::size_t l, std::uint32_t epoch, bool training, DeviceRows out) {
+    return drop_out(model, l, epoch, training, layer_input(l), owned_gid, out);
+  }
+  // Layer l's input dropout of rows `in`, whose global ids are `gids`, written into `out` (which may be `in`: its
+  // backward applies the same mask and scale to a gradient); `in` itself without dropout (`out` untouched).
+  ConstDeviceRows drop_out(const Model& model, std::size_t l, std::uint32_t epoch, bool training, ConstDeviceRows in,
+                           const DeviceArray<gid_t>& gids, DeviceRows out) {
     const float p = model.dropout_before(l);
-    if (!training || p <= 0.0F) return layer_input(l);
-    backend.dropout(layer_input(l), owned_gid.view(),
-                    feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p, out);
+    if (!training || p <= 0.0F) return in;
+    backend.dropout(in, gids.view(), feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p,
+                    out);
     return out;
   }
 
@@ -223,14 +229,7 @@ struct InMemoryExecutor::State {
 
   // The mirrors' transformed rows, from the inputs their owners sent, dropped out as the owners would.
   void transform_mirrors(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
-    const float p = model.dropout_before(l);
-    mirror_kept[l] = mirror_inputs[l].view();
-    if (training && p > 0.0F) {
-      backend.dropout(mirror_inputs[l].view(), mirror_gid.view(),
-                      feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), p,
-                      mirror_dropped[l].view());
-      mirror_kept[l] = mirror_dropped[l].view();
-    }
+    mirror_kept[l] = drop_out(model, l, epoch, training, mirror_inputs[l].view(), mirror_gid, mirror_dropped[l].view());
     Layer::transform(backend, parameters.layer(l).weight.view(), mirror_kept[l],
                      z[l].view().slice(num_owned, num_mirrors));
   }
@@ -243,11 +242,7 @@ struct InMemoryExecutor::State {
     const DeviceRows grad_x = mirror_input_gradients[l].view();
     Layer::transform_backward(backend, p.weight.view(), p.weight_grad, mirror_kept[l],
                               grad_z[l].view().slice(num_owned, num_mirrors), grad_x);
-    if (model.dropout_before(l) > 0.0F) {
-      backend.dropout(grad_x, mirror_gid.view(),
-                      feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
-                      model.dropout_before(l), grad_x);
-    }
+    drop_out(model, l, epoch, true, grad_x, mirror_gid, grad_x);
     backend.activation_backward(model.activation_after(l - 1), mirror_inputs[l].view(), grad_x, grad_x);
     return grad_x;
   }
@@ -363,12 +358,7 @@ struct InMemoryExecutor::State {
       const DeviceRows grad_x = l > 0 ? grad_outputs[l - 1].view() : DeviceRows{};
       Layer::transform_backward(backend, p.weight.view(), p.weight_grad, kept[l], grad_z[l].view().slice(0, num_owned),
                                 grad_x);
-      if (l > 0 && model.dropout_before(l) > 0.0F) {
-        // Dropout's backward applies the same mask and scale to the gradient.
-        backend.dropout(grad_x, owned_gid.view(),
-                        feature_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch),
-                        model.dropout_before(l), grad_x);
-      }
+      if (l > 0) drop_out(model, l, epoch, true, grad_x, owned_gid, grad_x);
     }
     parameters.finish_step(model, comm);
   }

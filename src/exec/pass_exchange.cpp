@@ -16,18 +16,17 @@ PassExchange::PassExchange(Communicator* ranks, const LocalGraph& local, const M
       num_owned_(local.num_owned) {
   const auto boundary = static_cast<std::int64_t>(exchange_.boundary_rows().size());
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
-    transforms_mirrors_.push_back(exchange_.has_peers() && transforms_mirrors(model, l));
     received_gradients_.emplace_back(boundary, exchanged_gradient_width(model, l, first_layer_sums_inputs));
     boundary_rows_.emplace_back(boundary, exchanged_width(model, l, first_layer_sums_inputs));
   }
 }
 
-Rows PassExchange::forward_rows(std::size_t layer) const {
-  return transforms_mirrors_[layer] ? outputs_[layer - 1] : homes_[2 * layer];
+Rows PassExchange::forward_rows(const Pass& pass, std::size_t layer) const {
+  return pass.mirrors_transformed(layer) ? outputs_[layer - 1] : homes_[2 * layer];
 }
 
-Rows PassExchange::backward_rows(std::size_t layer) const {
-  return transforms_mirrors_[layer] ? output_gradients_[layer - 1] : homes_[2 * layer + 1];
+Rows PassExchange::backward_rows(const Pass& pass, std::size_t layer) const {
+  return pass.mirrors_transformed(layer) ? output_gradients_[layer - 1] : homes_[2 * layer + 1];
 }
 
 void PassExchange::begin_forward() {
@@ -55,18 +54,18 @@ void PassExchange::advance(const Pass& pass, std::size_t k) {
     if (!started_) {
       if (points[phase_].start > k) return;
       if (forward) {
-        start_rows(layer);
+        start_rows(pass, layer);
       } else {
-        exchange_.start_gradients(layer, mirror_rows(backward_rows(layer)));
+        exchange_.start_gradients(layer, mirror_rows(backward_rows(pass, layer)));
       }
       started_ = true;
     }
     if (points[phase_].finish > k) return;
     if (forward) {
-      exchange_.finish_rows(mirror_rows(forward_rows(layer)));
+      exchange_.finish_rows(mirror_rows(forward_rows(pass, layer)));
     } else {
       exchange_.finish_gradients(received_gradients_[layer].view());
-      if (transforms_mirrors_[layer]) add_received_gradients(layer);
+      if (pass.mirrors_transformed(layer)) add_received_gradients(pass, layer);
     }
     started_ = false;
     ++phase_;
@@ -74,10 +73,10 @@ void PassExchange::advance(const Pass& pass, std::size_t k) {
 }
 
 // The boundary rows of what layer l aggregates leave for the peers that mirror them.
-void PassExchange::start_rows(std::uint32_t layer) {
+void PassExchange::start_rows(const Pass& pass, std::uint32_t layer) {
   const std::vector<vid_t>& rows = exchange_.boundary_rows();
   Matrix& packed = boundary_rows_[layer];
-  const Rows home = forward_rows(layer);
+  const Rows home = forward_rows(pass, layer);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const float* row = home.row(rows[i]);
     std::copy(row, row + packed.cols(), packed.row(static_cast<std::int64_t>(i)));
@@ -87,10 +86,10 @@ void PassExchange::start_rows(std::uint32_t layer) {
 
 // What the mirrors sent for the boundary rows' inputs, added to the previous layer's output gradients, which the
 // backward of that layer reads next.
-void PassExchange::add_received_gradients(std::uint32_t layer) {
+void PassExchange::add_received_gradients(const Pass& pass, std::uint32_t layer) {
   const std::vector<vid_t>& rows = exchange_.boundary_rows();
   const Matrix& sums = received_gradients_[layer];
-  const Rows gradients = backward_rows(layer);
+  const Rows gradients = backward_rows(pass, layer);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const float* sum = sums.row(static_cast<std::int64_t>(i));
     float* row = gradients.row(rows[i]);

@@ -38,18 +38,18 @@ class PassExchange {
   LayerExchangeStats take_stats() { return exchange_.take_stats(); }
 
  private:
-  void start_rows(std::uint32_t layer);
-  void add_received_gradients(std::uint32_t layer);
-  // The host rows layer l's exchange reads its boundary rows from and writes its mirrors' into, forward and backward.
-  Rows forward_rows(std::size_t layer) const;
-  Rows backward_rows(std::size_t layer) const;
+  void start_rows(const Pass& pass, std::uint32_t layer);
+  void add_received_gradients(const Pass& pass, std::uint32_t layer);
+  // The host rows layer l's exchange reads its boundary rows from and writes its mirrors' into, forward and backward:
+  // the previous layer's outputs and their gradients where the pass transforms the layer's mirrors.
+  Rows forward_rows(const Pass& pass, std::size_t layer) const;
+  Rows backward_rows(const Pass& pass, std::size_t layer) const;
   Rows mirror_rows(Rows home) const { return home.slice(num_owned_, home.rows - num_owned_); }
 
   BoundaryExchange exchange_;
   const std::vector<Rows>& homes_;
   const std::vector<Rows>& outputs_;
   const std::vector<Rows>& output_gradients_;
-  std::vector<char> transforms_mirrors_;  // per layer (exchange_side.hpp)
   std::int64_t num_owned_;
   std::vector<Matrix> received_gradients_;  // per layer: what the mirrors sent for each boundary row
   std::vector<Matrix> boundary_rows_;       // per layer: the boundary rows leaving, packed

@@ -254,10 +254,7 @@ struct SubgraphExecutor::State {
     const PlannedStep& s = pass->steps[k];
     part = nullptr;
     std::span<const vid_t> sources;
-    // A first layer that sums its inputs reads no block backward.
-    const bool reads_block =
-        s.kind == StepKind::kAggregate || (s.kind == StepKind::kAggregateBackward && !sums_inputs(s.layer));
-    if (reads_block) {
+    if (pass->reads_block(s)) {
       if (const auto kept = residency.lasting_sources.find({s.layer, s.index});
           kept != residency.lasting_sources.end()) {
         sources = kept->second;  // the block is on the device: nothing to build
@@ -830,9 +827,7 @@ namespace {
 std::int64_t structure_bytes_moved(const Model& model, const Pass& pass, std::int64_t narrow_limit) {
   std::int64_t bytes = 0;
   for (const PlannedStep& s : pass.steps) {
-    const bool reads_block = s.kind == StepKind::kAggregate || (s.kind == StepKind::kAggregateBackward &&
-                                                                !(s.layer == 0 && pass.first_layer_sums_inputs));
-    if (!reads_block) continue;
+    if (!pass.reads_block(s)) continue;
     if (!pass.block_stays(s.layer, s.index)) {
       bytes += PackedBlock::bytes_for(packed_block_shape(model, pass, s.layer, s.index, narrow_limit));
     }
@@ -840,8 +835,9 @@ std::int64_t structure_bytes_moved(const Model& model, const Pass& pass, std::in
   return bytes;
 }
 
-// Something a budgeted pass uploads every epoch that may stay on the device for the run instead: a packed block, or
-// a first-layer transform chunk's features (layer 0, its chunk).
+// Something a budgeted pass moves every epoch that may stay on the device for the run instead: a first layer's sums
+// of its inputs (layer 0, its subgraph), a packed block, or a first-layer transform chunk's features (layer 0, its
+// chunk).
 struct StayCandidate {
   enum class Kind : std::uint8_t { kSums, kBlock, kInputs };
   Kind kind = Kind::kBlock;
@@ -857,7 +853,7 @@ struct StayCandidate {
 std::vector<StayCandidate> stay_candidates(const Model& model, const EpochPlan& plan) {
   const Pass& pass = plan.passes.front();
   std::vector<StayCandidate> candidates;
-  if (pass.first_layer_sums_inputs && !pass.first_layer_backward_fused && !plan.options.forward_only) {
+  if (!pass.sums_stay.empty()) {  // settle_device_memory sized it where the sums wait on the host
     const std::int64_t width = model.layer(0).input_sums_width();
     for (std::size_t k = 0; k < pass.layer_parts.front().size(); ++k) {
       const auto rows = static_cast<std::int64_t>(pass.destinations(0, k).size());
@@ -933,7 +929,10 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
   pass.blocks_stay.assign(pass.layer_parts.size(), {});
   for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) pass.blocks_stay[l].assign(pass.layer_parts[l].size(), 0);
   pass.inputs_stay.assign(pass.transform_chunks.front().size(), 0);
-  const bool sums_may_stay = pass.first_layer_sums_inputs && !pass.first_layer_backward_fused;
+  // A first layer's sums wait on the host for the backward half where a budgeted pass trains and does not take that
+  // backward in the second layer's.
+  const bool sums_may_stay =
+      pass.first_layer_sums_inputs && !pass.first_layer_backward_fused && !plan.options.forward_only;
   pass.sums_stay.assign(sums_may_stay ? pass.layer_parts.front().size() : 0, 0);
   const std::vector<StayCandidate> candidates = stay_candidates(model, plan);
   if (plan.options.use_spare_room) keep_in_room(model, local, features, plan, sparse_features, candidates);

@@ -185,6 +185,12 @@ struct Pass {
     return layer < blocks_stay.size() && part < blocks_stay[layer].size() && blocks_stay[layer][part] != 0;
   }
   bool input_stays(std::size_t chunk) const { return chunk < inputs_stay.size() && inputs_stay[chunk] != 0; }
+  // Whether a step reads its subgraph's block: every aggregation, but the backward of a first layer that sums its
+  // inputs.
+  bool reads_block(const PlannedStep& s) const {
+    return s.kind == StepKind::kAggregate ||
+           (s.kind == StepKind::kAggregateBackward && !(s.layer == 0 && first_layer_sums_inputs));
+  }
   bool sums_stays(std::size_t part) const { return part < sums_stay.size() && sums_stay[part] != 0; }
   bool mirrors_transformed(std::size_t layer) const {
     return layer < transforms_mirrors.size() && transforms_mirrors[layer] != 0;
