@@ -4,7 +4,8 @@
 For each model: trains in memory, with the subgraph executor without a budget (whose device peak sets the budgets),
 and at each fraction of that peak, in interleaved rounds; prints per run the median epoch and, within a budget, the
 bytes an epoch moves each way split into rows, the graph's blocks (structure), slots and ids, and parameters. Beside
-them, what `nj plan --all-policies` predicts the rows alone would move under ST-Aware, LRU and Belady.
+them, what `nj plan --all-policies` predicts the rows alone would move under ST-Aware, LRU and Belady, and the graph
+blocks with the set kept for the run and with their room under LRU and Belady.
 
     scripts/bench/bytes_per_epoch.py                                   # the 200k graph, GCN and GAT, 25 and 10 %
     scripts/bench/bytes_per_epoch.py --dataset FILE.h5 --models gcn --fractions 0.5 --rounds 3
@@ -64,7 +65,8 @@ def split(epoch):
 
 
 def planned_rows(args, model, budget):
-    """Row bytes per epoch (h2d + d2h) nj plan predicts under each policy."""
+    """Row bytes per epoch (h2d + d2h) nj plan predicts under each policy, and the graph bytes its blocks' room moves
+    with the blocks kept for the run, and under LRU and Belady's rule."""
     code, out = nj_bench.run([args.nj, "plan", args.dataset, *MODELS[model], "--execution", "reuse",
                               "--device-memory", str(budget), "--all-policies"])
     if code != 0:
@@ -73,6 +75,10 @@ def planned_rows(args, model, budget):
     for policy in ("st-aware", "lru", "belady"):
         match = re.search(rf"^{policy}\s+\S+\s+\S+\s+(\S+)", out, re.MULTILINE)  # its total
         rows[policy] = match.group(1) if match else "-"
+    match = re.search(r"^graph per epoch, in the room .*: kept for the run (\S+), lru (\S+), belady (\S+)$", out,
+                      re.MULTILINE)
+    for i, name in enumerate(("graph kept", "graph lru", "graph belady")):
+        rows[name] = match.group(i + 1) if match else "-"
     return rows
 
 
@@ -114,14 +120,16 @@ def main():
                 print(f"| {name} | {', '.join(f'{v:.3f}' for v in values)} | {median:.3f} | {median / base:.2f} |")
             print()
             kinds = list(next(iter(moved.values())).keys())
-            print("| budget | " + " | ".join(kinds) + " | total MiB | rows planned: st-aware, lru, belady |")
-            print("|---|" + "---:|" * (len(kinds) + 1) + "---|")
+            print("| budget | " + " | ".join(kinds) + " | total MiB | rows planned: st-aware, lru, belady "
+                  "| graph planned: kept, lru, belady |")
+            print("|---|" + "---:|" * (len(kinds) + 1) + "---|---|")
             for f, bytes_by_kind in moved.items():
                 planned = planned_rows(args, model, budgets[f])
                 total = sum(bytes_by_kind.values())
                 cells = " | ".join(f"{bytes_by_kind[k] / MIB:.2f}" for k in kinds)
                 print(f"| {f:.0%} ({budgets[f]:,} B) | {cells} | {total / MIB:.2f} | "
-                      f"{planned['st-aware']}, {planned['lru']}, {planned['belady']} |")
+                      f"{planned['st-aware']}, {planned['lru']}, {planned['belady']} | "
+                      f"{planned['graph kept']}, {planned['graph lru']}, {planned['graph belady']} |")
             print()
 
 

@@ -363,6 +363,15 @@ void run_plan(PlanArguments& args, CLI::App& command) {
         format_bytes(p.d2h_bytes), format_bytes(p.h2d_bytes + p.d2h_bytes),
         accesses > 0 ? 100.0 * static_cast<double>(p.cache_hits) / static_cast<double>(accesses) : 100.0);
   }
+  // The blocks that stay are a fixed set; beside what the others move, what the same room would move under LRU and
+  // Belady's rule.
+  if (args.all_policies && plan.passes.size() == 1 && !plan.passes.front().blocks_stay.empty()) {
+    std::cout << fmt::format(
+        "graph per epoch, in the room its staying blocks take ({}): kept for the run {}, lru {}, belady {}\n",
+        format_bytes(plan.staying_block_bytes), format_bytes(plan.structure_h2d_bytes),
+        format_bytes(structure_bytes_in_room(model, plan, CachePolicy::kLru)),
+        format_bytes(structure_bytes_in_room(model, plan, CachePolicy::kBelady)));
+  }
 }
 
 }  // namespace

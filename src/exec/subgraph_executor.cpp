@@ -19,6 +19,7 @@
 #include "nj/kernels/device_block.hpp"
 #include "nj/kernels/planning_backend.hpp"
 #include "nj/model/device_parameters.hpp"
+#include "nj/scheduler/room_schedule.hpp"
 #include "pass_exchange.hpp"
 #include "step_residency.hpp"
 
@@ -822,14 +823,20 @@ MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, Con
 
 namespace {
 
+// What one upload of subgraph k of layer l's packed block moves, and what it takes of the device where it stays.
+RoomItem packed_block_item(const Model& model, const Pass& pass, std::size_t l, std::size_t k,
+                           std::int64_t narrow_limit) {
+  const std::int64_t bytes = PackedBlock::bytes_for(packed_block_shape(model, pass, l, k, narrow_limit));
+  return {arena_block_bytes(bytes), bytes};
+}
+
 // The structure bytes an epoch of the pass moves: the packed block of every aggregation step whose block does not
 // stay (a first layer that sums its inputs runs no block backward).
 std::int64_t structure_bytes_moved(const Model& model, const Pass& pass, std::int64_t narrow_limit) {
   std::int64_t bytes = 0;
   for (const PlannedStep& s : pass.steps) {
-    if (!pass.reads_block(s)) continue;
-    if (!pass.block_stays(s.layer, s.index)) {
-      bytes += PackedBlock::bytes_for(packed_block_shape(model, pass, s.layer, s.index, narrow_limit));
+    if (pass.reads_block(s) && !pass.block_stays(s.layer, s.index)) {
+      bytes += packed_block_item(model, pass, s.layer, s.index, narrow_limit).moved_bytes;
     }
   }
   return bytes;
@@ -863,8 +870,8 @@ std::vector<StayCandidate> stay_candidates(const Model& model, const EpochPlan& 
   }
   for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
     for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
-      const BlockShape shape = packed_block_shape(model, pass, l, k, plan.options.narrow_source_limit);
-      candidates.push_back({StayCandidate::Kind::kBlock, l, k, arena_block_bytes(PackedBlock::bytes_for(shape))});
+      candidates.push_back({StayCandidate::Kind::kBlock, l, k,
+                            packed_block_item(model, pass, l, k, plan.options.narrow_source_limit).room_bytes});
     }
   }
   if (plan.options.inputs.sparse) return candidates;
@@ -972,6 +979,25 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
   }
   plan.peak_bytes_bound += plan.staying_block_bytes + plan.staying_input_bytes + plan.staying_sums_bytes;
   plan.structure_h2d_bytes = structure_bytes_moved(model, pass, plan.options.narrow_source_limit);
+}
+
+std::int64_t structure_bytes_in_room(const Model& model, const EpochPlan& plan, CachePolicy policy) {
+  if (plan.passes.size() != 1 || plan.passes.front().blocks_stay.empty()) return 0;
+  const Pass& pass = plan.passes.front();
+  // Items: every subgraph's block, layer by layer; reads: the steps that read one, in step order.
+  std::vector<std::size_t> first_item;
+  std::vector<RoomItem> items;
+  for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
+    first_item.push_back(items.size());
+    for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+      items.push_back(packed_block_item(model, pass, l, k, plan.options.narrow_source_limit));
+    }
+  }
+  std::vector<std::uint32_t> reads;
+  for (const PlannedStep& s : pass.steps) {
+    if (pass.reads_block(s)) reads.push_back(static_cast<std::uint32_t>(first_item[s.layer] + s.index));
+  }
+  return room_upload_bytes(items, reads, plan.staying_block_bytes, policy);
 }
 
 std::int64_t device_memory_shortfall(const EpochPlan& plan) {

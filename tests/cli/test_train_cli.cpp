@@ -339,6 +339,16 @@ TEST_F(TrainCli, PlanComparesEveryPolicy) {
     if (!total.empty()) totals.insert(total[1]);
   }
   EXPECT_GT(totals.size(), 1U) << "every policy moves the same bytes: the budget constrains nothing\n" << result.output;
+  // Beside them, what the graph's blocks move: kept for the run as the plan says, and under LRU and Belady.
+  std::smatch graph;
+  ASSERT_TRUE(std::regex_search(result.output, graph, std::regex(R"(\+ graph (\S+)\))"))) << result.output;
+  std::smatch room;
+  ASSERT_TRUE(std::regex_search(
+      result.output, room,
+      std::regex(R"(\ngraph per epoch, in the room its staying blocks take \(\S+\): kept for the run (\S+), lru \S+, )"
+                 R"(belady \S+\n)")))
+      << result.output;
+  EXPECT_EQ(room[1], graph[1]);
 }
 
 // A GPU's run is planned on any machine: the CUDA libraries' workspace beside the budget, and the offsets its

@@ -117,6 +117,14 @@ Dataset graph_with_hubs() {
   return d;
 }
 
+// The dataset with only its first `columns` features.
+Dataset first_features(const Dataset& data, std::int64_t columns) {
+  Dataset narrow = data;
+  narrow.features = Matrix(data.num_vertices(), columns);
+  for (vid_t v = 0; v < data.num_vertices(); ++v) std::copy_n(data.features.row(v), columns, narrow.features.row(v));
+  return narrow;
+}
+
 struct ExactnessCase {
   ModelKind kind;
   int layers;
@@ -357,9 +365,7 @@ TEST_P(SubgraphExecutorTest, NarrowSparseInputsTransformFirstAndMatchDenseInputs
 // to take its backward, so its sums go to the host and back or stay.
 TEST_P(SubgraphExecutorTest, MeasuredTrafficAndPeakAreWhatThePlanSays) {
   const Dataset hubs = graph_with_hubs();
-  Dataset narrow = hubs;
-  narrow.features = Matrix(hubs.num_vertices(), 3);
-  for (vid_t v = 0; v < hubs.num_vertices(); ++v) std::copy_n(hubs.features.row(v), 3, narrow.features.row(v));
+  const Dataset narrow = first_features(hubs, 3);
   const std::tuple<ModelKind, int, const Dataset*> cases[] = {
       {ModelKind::kGcn, 2, &hubs}, {ModelKind::kGat, 2, &hubs}, {ModelKind::kGcn, 1, &narrow}};
   for (const auto& [model_kind, layers, dataset] : cases) {
@@ -421,6 +427,46 @@ TEST_P(SubgraphExecutorTest, BlocksWithTooManySourcesForSixteenBitsTrainTheSame)
       EXPECT_GT(m.h2d_other[Traffic::kStructure], 0);
       EXPECT_GT(w.h2d_other[Traffic::kStructure], m.h2d_other[Traffic::kStructure]) << "32-bit sources weigh more";
     }
+  }
+}
+
+// What the blocks' room would move under LRU and Belady's rule replays the steps that read blocks, each uploading
+// its packed block where the room does not hold it: with no room, every read, which is what the executor moves; with
+// a budget whose room holds every block, nothing. On 3 features GCN's first layer sums its inputs first; alone, it
+// has backward steps, which read no block.
+TEST(SubgraphExecutor, BlocksRoomUnderLruAndBeladyCountsTheReadsItMisses) {
+  const Dataset hubs = graph_with_hubs();
+  const Dataset narrow = first_features(hubs, 3);
+  const std::tuple<ModelKind, int, const Dataset*> cases[] = {
+      {ModelKind::kGcn, 2, &hubs}, {ModelKind::kGat, 2, &hubs}, {ModelKind::kGcn, 1, &narrow}};
+  for (const auto& [model_kind, layers, dataset] : cases) {
+    const Dataset& data = *dataset;
+    SCOPED_TRACE(fmt::format("{} of {} layers on {} features", to_string(model_kind), layers, data.features.cols()));
+    Model model(test::training_config(model_kind, layers), data.features.cols(), data.num_classes);
+    const LocalGraph local = whole_local_graph(data.graph);
+    const auto settled = [&](std::int64_t budget, bool use_spare_room) {
+      SubgraphExecutorOptions options{budget, ExecutionMode::kReuse, CachePolicy::kStAware};
+      options.use_spare_room = use_spare_room;
+      EpochPlan plan = plan_epoch(model, local, options);
+      settle_device_memory(model, local, data.features.view(), plan);
+      return plan;
+    };
+    const std::int64_t minimum = minimum_device_budget(model, local);
+    const EpochPlan travelling = settled(2 * minimum, false);
+    EXPECT_EQ(travelling.staying_block_bytes, 0);
+    EXPECT_GT(travelling.structure_h2d_bytes, 0);
+    for (const CachePolicy policy : {CachePolicy::kLru, CachePolicy::kBelady}) {
+      EXPECT_EQ(structure_bytes_in_room(model, travelling, policy), travelling.structure_h2d_bytes)
+          << to_string(policy);
+    }
+    std::int64_t budget = 2 * minimum;
+    while (settled(budget, true).structure_h2d_bytes > 0) budget *= 2;
+    const EpochPlan roomy = settled(budget, true);
+    EXPECT_GT(roomy.staying_block_bytes, 0);
+    for (const CachePolicy policy : {CachePolicy::kLru, CachePolicy::kBelady}) {
+      EXPECT_EQ(structure_bytes_in_room(model, roomy, policy), 0) << to_string(policy);
+    }
+    EXPECT_EQ(structure_bytes_in_room(model, plan_epoch(model, local, {}), CachePolicy::kBelady), 0) << "no budget";
   }
 }
 
