@@ -730,26 +730,30 @@ std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int 
   // Where each row of each trace tensor is on the device.
   const std::int64_t rows = plan.largest_pass_rows;
   std::int64_t bytes = 2 * static_cast<std::int64_t>(layers) * rows * kSlot;
-  const bool builds = !plan.closures.empty() || (!plan.passes.empty() && !plan.passes.front().keeps_blocks());
-  if (!builds) return bytes;
-  // The builder: a local id per vertex, a bitmap per thread, another of the destinations, and ranks.
-  const std::int64_t words = (rows + 63) / 64;
-  bytes += rows * kSlot + (1 + threads) * words * 8 + words * 4;
-  // The largest block it builds, and a cursor per source of it and thread.
+  // Per pass, its largest block on the host and the most sources a block of it has (a recompute plan's passes are
+  // cut as they run: at most its largest pass's rows).
+  std::int64_t largest_block = 0;
+  std::int64_t most_sources = plan.passes.empty() ? rows : 0;
   for (const Pass& pass : plan.passes) {
-    std::int64_t largest = 0;
-    std::int64_t sources = 0;
     for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
       for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
         const PartSize& size = pass.layer_parts[l][k];
-        largest = std::max(largest, host_block_bytes(static_cast<std::int64_t>(pass.destinations(l, k).size()),
+        largest_block =
+            std::max(largest_block, host_block_bytes(static_cast<std::int64_t>(pass.destinations(l, k).size()),
                                                      size.num_src, size.num_edges, pass.graph.weighted()));
-        sources = std::max<std::int64_t>(sources, size.num_src);
+        most_sources = std::max<std::int64_t>(most_sources, size.num_src);
       }
     }
-    bytes += largest + threads * sources * 8;
   }
-  return bytes;
+  // Within a budget each step expands its packed block, and the CPU device places the out-edges from a cursor per
+  // source and thread (CpuBackend::expand_block).
+  if (plan.options.device_budget != kUnlimited) bytes += threads * most_sources * 8;
+  const bool builds = !plan.closures.empty() || (!plan.passes.empty() && !plan.passes.front().keeps_blocks());
+  if (!builds) return bytes;
+  // The builder: a local id per vertex, a bitmap per thread, another of the destinations, and ranks; the largest
+  // block it builds, and a cursor per source of it and thread.
+  const std::int64_t words = (rows + 63) / 64;
+  return bytes + rows * kSlot + (1 + threads) * words * 8 + words * 4 + largest_block + threads * most_sources * 8;
 }
 
 StepRows rows_of_step(const Model& model, const Pass& pass, std::size_t step, std::span<const vid_t> sources) {

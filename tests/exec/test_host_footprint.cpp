@@ -5,6 +5,7 @@
 #include "nj/core/bytes.hpp"
 #include "nj/core/host_memory.hpp"
 #include "nj/exec/host_footprint.hpp"
+#include "nj/exec/subgraph_executor.hpp"
 #include "nj/graph/shard.hpp"
 #include "support/test_support.hpp"
 
@@ -55,6 +56,24 @@ TEST(HostFootprint, EachComputeThreadCountsItsWorkspace) {
   const auto budgeted =
       predict_host_footprint(config, shape, {.in_memory = false, .device_budget = 1 << 20, .threads = 2});
   EXPECT_NE(budgeted.describe().find("threads 2.00M"), std::string::npos) << budgeted.describe();
+}
+
+// Within a budget the CPU device expands each step's packed block with a cursor per source and thread: the executor's
+// host bytes grow by that for the block with the most sources, and without a budget (blocks uploaded whole) not at all.
+TEST(HostFootprint, EachThreadCountsACursorPerSourceOfTheLargestBlockItExpands) {
+  const Dataset data = test::grid_dataset(30, 30, 8);
+  const Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
+  const LocalGraph local = whole_local_graph(data.graph);
+  const EpochPlan budgeted =
+      plan_epoch(model, local, {4 * minimum_device_budget(model, local), ExecutionMode::kReuse, CachePolicy::kStAware});
+  ASSERT_TRUE(budgeted.passes.front().keeps_blocks());
+  std::int64_t most_sources = 0;
+  for (const auto& layer : budgeted.passes.front().layer_parts) {
+    for (const PartSize& part : layer) most_sources = std::max<std::int64_t>(most_sources, part.num_src);
+  }
+  EXPECT_EQ(executor_host_bytes(budgeted, 2, 3) - executor_host_bytes(budgeted, 2, 1), 2 * most_sources * 8);
+  const EpochPlan unlimited = plan_epoch(model, local, {});
+  EXPECT_EQ(executor_host_bytes(unlimited, 2, 3), executor_host_bytes(unlimited, 2, 1));
 }
 
 TEST(HostFootprint, AFootprintOverTheLimitIsAnErrorNamingItsParts) {

@@ -40,8 +40,9 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
 // (plan.staying_block_bytes) were run under `policy` (kLru or kBelady; room_schedule.hpp) instead of keeping them for
 // the run; 0 for a plan that packs no blocks. Beside plan.structure_h2d_bytes, what keeping them moves.
 std::int64_t structure_bytes_in_room(const Model& model, const EpochPlan& plan, CachePolicy policy);
-// Host bytes the executor holds beside the plan while it runs: where each row is on the device, and where steps
-// build their subgraphs' blocks, the builder's per-vertex scratch and the largest block (`threads`: OpenMP's).
+// Host bytes the executor holds beside the plan while it runs: where each row is on the device; within a budget, the
+// CPU device's cursors for expanding packed blocks; and where steps build their subgraphs' blocks, the builder's
+// per-vertex scratch and the largest block (`threads`: OpenMP's).
 std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int threads);
 // How many bytes the plan's budget lacks for its forecast peak footprint (0: it fits).
 std::int64_t device_memory_shortfall(const EpochPlan& plan);
