@@ -730,8 +730,8 @@ std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int 
   // Where each row of each trace tensor is on the device.
   const std::int64_t rows = plan.largest_pass_rows;
   std::int64_t bytes = 2 * static_cast<std::int64_t>(layers) * rows * kSlot;
-  // Per pass, its largest block on the host and the most sources a block of it has (a recompute plan's passes are
-  // cut as they run: at most its largest pass's rows).
+  // The largest block on the host and the most sources of a block, over the passes (a recompute plan's passes are
+  // cut as they run: its sources are at most its largest pass's rows).
   std::int64_t largest_block = 0;
   std::int64_t most_sources = plan.passes.empty() ? rows : 0;
   for (const Pass& pass : plan.passes) {

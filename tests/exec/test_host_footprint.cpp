@@ -73,6 +73,7 @@ TEST(HostFootprint, EachThreadCountsACursorPerSourceOfTheLargestBlockItExpands) 
   }
   EXPECT_EQ(executor_host_bytes(budgeted, 2, 3) - executor_host_bytes(budgeted, 2, 1), 2 * most_sources * 8);
   const EpochPlan unlimited = plan_epoch(model, local, {});
+  ASSERT_TRUE(unlimited.passes.front().keeps_blocks()) << "a builder would count its own cursors";
   EXPECT_EQ(executor_host_bytes(unlimited, 2, 3), executor_host_bytes(unlimited, 2, 1));
 }
 

@@ -48,6 +48,17 @@ TEST(RoomSchedule, BeladyPushesOutOnlyWhatIsReadLater) {
   EXPECT_EQ(room_upload_bytes(items, reads, 20, CachePolicy::kLru), 50 + 1);
 }
 
+TEST(RoomSchedule, LruPushesOutAsManyAsTheItemReadTakes) {
+  // c, read once an epoch, takes the whole room: LRU pushes out a and b for it, then c for them; Belady keeps them.
+  const std::vector<RoomItem> items = {{10, 1}, {10, 2}, {20, 50}};
+  const std::vector<std::uint32_t> reads = {2, 0, 1, 0, 1};
+  EXPECT_EQ(room_upload_bytes(items, reads, 20, CachePolicy::kLru), 50 + 1 + 2);
+  EXPECT_EQ(room_upload_bytes(items, reads, 20, CachePolicy::kBelady), 50);
+  for (const CachePolicy policy : {CachePolicy::kLru, CachePolicy::kBelady}) {
+    EXPECT_EQ(room_upload_bytes(items, reads, 0, policy), 50 + 2 * (1 + 2)) << "no room: every read";
+  }
+}
+
 TEST(RoomSchedule, OnlyLruAndBeladyRunTheRoom) {
   EXPECT_THROW(room_upload_bytes(alike(1), std::vector<std::uint32_t>{0}, 10, CachePolicy::kStAware), Error);
   EXPECT_THROW(room_upload_bytes(alike(1), std::vector<std::uint32_t>{1}, 10, CachePolicy::kLru), Error);

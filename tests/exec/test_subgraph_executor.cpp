@@ -470,6 +470,27 @@ TEST(SubgraphExecutor, BlocksRoomUnderLruAndBeladyCountsTheReadsItMisses) {
   }
 }
 
+// An inference plan reads each block once an epoch, in the same order every epoch: in a room for some blocks but not
+// all (half the room its blocks stay in), LRU has always pushed out the block read next and uploads every read, and
+// Belady's rule keeps what fits and uploads less.
+TEST(SubgraphExecutor, BlocksRoomOfAnInferencePlanDefeatsLruButNotBelady) {
+  const Dataset data = graph_with_hubs();
+  Model model(test::training_config(ModelKind::kGat, 2), data.features.cols(), data.num_classes);
+  const LocalGraph local = whole_local_graph(data.graph);
+  SubgraphExecutorOptions options{minimum_device_budget(model, local, {}, true), ExecutionMode::kReuse,
+                                  CachePolicy::kStAware};
+  options.forward_only = true;
+  options.use_spare_room = false;
+  EpochPlan plan = plan_epoch(model, local, options);
+  settle_device_memory(model, local, data.features.view(), plan);
+  const std::int64_t every_read = plan.structure_h2d_bytes;
+  ASSERT_GT(every_read, 0);
+  plan.staying_block_bytes = every_read / 2;
+  EXPECT_EQ(structure_bytes_in_room(model, plan, CachePolicy::kLru), every_read);
+  EXPECT_LT(structure_bytes_in_room(model, plan, CachePolicy::kBelady), every_read);
+  EXPECT_GE(structure_bytes_in_room(model, plan, CachePolicy::kBelady), every_read - plan.staying_block_bytes);
+}
+
 TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
   const Dataset data = test::grid_dataset(20, 20, 9);
   const Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);

@@ -15,13 +15,14 @@ struct RoomItem {
   std::int64_t moved_bytes = 0;  // what one upload of it moves
 };
 
-// Bytes uploaded per epoch once epochs repeat alike (after two epochs from an empty room), for epochs that read
-// `reads` (indices into `items`) in order, in a room of `capacity` bytes, under `policy`:
+// Bytes uploaded per epoch once epochs repeat alike (from an empty room, replayed until the room holds at an
+// epoch's start what it held at an earlier one's; the mean over the epochs between), for epochs that read `reads`
+// (indices into `items`) in order, in a room of `capacity` bytes, under `policy`:
 // - kLru: every item read stays, the least recently read ones leaving to make room;
 // - kBelady: an item read stays where it is read again before each item it would push out, which leave farthest
 //   next read first (Belady's rule, with items of different sizes and passing through; optimal in uploads for
 //   items of one size);
-// an item larger than the room, or never read again, passes through. Other policies are an internal error.
+// an item larger than the room passes through. Other policies are an internal error.
 std::int64_t room_upload_bytes(std::span<const RoomItem> items, std::span<const std::uint32_t> reads,
                                std::int64_t capacity, CachePolicy policy);
 
