@@ -5,6 +5,7 @@
 // planning device, which moves nothing (moves_data false), measures the plan's memory (forecast_device_memory).
 #include "nj/exec/subgraph_executor.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <tuple>
@@ -851,12 +852,14 @@ struct StayCandidate {
   std::size_t layer = 0;
   std::size_t index = 0;
   std::int64_t bytes = 0;  // on the device, in whole arena units
+  std::int64_t trips = 0;  // how often an epoch moves it
 };
 
-// What the pass moves every epoch that could stay instead, most saved per byte first: a first layer's sums of its
+// What the pass moves every epoch that could stay instead, the most often moved first: a first layer's sums of its
 // inputs (down in the forward half, up in the backward), the packed blocks (up for each step that reads them:
-// forward and backward, or forward only for a first layer that sums its inputs; in step order), then the features
-// where they are dense rows.
+// forward and backward, or forward only for a first layer that sums its inputs), and the features where they are
+// dense rows (up for the first layer's transform, and again for its backward where it transforms first); in that
+// order, and layer by layer, where they move as often.
 std::vector<StayCandidate> stay_candidates(const Model& model, const EpochPlan& plan) {
   const Pass& pass = plan.passes.front();
   std::vector<StayCandidate> candidates;
@@ -865,22 +868,34 @@ std::vector<StayCandidate> stay_candidates(const Model& model, const EpochPlan& 
     for (std::size_t k = 0; k < pass.layer_parts.front().size(); ++k) {
       const auto rows = static_cast<std::int64_t>(pass.destinations(0, k).size());
       candidates.push_back(
-          {StayCandidate::Kind::kSums, 0, k, arena_block_bytes(rows * width * std::int64_t{sizeof(float)})});
+          {StayCandidate::Kind::kSums, 0, k, arena_block_bytes(rows * width * std::int64_t{sizeof(float)}), 2});
+    }
+  }
+  std::vector<std::vector<std::int64_t>> block_reads(pass.layer_parts.size());
+  for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) block_reads[l].assign(pass.layer_parts[l].size(), 0);
+  std::vector<std::int64_t> input_uploads(pass.transform_chunks.front().size(), 0);
+  for (const PlannedStep& s : pass.steps) {
+    if (pass.reads_block(s)) ++block_reads[s.layer][s.index];
+    if (s.layer == 0 && (s.kind == StepKind::kTransform || s.kind == StepKind::kTransformBackward)) {
+      ++input_uploads[s.index];
     }
   }
   for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
     for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
       candidates.push_back({StayCandidate::Kind::kBlock, l, k,
-                            packed_block_item(model, pass, l, k, plan.options.narrow_source_limit).room_bytes});
+                            packed_block_item(model, pass, l, k, plan.options.narrow_source_limit).room_bytes,
+                            block_reads[l][k]});
     }
   }
-  if (plan.options.inputs.sparse) return candidates;
-  const std::int64_t width = model.layer(0).in_dim();
-  for (std::size_t k = 0; k < pass.transform_chunks.front().size(); ++k) {
-    const auto rows = static_cast<std::int64_t>(pass.transform_chunks.front()[k].size());
-    candidates.push_back(
-        {StayCandidate::Kind::kInputs, 0, k, arena_block_bytes(rows * width * std::int64_t{sizeof(float)})});
+  if (!plan.options.inputs.sparse) {
+    const std::int64_t width = model.layer(0).in_dim();
+    for (std::size_t k = 0; k < pass.transform_chunks.front().size(); ++k) {
+      const auto rows = static_cast<std::int64_t>(pass.transform_chunks.front()[k].size());
+      candidates.push_back({StayCandidate::Kind::kInputs, 0, k,
+                            arena_block_bytes(rows * width * std::int64_t{sizeof(float)}), input_uploads[k]});
+    }
   }
+  std::ranges::stable_sort(candidates, std::ranges::greater{}, &StayCandidate::trips);
   return candidates;
 }
 
@@ -943,14 +958,7 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
   pass.sums_stay.assign(sums_may_stay ? pass.layer_parts.front().size() : 0, 0);
   const std::vector<StayCandidate> candidates = stay_candidates(model, plan);
   if (plan.options.use_spare_room) keep_in_room(model, local, features, plan, sparse_features, candidates);
-  // What stays is no epoch's traffic: the features' rows that each transform step of the first layer, forward and
-  // backward, would upload.
-  std::vector<std::int64_t> transform_steps(pass.inputs_stay.size(), 0);
-  for (const PlannedStep& s : pass.steps) {
-    if (s.layer == 0 && (s.kind == StepKind::kTransform || s.kind == StepKind::kTransformBackward)) {
-      ++transform_steps[s.index];
-    }
-  }
+  // What stays is no epoch's traffic.
   for (const StayCandidate& c : candidates) {
     if (stay_flags(pass, c.kind, c.layer)[c.index] == 0) continue;
     switch (c.kind) {
@@ -968,7 +976,7 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
       }
       case StayCandidate::Kind::kInputs: {
         plan.staying_input_bytes += c.bytes;
-        const std::int64_t uploaded = transform_steps[c.index] *
+        const std::int64_t uploaded = c.trips *
                                       static_cast<std::int64_t>(pass.transform_chunks.front()[c.index].size()) *
                                       model.layer(0).in_dim() * std::int64_t{sizeof(float)};
         pass.stream_h2d_bytes -= uploaded;

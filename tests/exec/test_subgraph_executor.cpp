@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <tuple>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "nj/core/bytes.hpp"
+#include "nj/device/arena.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/train/trainer.hpp"
 #include "support/backends.hpp"
@@ -489,6 +491,42 @@ TEST(SubgraphExecutor, BlocksRoomOfAnInferencePlanDefeatsLruButNotBelady) {
   EXPECT_EQ(structure_bytes_in_room(model, plan, CachePolicy::kLru), every_read);
   EXPECT_LT(structure_bytes_in_room(model, plan, CachePolicy::kBelady), every_read);
   EXPECT_GE(structure_bytes_in_room(model, plan, CachePolicy::kBelady), every_read - plan.staying_block_bytes);
+}
+
+// Where a first layer sums its inputs, its blocks are read once an epoch (forward) and the second layer's twice: the
+// room the budget leaves takes the second layer's first. A first-layer block then stays only where it fits in what
+// every second-layer block that travels did not.
+TEST(SubgraphExecutor, BlocksReadTwiceAnEpochTakeTheRoomBeforeBlocksReadOnce) {
+  const Dataset data = test::random_dataset(3000, 30000, 3, 4, 7);
+  Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
+  const LocalGraph local = whole_local_graph(data.graph);
+  const std::int64_t minimum = minimum_device_budget(model, local);
+  for (const std::int64_t budget : {2 * minimum, 3 * minimum, 4 * minimum}) {
+    SCOPED_TRACE(budget);
+    EpochPlan plan = plan_epoch(model, local, {budget, ExecutionMode::kReuse, CachePolicy::kStAware});
+    settle_device_memory(model, local, data.features.view(), plan);
+    const Pass& pass = plan.passes.front();
+    ASSERT_TRUE(pass.first_layer_sums_inputs);
+    const auto room_bytes = [&](std::size_t l, std::size_t k) {
+      return arena_block_bytes(PackedBlock::bytes_for(packed_block_shape(model, pass, l, k, kNarrowSourceLimit)));
+    };
+    std::int64_t largest_staying_first = 0;
+    std::int64_t smallest_travelling_second = std::numeric_limits<std::int64_t>::max();
+    std::int64_t staying_second = 0;
+    for (std::size_t k = 0; k < pass.layer_parts[0].size(); ++k) {
+      if (pass.block_stays(0, k)) largest_staying_first = std::max(largest_staying_first, room_bytes(0, k));
+    }
+    for (std::size_t k = 0; k < pass.layer_parts[1].size(); ++k) {
+      if (pass.block_stays(1, k)) {
+        ++staying_second;
+      } else {
+        smallest_travelling_second = std::min(smallest_travelling_second, room_bytes(1, k));
+      }
+    }
+    EXPECT_GT(staying_second, 0);
+    EXPECT_LT(smallest_travelling_second, std::numeric_limits<std::int64_t>::max()) << "every block stays";
+    EXPECT_LT(largest_staying_first, smallest_travelling_second);
+  }
 }
 
 TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {

@@ -31,9 +31,10 @@ namespace nj {
 MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, ConstRows features, const EpochPlan& plan,
                                       const SparseRows* sparse_features = nullptr);
 // The plan's device memory, forecast into plan.memory. Within a budget reuse's pass then keeps on the device for the
-// run, uploaded once, the packed blocks that fit where the budget exceeds that peak, in step order
-// (Pass::blocks_stay), and the forecast is made again with them; plan.structure_h2d_bytes is what the other blocks
-// move an epoch. The executor and nj plan both settle their plans so.
+// run, uploaded once, what it would move every epoch and fits where the budget exceeds that peak, the most often
+// moved first: a first layer's sums, packed blocks and feature chunks (Pass::sums_stay, blocks_stay, inputs_stay),
+// and the forecast is made again with them; plan.structure_h2d_bytes is what the other blocks move an epoch. The
+// executor and nj plan both settle their plans so.
 void settle_device_memory(Model& model, const LocalGraph& local, ConstRows features, EpochPlan& plan,
                           const SparseRows* sparse_features = nullptr);
 // What the packed blocks of a settled budgeted plan would move an epoch if the room its staying blocks take
