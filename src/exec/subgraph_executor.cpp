@@ -467,8 +467,11 @@ struct SubgraphExecutor::State {
       Layer::transform(backend, parameters.layer(l).weight.view(), sums_rows, out.view());
       // What the weight gradient multiplies by: on the device without a budget or where they stay, else on the host
       // until then.
-      if (training && residency.uploads_stay) residency.sums[{l, k}] = std::move(sums);
-      if (training && !residency.uploads_stay && !sums_stay) download(sums.view(), input_sums.view(), destinations);
+      if (training && residency.uploads_stay) {
+        residency.sums[{l, k}] = std::move(sums);
+      } else if (training && !sums_stay) {
+        download(sums.view(), input_sums.view(), destinations);
+      }
     }
     backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
     if (pass->output_stays(l, k)) {
