@@ -127,6 +127,17 @@ Dataset first_features(const Dataset& data, std::int64_t columns) {
   return narrow;
 }
 
+// GCN and GAT of two layers on the graph with hubs, and a one-layer GCN on 3 of its features.
+struct HubCase {
+  ModelKind kind;
+  int layers;
+  Dataset data;
+};
+std::vector<HubCase> hub_cases() {
+  const Dataset hubs = graph_with_hubs();
+  return {{ModelKind::kGcn, 2, hubs}, {ModelKind::kGat, 2, hubs}, {ModelKind::kGcn, 1, first_features(hubs, 3)}};
+}
+
 struct ExactnessCase {
   ModelKind kind;
   int layers;
@@ -366,12 +377,8 @@ TEST_P(SubgraphExecutorTest, NarrowSparseInputsTransformFirstAndMatchDenseInputs
 // layer's), GAT's transforms them first; a one-layer GCN on 3 of the features sums them first with no second layer
 // to take its backward, so its sums go to the host and back or stay.
 TEST_P(SubgraphExecutorTest, MeasuredTrafficAndPeakAreWhatThePlanSays) {
-  const Dataset hubs = graph_with_hubs();
-  const Dataset narrow = first_features(hubs, 3);
-  const std::tuple<ModelKind, int, const Dataset*> cases[] = {
-      {ModelKind::kGcn, 2, &hubs}, {ModelKind::kGat, 2, &hubs}, {ModelKind::kGcn, 1, &narrow}};
-  for (const auto& [model_kind, layers, dataset] : cases) {
-    const Dataset& data = *dataset;
+  for (const HubCase& hub_case : hub_cases()) {
+    const auto [model_kind, layers, data] = std::tie(hub_case.kind, hub_case.layers, hub_case.data);
     const ModelConfig config = test::training_config(model_kind, layers);
     const Model model(config, data.features.cols(), data.num_classes);
     for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
@@ -437,12 +444,8 @@ TEST_P(SubgraphExecutorTest, BlocksWithTooManySourcesForSixteenBitsTrainTheSame)
 // a budget whose room holds every block, nothing. On 3 features GCN's first layer sums its inputs first; alone, it
 // has backward steps, which read no block.
 TEST(SubgraphExecutor, BlocksRoomUnderLruAndBeladyCountsTheReadsItMisses) {
-  const Dataset hubs = graph_with_hubs();
-  const Dataset narrow = first_features(hubs, 3);
-  const std::tuple<ModelKind, int, const Dataset*> cases[] = {
-      {ModelKind::kGcn, 2, &hubs}, {ModelKind::kGat, 2, &hubs}, {ModelKind::kGcn, 1, &narrow}};
-  for (const auto& [model_kind, layers, dataset] : cases) {
-    const Dataset& data = *dataset;
+  for (const HubCase& hub_case : hub_cases()) {
+    const auto [model_kind, layers, data] = std::tie(hub_case.kind, hub_case.layers, hub_case.data);
     SCOPED_TRACE(fmt::format("{} of {} layers on {} features", to_string(model_kind), layers, data.features.cols()));
     Model model(test::training_config(model_kind, layers), data.features.cols(), data.num_classes);
     const LocalGraph local = whole_local_graph(data.graph);
