@@ -378,7 +378,7 @@ TEST_P(SubgraphExecutorTest, NarrowSparseInputsTransformFirstAndMatchDenseInputs
 // to take its backward, so its sums go to the host and back or stay.
 TEST_P(SubgraphExecutorTest, MeasuredTrafficAndPeakAreWhatThePlanSays) {
   for (const HubCase& hub_case : hub_cases()) {
-    const auto [model_kind, layers, data] = std::tie(hub_case.kind, hub_case.layers, hub_case.data);
+    const auto& [model_kind, layers, data] = hub_case;
     const ModelConfig config = test::training_config(model_kind, layers);
     const Model model(config, data.features.cols(), data.num_classes);
     for (const ExecutionMode mode : {ExecutionMode::kReuse, ExecutionMode::kRecompute}) {
@@ -445,7 +445,7 @@ TEST_P(SubgraphExecutorTest, BlocksWithTooManySourcesForSixteenBitsTrainTheSame)
 // has backward steps, which read no block.
 TEST(SubgraphExecutor, BlocksRoomUnderLruAndBeladyCountsTheReadsItMisses) {
   for (const HubCase& hub_case : hub_cases()) {
-    const auto [model_kind, layers, data] = std::tie(hub_case.kind, hub_case.layers, hub_case.data);
+    const auto& [model_kind, layers, data] = hub_case;
     SCOPED_TRACE(fmt::format("{} of {} layers on {} features", to_string(model_kind), layers, data.features.cols()));
     Model model(test::training_config(model_kind, layers), data.features.cols(), data.num_classes);
     const LocalGraph local = whole_local_graph(data.graph);
