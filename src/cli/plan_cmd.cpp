@@ -395,7 +395,9 @@ void add_plan_command(CLI::App& app) {
   cmd->add_flag("--inference", args->inference,
                 "Plan nj infer's forward pass (no backward pass, no gradients: smaller steps) instead of a training "
                 "epoch");
-  cmd->add_flag("--all-policies", args->all_policies, "Predict the transfers of every cache policy");
+  cmd->add_flag("--all-policies", args->all_policies,
+                "Predict the transfers of every cache policy, and what the graph blocks kept on the device would move "
+                "with their room run by LRU and by Belady's rule");
   cmd->add_flag("--list-subgraphs", args->list_subgraphs, "Print every subgraph's size");
   cmd->add_flag("--json", args->json, "A partition folder's per-rank figures as one JSON object");
   cmd->add_option("--device", args->device,
