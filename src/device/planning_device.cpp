@@ -46,11 +46,22 @@ void* PlanningDevice::allocate(std::int64_t bytes, std::string_view what) {
   live_->blocks.emplace(block.offset, std::make_pair(bytes, std::move(category)));
   forecast_.peak_bytes = live_->arena.requested_peak();
   const std::int64_t footprint = live_->arena.arena().stats().footprint_bytes;
+  if (phase_) {
+    std::int64_t& phase_peak = forecast_.phase_peak_footprint_bytes[*phase_];
+    phase_peak = std::max(phase_peak, footprint);
+  }
   if (footprint > forecast_.peak_footprint_bytes) {
     forecast_.peak_footprint_bytes = footprint;
     forecast_.at_peak = live_->by_category;
   }
   return reinterpret_cast<void*>(kBase + static_cast<std::uintptr_t>(block.offset));
+}
+
+void PlanningDevice::begin_phase(std::size_t phase) {
+  std::vector<std::int64_t>& peaks = forecast_.phase_peak_footprint_bytes;
+  if (peaks.size() <= phase) peaks.resize(phase + 1, 0);
+  phase_ = phase;
+  peaks[phase] = std::max(peaks[phase], live_->arena.arena().stats().footprint_bytes);
 }
 
 void PlanningDevice::deallocate(void* ptr) noexcept {

@@ -274,6 +274,29 @@ StepRows step_rows(const Pass& pass, std::size_t k, bool backward_reads_rows, st
   return rows;
 }
 
+// Lists each step's rows in the pass's trace (pointing into its chunks and `sources_of(layer, subgraph)`), plans
+// its cache with them, and clears the lists again, since what they point into may not outlive planning.
+template <typename ReadsRows, typename SourcesOf>
+void plan_trace_cache(Pass& pass, const SubgraphExecutorOptions& options, ReadsRows&& backward_reads_rows,
+                      SourcesOf&& sources_of) {
+  AccessTrace& trace = pass.trace;
+  for (std::size_t k = 0; k < pass.steps.size(); ++k) {
+    const PlannedStep& s = pass.steps[k];
+    const bool aggregation = s.kind == StepKind::kAggregate || s.kind == StepKind::kAggregateBackward;
+    const StepRows listed = step_rows(pass, k, backward_reads_rows(s.layer),
+                                      aggregation ? sources_of(s.layer, s.index) : std::span<const vid_t>{});
+    TraceStep& traced = trace.steps[k];
+    if (!listed.reads.rows.empty()) traced.read_runs.push_back(listed.reads);
+    if (!listed.writes.rows.empty()) traced.write_runs.push_back(listed.writes);
+    if (!listed.accumulates.rows.empty()) traced.accumulate_runs.push_back(listed.accumulates);
+  }
+  const auto cache_start = std::chrono::steady_clock::now();
+  pass.cache = plan_cache(trace, options.policy, options.cache_detail);
+  spdlog::debug("plan: {} cache plan of {} steps in {:.2f} s", to_string(options.policy), trace.steps.size(),
+                seconds_since(cache_start));
+  for (TraceStep& traced : trace.steps) traced.read_runs = traced.write_runs = traced.accumulate_runs = {};
+}
+
 // Where layer l+1 transforms its mirrors, the boundary rows among the destinations of each of layer l's subgraphs
 // whose outputs stay on the device (Pass::staying_boundary).
 void note_staying_boundary_rows(Pass& pass, std::span<const vid_t> boundary) {
@@ -599,26 +622,14 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     if (transforms_mirrors) points.finish = pass.steps.size();
     pass.exchange_points.push_back(points);
   }
-  for (std::size_t k = 0; k < pass.steps.size(); ++k) {
-    const PlannedStep& s = pass.steps[k];
-    const bool aggregation = s.kind == StepKind::kAggregate || s.kind == StepKind::kAggregateBackward;
-    const std::span<const vid_t> part_sources = !aggregation ? std::span<const vid_t>{}
-                                                : pass.keeps_blocks()
-                                                    ? std::span<const vid_t>(pass.blocks[s.layer][s.index].sources)
-                                                    : std::span<const vid_t>(sources[s.layer][s.index]);
-    const StepRows listed = step_rows(pass, k, dims[s.layer].layer->aggregation().backward_reads_rows, part_sources);
-    TraceStep& traced = trace.steps[k];
-    if (!listed.reads.rows.empty()) traced.read_runs.push_back(listed.reads);
-    if (!listed.writes.rows.empty()) traced.write_runs.push_back(listed.writes);
-    if (!listed.accumulates.rows.empty()) traced.accumulate_runs.push_back(listed.accumulates);
-  }
-  const auto cache_start = std::chrono::steady_clock::now();
-  pass.cache = plan_cache(trace, plan.options.policy, plan.options.cache_detail);
-  spdlog::debug("plan: {} cache plan of {} steps in {:.2f} s", to_string(plan.options.policy), trace.steps.size(),
-                seconds_since(cache_start));
-  // The runs point into `sources`, which goes now.
-  for (TraceStep& traced : trace.steps) traced.read_runs = traced.write_runs = traced.accumulate_runs = {};
-  std::vector<std::int64_t>().swap(trace.vertex_degree);
+  plan_trace_cache(
+      pass, plan.options, [&](std::size_t l) { return dims[l].layer->aggregation().backward_reads_rows; },
+      [&](std::size_t l, std::size_t k) {
+        return pass.keeps_blocks() ? std::span<const vid_t>(pass.blocks[l][k].sources)
+                                   : std::span<const vid_t>(sources[l][k]);
+      });
+  // A pass that keeps its blocks may plan its cache again (resize_pools), and the degree policy with the degrees.
+  if (!pass.keeps_blocks()) std::vector<std::int64_t>().swap(trace.vertex_degree);
   if (!pass.keeps_blocks()) pass.graph = std::move(graph);
   return pass;
 }
@@ -691,10 +702,8 @@ void add_to_totals(EpochPlan& plan, const Pass& pass) {
   plan.largest_pass_rows = std::max(plan.largest_pass_rows, pass.num_rows);
   plan.largest_aggregated_rows = std::max(plan.largest_aggregated_rows, pass.aggregated_rows);
   plan.num_steps += static_cast<std::int64_t>(pass.steps.size());
-  for (const auto& phase : pass.trace.capacity_rows) {
-    std::int64_t pools = 0;
-    for (std::size_t t = 0; t < phase.size(); ++t) pools += phase[t] * pass.trace.tensors[t].row_bytes;
-    plan.peak_bytes_bound = std::max(plan.peak_bytes_bound, pools);
+  for (std::size_t phase = 0; phase < pass.trace.capacity_rows.size(); ++phase) {
+    plan.peak_bytes_bound = std::max(plan.peak_bytes_bound, pass.pool_bytes(phase));
   }
   plan.cache_h2d_bytes += pass.cache.h2d_bytes;
   plan.cache_d2h_bytes += pass.cache.d2h_bytes;
@@ -754,6 +763,39 @@ std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int 
   // block it builds, and a cursor per source of it and thread.
   const std::int64_t words = (rows + 63) / 64;
   return bytes + rows * kSlot + (1 + threads) * words * 8 + words * 4 + largest_block + threads * most_sources * 8;
+}
+
+void resize_pools(const Model& model, EpochPlan& plan, std::vector<std::vector<std::int64_t>> capacity_rows) {
+  NJ_EXPECTS(plan.passes.size() == 1 && plan.passes.front().keeps_blocks(),
+             "only a plan of one pass that keeps its blocks can plan its cache again");
+  Pass& pass = plan.passes.front();
+  const auto largest_pools = [&] {
+    std::int64_t largest = 0;
+    for (std::size_t phase = 0; phase < pass.trace.capacity_rows.size(); ++phase) {
+      largest = std::max(largest, pass.pool_bytes(phase));
+    }
+    return largest;
+  };
+  const std::int64_t pools_before = largest_pools();
+  const CachePlan& before = pass.cache;
+  plan.cache_h2d_bytes -= before.h2d_bytes;
+  plan.cache_d2h_bytes -= before.d2h_bytes;
+  plan.h2d_bytes -= before.h2d_bytes;
+  plan.d2h_bytes -= before.d2h_bytes;
+  plan.cache_hits -= before.hits;
+  plan.cache_misses -= before.misses;
+  pass.trace.capacity_rows = std::move(capacity_rows);
+  plan_trace_cache(
+      pass, plan.options, [&](std::size_t l) { return model.layer(l).aggregation().backward_reads_rows; },
+      [&](std::size_t l, std::size_t k) { return std::span<const vid_t>(pass.blocks[l][k].sources); });
+  const CachePlan& after = pass.cache;
+  plan.cache_h2d_bytes += after.h2d_bytes;
+  plan.cache_d2h_bytes += after.d2h_bytes;
+  plan.h2d_bytes += after.h2d_bytes;
+  plan.d2h_bytes += after.d2h_bytes;
+  plan.cache_hits += after.hits;
+  plan.cache_misses += after.misses;
+  plan.peak_bytes_bound += largest_pools() - pools_before;
 }
 
 StepRows rows_of_step(const Model& model, const Pass& pass, std::size_t step, std::span<const vid_t> sources) {

@@ -217,7 +217,10 @@ struct SubgraphExecutor::State {
     const CachePlan& cache = pass->cache;
     for (std::size_t k = first; k < last; ++k) {
       const std::uint32_t phase = trace.steps[k].phase;
-      if (k == first || trace.steps[k - 1].phase != phase) pools.begin_phase(trace, phase);
+      if (k == first || trace.steps[k - 1].phase != phase) {
+        if (planning != nullptr) planning->begin_phase(phase);
+        pools.begin_phase(trace, phase);
+      }
       exchange.advance(*pass, k);
       const StepPlan& step = cache.steps[k];
       if (!prefetched) {
@@ -788,6 +791,8 @@ struct SubgraphExecutor::State {
   // The running step's subgraph (null for other steps, and where a replay builds none) and slots.
   const Model* model_of_run = nullptr;
   bool moves_data = true;  // false: replaying on the planning device
+  // A replay on the planning device marks each phase's start there, so that the forecast has each phase's peak.
+  PlanningDevice* planning = nullptr;
   std::optional<PassSubgraphs> subgraphs;
   const Subgraph* part = nullptr;
   StepSlots slots;
@@ -816,6 +821,7 @@ MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, Con
   {
     SubgraphExecutor::State replay(*kernels, device, model, local, features,
                                    plan.options.inputs.sparse ? sparse_features : nullptr, plan, detached.get());
+    replay.planning = &device;
     if (plan.options.forward_only) {
       replay.evaluate(model);
     } else {
@@ -942,6 +948,59 @@ void keep_in_room(Model& model, const LocalGraph& local, ConstRows features, Epo
   }
 }
 
+// Each phase's pools are its own, freed at its end, and most phases peak below the budget: their pools take what the
+// budget leaves them, shared among a phase's pools as they share the budget's half, so that fewer rows leave the
+// device and come back. The cache is planned again for the larger pools and the forecast made again; a phase that no
+// longer fits (the arena may place the larger pools otherwise) gives up what it is short by, and where a few tries
+// do not settle every phase, or the larger pools would move more, the pools stay as planned.
+void grow_pools_into_phase_room(Model& model, const LocalGraph& local, ConstRows features, EpochPlan& plan,
+                                const SparseRows* sparse_features) {
+  Pass& pass = plan.passes.front();
+  if (!pass.keeps_blocks()) return;  // its trace no longer lists the subgraphs' sources
+  const std::vector<std::vector<std::int64_t>> planned = pass.trace.capacity_rows;
+  const std::int64_t planned_bytes = pass.cache.total_bytes();
+  std::vector<std::int64_t> planned_pools;
+  for (std::size_t p = 0; p < planned.size(); ++p) planned_pools.push_back(pass.pool_bytes(p));
+  const std::int64_t usable = plan.options.device_budget / kArenaAlignment * kArenaAlignment;
+  const auto phase_room = [&](std::size_t phase) {
+    const auto& peaks = plan.memory.phase_peak_footprint_bytes;
+    return phase < peaks.size() ? usable - peaks[phase] : std::int64_t{0};
+  };
+  std::vector<std::int64_t> room(planned.size());
+  for (std::size_t p = 0; p < room.size(); ++p) room[p] = std::max<std::int64_t>(0, phase_room(p));
+  constexpr int kTries = 4;
+  for (int attempt = 0; attempt < kTries; ++attempt) {
+    std::vector<std::vector<std::int64_t>> capacity = planned;
+    for (std::size_t p = 0; p < capacity.size(); ++p) {
+      const std::int64_t pools = planned_pools[p];
+      if (pools == 0) continue;
+      for (std::size_t t = 0; t < capacity[p].size(); ++t) {
+        if (planned[p][t] == 0) continue;
+        const std::int64_t row_bytes = pass.trace.tensors[t].row_bytes;
+        const double share = static_cast<double>(planned[p][t] * row_bytes) / static_cast<double>(pools);
+        // Each pool is a whole number of arena units: one less for its rounding.
+        const auto extra_bytes = std::max<std::int64_t>(
+            0, static_cast<std::int64_t>(share * static_cast<double>(room[p])) - kArenaAlignment);
+        capacity[p][t] = std::min(pass.num_rows, planned[p][t] + extra_bytes / row_bytes);
+      }
+    }
+    if (capacity == pass.trace.capacity_rows) return;
+    resize_pools(model, plan, capacity);
+    plan.memory = forecast_device_memory(model, local, features, plan, sparse_features);
+    bool fits = true;
+    for (std::size_t p = 0; p < room.size(); ++p) {
+      const std::int64_t short_by = -phase_room(p);
+      if (short_by <= 0) continue;
+      fits = false;
+      room[p] = std::max<std::int64_t>(0, room[p] - short_by - kArenaAlignment);
+    }
+    if (fits && pass.cache.total_bytes() <= planned_bytes) return;
+    if (fits) break;
+  }
+  resize_pools(model, plan, planned);
+  plan.memory = forecast_device_memory(model, local, features, plan, sparse_features);
+}
+
 }  // namespace
 
 void settle_device_memory(Model& model, const LocalGraph& local, ConstRows features, EpochPlan& plan,
@@ -960,7 +1019,10 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
       pass.first_layer_sums_inputs && !pass.first_layer_backward_fused && !plan.options.forward_only;
   pass.sums_stay.assign(sums_may_stay ? pass.layer_parts.front().size() : 0, 0);
   const std::vector<StayCandidate> candidates = stay_candidates(model, plan);
-  if (plan.options.use_spare_room) keep_in_room(model, local, features, plan, sparse_features, candidates);
+  if (plan.options.use_spare_room) {
+    keep_in_room(model, local, features, plan, sparse_features, candidates);
+    grow_pools_into_phase_room(model, local, features, plan, sparse_features);
+  }
   // What stays is no epoch's traffic.
   for (const StayCandidate& c : candidates) {
     if (stay_flags(pass, c.kind, c.layer)[c.index] == 0) continue;

@@ -152,6 +152,17 @@ void log_plan(const EpochPlan& plan) {
         std::count(pass.inputs_stay.begin(), pass.inputs_stay.end(), 1), pass.inputs_stay.size(),
         format_bytes(plan.staying_input_bytes), sums);
   }
+  if (plan.passes.size() == 1 && plan.options.device_budget != kUnlimited) {
+    const Pass& pass = plan.passes.front();
+    std::string pools;
+    for (std::size_t phase = 0; phase < pass.trace.capacity_rows.size(); ++phase) {
+      pools += fmt::format("{}{}", phase == 0 ? "" : ", ", format_bytes(pass.pool_bytes(phase)));
+    }
+    spdlog::info(
+        "plan: pools per phase (forward layers, then backward from the last), grown into the room each "
+        "leaves: {}",
+        pools);
+  }
   spdlog::info("plan: predicted per epoch: h2d {} (cache {}, + graph {}), d2h {} (cache {}), recompute ratio {:.3f}",
                format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.structure_h2d_bytes),
                format_bytes(plan.d2h_bytes), format_bytes(plan.cache_d2h_bytes),

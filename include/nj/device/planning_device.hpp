@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "nj/device/device.hpp"
 
@@ -20,6 +22,9 @@ struct MemoryForecast {
   std::map<std::string, std::int64_t> at_peak;
   // The most requested bytes each category held at once, at any time.
   std::map<std::string, std::int64_t> category_peaks;
+  // Per phase the replay marked (PlanningDevice::begin_phase), the arena's extent at its highest during it: what the
+  // budget leaves that phase is the budget less this. Phases never marked read 0.
+  std::vector<std::int64_t> phase_peak_footprint_bytes;
   // The footprint beyond the requested bytes at its peak: alignment and fragmentation.
   std::int64_t padding_at_peak() const;
 };
@@ -47,12 +52,15 @@ class PlanningDevice final : public Device {
   DeviceStats stats() const override;
   void reset_transfer_stats() override {}
 
+  // What is allocated from now until the next call counts toward phase `phase`'s peak, beside what is live now.
+  void begin_phase(std::size_t phase);
   MemoryForecast forecast() const { return forecast_; }
 
  private:
   struct Live;
   std::unique_ptr<Live> live_;
   MemoryForecast forecast_;
+  std::optional<std::size_t> phase_;  // marked last
 };
 
 }  // namespace nj

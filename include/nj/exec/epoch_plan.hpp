@@ -174,6 +174,13 @@ struct Pass {
   std::vector<std::vector<StayingBoundary>> staying_boundary;
 
   vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
+  // The device bytes of the pools of phase `phase` (trace.capacity_rows).
+  std::int64_t pool_bytes(std::size_t phase) const {
+    std::int64_t bytes = 0;
+    const auto& capacity = trace.capacity_rows[phase];
+    for (std::size_t t = 0; t < capacity.size(); ++t) bytes += capacity[t] * trace.tensors[t].row_bytes;
+    return bytes;
+  }
   bool output_stays(std::size_t layer, std::size_t part) const {
     return layer < outputs_stay.size() && part < outputs_stay[layer].size() && outputs_stay[layer][part] != 0;
   }
@@ -279,6 +286,11 @@ struct EpochPlan {
 // Plans an epoch of `model` on `graph` (as stored: the model adds its self-loops). Throws nj::InputError when
 // the budget cannot hold the smallest possible step, naming the smallest budget that would.
 EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const SubgraphExecutorOptions& options);
+
+// Gives the pools of a plan's one pass these capacities ([phase][tensor], in rows, as AccessTrace::capacity_rows) and
+// plans its cache again, with the plan's totals and peak bound. The pass must keep its blocks (Pass::keeps_blocks),
+// whose sources its steps list.
+void resize_pools(const Model& model, EpochPlan& plan, std::vector<std::vector<std::int64_t>> capacity_rows);
 
 // Cuts the recompute baseline's passes, each over one subgraph's L-hop closure.
 class ClosurePlanner {
