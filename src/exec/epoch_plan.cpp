@@ -629,7 +629,8 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
                                    : std::span<const vid_t>(sources[l][k]);
       });
   // A pass that keeps its blocks may plan its cache again (resize_pools), and the degree policy with the degrees.
-  if (!pass.keeps_blocks()) std::vector<std::int64_t>().swap(trace.vertex_degree);
+  if (!pass.keeps_blocks() || plan.options.device_budget == kUnlimited)
+    std::vector<std::int64_t>().swap(trace.vertex_degree);
   if (!pass.keeps_blocks()) pass.graph = std::move(graph);
   return pass;
 }
@@ -777,13 +778,15 @@ void resize_pools(const Model& model, EpochPlan& plan, std::vector<std::vector<s
     return largest;
   };
   const std::int64_t pools_before = largest_pools();
-  const CachePlan& before = pass.cache;
-  plan.cache_h2d_bytes -= before.h2d_bytes;
-  plan.cache_d2h_bytes -= before.d2h_bytes;
-  plan.h2d_bytes -= before.h2d_bytes;
-  plan.d2h_bytes -= before.d2h_bytes;
-  plan.cache_hits -= before.hits;
-  plan.cache_misses -= before.misses;
+  {
+    const CachePlan& before = pass.cache;  // replaced below
+    plan.cache_h2d_bytes -= before.h2d_bytes;
+    plan.cache_d2h_bytes -= before.d2h_bytes;
+    plan.h2d_bytes -= before.h2d_bytes;
+    plan.d2h_bytes -= before.d2h_bytes;
+    plan.cache_hits -= before.hits;
+    plan.cache_misses -= before.misses;
+  }
   pass.trace.capacity_rows = std::move(capacity_rows);
   plan_trace_cache(
       pass, plan.options, [&](std::size_t l) { return model.layer(l).aggregation().backward_reads_rows; },

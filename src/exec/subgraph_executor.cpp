@@ -921,6 +921,15 @@ void mark_staying(Pass& pass, const StayCandidate& c, bool stays) {
   stay_flags(pass, c.kind, c.layer)[c.index] = stays ? 1 : 0;
 }
 
+bool stays(const Pass& pass, const StayCandidate& c) {
+  switch (c.kind) {
+    case StayCandidate::Kind::kSums: return pass.sums_stays(c.index);
+    case StayCandidate::Kind::kBlock: return pass.block_stays(c.layer, c.index);
+    case StayCandidate::Kind::kInputs: break;
+  }
+  return pass.input_stays(c.index);
+}
+
 // Marks to stay, in order, the candidates that fit in what the budget holds beyond the forecast peak. Placed first,
 // they shift what the steps allocate, which the arena may then place otherwise: the forecast is made again, and the
 // last ones go where the peak no longer fits.
@@ -962,9 +971,10 @@ void grow_pools_into_phase_room(Model& model, const LocalGraph& local, ConstRows
   std::vector<std::int64_t> planned_pools;
   for (std::size_t p = 0; p < planned.size(); ++p) planned_pools.push_back(pass.pool_bytes(p));
   const std::int64_t usable = plan.options.device_budget / kArenaAlignment * kArenaAlignment;
+  // A phase the replay never marked (one of no steps) reads a peak of 0: it has no pools to grow.
   const auto phase_room = [&](std::size_t phase) {
     const auto& peaks = plan.memory.phase_peak_footprint_bytes;
-    return phase < peaks.size() ? usable - peaks[phase] : std::int64_t{0};
+    return phase < peaks.size() && peaks[phase] > 0 ? usable - peaks[phase] : std::int64_t{0};
   };
   std::vector<std::int64_t> room(planned.size());
   for (std::size_t p = 0; p < room.size(); ++p) room[p] = std::max<std::int64_t>(0, phase_room(p));
@@ -984,10 +994,13 @@ void grow_pools_into_phase_room(Model& model, const LocalGraph& local, ConstRows
         capacity[p][t] = std::min(pass.num_rows, planned[p][t] + extra_bytes / row_bytes);
       }
     }
-    if (capacity == pass.trace.capacity_rows) return;
+    if (capacity == pass.trace.capacity_rows) {
+      if (attempt == 0) return;  // no phase has room
+      break;                     // a phase still short by something has nothing left to give up
+    }
     resize_pools(model, plan, capacity);
     plan.memory = forecast_device_memory(model, local, features, plan, sparse_features);
-    bool fits = true;
+    bool fits = device_memory_shortfall(plan) == 0;
     for (std::size_t p = 0; p < room.size(); ++p) {
       const std::int64_t short_by = -phase_room(p);
       if (short_by <= 0) continue;
@@ -999,6 +1012,48 @@ void grow_pools_into_phase_room(Model& model, const LocalGraph& local, ConstRows
   }
   resize_pools(model, plan, planned);
   plan.memory = forecast_device_memory(model, local, features, plan, sparse_features);
+}
+
+// The streamed bytes one trip of a first layer's sums or features moves (a block's are its packed block's, which
+// structure_bytes_moved counts).
+std::int64_t stream_trip_bytes(const Model& model, const Pass& pass, const StayCandidate& c) {
+  switch (c.kind) {
+    case StayCandidate::Kind::kBlock: break;
+    case StayCandidate::Kind::kSums:
+      return static_cast<std::int64_t>(pass.destinations(0, c.index).size()) * model.layer(0).input_sums_width() *
+             std::int64_t{sizeof(float)};
+    case StayCandidate::Kind::kInputs:
+      return static_cast<std::int64_t>(pass.transform_chunks.front()[c.index].size()) * model.layer(0).in_dim() *
+             std::int64_t{sizeof(float)};
+  }
+  return 0;
+}
+
+// The bytes an epoch of the settling pass moves: what its cache plan and streams move, less the trips of the sums and
+// features that stay, and the packed blocks that travel.
+std::int64_t settled_epoch_bytes(const Model& model, const EpochPlan& plan, std::span<const StayCandidate> candidates) {
+  const Pass& pass = plan.passes.front();
+  std::int64_t bytes = pass.cache.total_bytes() + pass.stream_h2d_bytes + pass.stream_d2h_bytes +
+                       structure_bytes_moved(model, pass, plan.options.narrow_source_limit);
+  for (const StayCandidate& c : candidates) {
+    if (stays(pass, c)) bytes -= c.trips * stream_trip_bytes(model, pass, c);
+  }
+  return bytes;
+}
+
+// Settles the room in `order` (kStaying or kPools: RoomFirst), from none of it taken (nothing staying, the pools as
+// planned), and returns the bytes an epoch then moves.
+std::int64_t take_room_in_order(Model& model, const LocalGraph& local, ConstRows features, EpochPlan& plan,
+                                const SparseRows* sparse_features, std::span<const StayCandidate> candidates,
+                                const std::vector<std::vector<std::int64_t>>& planned, RoomFirst order) {
+  Pass& pass = plan.passes.front();
+  for (const StayCandidate& c : candidates) mark_staying(pass, c, false);
+  if (pass.trace.capacity_rows != planned) resize_pools(model, plan, planned);
+  plan.memory = forecast_device_memory(model, local, features, plan, sparse_features);
+  if (order == RoomFirst::kStaying) keep_in_room(model, local, features, plan, sparse_features, candidates);
+  grow_pools_into_phase_room(model, local, features, plan, sparse_features);
+  if (order == RoomFirst::kPools) keep_in_room(model, local, features, plan, sparse_features, candidates);
+  return settled_epoch_bytes(model, plan, candidates);
 }
 
 }  // namespace
@@ -1020,34 +1075,38 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
   pass.sums_stay.assign(sums_may_stay ? pass.layer_parts.front().size() : 0, 0);
   const std::vector<StayCandidate> candidates = stay_candidates(model, plan);
   if (plan.options.use_spare_room) {
-    keep_in_room(model, local, features, plan, sparse_features, candidates);
-    grow_pools_into_phase_room(model, local, features, plan, sparse_features);
+    const std::vector<std::vector<std::int64_t>> planned = pass.trace.capacity_rows;
+    const auto take_room = [&](RoomFirst order) {
+      return take_room_in_order(model, local, features, plan, sparse_features, candidates, planned, order);
+    };
+    // Pool bytes spare a phase's rows their trips out and back; a block that stays spares its uploads, but takes its
+    // room in every phase. Only a pass that keeps its blocks grows its pools: otherwise the orders are the same.
+    const RoomFirst first = plan.options.room_first;
+    if (first != RoomFirst::kCheaper) {
+      take_room(first);
+    } else {
+      const std::int64_t staying_first = take_room(RoomFirst::kStaying);
+      if (pass.keeps_blocks() && take_room(RoomFirst::kPools) > staying_first) take_room(RoomFirst::kStaying);
+    }
   }
   // What stays is no epoch's traffic.
   for (const StayCandidate& c : candidates) {
-    if (stay_flags(pass, c.kind, c.layer)[c.index] == 0) continue;
+    if (!stays(pass, c)) continue;
+    const std::int64_t trip = stream_trip_bytes(model, pass, c);
     switch (c.kind) {
       case StayCandidate::Kind::kBlock: plan.staying_block_bytes += c.bytes; break;
-      case StayCandidate::Kind::kSums: {
-        // Neither down after the forward aggregation nor up for the backward one.
+      case StayCandidate::Kind::kSums:  // neither down after the forward aggregation nor up for the backward one
         plan.staying_sums_bytes += c.bytes;
-        const std::int64_t moved = static_cast<std::int64_t>(pass.destinations(0, c.index).size()) *
-                                   model.layer(0).input_sums_width() * std::int64_t{sizeof(float)};
-        pass.stream_h2d_bytes -= moved;
-        pass.stream_d2h_bytes -= moved;
-        plan.h2d_bytes -= moved;
-        plan.d2h_bytes -= moved;
+        pass.stream_h2d_bytes -= trip;
+        pass.stream_d2h_bytes -= trip;
+        plan.h2d_bytes -= trip;
+        plan.d2h_bytes -= trip;
         break;
-      }
-      case StayCandidate::Kind::kInputs: {
+      case StayCandidate::Kind::kInputs:
         plan.staying_input_bytes += c.bytes;
-        const std::int64_t uploaded = c.trips *
-                                      static_cast<std::int64_t>(pass.transform_chunks.front()[c.index].size()) *
-                                      model.layer(0).in_dim() * std::int64_t{sizeof(float)};
-        pass.stream_h2d_bytes -= uploaded;
-        plan.h2d_bytes -= uploaded;
+        pass.stream_h2d_bytes -= c.trips * trip;
+        plan.h2d_bytes -= c.trips * trip;
         break;
-      }
     }
   }
   plan.peak_bytes_bound += plan.staying_block_bytes + plan.staying_input_bytes + plan.staying_sums_bytes;

@@ -158,10 +158,7 @@ void log_plan(const EpochPlan& plan) {
     for (std::size_t phase = 0; phase < pass.trace.capacity_rows.size(); ++phase) {
       pools += fmt::format("{}{}", phase == 0 ? "" : ", ", format_bytes(pass.pool_bytes(phase)));
     }
-    spdlog::info(
-        "plan: pools per phase (forward layers, then backward from the last), grown into the room each "
-        "leaves: {}",
-        pools);
+    spdlog::info("plan: pools per phase (forward layers, then backward from the last): {}", pools);
   }
   spdlog::info("plan: predicted per epoch: h2d {} (cache {}, + graph {}), d2h {} (cache {}), recompute ratio {:.3f}",
                format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.structure_h2d_bytes),

@@ -558,5 +558,26 @@ TEST(PlanningDevice, TransfersMoveNoRowsButCountThem) {
   EXPECT_EQ(device.forecast().peak_bytes, 3 * 4 * 4 + 3 * 4);
 }
 
+// Each phase's peak is the arena's extent at its highest from the phase's mark to the next: what was live when it
+// began counts; what it freed before a later phase began does not count there. A phase never marked reads 0.
+TEST(PlanningDevice, EachMarkedPhaseHasThePeakOfItsOwnAllocations) {
+  constexpr std::int64_t kUnit = kArenaAlignment;
+  PlanningDevice device;
+  void* lasting = device.allocate(2 * kUnit, "rows: lasting");
+  device.begin_phase(0);
+  void* first = device.allocate(5 * kUnit, "rows: pool");
+  device.deallocate(first);
+  device.begin_phase(1);  // allocates nothing
+  device.begin_phase(3);
+  void* second = device.allocate(kUnit, "rows: pool");
+  void* third = device.allocate(kUnit, "rows: step");
+  device.deallocate(third);
+  device.deallocate(second);
+  device.deallocate(lasting);
+  const MemoryForecast forecast = device.forecast();
+  EXPECT_EQ(forecast.phase_peak_footprint_bytes, (std::vector<std::int64_t>{7 * kUnit, 2 * kUnit, 0, 4 * kUnit}));
+  EXPECT_EQ(forecast.peak_footprint_bytes, 7 * kUnit);
+}
+
 }  // namespace
 }  // namespace nj

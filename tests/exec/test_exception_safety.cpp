@@ -174,9 +174,11 @@ class TrainingRun {
       const bool recompute = execution == Execution::kRecompute;
       const auto mode = recompute ? ExecutionMode::kRecompute : ExecutionMode::kReuse;
       const auto policy = recompute ? CachePolicy::kSizeOrder : CachePolicy::kStAware;
-      executor_ = std::make_unique<SubgraphExecutor>(
-          resources_, model_, local_, data.features.view(),
-          SubgraphExecutorOptions{unlimited(execution) ? kUnlimited : budget, mode, policy});
+      SubgraphExecutorOptions options{unlimited(execution) ? kUnlimited : budget, mode, policy};
+      // What stays for the run takes the room the budget leaves first, so that the pools, grown into what is left,
+      // still evict rows.
+      options.room_first = RoomFirst::kStaying;
+      executor_ = std::make_unique<SubgraphExecutor>(resources_, model_, local_, data.features.view(), options);
     }
   }
 

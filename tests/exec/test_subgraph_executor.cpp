@@ -532,6 +532,74 @@ TEST(SubgraphExecutor, BlocksReadTwiceAnEpochTakeTheRoomBeforeBlocksReadOnce) {
   }
 }
 
+// What an epoch of a settled plan moves: rows both ways and the blocks that travel.
+std::int64_t epoch_bytes(const EpochPlan& plan) { return plan.h2d_bytes + plan.d2h_bytes + plan.structure_h2d_bytes; }
+
+// Within a budget, each phase's pools grow into the room the forecast leaves that phase: no phase's pool shrinks, no
+// phase peaks past the budget, the cache moves no more than with the pools as planned, and somewhere less; the room
+// goes first to the pools or to what stays, whichever moves less; and training with the grown pools moves what the
+// plan says and equals training in memory.
+TEST_P(SubgraphExecutorTest, EachPhasesPoolsGrowIntoTheRoomItLeaves) {
+  bool grew = false;
+  bool moved_less = false;
+  bool orders_differ = false;
+  // A graph whose rows the pools do not hold at these budgets.
+  const Dataset data = test::random_dataset(4000, 40000, 16, 4, 7);
+  for (const ModelKind model_kind : {ModelKind::kGcn, ModelKind::kGat}) {
+    const int layers = 2;
+    const ModelConfig config = test::training_config(model_kind, layers);
+    Model model(config, data.features.cols(), data.num_classes);
+    const LocalGraph local = whole_local_graph(data.graph);
+    const std::int64_t minimum = minimum_device_budget(model, local);
+    for (const std::int64_t budget : {2 * minimum, 3 * minimum}) {
+      SCOPED_TRACE(fmt::format("{}, budget {}", to_string(model_kind), budget));
+      const auto settled = [&](RoomFirst first) {
+        SubgraphExecutorOptions options{budget, ExecutionMode::kReuse, CachePolicy::kStAware};
+        options.room_first = first;
+        EpochPlan plan = plan_epoch(model, local, options);
+        settle_device_memory(model, local, data.features.view(), plan);
+        return plan;
+      };
+      const EpochPlan planned = plan_epoch(model, local, {budget, ExecutionMode::kReuse, CachePolicy::kStAware});
+      const Pass& before = planned.passes.front();
+      for (const RoomFirst first : {RoomFirst::kStaying, RoomFirst::kPools}) {
+        const EpochPlan plan = settled(first);
+        const Pass& pass = plan.passes.front();
+        // A phase of no steps (GCN's first layer backward, fused into the second's) is never marked.
+        const auto& peaks = plan.memory.phase_peak_footprint_bytes;
+        ASSERT_GE(peaks.size(), pass.trace.capacity_rows.size() - 1);
+        for (std::size_t phase = 0; phase < pass.trace.capacity_rows.size(); ++phase) {
+          EXPECT_GE(pass.pool_bytes(phase), before.pool_bytes(phase)) << "phase " << phase;
+          EXPECT_LE(phase < peaks.size() ? peaks[phase] : 0, budget / kArenaAlignment * kArenaAlignment)
+              << "phase " << phase;
+          grew = grew || pass.pool_bytes(phase) > before.pool_bytes(phase);
+        }
+        EXPECT_LE(pass.cache.total_bytes(), before.cache.total_bytes());
+        moved_less = moved_less || pass.cache.total_bytes() < before.cache.total_bytes();
+      }
+      const std::int64_t staying_first = epoch_bytes(settled(RoomFirst::kStaying));
+      const std::int64_t pools_first = epoch_bytes(settled(RoomFirst::kPools));
+      EXPECT_EQ(epoch_bytes(settled(RoomFirst::kCheaper)), std::min(staying_first, pools_first));
+      orders_differ = orders_differ || staying_first != pools_first;
+
+      if (budget != 2 * minimum) continue;  // training at one budget is enough, and takes the time
+      SubgraphExecutorOptions options{budget, ExecutionMode::kReuse, CachePolicy::kStAware};
+      options.room_first = RoomFirst::kPools;
+      Planned predicted;
+      const Trace trace = train_budgeted(kind(), data, config, 2, options, SparseInputs::kOff, &predicted);
+      for (const ExecutionMetrics& m : trace.execution) {
+        EXPECT_LE(m.peak_device_bytes, budget);
+        EXPECT_EQ(m.h2d_bytes, predicted.h2d_bytes);
+        EXPECT_EQ(m.d2h_bytes, predicted.d2h_bytes);
+      }
+      expect_close(trace, train_in_memory(kind(), data, config, 2), 1e-5);
+    }
+  }
+  EXPECT_TRUE(grew) << "no phase's pools grew";
+  EXPECT_TRUE(moved_less) << "no grown pools moved less";
+  EXPECT_TRUE(orders_differ) << "both orders move the same everywhere";
+}
+
 TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
   const Dataset data = test::grid_dataset(20, 20, 9);
   const Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);

@@ -36,6 +36,12 @@ enum class CutOrder {
 };
 const char* to_string(CutOrder order);
 
+// Within a budget, what takes the room the forecast leaves first (settle_device_memory): what may stay on the device
+// for the run, in room every phase leaves, and then each phase's pools what is left of theirs; or the pools first,
+// and what stays what every phase then leaves. By default, whichever order moves fewer bytes an epoch (on a tie, the
+// pools first).
+enum class RoomFirst : std::uint8_t { kCheaper, kStaying, kPools };
+
 struct SubgraphExecutorOptions {
   std::int64_t device_budget = kUnlimited;  // bytes
   ExecutionMode mode = ExecutionMode::kReuse;
@@ -58,8 +64,11 @@ struct SubgraphExecutorOptions {
   // many; tests lower it to run the wide encoding on small graphs.
   std::int64_t narrow_source_limit = kNarrowSourceLimit;
   // Within a budget, whether what the steps upload each epoch again (packed blocks, the features) stays on the device
-  // for the run where the budget has room beyond the plan's peak (settle_device_memory); off, all of it travels.
+  // for the run where the budget has room beyond the plan's peak, and each phase's pools grow into the room it leaves
+  // (settle_device_memory); off, all of it travels and the pools stay as planned.
   bool use_spare_room = true;
+  // Which of those takes the room first; tests pick one.
+  RoomFirst room_first = RoomFirst::kCheaper;
 };
 
 // A step of a pass: `index` is a transform chunk of its layer (transform steps), a subgraph of its layer
