@@ -966,10 +966,6 @@ void grow_pools_into_phase_room(Model& model, const LocalGraph& local, ConstRows
                                 const SparseRows* sparse_features) {
   Pass& pass = plan.passes.front();
   if (!pass.keeps_blocks()) return;  // its trace no longer lists the subgraphs' sources
-  // A rank of several keeps its pools as planned: with them grown, the sanitizer build's two-rank run of the user's
-  // layer (tests/examples/graph_conv_test.sh) drifts from training in memory past the tolerance, which is not yet
-  // understood.
-  if (!pass.exchange.empty()) return;
   const std::vector<std::vector<std::int64_t>> planned = pass.trace.capacity_rows;
   const std::int64_t planned_bytes = pass.cache.total_bytes();
   std::vector<std::int64_t> planned_pools;
@@ -1084,8 +1080,7 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
       return take_room_in_order(model, local, features, plan, sparse_features, candidates, planned, order);
     };
     // Pool bytes spare a phase's rows their trips out and back; a block that stays spares its uploads, but takes its
-    // room in every phase. Only a pass that keeps its blocks, on one rank, grows its pools: otherwise the orders are
-    // the same.
+    // room in every phase. Only a pass that keeps its blocks grows its pools: otherwise the orders are the same.
     const RoomFirst first = plan.options.room_first;
     if (first != RoomFirst::kCheaper) {
       take_room(first);
