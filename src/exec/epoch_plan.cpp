@@ -703,9 +703,7 @@ void add_to_totals(EpochPlan& plan, const Pass& pass) {
   plan.largest_pass_rows = std::max(plan.largest_pass_rows, pass.num_rows);
   plan.largest_aggregated_rows = std::max(plan.largest_aggregated_rows, pass.aggregated_rows);
   plan.num_steps += static_cast<std::int64_t>(pass.steps.size());
-  for (std::size_t phase = 0; phase < pass.trace.capacity_rows.size(); ++phase) {
-    plan.peak_bytes_bound = std::max(plan.peak_bytes_bound, pass.pool_bytes(phase));
-  }
+  plan.peak_bytes_bound = std::max(plan.peak_bytes_bound, pass.largest_pool_bytes());
   plan.cache_h2d_bytes += pass.cache.h2d_bytes;
   plan.cache_d2h_bytes += pass.cache.d2h_bytes;
   plan.h2d_bytes += pass.cache.h2d_bytes + pass.stream_h2d_bytes;
@@ -770,14 +768,7 @@ void resize_pools(const Model& model, EpochPlan& plan, std::vector<std::vector<s
   NJ_EXPECTS(plan.passes.size() == 1 && plan.passes.front().keeps_blocks(),
              "only a plan of one pass that keeps its blocks can plan its cache again");
   Pass& pass = plan.passes.front();
-  const auto largest_pools = [&] {
-    std::int64_t largest = 0;
-    for (std::size_t phase = 0; phase < pass.trace.capacity_rows.size(); ++phase) {
-      largest = std::max(largest, pass.pool_bytes(phase));
-    }
-    return largest;
-  };
-  const std::int64_t pools_before = largest_pools();
+  const std::int64_t pools_before = pass.largest_pool_bytes();
   {
     const CachePlan& before = pass.cache;  // replaced below
     plan.cache_h2d_bytes -= before.h2d_bytes;
@@ -798,7 +789,7 @@ void resize_pools(const Model& model, EpochPlan& plan, std::vector<std::vector<s
   plan.d2h_bytes += after.d2h_bytes;
   plan.cache_hits += after.hits;
   plan.cache_misses += after.misses;
-  plan.peak_bytes_bound += largest_pools() - pools_before;
+  plan.peak_bytes_bound += pass.largest_pool_bytes() - pools_before;
 }
 
 StepRows rows_of_step(const Model& model, const Pass& pass, std::size_t step, std::span<const vid_t> sources) {

@@ -1047,9 +1047,17 @@ std::int64_t take_room_in_order(Model& model, const LocalGraph& local, ConstRows
                                 const SparseRows* sparse_features, std::span<const StayCandidate> candidates,
                                 const std::vector<std::vector<std::int64_t>>& planned, RoomFirst order) {
   Pass& pass = plan.passes.front();
-  for (const StayCandidate& c : candidates) mark_staying(pass, c, false);
-  if (pass.trace.capacity_rows != planned) resize_pools(model, plan, planned);
-  plan.memory = forecast_device_memory(model, local, features, plan, sparse_features);
+  bool reset = false;  // plan.memory is the forecast of the plan as it is now: made again only where that changes
+  for (const StayCandidate& c : candidates) {
+    if (!stays(pass, c)) continue;
+    mark_staying(pass, c, false);
+    reset = true;
+  }
+  if (pass.trace.capacity_rows != planned) {
+    resize_pools(model, plan, planned);
+    reset = true;
+  }
+  if (reset) plan.memory = forecast_device_memory(model, local, features, plan, sparse_features);
   if (order == RoomFirst::kStaying) keep_in_room(model, local, features, plan, sparse_features, candidates);
   grow_pools_into_phase_room(model, local, features, plan, sparse_features);
   if (order == RoomFirst::kPools) keep_in_room(model, local, features, plan, sparse_features, candidates);

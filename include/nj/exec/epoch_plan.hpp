@@ -3,6 +3,7 @@
 // (reuse: one; the recompute baseline: one per subgraph's closure), each cut into steps sized to the device
 // budget, with the cache plan of what stays on the device between them (nj/scheduler/cache_plan.hpp) and the
 // exchange points with other ranks. docs/executor.md describes how it is made.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -189,6 +190,13 @@ struct Pass {
     const auto& capacity = trace.capacity_rows[phase];
     for (std::size_t t = 0; t < capacity.size(); ++t) bytes += capacity[t] * trace.tensors[t].row_bytes;
     return bytes;
+  }
+  // The most any phase's pools take.
+  std::int64_t largest_pool_bytes() const {
+    std::int64_t largest = 0;
+    for (std::size_t phase = 0; phase < trace.capacity_rows.size(); ++phase)
+      largest = std::max(largest, pool_bytes(phase));
+    return largest;
   }
   bool output_stays(std::size_t layer, std::size_t part) const {
     return layer < outputs_stay.size() && part < outputs_stay[layer].size() && outputs_stay[layer][part] != 0;
