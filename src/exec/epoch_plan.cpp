@@ -324,6 +324,37 @@ void note_staying_boundary_rows(Pass& pass, std::span<const vid_t> boundary) {
   }
 }
 
+// Chains layer l to layer l+1 (Pass::chained) where a budget cuts them, on one rank's reuse pass (no exchange waits
+// between them), and where each of layer l's subgraphs' destinations fits a transform step of layer l+1: layer l+1
+// then transforms in chunks of those, and its own subgraphs keep their destinations apart.
+void chain_layers(const EpochPlan& plan, const std::vector<LayerDims>& dims, const PassRows& rows, Pass& pass) {
+  const std::size_t layers = dims.size();
+  pass.chained.assign(layers - 1, 0);
+  if (plan.options.device_budget == kUnlimited || !plan.options.chain_layers ||
+      plan.options.mode != ExecutionMode::kReuse || rows.exchange) {
+    return;
+  }
+  pass.own_destinations.resize(layers);
+  for (std::size_t l = 0; l + 1 < layers; ++l) {
+    // A layer that transforms rows it does not aggregate has chunks of those too.
+    if (pass.transform_chunks[l + 1].size() != pass.layer_parts[l + 1].size()) continue;
+    std::int64_t largest_transform = 0;
+    for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+      largest_transform = std::max(
+          largest_transform, transform_step_bytes(dims[l + 1], static_cast<std::int64_t>(pass.destinations(l, k).size())));
+    }
+    if (largest_transform > plan.step_limit_bytes) continue;
+    std::vector<std::vector<vid_t>> chunks;
+    for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+      const std::span<const vid_t> destinations = pass.destinations(l, k);
+      chunks.emplace_back(destinations.begin(), destinations.end());
+    }
+    pass.own_destinations[l + 1] = std::exchange(pass.transform_chunks[l + 1], std::move(chunks));
+    pass.chained[l] = 1;
+    pass.largest_step_bytes = std::max(pass.largest_step_bytes, largest_transform);
+  }
+}
+
 // Plans one pass over `graph` (in pass rows): per layer, subgraphs over its destinations and transform chunks
 // over its inputs, sized to the step limit; then the steps, their access trace and the cache plan. The pass keeps
 // its subgraphs' blocks where they are small enough, and otherwise `graph`, to build them from as steps run.
@@ -419,6 +450,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       block_bytes += layer_block_bytes[l];
       pass.largest_step_bytes = std::max(pass.largest_step_bytes, layer_largest_step[l]);
     }
+    chain_layers(plan, dims, rows, pass);
     if (block_bytes <= plan.options.kept_block_bytes) {
       SubgraphBuilder builder(graph.graph, graph.weights(), rows.global_id, pass.vertices);
       pass.blocks.resize(layers);
@@ -431,18 +463,18 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     }
   }
 
-  if (plan.options.device_budget == kUnlimited) {
-    pass.lasting = plan.options.mode == ExecutionMode::kReuse;
-    // An inference plan's outputs all reach the host, where the caller reads them.
-    for (std::size_t l = 0; l + 1 < layers && !plan.options.forward_only; ++l) {
-      const auto& next = pass.transform_chunks[l + 1];
-      std::vector<char>& stays = pass.outputs_stay.emplace_back(pass.layer_parts[l].size(), 0);
-      for (std::size_t k = 0; k < stays.size() && k < next.size(); ++k) {
-        stays[k] = static_cast<char>(std::ranges::equal(pass.destinations(l, k), next[k]));
-      }
+  const bool budgeted = plan.options.device_budget != kUnlimited;
+  if (!budgeted) pass.lasting = plan.options.mode == ExecutionMode::kReuse;
+  // Without a budget an inference plan's outputs all reach the host, where the caller reads them; within one they
+  // reach it anyway.
+  for (std::size_t l = 0; l + 1 < layers && (budgeted || !plan.options.forward_only); ++l) {
+    const auto& next = pass.transform_chunks[l + 1];
+    std::vector<char>& stays = pass.outputs_stay.emplace_back(pass.layer_parts[l].size(), 0);
+    for (std::size_t k = 0; k < stays.size() && k < next.size() && (!budgeted || pass.chained_to_next(l)); ++k) {
+      stays[k] = static_cast<char>(std::ranges::equal(pass.destinations(l, k), next[k]));
     }
-    note_staying_boundary_rows(pass, rows.boundary);
   }
+  if (!budgeted) note_staying_boundary_rows(pass, rows.boundary);
   // The input rows of layer l's transform chunk k come from the host each epoch, unless they are the features of a
   // lasting pass or the previous layer's outputs stay.
   const auto input_from_host = [&](std::size_t l, std::size_t k) {
@@ -484,21 +516,37 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     }
   };
 
+  // A chained layer's rows pass through a pool of the previous layer's phase: one chunk at a time, taken from what
+  // that layer's own pools may hold.
+  const auto pass_through_pool = [&](std::size_t phase, std::uint32_t tensor, std::size_t l) {
+    std::size_t largest_chunk = 0;
+    for (const auto& chunk : pass.transform_chunks[l]) largest_chunk = std::max(largest_chunk, chunk.size());
+    trace.capacity_rows[phase][tensor] = static_cast<std::int64_t>(largest_chunk);
+    return static_cast<std::int64_t>(largest_chunk) * dims[l].width * kFloat;
+  };
+  const auto add_transform = [&](std::size_t l, std::size_t k, std::uint32_t phase) {
+    add_step(StepKind::kTransform, l, k, phase);
+    if (input_from_host(l, k)) {
+      pass.stream_h2d_bytes +=
+          streamed_input_bytes(dims[l], static_cast<std::int64_t>(pass.transform_chunks[l][k].size()));
+    }
+  };
   for (std::size_t l = 0; l < layers; ++l) {
     const auto phase = static_cast<std::uint32_t>(l);
-    trace.capacity_rows[phase][z_tensor(l)] = slots_for(plan.pool_bytes, dims[l].width * kFloat, pass.num_rows);
+    const std::int64_t passing_through =
+        pass.chained_to_next(l) ? pass_through_pool(phase, z_tensor(l + 1), l + 1) : 0;
+    trace.capacity_rows[phase][z_tensor(l)] =
+        slots_for(plan.pool_bytes - passing_through, dims[l].width * kFloat, pass.num_rows);
     const auto& chunks = pass.transform_chunks[l];
     ExchangePoints points;
     // A layer that transforms its mirrors receives their inputs while it transforms its own rows; its mirrors' chunks,
     // its last, wait for them.
     const bool transforms_mirrors = pass.mirrors_transformed(l);
     points.start = pass.steps.size();
-    for (std::size_t k = 0; k < chunks.size(); ++k) {
+    // A layer chained to the previous one was transformed in its phase.
+    for (std::size_t k = 0; k < chunks.size() && !(l > 0 && pass.chained_to_next(l - 1)); ++k) {
       if (transforms_mirrors && k == pass.layer_parts[l].size()) points.finish = pass.steps.size();
-      add_step(StepKind::kTransform, l, k, phase);
-      if (input_from_host(l, k)) {
-        pass.stream_h2d_bytes += streamed_input_bytes(dims[l], static_cast<std::int64_t>(chunks[k].size()));
-      }
+      add_transform(l, k, phase);
     }
     if (transforms_mirrors && chunks.size() <= pass.layer_parts[l].size()) points.finish = pass.steps.size();
     if (rows.exchange && !transforms_mirrors) {
@@ -523,11 +571,12 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
         if (dims[l].sums_inputs && !pass.lasting && !plan.options.forward_only) {
           pass.stream_d2h_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].sums * kFloat;
         }
-        // Outputs that stay leave for the host only where the next layer's exchange sends them.
-        const auto downloaded =
-            static_cast<std::int64_t>(pass.output_stays(l, k) ? pass.staying_boundary_rows(l, k).positions.size()
+        // Without a budget outputs that stay leave for the host only where the next layer's exchange sends them.
+        const auto downloaded = static_cast<std::int64_t>(pass.output_stays(l, k) && !budgeted
+                                                              ? pass.staying_boundary_rows(l, k).positions.size()
                                                               : pass.destinations(l, k).size());
         pass.stream_d2h_bytes += downloaded * dims[l].out * kFloat;
+        if (pass.chained_to_next(l)) add_transform(l + 1, k, phase);
       }
     }
     if (points.finish < pass.steps.size()) trace.steps[points.finish].fence = true;
@@ -539,6 +588,22 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   // where ∂L/∂Y of its rows is computed (Pass::first_layer_backward_fused).
   pass.first_layer_backward_fused = pass.first_layer_sums_inputs && !pass.lasting && layers > 1 &&
                                     !pass.mirrors_transformed(1) && !plan.options.forward_only;
+  const auto add_transform_backward = [&](std::size_t l, std::size_t k, std::uint32_t phase) {
+    add_step(StepKind::kTransformBackward, l, k, phase);
+    const auto chunk_rows = static_cast<std::int64_t>(pass.transform_chunks[l][k].size());
+    // Without a budget the inputs the forward transform uploaded are still on the device.
+    if (budgeted) pass.stream_h2d_bytes += streamed_input_bytes(dims[l], chunk_rows);
+    if (l == 1 && pass.first_layer_backward_fused) {
+      pass.stream_h2d_bytes += chunk_rows * dims[0].sums * kFloat;  // the sums, not ∂L/∂Y down and up again
+    } else if (l > 0 && input_from_host(l, k)) {
+      pass.stream_d2h_bytes += chunk_rows * dims[l].in * kFloat;
+    }
+  };
+  // Whether layer l+1's transform backward runs in layer l's backward phase (Pass::chained): where layer l has an
+  // aggregation backward to hand the output gradients to.
+  const auto gradients_chained = [&](std::size_t l) {
+    return pass.chained_to_next(l) && !(l == 0 && pass.first_layer_sums_inputs);
+  };
   for (std::size_t l = layers; l-- > 0 && !plan.options.forward_only;) {
     const auto phase = static_cast<std::uint32_t>(layers + (layers - 1 - l));
     if (l == 0 && pass.first_layer_backward_fused) {  // a phase of no steps, which keeps the phases' indices
@@ -551,8 +616,10 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     const bool input_gradients = !dims[l].sums_inputs;
     if (input_gradients) {
       const std::int64_t cached_tensors = caches_rows_backward(dims[l]) ? 2 : 1;
+      const std::int64_t passing_through =
+          gradients_chained(l) ? pass_through_pool(phase, grad_tensor(l + 1), l + 1) : 0;
       trace.capacity_rows[phase][grad_tensor(l)] =
-          slots_for(plan.pool_bytes / cached_tensors, dims[l].width * kFloat, pass.num_rows);
+          slots_for((plan.pool_bytes - passing_through) / cached_tensors, dims[l].width * kFloat, pass.num_rows);
       if (caches_rows_backward(dims[l])) {
         trace.capacity_rows[phase][z_tensor(l)] = trace.capacity_rows[phase][grad_tensor(l)];
       }
@@ -569,6 +636,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     for (const bool reading_mirrors : {true, false}) {
       for (std::size_t k = 0; k < parts.size(); ++k) {
         if (parts[k].reads_mirror != reading_mirrors) continue;
+        if (gradients_chained(l)) add_transform_backward(l + 1, k, phase);
         add_step(StepKind::kAggregateBackward, l, k, phase);
         if (dims[l].sums_inputs && !pass.lasting) {
           pass.stream_h2d_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].sums * kFloat;
@@ -606,18 +674,11 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     } else {
       points.start = points.finish = pass.steps.size();
     }
-    const auto& chunks = pass.transform_chunks[l];
-    for (std::size_t k = chunks.size(); k-- > 0 && input_gradients;) {
+    // A layer whose transform backward is chained to the previous layer's runs it in that layer's phase.
+    const bool transformed_here = input_gradients && !(l > 0 && gradients_chained(l - 1));
+    for (std::size_t k = pass.transform_chunks[l].size(); k-- > 0 && transformed_here;) {
       if (transforms_mirrors && k + 1 == pass.layer_parts[l].size()) points.start = pass.steps.size();
-      add_step(StepKind::kTransformBackward, l, k, phase);
-      const auto chunk_rows = static_cast<std::int64_t>(chunks[k].size());
-      // Without a budget the inputs the forward transform uploaded are still on the device.
-      if (plan.options.device_budget != kUnlimited) pass.stream_h2d_bytes += streamed_input_bytes(dims[l], chunk_rows);
-      if (l == 1 && pass.first_layer_backward_fused) {
-        pass.stream_h2d_bytes += chunk_rows * dims[0].sums * kFloat;  // the sums, not ∂L/∂Y down and up again
-      } else if (l > 0 && input_from_host(l, k)) {
-        pass.stream_d2h_bytes += chunk_rows * dims[l].in * kFloat;
-      }
+      add_transform_backward(l, k, phase);
     }
     if (transforms_mirrors) points.finish = pass.steps.size();
     pass.exchange_points.push_back(points);

@@ -41,7 +41,8 @@ std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool rec
                                    exchanged_gradient_width(model, l, first_layer_sums_inputs);  // gradients back
     bytes += kFloat * ((next_transforms_mirrors ? s.local : s.owned) * layer.out_dim() + mirrors * exchanged);
   }
-  for (const std::int64_t width : host_homes(model, first_layer_sums_inputs).width) bytes += kFloat * s.local * width;
+  for (const std::int64_t width : host_homes(model, first_layer_sums_inputs, bounded && !recompute).width)
+    bytes += kFloat * s.local * width;
   return bytes;
 }
 
@@ -79,10 +80,11 @@ std::int64_t aggregated_width(const Model& model, std::size_t l, bool first_laye
   return l == 0 && first_layer_sums_inputs ? layer.in_dim() : layer.row_width();
 }
 
-HostHomes host_homes(const Model& model, bool first_layer_sums_inputs) {
+HostHomes host_homes(const Model& model, bool first_layer_sums_inputs, bool may_chain) {
   // Phases: forward layer l is phase l, backward layer l is phase 2L-1-l. Layer l's transformed rows live from its
-  // forward phase to its backward phase where the backward reads them (attention), else through the forward only;
-  // their gradients through the backward phase.
+  // forward phase (or the previous layer's, where they may be chained) to its backward phase where the backward reads
+  // them (attention), else through the forward only; their gradients through the backward phase (and the previous
+  // layer's).
   const std::size_t layers = model.num_layers();
   struct Span {
     std::size_t tensor, first, last;
@@ -90,8 +92,9 @@ HostHomes host_homes(const Model& model, bool first_layer_sums_inputs) {
   std::vector<Span> spans(2 * layers);
   for (std::size_t l = 0; l < layers; ++l) {
     const std::size_t backward = 2 * layers - 1 - l;
-    spans[2 * l] = {2 * l, l, model.layer(l).aggregation().backward_reads_rows ? backward : l};
-    spans[2 * l + 1] = {2 * l + 1, backward, backward};
+    const std::size_t chained = may_chain && l > 0 ? 1 : 0;
+    spans[2 * l] = {2 * l, l - chained, model.layer(l).aggregation().backward_reads_rows ? backward : l};
+    spans[2 * l + 1] = {2 * l + 1, backward, backward + chained};
   }
   std::sort(spans.begin(), spans.end(),
             [](const Span& a, const Span& b) { return a.first != b.first ? a.first < b.first : a.tensor < b.tensor; });

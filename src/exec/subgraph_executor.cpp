@@ -63,7 +63,9 @@ struct SubgraphExecutor::State {
     const std::int64_t aggregated = plan.largest_aggregated_rows;
     const std::size_t layers = model.num_layers();
     const bool sums_inputs = plan.first_layer_sums_inputs();
-    const HostHomes layout = host_homes(model, sums_inputs);
+    const HostHomes layout =
+        host_homes(model, sums_inputs,
+                   plan.options.device_budget != kUnlimited && plan.options.mode == ExecutionMode::kReuse);
     for (const std::int64_t width : layout.width) home_buffers.emplace_back(rows, width);
     for (std::size_t t = 0; t < 2 * layers; ++t) {
       homes.push_back(home_buffers[layout.buffer_of[t]].view(aggregated_width(model, t / 2, sums_inputs)));
@@ -295,6 +297,12 @@ struct SubgraphExecutor::State {
     if (const auto stays = residency.staying_inputs.find({l, k}); stays != residency.staying_inputs.end()) {
       return stays->second;
     }
+    // Within a budget, the outputs of a chained layer's subgraph are its next step's (Pass::chained).
+    if (!residency.uploads_stay) {
+      if (std::optional<DeviceMatrix> outputs_left = StepResidency::take(residency.inputs, l, k)) {
+        return streamed.emplace(std::move(*outputs_left));
+      }
+    }
     return residency.staying(residency.inputs, l, k, streamed, [&] {
       const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
       return upload(layer_input(l), layer_input_rows(l, rows), "rows: transform inputs");
@@ -478,7 +486,12 @@ struct SubgraphExecutor::State {
     }
     backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
     if (pass->output_stays(l, k)) {
-      download_boundary_rows(out.view(), l, k);
+      // Within a budget (chained layers) the backward half reads the outputs from the host.
+      if (residency.uploads_stay) {
+        download_boundary_rows(out.view(), l, k);
+      } else {
+        download(out.view(), outputs[l], destinations);
+      }
       residency.inputs[{l + 1, k}] = std::move(out);  // the next layer's transform input, where it is
       return;
     }
@@ -968,8 +981,15 @@ void grow_pools_into_phase_room(Model& model, const LocalGraph& local, ConstRows
   if (!pass.keeps_blocks()) return;  // its trace no longer lists the subgraphs' sources
   const std::vector<std::vector<std::int64_t>> planned = pass.trace.capacity_rows;
   const std::int64_t planned_bytes = pass.cache.total_bytes();
-  std::vector<std::int64_t> planned_pools;
-  for (std::size_t p = 0; p < planned.size(); ++p) planned_pools.push_back(pass.pool_bytes(p));
+  // Only the pools of a phase's own layer grow (tensors 2l and 2l+1 are layer l's): a chained layer's rows pass
+  // through the previous layer's phase a chunk at a time.
+  const auto grows = [&](std::size_t phase, std::size_t tensor) { return tensor / 2 == pass.phase_layer(phase); };
+  std::vector<std::int64_t> planned_pools(planned.size(), 0);
+  for (std::size_t p = 0; p < planned.size(); ++p) {
+    for (std::size_t t = 0; t < planned[p].size(); ++t) {
+      if (grows(p, t)) planned_pools[p] += planned[p][t] * pass.trace.tensors[t].row_bytes;
+    }
+  }
   const std::int64_t usable = plan.options.device_budget / kArenaAlignment * kArenaAlignment;
   // A phase the replay never marked (one of no steps) reads a peak of 0: it has no pools to grow.
   const auto phase_room = [&](std::size_t phase) {
@@ -985,7 +1005,7 @@ void grow_pools_into_phase_room(Model& model, const LocalGraph& local, ConstRows
       const std::int64_t pools = planned_pools[p];
       if (pools == 0) continue;
       for (std::size_t t = 0; t < capacity[p].size(); ++t) {
-        if (planned[p][t] == 0) continue;
+        if (planned[p][t] == 0 || !grows(p, t)) continue;
         const std::int64_t row_bytes = pass.trace.tensors[t].row_bytes;
         const double share = static_cast<double>(planned[p][t] * row_bytes) / static_cast<double>(pools);
         // Each pool is a whole number of arena units: one less for its rounding.

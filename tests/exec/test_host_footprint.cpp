@@ -119,6 +119,12 @@ TEST(HostFootprint, TensorsWhosePhasesDoNotOverlapShareAHome) {
   const HostHomes one = host_homes(gcn);
   EXPECT_EQ(one.buffer_of, (std::vector<std::size_t>{0, 0, 0, 0}));
   EXPECT_EQ(one.width, (std::vector<std::int64_t>{32}));
+  // Where the layers may be chained, the second layer's transformed rows are written in the first layer's forward
+  // phase, and their gradients read in its backward one: z1 [0, 1] beside z0, grad_z1 [2, 3] beside grad_z0.
+  const HostHomes chained = host_homes(gcn, false, true);
+  EXPECT_NE(chained.buffer_of[0], chained.buffer_of[2]);
+  EXPECT_NE(chained.buffer_of[1], chained.buffer_of[3]);
+  EXPECT_EQ(chained.width.size(), 2U);
   config.layers = 3;
   EXPECT_EQ(host_homes(Model(config, 64, 8)).width.size(), 1U);
   config.layers = 2;

@@ -600,6 +600,61 @@ TEST_P(SubgraphExecutorTest, EachPhasesPoolsGrowIntoTheRoomItLeaves) {
   EXPECT_TRUE(orders_differ) << "both orders move the same everywhere";
 }
 
+// Within a budget each layer is chained to the next: the next layer transforms each subgraph's outputs as they are
+// aggregated, and hands their gradients back to its aggregation backward, so that neither goes to the host and back.
+// Against the same plans unchained, the streams move by hand what chaining spares: per chained layer, its outputs up
+// for the next transform, and (where it has an aggregation backward) their gradients down and up; the chained plan
+// moves what it predicts and trains as in memory.
+TEST_P(SubgraphExecutorTest, ChainedLayersKeepOutputsAndTheirGradientsOffTheHost) {
+  const Dataset data = test::random_dataset(3000, 24000, 16, 4, 11);
+  const LocalGraph local = whole_local_graph(data.graph);
+  for (const ModelKind model_kind : {ModelKind::kGcn, ModelKind::kGat}) {
+    for (const int layers : {2, 3}) {
+      SCOPED_TRACE(fmt::format("{}, {} layers", to_string(model_kind), layers));
+      const ModelConfig config = test::training_config(model_kind, layers);
+      const Model model(config, data.features.cols(), data.num_classes);
+      SubgraphExecutorOptions options{2 * minimum_device_budget(model, local), ExecutionMode::kReuse,
+                                      CachePolicy::kStAware};
+      const EpochPlan chained = plan_epoch(model, local, options);
+      options.chain_layers = false;
+      const EpochPlan unchained = plan_epoch(model, local, options);
+      const Pass& pass = chained.passes.front();
+      ASSERT_EQ(pass.chained.size(), static_cast<std::size_t>(layers - 1));
+      EXPECT_TRUE(std::ranges::none_of(unchained.passes.front().chained, [](char c) { return c != 0; }));
+      std::int64_t spared_h2d = 0;
+      std::int64_t spared_d2h = 0;
+      for (int l = 0; l + 1 < layers; ++l) {
+        const auto layer = static_cast<std::size_t>(l);
+        ASSERT_TRUE(pass.chained_to_next(layer)) << "layer " << l + 1;
+        ASSERT_EQ(pass.transform_chunks[layer + 1].size(), pass.layer_parts[layer].size());
+        for (std::size_t k = 0; k < pass.layer_parts[layer].size(); ++k) {
+          EXPECT_TRUE(std::ranges::equal(pass.transform_chunks[layer + 1][k], pass.destinations(layer, k)));
+        }
+        const std::int64_t outputs = data.num_vertices() * model.layer(layer).out_dim() * std::int64_t{sizeof(float)};
+        spared_h2d += outputs;
+        // A first layer that sums its inputs has no aggregation backward: the next layer's transform backward takes
+        // its backward already.
+        if (l == 0 && pass.first_layer_sums_inputs) continue;
+        spared_h2d += outputs;
+        spared_d2h += outputs;
+      }
+      EXPECT_EQ(unchained.passes.front().stream_h2d_bytes - pass.stream_h2d_bytes, spared_h2d);
+      EXPECT_EQ(unchained.passes.front().stream_d2h_bytes - pass.stream_d2h_bytes, spared_d2h);
+
+      if (layers != 2) continue;  // training one depth is enough, and takes the time
+      options.chain_layers = true;
+      Planned predicted;
+      const Trace trace = train_budgeted(kind(), data, config, 2, options, SparseInputs::kOff, &predicted);
+      for (const ExecutionMetrics& m : trace.execution) {
+        EXPECT_LE(m.peak_device_bytes, options.device_budget);
+        EXPECT_EQ(m.h2d_bytes, predicted.h2d_bytes);
+        EXPECT_EQ(m.d2h_bytes, predicted.d2h_bytes);
+      }
+      expect_close(trace, train_in_memory(kind(), data, config, 2), 1e-5);
+    }
+  }
+}
+
 TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
   const Dataset data = test::grid_dataset(20, 20, 9);
   const Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);

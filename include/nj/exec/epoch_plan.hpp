@@ -68,6 +68,10 @@ struct SubgraphExecutorOptions {
   // for the run where the budget has room beyond the plan's peak, and each phase's pools grow into the room it leaves
   // (settle_device_memory); off, all of it travels and the pools stay as planned.
   bool use_spare_room = true;
+  // Within a budget, on one rank: whether each layer's transform runs right after the previous layer's aggregations
+  // that produce its inputs, and its transform backward right before the aggregation backward that reads what it
+  // computes (Pass::chained), so that neither the outputs nor their gradients go to the host and back in between.
+  bool chain_layers = true;
   // Which of those takes the room first; tests pick one.
   RoomFirst room_first = RoomFirst::kCheaper;
 };
@@ -130,6 +134,17 @@ struct Pass {
   std::int64_t aggregated_rows = 0;  // the most rows a layer aggregates (mirrors never are)
   std::vector<std::vector<std::vector<vid_t>>> transform_chunks;  // per layer: the rows each transform step takes
   std::vector<std::vector<PartSize>> layer_parts;                 // per layer: its subgraphs
+  // Per layer l below the last, within a budget: whether it is chained to layer l+1, whose transform chunks are then
+  // the destinations of layer l's subgraphs. Layer l+1 transforms each chunk in layer l's forward phase, right after
+  // the aggregation that produced it, from the outputs still on the device (they go to the host too, for the backward
+  // half); and, where layer l has an aggregation backward, takes each chunk's transform backward in layer l's backward
+  // phase, right before the aggregation backward that reads the output gradients it leaves on the device. The
+  // chunk's transformed rows, and their gradients, pass through pools of those phases on their way to and from the
+  // host instead.
+  std::vector<char> chained;
+  // Per layer whose transform chunks so follow the previous layer's subgraphs: the destinations of its own; empty
+  // for the others, whose subgraphs are their first transform chunks.
+  std::vector<std::vector<std::vector<vid_t>>> own_destinations;
   // Per layer, every subgraph's block (in pass rows, src_gid: global ids) where the pass keeps them
   // (SubgraphExecutorOptions::kept_block_bytes); empty where steps build them from `graph` as they run.
   std::vector<std::vector<Subgraph>> blocks;
@@ -147,9 +162,10 @@ struct Pass {
   std::int64_t stream_h2d_bytes = 0;    // predicted bytes of rows streamed to the device (not cached)
   std::int64_t stream_d2h_bytes = 0;    // predicted bytes of rows streamed back
   std::int64_t rows_computed = 0;       // forward aggregations
-  // Without a budget, per layer below the last and per subgraph: whether the subgraph's destinations are also the
-  // next layer's transform chunk of the same index, whose input its outputs then are on the device, as the
-  // gradients that chunk's backward computes for them are its output gradients; neither goes through the host.
+  // Per layer below the last and per subgraph: whether the subgraph's destinations are also the next layer's
+  // transform chunk of the same index, whose input its outputs then are on the device, as the gradients that chunk's
+  // backward computes for them are its output gradients. Without a budget neither goes through the host; within one
+  // (chained layers) the outputs go there too, for the backward half.
   std::vector<std::vector<char>> outputs_stay;
   // Without a budget, reuse's pass keeps its blocks and the features on the device for the whole run: uploaded
   // once, before the first epoch, they are no epoch's transfers.
@@ -202,7 +218,14 @@ struct Pass {
     return layer < outputs_stay.size() && part < outputs_stay[layer].size() && outputs_stay[layer][part] != 0;
   }
   std::span<const vid_t> destinations(std::size_t layer, std::size_t part) const {
-    return transform_chunks[layer][part];
+    return layer < own_destinations.size() && !own_destinations[layer].empty() ? own_destinations[layer][part]
+                                                                                : transform_chunks[layer][part];
+  }
+  bool chained_to_next(std::size_t layer) const { return layer < chained.size() && chained[layer] != 0; }
+  // The layer whose steps phase `phase` runs: forward layers, then backward from the last.
+  std::size_t phase_layer(std::size_t phase) const {
+    const std::size_t layers = layer_parts.size();
+    return phase < layers ? phase : 2 * layers - 1 - phase;
   }
   bool keeps_blocks() const { return !blocks.empty(); }
   bool block_stays(std::size_t layer, std::size_t part) const {

@@ -19,7 +19,9 @@ struct HostHomes {
   std::vector<std::int64_t> width;
 };
 // first_layer_sums_inputs: as Pass::first_layer_sums_inputs, where layer 0's tensors hold its inputs' width.
-HostHomes host_homes(const Model& model, bool first_layer_sums_inputs = false);
+// may_chain: a budgeted reuse pass, whose layers may be chained (Pass::chained): a layer's transformed rows are then
+// written in the previous layer's forward phase, and their gradients read in its backward phase.
+HostHomes host_homes(const Model& model, bool first_layer_sums_inputs = false, bool may_chain = false);
 // The width of layer l's tensors' rows: what its aggregation reads.
 std::int64_t aggregated_width(const Model& model, std::size_t l, bool first_layer_sums_inputs);
 
