@@ -34,6 +34,9 @@ std::string suggested_budget(std::int64_t bytes) { return fmt::format("{}K", (by
 // Pools take half the budget; the running step and the prefetched one a quarter each.
 constexpr std::int64_t kStepsPerBudget = 4;
 
+constexpr std::int64_t kSlot = sizeof(vid_t);
+constexpr std::int64_t kId = sizeof(gid_t);
+
 struct LayerDims {
   const Layer* layer = nullptr;
   std::int64_t in = 0;       // input row width
@@ -55,11 +58,23 @@ struct LayerDims {
   // The second layer, where the first sums its inputs: the width of those sums, which its transform backward may
   // upload to take the first layer's backward too (Pass::first_layer_backward_fused).
   std::int64_t first_layer_sums = 0;
+  // Per destination, what the next layer's transform backward adds to this layer's aggregation backward where that
+  // may take it (Pass::takes_next_transform_backward): the outputs computed again, their dropped copy and gradient,
+  // the next layer's transformed-row gradients, and their id and slot.
+  std::int64_t next_transform_backward = 0;
 };
 
+// Whether the aggregation backward of layer l may take layer l+1's transform backward (Pass::chained, with its
+// outputs computed again from the transformed rows it reads): where the plan may chain them.
+bool may_take_next_transform_backward(const Model& model, std::size_t l, bool may_chain, bool first_layer_sums_inputs) {
+  return may_chain && l + 1 < model.num_layers() && model.layer(l).aggregation().backward_reads_rows &&
+         !(l == 0 && first_layer_sums_inputs);
+}
+
+// may_chain: a budgeted training plan of one rank's reuse pass, whose layers may be chained (chain_layers).
 std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& library, const PreparedGraph& graph,
                                   bool forward_only, const InputShape& inputs, bool first_layer_sums_inputs = false,
-                                  std::int64_t narrow_source_limit = kNarrowSourceLimit) {
+                                  std::int64_t narrow_source_limit = kNarrowSourceLimit, bool may_chain = false) {
   std::vector<LayerDims> dims;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
@@ -70,6 +85,10 @@ std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& libra
                     library.narrows_offsets && layer.aggregation().spmm, graph.weighted(), forward_only, sparse,
                     sparse ? inputs.max_row_nonzeros : 0, sparse && library.narrows_offsets, narrow_source_limit,
                     l == 1 && first_layer_sums_inputs && !forward_only ? model.layer(0).input_sums_width() : 0});
+    if (may_take_next_transform_backward(model, l, may_chain && !forward_only, first_layer_sums_inputs)) {
+      dims.back().next_transform_backward =
+          (3 * layer.out_dim() + model.layer(l + 1).row_width()) * kFloat + kId + kSlot;
+    }
   }
   return dims;
 }
@@ -84,8 +103,6 @@ std::int64_t narrowed_offsets(const LayerDims& d, std::int64_t rows) {
   return d.narrows_offsets ? arena_block_bytes((rows + 1) * static_cast<std::int64_t>(sizeof(std::int32_t))) : 0;
 }
 
-constexpr std::int64_t kSlot = sizeof(vid_t);
-constexpr std::int64_t kId = sizeof(gid_t);
 // Every device allocation is placed in whole arena units; a step makes at most this many, and each may waste
 // up to one unit.
 constexpr std::int64_t kAllocationsPerStep = 12;
@@ -134,7 +151,7 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t aggregate_backward =
       block_backward + 2 * src * kSlot + dst * d.out * kFloat +
       (d.layer->aggregation().backward_reads_rows ? 2 * src * d.width * kFloat : 0) +
-      backward_workspace(d, dst, edges) + narrowed_offsets(d, src);
+      backward_workspace(d, dst, edges) + narrowed_offsets(d, src) + dst * d.next_transform_backward;
   // Inputs, their dropped copy and their gradient, the transformed-row gradients, and their ids and slots; and the
   // first layer's sums where this step takes its backward too.
   const std::int64_t transform_backward =
@@ -263,6 +280,9 @@ StepRows step_rows(const Pass& pass, std::size_t k, bool backward_reads_rows, st
       if (backward_reads_rows) rows.reads = run(z, sources);
       // A layer that summed its inputs needs no gradient of them.
       if (!(s.layer == 0 && pass.first_layer_sums_inputs)) rows.accumulates = run(grad, sources);
+      if (pass.takes_next_transform_backward(s.layer)) {
+        rows.next_gradient_reads = run(grad_tensor(s.layer + 1), pass.transform_chunks[s.layer + 1][s.index]);
+      }
       break;
     case StepKind::kTransformBackward: rows.reads = run(grad, pass.transform_chunks[s.layer][s.index]); break;
     case StepKind::kSendRows: rows.reads = run(z, pass.exchange[s.layer].send_rows[s.index]); break;
@@ -289,6 +309,7 @@ void plan_trace_cache(Pass& pass, const SubgraphExecutorOptions& options, ReadsR
     if (!listed.reads.rows.empty()) traced.read_runs.push_back(listed.reads);
     if (!listed.writes.rows.empty()) traced.write_runs.push_back(listed.writes);
     if (!listed.accumulates.rows.empty()) traced.accumulate_runs.push_back(listed.accumulates);
+    if (!listed.next_gradient_reads.rows.empty()) traced.read_runs.push_back(listed.next_gradient_reads);
   }
   const auto cache_start = std::chrono::steady_clock::now();
   pass.cache = plan_cache(trace, options.policy, options.cache_detail);
@@ -467,7 +488,8 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   if (!budgeted) pass.lasting = plan.options.mode == ExecutionMode::kReuse;
   // Without a budget an inference plan's outputs all reach the host, where the caller reads them; within one they
   // reach it anyway.
-  for (std::size_t l = 0; l + 1 < layers && (budgeted || !plan.options.forward_only); ++l) {
+  const bool any_chained = std::ranges::any_of(pass.chained, [](char c) { return c != 0; });
+  for (std::size_t l = 0; l + 1 < layers && (budgeted ? any_chained : !plan.options.forward_only); ++l) {
     const auto& next = pass.transform_chunks[l + 1];
     std::vector<char>& stays = pass.outputs_stay.emplace_back(pass.layer_parts[l].size(), 0);
     for (std::size_t k = 0; k < stays.size() && k < next.size() && (!budgeted || pass.chained_to_next(l)); ++k) {
@@ -531,6 +553,15 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
           streamed_input_bytes(dims[l], static_cast<std::int64_t>(pass.transform_chunks[l][k].size()));
     }
   };
+  // Within a budget a first layer that sums its inputs takes its gradients in the second layer's transform backward,
+  // where ∂L/∂Y of its rows is computed (Pass::first_layer_backward_fused).
+  pass.first_layer_backward_fused = pass.first_layer_sums_inputs && !pass.lasting && layers > 1 &&
+                                    !pass.mirrors_transformed(1) && !plan.options.forward_only;
+  pass.outputs_recomputed.assign(layers - 1, 0);
+  for (std::size_t l = 0; l + 1 < layers && plan.options.recompute_outputs && !plan.options.forward_only; ++l) {
+    pass.outputs_recomputed[l] = static_cast<char>(
+        pass.chained_to_next(l) && ((l == 0 && pass.first_layer_backward_fused) || dims[l].next_transform_backward > 0));
+  }
   for (std::size_t l = 0; l < layers; ++l) {
     const auto phase = static_cast<std::uint32_t>(l);
     const std::int64_t passing_through =
@@ -571,11 +602,15 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
         if (dims[l].sums_inputs && !pass.lasting && !plan.options.forward_only) {
           pass.stream_d2h_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].sums * kFloat;
         }
-        // Without a budget outputs that stay leave for the host only where the next layer's exchange sends them.
-        const auto downloaded = static_cast<std::int64_t>(pass.output_stays(l, k) && !budgeted
-                                                              ? pass.staying_boundary_rows(l, k).positions.size()
-                                                              : pass.destinations(l, k).size());
-        pass.stream_d2h_bytes += downloaded * dims[l].out * kFloat;
+        // Without a budget outputs that stay leave for the host only where the next layer's exchange sends them;
+        // within one, where the backward half does not compute them again.
+        std::size_t downloaded = pass.destinations(l, k).size();
+        if (pass.output_recomputed(l)) {
+          downloaded = 0;
+        } else if (pass.output_stays(l, k) && !budgeted) {
+          downloaded = pass.staying_boundary_rows(l, k).positions.size();
+        }
+        pass.stream_d2h_bytes += static_cast<std::int64_t>(downloaded) * dims[l].out * kFloat;
         if (pass.chained_to_next(l)) add_transform(l + 1, k, phase);
       }
     }
@@ -584,15 +619,14 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     pass.rows_computed += rows.out_rows[l];
   }
   pass.forward_steps = pass.steps.size();
-  // Within a budget a first layer that sums its inputs takes its gradients in the second layer's transform backward,
-  // where ∂L/∂Y of its rows is computed (Pass::first_layer_backward_fused).
-  pass.first_layer_backward_fused = pass.first_layer_sums_inputs && !pass.lasting && layers > 1 &&
-                                    !pass.mirrors_transformed(1) && !plan.options.forward_only;
   const auto add_transform_backward = [&](std::size_t l, std::size_t k, std::uint32_t phase) {
     add_step(StepKind::kTransformBackward, l, k, phase);
     const auto chunk_rows = static_cast<std::int64_t>(pass.transform_chunks[l][k].size());
-    // Without a budget the inputs the forward transform uploaded are still on the device.
-    if (budgeted) pass.stream_h2d_bytes += streamed_input_bytes(dims[l], chunk_rows);
+    // Without a budget the inputs the forward transform uploaded are still on the device; the second layer's, where
+    // they are computed again from the first layer's sums, on the device.
+    if (budgeted && !(l == 1 && pass.output_recomputed(0))) {
+      pass.stream_h2d_bytes += streamed_input_bytes(dims[l], chunk_rows);
+    }
     if (l == 1 && pass.first_layer_backward_fused) {
       pass.stream_h2d_bytes += chunk_rows * dims[0].sums * kFloat;  // the sums, not ∂L/∂Y down and up again
     } else if (l > 0 && input_from_host(l, k)) {
@@ -636,7 +670,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
     for (const bool reading_mirrors : {true, false}) {
       for (std::size_t k = 0; k < parts.size(); ++k) {
         if (parts[k].reads_mirror != reading_mirrors) continue;
-        if (gradients_chained(l)) add_transform_backward(l + 1, k, phase);
+        if (gradients_chained(l) && !pass.takes_next_transform_backward(l)) add_transform_backward(l + 1, k, phase);
         add_step(StepKind::kAggregateBackward, l, k, phase);
         if (dims[l].sums_inputs && !pass.lasting) {
           pass.stream_h2d_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].sums * kFloat;
@@ -965,8 +999,13 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   const auto prepare_start = std::chrono::steady_clock::now();
   PreparedGraph prepared = model.prepare(local);
   spdlog::debug("plan: graph prepared for the model in {:.2f} s", seconds_since(prepare_start));
-  const auto dims = layer_dims(model, options.library, prepared, options.forward_only, options.inputs,
-                               plan_sums_first_layer_inputs(model, options), options.narrow_source_limit);
+  const bool may_chain = !no_budget && options.chain_layers && options.recompute_outputs &&
+                         options.mode == ExecutionMode::kReuse && local.peers.empty();
+  const auto dims_of = [&](bool chain) {
+    return layer_dims(model, options.library, prepared, options.forward_only, options.inputs,
+                      plan_sums_first_layer_inputs(model, options), options.narrow_source_limit, chain);
+  };
+  auto dims = dims_of(may_chain);
   const std::size_t layers = dims.size();
   const std::int64_t owned = local.num_owned;
   // Both modes run every layer's subgraphs; a closure pass's subgraphs are cut from the same in-edges. A
@@ -978,6 +1017,11 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   side_by_side([&] { order = owned_cut_order(prepared.graph, local, options.cut_order); },
                [&] { smallest = smallest_step(dims, prepared.graph); });
   spdlog::debug("plan: {} cut order in {:.2f} s", to_string(options.cut_order), seconds_since(order_start));
+  if (may_chain && smallest.bytes > plan.step_limit_bytes) {
+    // Too small a budget for an aggregation backward to take the next layer's transform backward too.
+    dims = dims_of(false);
+    smallest = smallest_step(dims, prepared.graph);
+  }
   if (smallest.bytes > plan.step_limit_bytes) {
     throw InputError(
         describe_minimum_budget(plan.options.device_budget, smallest.layer, smallest.bytes, plan.resident_bytes));

@@ -29,7 +29,7 @@ namespace {
 
 // The slot of each entry of a step's lists (what CachePlanDetail::kFull would have recorded).
 struct StepSlots {
-  std::vector<vid_t> reads, writes, accumulates;
+  std::vector<vid_t> reads, writes, accumulates, next_gradient_reads;
 };
 
 }  // namespace
@@ -283,6 +283,7 @@ struct SubgraphExecutor::State {
     find(rows.reads, slots.reads);
     find(rows.writes, slots.writes);
     find(rows.accumulates, slots.accumulates);
+    find(rows.next_gradient_reads, slots.next_gradient_reads);
   }
 
   // The running aggregation's block on the device.
@@ -396,12 +397,13 @@ struct SubgraphExecutor::State {
     backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), write_slots.view(), out.rows());
   }
 
-  // The gradients of layer l's transformed rows of the running transform chunk, `rows` of them: in their pool where
-  // they are one run of it, else gathered into `packed`.
-  DeviceRows chunk_gradients(std::size_t l, std::int64_t rows, DeviceMatrix& packed) {
+  // The gradients of layer l's transformed rows of the running transform chunk, `rows` of them in slots `slots` of
+  // their pool: in place where they are one run of it, else gathered into `packed`.
+  DeviceRows chunk_gradients(std::size_t l, std::int64_t rows, std::span<const vid_t> slots_of_rows,
+                             DeviceMatrix& packed) {
     packed = DeviceMatrix(device, rows, model_of_run->layer(l).row_width(), "rows: transformed-row gradients");
-    const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
-    if (const auto run = pool_run(grad_index(l), slots.reads)) return *run;
+    const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots_of_rows);
+    if (const auto run = pool_run(grad_index(l), slots_of_rows)) return *run;
     backend.copy_rows(pools.pool(grad_index(l)), read_slots.view(), packed.view(), {}, rows);
     return packed.view();
   }
@@ -486,10 +488,11 @@ struct SubgraphExecutor::State {
     }
     backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
     if (pass->output_stays(l, k)) {
-      // Within a budget (chained layers) the backward half reads the outputs from the host.
+      // Within a budget (chained layers) the backward half reads the outputs from the host, where it does not compute
+      // them again.
       if (residency.uploads_stay) {
         download_boundary_rows(out.view(), l, k);
-      } else {
+      } else if (!(training && pass->output_recomputed(l))) {
         download(out.view(), outputs[l], destinations);
       }
       residency.inputs[{l + 1, k}] = std::move(out);  // the next layer's transform input, where it is
@@ -498,18 +501,37 @@ struct SubgraphExecutor::State {
     download(out.view(), outputs[l], destinations);
   }
 
+  // ∂L/∂Y of subgraph k of layer l, the activation's backward done where ∂L/∂H was computed: on the device where the
+  // outputs stayed, else in grad_outputs[l].
+  DeviceMatrix output_gradients(std::size_t l, std::size_t k) {
+    std::optional<DeviceMatrix> stayed = StepResidency::take(residency.output_gradients, l, k);
+    if (!stayed) return upload(grad_outputs[l], pass->destinations(l, k), "rows: output gradients");
+    add_boundary_gradients(stayed->view(), l, k);
+    return std::move(*stayed);
+  }
+
+  // Where layer l's aggregation backward takes layer l+1's transform backward (Pass::takes_next_transform_backward):
+  // layer l's outputs of subgraph k computed again, as its aggregation computed them forward from the transformed rows
+  // `z` (read through `block`), then through layer l+1's transform backward of the same rows: their ∂L/∂Y.
+  DeviceMatrix next_transform_backward(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch,
+                                       const SparseBlockView& block, const RandomStream& attention,
+                                       ConstDeviceRows z) {
+    DeviceMatrix outputs_again(device, static_cast<std::int64_t>(pass->destinations(l, k).size()),
+                               model.layer(l).out_dim(), "rows: transform inputs");
+    model.layer(l).aggregate(backend, block, attention, true, z, outputs_again.view());
+    backend.bias_activation(outputs_again.view(), parameters.layer(l).bias.view().span(), model.activation_after(l),
+                            outputs_again.view());
+    return *backward_through_transform(model, l + 1, k, epoch, outputs_again, slots.next_gradient_reads);
+  }
+
   void aggregate_backward(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch) {
     Layer& layer = model.layer(l);
     const std::span<const vid_t> destinations = pass->destinations(l, k);
     const PartSize& size = pass->layer_parts[l][k];
-    // ∂L/∂Y, the activation's backward done where ∂L/∂H was computed: on the device where the outputs stayed, else
-    // in grad_outputs[l].
-    std::optional<DeviceMatrix> stayed = StepResidency::take(residency.output_gradients, l, k);
-    DeviceMatrix grad_y = stayed ? std::move(*stayed) : upload(grad_outputs[l], destinations, "rows: output gradients");
-    if (stayed) add_boundary_gradients(grad_y.view(), l, k);
     LayerParameters& p = parameters.layer(l);
-    backend.column_sums(grad_y.view(), p.bias_grad.span(), true);
     if (sums_inputs(l)) {
+      const DeviceMatrix grad_y = output_gradients(l, k);
+      backend.column_sums(grad_y.view(), p.bias_grad.span(), true);
       const auto staying = residency.staying_sums.find({l, k});
       std::optional<DeviceMatrix> sums = StepResidency::take(residency.sums, l, k);
       if (!residency.uploads_stay && staying == residency.staying_sums.end()) {
@@ -525,6 +547,16 @@ struct SubgraphExecutor::State {
     std::optional<StepBlock> streamed;
     ExpandedBlock expanded;
     const SparseBlockView view = block_view(step_block(l, k, streamed), true, expanded);
+    // The transformed rows the forward aggregation read, where the backward reads them: in place, or through their
+    // slots in the pool.
+    const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
+    const auto z_run = pool_run(z_index(l), slots.reads);
+    const DeviceMatrix grad_y =
+        pass->takes_next_transform_backward(l)
+            ? next_transform_backward(model, l, k, epoch, z_run ? view : through(view, read_slots.view()), attention,
+                                      z_run ? ConstDeviceRows(*z_run) : ConstDeviceRows(pools.pool(z_index(l))))
+            : output_gradients(l, k);
+    backend.column_sums(grad_y.view(), p.bias_grad.span(), true);
     const DeviceArray<vid_t> accumulate_slots = slots_on_device(transfers, slots.accumulates);
     DeviceArray<float> workspace(
         device, layer.aggregate_backward_workspace(static_cast<vid_t>(destinations.size()), size.num_edges),
@@ -543,10 +575,8 @@ struct SubgraphExecutor::State {
     // Rows and gradients sit in different pools: work on packed copies and scatter the sums back (or, where
     // both lie in one run of their pool, on the pools in place).
     const auto sources = static_cast<std::int64_t>(size.num_src);
-    const DeviceArray<vid_t> read_slots = slots_on_device(transfers, slots.reads);
     DeviceMatrix z_rows(device, sources, layer.row_width(), "rows: rows the backward reads");
     DeviceMatrix grad_rows(device, sources, layer.row_width(), "rows: gradients of the rows read");
-    const auto z_run = pool_run(z_index(l), slots.reads);
     const auto grad_run = pool_run(grad_index(l), slots.accumulates);
     if (z_run && grad_run) {
       layer.aggregate_backward(backend, view, attention, true, *z_run, grad_y.view(), *grad_run, true,
@@ -561,7 +591,6 @@ struct SubgraphExecutor::State {
   }
 
   void transform_backward(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch) {
-    Layer& layer = model.layer(l);
     const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
     if (l == 0 && sparse_features != nullptr) {
       std::optional<DeviceBlock> streamed;
@@ -569,49 +598,75 @@ struct SubgraphExecutor::State {
       DeviceArray<float> dropped;
       const SparseBlockView x = dropped_entries(model, rows, input, epoch, true, true, dropped);
       DeviceMatrix packed;
-      const DeviceRows grad_z = chunk_gradients(l, static_cast<std::int64_t>(rows.size()), packed);
+      const DeviceRows grad_z = chunk_gradients(l, static_cast<std::int64_t>(rows.size()), slots.reads, packed);
       Layer::transform_backward(backend, parameters.layer(l).weight_grad, x, grad_z);
       if (!streamed && !residency.lasting) residency.sparse_inputs.erase({0, k});
       return;
     }
+    // Where this step takes the first layer's backward too, the sums of its inputs come up, and the first layer's
+    // outputs, this layer's inputs, are computed again from them where the forward half left them on the device.
+    const bool takes_first_layer = l == 1 && pass->first_layer_backward_fused;
+    std::optional<DeviceMatrix> sums;
+    if (takes_first_layer) sums = upload(input_sums.view(), rows, "rows: aggregated inputs");
     std::optional<DeviceMatrix> streamed;
-    const DeviceMatrix& input = transform_input(l, k, streamed);
-    // Rows that stayed kept their dropout from the forward half; streamed rows draw it again.
-    std::optional<DeviceMatrix> dropped = StepResidency::take(residency.dropped, l, k);
-    const bool kept_dropout = dropped.has_value();
-    if (!kept_dropout) dropped.emplace(device, input.rows(), input.cols(), "rows: dropped inputs");
-    const bool drops = kept_dropout || dropout_rows(model, l, epoch, true, rows, input.view(), dropped->view());
-    DeviceMatrix packed;
-    const DeviceRows grad_z = chunk_gradients(l, input.rows(), packed);
-    DeviceMatrix grad_x =
-        l > 0 ? DeviceMatrix(device, input.rows(), layer.in_dim(), "rows: input gradients") : DeviceMatrix();
-    LayerParameters& p = parameters.layer(l);
-    Layer::transform_backward(backend, p.weight.view(), p.weight_grad, drops ? dropped->view() : input.view(), grad_z,
-                              grad_x.view());
-    if (l > 0) {
-      // The input is the previous layer's output: finish that layer's activation backward here, where its
-      // output rows are already on the device, so that its aggregation backward reads only ∂L/∂Y.
-      dropout_rows(model, l, epoch, true, rows, grad_x.view(), grad_x.view());
-      backend.activation_backward(model.activation_after(l - 1), input.view(), grad_x.view(), grad_x.view());
-      if (l == 1 && pass->first_layer_backward_fused) {
-        first_layer_backward(grad_x.view(), rows);
+    const DeviceMatrix& input = takes_first_layer && pass->output_recomputed(0)
+                                    ? streamed.emplace(first_layer_outputs(model, sums->view()))
+                                    : transform_input(l, k, streamed);
+    std::optional<DeviceMatrix> grad_x = backward_through_transform(model, l, k, epoch, input, slots.reads);
+    if (grad_x) {
+      if (takes_first_layer) {
+        first_layer_backward(grad_x->view(), sums->view());
       } else if (pass->output_stays(l - 1, k)) {
-        residency.output_gradients[{l - 1, k}] = std::move(grad_x);
+        residency.output_gradients[{l - 1, k}] = std::move(*grad_x);
       } else {
-        download(grad_x.view(), grad_outputs[l - 1], rows);
+        download(grad_x->view(), grad_outputs[l - 1], rows);
       }
     }
     // This was the input's last reader in the pass.
     if (!streamed && !(residency.lasting && l == 0)) residency.inputs.erase({l, k});
   }
 
-  // The first layer's backward for rows `rows`, given their ∂L/∂Y (Pass::first_layer_backward_fused): its bias's
-  // gradient, and its weight's from the sums of its inputs, which come up from the host.
-  void first_layer_backward(ConstDeviceRows grad_y, std::span<const vid_t> rows) {
+  // Layer l's transform backward of its chunk k, from its dense input rows `input` and the gradients of its
+  // transformed rows in slots `gradient_slots`: the weight gradient, and for l > 0 the input gradients, through the
+  // previous layer's activation: its ∂L/∂Y (finished here, where its output rows are on the device, so that its
+  // aggregation backward reads only ∂L/∂Y).
+  std::optional<DeviceMatrix> backward_through_transform(Model& model, std::size_t l, std::size_t k,
+                                                         std::uint32_t epoch, const DeviceMatrix& input,
+                                                         std::span<const vid_t> gradient_slots) {
+    const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
+    // Rows that stayed kept their dropout from the forward half; streamed rows draw it again.
+    std::optional<DeviceMatrix> dropped = StepResidency::take(residency.dropped, l, k);
+    const bool kept_dropout = dropped.has_value();
+    if (!kept_dropout) dropped.emplace(device, input.rows(), input.cols(), "rows: dropped inputs");
+    const bool drops = kept_dropout || dropout_rows(model, l, epoch, true, rows, input.view(), dropped->view());
+    DeviceMatrix packed;
+    const DeviceRows grad_z = chunk_gradients(l, input.rows(), gradient_slots, packed);
+    DeviceMatrix grad_x =
+        l > 0 ? DeviceMatrix(device, input.rows(), model.layer(l).in_dim(), "rows: input gradients") : DeviceMatrix();
+    LayerParameters& p = parameters.layer(l);
+    Layer::transform_backward(backend, p.weight.view(), p.weight_grad, drops ? dropped->view() : input.view(), grad_z,
+                              grad_x.view());
+    if (l == 0) return std::nullopt;
+    dropout_rows(model, l, epoch, true, rows, grad_x.view(), grad_x.view());
+    backend.activation_backward(model.activation_after(l - 1), input.view(), grad_x.view(), grad_x.view());
+    return grad_x;
+  }
+
+  // The first layer's outputs of rows whose sums of inputs are `sums`, as its aggregation computed them.
+  DeviceMatrix first_layer_outputs(Model& model, ConstDeviceRows sums) {
+    DeviceMatrix outputs_again(device, sums.rows, model.layer(0).out_dim(), "rows: transform inputs");
+    Layer::transform(backend, parameters.layer(0).weight.view(), sums, outputs_again.view());
+    backend.bias_activation(outputs_again.view(), parameters.layer(0).bias.view().span(), model.activation_after(0),
+                            outputs_again.view());
+    return outputs_again;
+  }
+
+  // The first layer's backward for rows whose ∂L/∂Y is `grad_y` (Pass::first_layer_backward_fused): its bias's
+  // gradient, and its weight's from the sums of their inputs.
+  void first_layer_backward(ConstDeviceRows grad_y, ConstDeviceRows sums) {
     LayerParameters& p = parameters.layer(0);
     backend.column_sums(grad_y, p.bias_grad.span(), true);
-    const DeviceMatrix sums = upload(input_sums.view(), rows, "rows: aggregated inputs");
-    Layer::transform_backward(backend, p.weight.view(), p.weight_grad, sums.view(), grad_y, {});
+    Layer::transform_backward(backend, p.weight.view(), p.weight_grad, sums, grad_y, {});
   }
 
   // Where the next layer transforms its mirrors, the boundary rows of subgraph k's outputs that stay on the device go

@@ -601,12 +601,16 @@ TEST_P(SubgraphExecutorTest, EachPhasesPoolsGrowIntoTheRoomItLeaves) {
 }
 
 // Within a budget each layer is chained to the next: the next layer transforms each subgraph's outputs as they are
-// aggregated, and hands their gradients back to its aggregation backward, so that neither goes to the host and back.
-// Against the same plans unchained, the streams move by hand what chaining spares: per chained layer, its outputs up
-// for the next transform, and (where it has an aggregation backward) their gradients down and up; the chained plan
-// moves what it predicts and trains as in memory.
+// aggregated, and hands their gradients back to its aggregation backward, so that neither goes to the host and back;
+// and in training the backward half computes the outputs again (from the first layer's sums, or from the transformed
+// rows an attention layer's aggregation backward reads), so that they never reach the host. Against the same plans
+// unchained, and chained without computing outputs again, the streams move by hand what each spares: per chained
+// layer, its outputs up for the next transform, and (where it has an aggregation backward) their gradients down and
+// up; per layer whose outputs are computed again, the outputs down and up again. The plan moves what it predicts and
+// trains as in memory.
 TEST_P(SubgraphExecutorTest, ChainedLayersKeepOutputsAndTheirGradientsOffTheHost) {
-  const Dataset data = test::random_dataset(3000, 24000, 16, 4, 11);
+  // Features narrower than GCN's hidden rows, which its first layer sums before it transforms them.
+  const Dataset data = test::random_dataset(3000, 24000, 6, 4, 11);
   const LocalGraph local = whole_local_graph(data.graph);
   for (const ModelKind model_kind : {ModelKind::kGcn, ModelKind::kGat}) {
     for (const int layers : {2, 3}) {
@@ -615,14 +619,19 @@ TEST_P(SubgraphExecutorTest, ChainedLayersKeepOutputsAndTheirGradientsOffTheHost
       const Model model(config, data.features.cols(), data.num_classes);
       SubgraphExecutorOptions options{2 * minimum_device_budget(model, local), ExecutionMode::kReuse,
                                       CachePolicy::kStAware};
+      const EpochPlan recomputed = plan_epoch(model, local, options);
+      options.recompute_outputs = false;
       const EpochPlan chained = plan_epoch(model, local, options);
       options.chain_layers = false;
       const EpochPlan unchained = plan_epoch(model, local, options);
-      const Pass& pass = chained.passes.front();
+      const Pass& pass = recomputed.passes.front();
       ASSERT_EQ(pass.chained.size(), static_cast<std::size_t>(layers - 1));
+      EXPECT_EQ(pass.first_layer_sums_inputs, model_kind == ModelKind::kGcn);
       EXPECT_TRUE(std::ranges::none_of(unchained.passes.front().chained, [](char c) { return c != 0; }));
-      std::int64_t spared_h2d = 0;
-      std::int64_t spared_d2h = 0;
+      EXPECT_TRUE(std::ranges::none_of(chained.passes.front().outputs_recomputed, [](char c) { return c != 0; }));
+      std::int64_t chaining_h2d = 0;
+      std::int64_t chaining_d2h = 0;
+      std::int64_t recomputing = 0;
       for (int l = 0; l + 1 < layers; ++l) {
         const auto layer = static_cast<std::size_t>(l);
         ASSERT_TRUE(pass.chained_to_next(layer)) << "layer " << l + 1;
@@ -630,19 +639,28 @@ TEST_P(SubgraphExecutorTest, ChainedLayersKeepOutputsAndTheirGradientsOffTheHost
         for (std::size_t k = 0; k < pass.layer_parts[layer].size(); ++k) {
           EXPECT_TRUE(std::ranges::equal(pass.transform_chunks[layer + 1][k], pass.destinations(layer, k)));
         }
+        // From the first layer's sums, or from the rows an attention layer's aggregation backward reads.
+        const bool again = (l == 0 && pass.first_layer_sums_inputs) || model_kind == ModelKind::kGat;
+        EXPECT_EQ(pass.output_recomputed(layer), again) << "layer " << l + 1;
         const std::int64_t outputs = data.num_vertices() * model.layer(layer).out_dim() * std::int64_t{sizeof(float)};
-        spared_h2d += outputs;
+        chaining_h2d += outputs;
+        if (again) recomputing += outputs;
         // A first layer that sums its inputs has no aggregation backward: the next layer's transform backward takes
         // its backward already.
         if (l == 0 && pass.first_layer_sums_inputs) continue;
-        spared_h2d += outputs;
-        spared_d2h += outputs;
+        chaining_h2d += outputs;
+        chaining_d2h += outputs;
       }
-      EXPECT_EQ(unchained.passes.front().stream_h2d_bytes - pass.stream_h2d_bytes, spared_h2d);
-      EXPECT_EQ(unchained.passes.front().stream_d2h_bytes - pass.stream_d2h_bytes, spared_d2h);
+      const Pass& before = unchained.passes.front();
+      const Pass& between = chained.passes.front();
+      EXPECT_EQ(before.stream_h2d_bytes - between.stream_h2d_bytes, chaining_h2d);
+      EXPECT_EQ(before.stream_d2h_bytes - between.stream_d2h_bytes, chaining_d2h);
+      EXPECT_EQ(between.stream_h2d_bytes - pass.stream_h2d_bytes, recomputing);
+      EXPECT_EQ(between.stream_d2h_bytes - pass.stream_d2h_bytes, recomputing);
 
       if (layers != 2) continue;  // training one depth is enough, and takes the time
       options.chain_layers = true;
+      options.recompute_outputs = true;
       Planned predicted;
       const Trace trace = train_budgeted(kind(), data, config, 2, options, SparseInputs::kOff, &predicted);
       for (const ExecutionMetrics& m : trace.execution) {

@@ -72,6 +72,9 @@ struct SubgraphExecutorOptions {
   // that produce its inputs, and its transform backward right before the aggregation backward that reads what it
   // computes (Pass::chained), so that neither the outputs nor their gradients go to the host and back in between.
   bool chain_layers = true;
+  // Where layers are chained, in training: whether the backward half computes a layer's outputs again where the next
+  // layer's transform backward needs them (Pass::outputs_recomputed), so that they never go to the host.
+  bool recompute_outputs = true;
   // Which of those takes the room first; tests pick one.
   RoomFirst room_first = RoomFirst::kCheaper;
 };
@@ -142,6 +145,12 @@ struct Pass {
   // chunk's transformed rows, and their gradients, pass through pools of those phases on their way to and from the
   // host instead.
   std::vector<char> chained;
+  // Per chained layer l, in training: whether the backward half computes layer l's outputs again where layer l+1's
+  // transform backward needs them, instead of reading them from the host, which they then never reach: from the
+  // first layer's sums of its inputs, which that step uploads anyway (Pass::first_layer_backward_fused), or from the
+  // transformed rows layer l's aggregation backward reads, in that step, which then takes layer l+1's transform
+  // backward of its subgraph's chunk (takes_next_transform_backward).
+  std::vector<char> outputs_recomputed;
   // Per layer whose transform chunks so follow the previous layer's subgraphs: the destinations of its own; empty
   // for the others, whose subgraphs are their first transform chunks.
   std::vector<std::vector<std::vector<vid_t>>> own_destinations;
@@ -222,6 +231,12 @@ struct Pass {
                                                                                 : transform_chunks[layer][part];
   }
   bool chained_to_next(std::size_t layer) const { return layer < chained.size() && chained[layer] != 0; }
+  bool output_recomputed(std::size_t layer) const {
+    return layer < outputs_recomputed.size() && outputs_recomputed[layer] != 0;
+  }
+  bool takes_next_transform_backward(std::size_t layer) const {
+    return output_recomputed(layer) && !(layer == 0 && first_layer_sums_inputs);
+  }
   // The layer whose steps phase `phase` runs: forward layers, then backward from the last.
   std::size_t phase_layer(std::size_t phase) const {
     const std::size_t layers = layer_parts.size();
@@ -272,6 +287,8 @@ class PassSubgraphs {
 // `sources`: an aggregation step's subgraph sources (unused by other steps).
 struct StepRows {
   RowRun reads, writes, accumulates;
+  // An aggregation backward that takes the next layer's transform backward: the gradients of that chunk's rows.
+  RowRun next_gradient_reads;
 };
 // Whether the plan of a run with these options sums the first layer's inputs (Pass::first_layer_sums_inputs): reuse
 // without a budget (kUnlimited or 0: none), where aggregates_before_transform allows it.
