@@ -361,8 +361,9 @@ void chain_layers(const EpochPlan& plan, const std::vector<LayerDims>& dims, con
     if (pass.transform_chunks[l + 1].size() != pass.layer_parts[l + 1].size()) continue;
     std::int64_t largest_transform = 0;
     for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
-      largest_transform = std::max(
-          largest_transform, transform_step_bytes(dims[l + 1], static_cast<std::int64_t>(pass.destinations(l, k).size())));
+      largest_transform =
+          std::max(largest_transform,
+                   transform_step_bytes(dims[l + 1], static_cast<std::int64_t>(pass.destinations(l, k).size())));
     }
     if (largest_transform > plan.step_limit_bytes) continue;
     std::vector<std::vector<vid_t>> chunks;
@@ -559,13 +560,13 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
                                     !pass.mirrors_transformed(1) && !plan.options.forward_only;
   pass.outputs_recomputed.assign(layers - 1, 0);
   for (std::size_t l = 0; l + 1 < layers && plan.options.recompute_outputs && !plan.options.forward_only; ++l) {
-    pass.outputs_recomputed[l] = static_cast<char>(
-        pass.chained_to_next(l) && ((l == 0 && pass.first_layer_backward_fused) || dims[l].next_transform_backward > 0));
+    pass.outputs_recomputed[l] =
+        static_cast<char>(pass.chained_to_next(l) &&
+                          ((l == 0 && pass.first_layer_backward_fused) || dims[l].next_transform_backward > 0));
   }
   for (std::size_t l = 0; l < layers; ++l) {
     const auto phase = static_cast<std::uint32_t>(l);
-    const std::int64_t passing_through =
-        pass.chained_to_next(l) ? pass_through_pool(phase, z_tensor(l + 1), l + 1) : 0;
+    const std::int64_t passing_through = pass.chained_to_next(l) ? pass_through_pool(phase, z_tensor(l + 1), l + 1) : 0;
     trace.capacity_rows[phase][z_tensor(l)] =
         slots_for(plan.pool_bytes - passing_through, dims[l].width * kFloat, pass.num_rows);
     const auto& chunks = pass.transform_chunks[l];

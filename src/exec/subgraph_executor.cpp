@@ -63,9 +63,8 @@ struct SubgraphExecutor::State {
     const std::int64_t aggregated = plan.largest_aggregated_rows;
     const std::size_t layers = model.num_layers();
     const bool sums_inputs = plan.first_layer_sums_inputs();
-    const HostHomes layout =
-        host_homes(model, sums_inputs,
-                   plan.options.device_budget != kUnlimited && plan.options.mode == ExecutionMode::kReuse);
+    const HostHomes layout = host_homes(
+        model, sums_inputs, plan.options.device_budget != kUnlimited && plan.options.mode == ExecutionMode::kReuse);
     for (const std::int64_t width : layout.width) home_buffers.emplace_back(rows, width);
     for (std::size_t t = 0; t < 2 * layers; ++t) {
       homes.push_back(home_buffers[layout.buffer_of[t]].view(aggregated_width(model, t / 2, sums_inputs)));
@@ -514,8 +513,7 @@ struct SubgraphExecutor::State {
   // layer l's outputs of subgraph k computed again, as its aggregation computed them forward from the transformed rows
   // `z` (read through `block`), then through layer l+1's transform backward of the same rows: their ∂L/∂Y.
   DeviceMatrix next_transform_backward(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch,
-                                       const SparseBlockView& block, const RandomStream& attention,
-                                       ConstDeviceRows z) {
+                                       const SparseBlockView& block, const RandomStream& attention, ConstDeviceRows z) {
     DeviceMatrix outputs_again(device, static_cast<std::int64_t>(pass->destinations(l, k).size()),
                                model.layer(l).out_dim(), "rows: transform inputs");
     model.layer(l).aggregate(backend, block, attention, true, z, outputs_again.view());

@@ -159,6 +159,16 @@ void log_plan(const EpochPlan& plan) {
       pools += fmt::format("{}{}", phase == 0 ? "" : ", ", format_bytes(pass.pool_bytes(phase)));
     }
     spdlog::info("plan: pools per phase (forward layers, then backward from the last): {}", pools);
+    std::string chained;
+    for (std::size_t l = 0; l < pass.chained.size(); ++l) {
+      if (!pass.chained_to_next(l)) continue;
+      chained += fmt::format("{}{} to {}{}", chained.empty() ? "" : ", ", l + 1, l + 2,
+                             pass.output_recomputed(l) ? " (outputs computed again backward)" : "");
+    }
+    if (!chained.empty()) {
+      spdlog::info("plan: layers chained, each transforming the previous one's outputs as they are aggregated: {}",
+                   chained);
+    }
   }
   spdlog::info("plan: predicted per epoch: h2d {} (cache {}, + graph {}), d2h {} (cache {}), recompute ratio {:.3f}",
                format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.structure_h2d_bytes),

@@ -228,7 +228,7 @@ struct Pass {
   }
   std::span<const vid_t> destinations(std::size_t layer, std::size_t part) const {
     return layer < own_destinations.size() && !own_destinations[layer].empty() ? own_destinations[layer][part]
-                                                                                : transform_chunks[layer][part];
+                                                                               : transform_chunks[layer][part];
   }
   bool chained_to_next(std::size_t layer) const { return layer < chained.size() && chained[layer] != 0; }
   bool output_recomputed(std::size_t layer) const {
