@@ -5,7 +5,8 @@ For each model: trains in memory, with the subgraph executor without a budget (w
 and at each fraction of that peak, in interleaved rounds; prints per run the median epoch and, within a budget, the
 bytes an epoch moves each way split into rows, the graph's blocks (structure), slots and ids, and parameters. Beside
 them, what `nj plan --all-policies` predicts the rows alone would move under ST-Aware, LRU and Belady, and the graph
-blocks with the set kept for the run and with their room under LRU and Belady.
+blocks with the set kept for the run and with their room under LRU and Belady. Models named by --recomputed (GAT) are
+also trained within each budget with --recompute-outputs on, what a GPU does by default.
 
     scripts/bench/bytes_per_epoch.py                                   # the 200k graph, GCN and GAT, 25 and 10 %
     scripts/bench/bytes_per_epoch.py --dataset FILE.h5 --models gcn --fractions 0.5 --rounds 3
@@ -40,6 +41,9 @@ def parse_args():
     p.add_argument("--epochs", type=int, default=4, help="per run; the first warms up")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--recomputed", default="gat",
+                   help="models also trained with --recompute-outputs on within each budget: an attention layer's "
+                        "outputs aggregated again in the backward half, what auto does on a GPU")
     return p.parse_args()
 
 
@@ -64,11 +68,11 @@ def split(epoch):
             "d2h parameters": e["d2h_parameter_bytes"]}
 
 
-def planned_rows(args, model, budget):
+def planned_rows(args, model, budget, extra):
     """Row bytes per epoch (h2d + d2h) nj plan predicts under each policy, and the graph bytes its blocks' room moves
     with the blocks kept for the run, and under LRU and Belady's rule."""
     code, out = nj_bench.run([args.nj, "plan", args.dataset, *MODELS[model], "--execution", "reuse",
-                              "--device-memory", str(budget), "--all-policies"])
+                              "--device-memory", str(budget), "--all-policies", *extra])
     if code != 0:
         sys.exit(f"bytes_per_epoch.py: nj plan failed: {out.strip().splitlines()[-1]}")
     rows = {}
@@ -103,14 +107,18 @@ def main():
                 times.setdefault("executor, no budget", []).append(
                     statistics.median(e["epoch_seconds"] for e in unlimited))
                 peak = unlimited[-1]["execution"]["peak_device_footprint_bytes"]
+                variants = {"": []}
+                if model in args.recomputed.split(","):
+                    variants[", outputs computed again"] = ["--recompute-outputs", "on"]
                 for f in fractions:
                     budget = int(peak * f)
-                    budgets[f] = budget
-                    epochs = train(args, model, ["--execution", "reuse", "--device-memory", str(budget)], work,
-                                   f"budget-{f}")
-                    times.setdefault(f"{f:.0%} of {peak / MIB:.2f} MiB", []).append(
-                        statistics.median(e["epoch_seconds"] for e in epochs))
-                    moved[f] = split(epochs[-1])
+                    for label, extra in variants.items():
+                        budgets[(f, label)] = (budget, extra)
+                        epochs = train(args, model, ["--execution", "reuse", "--device-memory", str(budget), *extra],
+                                       work, f"budget-{f}")
+                        times.setdefault(f"{f:.0%} of {peak / MIB:.2f} MiB{label}", []).append(
+                            statistics.median(e["epoch_seconds"] for e in epochs))
+                        moved[(f, label)] = split(epochs[-1])
             base = statistics.median(times["in memory"])
             print(f"## {model}\n")
             print("| run | s/epoch per round | median | × in memory |")
@@ -123,11 +131,12 @@ def main():
             print("| budget | " + " | ".join(kinds) + " | total MiB | rows planned: st-aware, lru, belady "
                   "| graph planned: kept, lru, belady |")
             print("|---|" + "---:|" * (len(kinds) + 1) + "---|---|")
-            for f, bytes_by_kind in moved.items():
-                planned = planned_rows(args, model, budgets[f])
+            for (f, label), bytes_by_kind in moved.items():
+                budget, extra = budgets[(f, label)]
+                planned = planned_rows(args, model, budget, extra)
                 total = sum(bytes_by_kind.values())
                 cells = " | ".join(f"{bytes_by_kind[k] / MIB:.2f}" for k in kinds)
-                print(f"| {f:.0%} ({budgets[f]:,} B) | {cells} | {total / MIB:.2f} | "
+                print(f"| {f:.0%} ({budget:,} B){label} | {cells} | {total / MIB:.2f} | "
                       f"{planned['st-aware']}, {planned['lru']}, {planned['belady']} | "
                       f"{planned['graph kept']}, {planned['graph lru']}, {planned['graph belady']} |")
             print()

@@ -110,6 +110,13 @@ void add_executor_options(CLI::App& cmd, ExecutorArguments& args, bool allow_in_
                  "most 1 entry in 16 is non-zero); results differ only in rounding")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  cmd.add_option("--recompute-outputs", args.recompute_outputs,
+                 "Within a budget on one rank, where each layer transforms the previous one's outputs as they are "
+                 "aggregated: whether training computes those outputs again in the backward half instead of keeping "
+                 "them on the host: on, off, or auto (from the first layer's sums of its inputs always; by "
+                 "aggregating again, an attention layer's, only on a GPU, where moving them costs more)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
 }
 
 ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
@@ -121,6 +128,7 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
     choice.options.mode = choice.automatic ? ExecutionMode::kReuse : parse_execution_mode(args.execution);
   choice.options.policy = parse_cache_policy(args.cache_policy);
   choice.options.kept_block_bytes = parse_byte_size(args.host_blocks);
+  choice.options.recompute_outputs = parse_recompute_outputs(args.recompute_outputs);
   choice.vertex_order = parse_vertex_order(args.vertex_order);
   choice.sparse_inputs = parse_sparse_inputs(args.sparse_inputs);
   // Ids numbered by community are already a locality order: subgraphs are cut in it, with no search of their own.

@@ -48,7 +48,10 @@ ExecutorChoice planned_choice(const PlanArguments& args) {
   choice.options.forward_only = args.inference;
   const DeviceKind device =
       args.device == "auto" ? choose_device(DeviceKind::kAuto).kind : parse_device_kind(args.device);
-  if (device == DeviceKind::kCuda) choice.options.library = cuda_library_memory(args.deterministic);
+  if (device == DeviceKind::kCuda) {
+    choice.options.library = cuda_library_memory(args.deterministic);
+    choice.options.device_is_gpu = true;
+  }
   return choice;
 }
 

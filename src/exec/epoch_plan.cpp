@@ -64,6 +64,16 @@ struct LayerDims {
   std::int64_t next_transform_backward = 0;
 };
 
+// Whether chained layers' outputs are computed again from a first layer's sums, and by aggregating again
+// (RecomputeOutputs).
+bool sums_outputs_again(const SubgraphExecutorOptions& options) {
+  return options.recompute_outputs != RecomputeOutputs::kOff;
+}
+bool aggregates_outputs_again(const SubgraphExecutorOptions& options) {
+  return options.recompute_outputs == RecomputeOutputs::kOn ||
+         (options.recompute_outputs == RecomputeOutputs::kAuto && options.device_is_gpu);
+}
+
 // Whether the aggregation backward of layer l may take layer l+1's transform backward (Pass::chained, with its
 // outputs computed again from the transformed rows it reads): where the plan may chain them.
 bool may_take_next_transform_backward(const Model& model, std::size_t l, bool may_chain, bool first_layer_sums_inputs) {
@@ -559,10 +569,10 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   pass.first_layer_backward_fused = pass.first_layer_sums_inputs && !pass.lasting && layers > 1 &&
                                     !pass.mirrors_transformed(1) && !plan.options.forward_only;
   pass.outputs_recomputed.assign(layers - 1, 0);
-  for (std::size_t l = 0; l + 1 < layers && plan.options.recompute_outputs && !plan.options.forward_only; ++l) {
+  for (std::size_t l = 0; l + 1 < layers && !plan.options.forward_only; ++l) {
+    const bool from_sums = l == 0 && pass.first_layer_backward_fused && sums_outputs_again(plan.options);
     pass.outputs_recomputed[l] =
-        static_cast<char>(pass.chained_to_next(l) &&
-                          ((l == 0 && pass.first_layer_backward_fused) || dims[l].next_transform_backward > 0));
+        static_cast<char>(pass.chained_to_next(l) && (from_sums || dims[l].next_transform_backward > 0));
   }
   for (std::size_t l = 0; l < layers; ++l) {
     const auto phase = static_cast<std::uint32_t>(l);
@@ -958,12 +968,17 @@ bool plan_sums_first_layer_inputs(const Model& model, const SubgraphExecutorOpti
   return options.mode == ExecutionMode::kReuse && aggregates_before_transform(model.layer(0), 0, options.inputs.sparse);
 }
 
+constexpr EnumNames<RecomputeOutputs, 3> kRecomputeOutputsNames{
+    "outputs computed again",
+    {{{RecomputeOutputs::kAuto, "auto"}, {RecomputeOutputs::kOn, "on"}, {RecomputeOutputs::kOff, "off"}}}};
 constexpr EnumNames<ExecutionMode, 2> kExecutionModeNames{
     "execution mode", {{{ExecutionMode::kReuse, "reuse"}, {ExecutionMode::kRecompute, "recompute"}}}};
 constexpr EnumNames<CutOrder, 2> kCutOrderNames{
     "cut order", {{{CutOrder::kBreadthFirst, "breadth-first"}, {CutOrder::kVertexIds, "vertex-id"}}}};
 
 ExecutionMode parse_execution_mode(const std::string& text) { return kExecutionModeNames.parse(text); }
+RecomputeOutputs parse_recompute_outputs(const std::string& text) { return kRecomputeOutputsNames.parse(text); }
+const char* to_string(RecomputeOutputs choice) { return kRecomputeOutputsNames.name(choice); }
 const char* to_string(ExecutionMode mode) { return kExecutionModeNames.name(mode); }
 const char* to_string(CutOrder order) { return kCutOrderNames.name(order); }
 
@@ -1000,7 +1015,7 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   const auto prepare_start = std::chrono::steady_clock::now();
   PreparedGraph prepared = model.prepare(local);
   spdlog::debug("plan: graph prepared for the model in {:.2f} s", seconds_since(prepare_start));
-  const bool may_chain = !no_budget && options.chain_layers && options.recompute_outputs &&
+  const bool may_chain = !no_budget && options.chain_layers && aggregates_outputs_again(options) &&
                          options.mode == ExecutionMode::kReuse && local.peers.empty();
   const auto dims_of = [&](bool chain) {
     return layer_dims(model, options.library, prepared, options.forward_only, options.inputs,

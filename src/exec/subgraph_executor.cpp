@@ -1230,10 +1230,11 @@ std::string describe_forecast(const MemoryForecast& forecast) {
 
 namespace {
 
-// What the options leave to the executor: its backend's library memory, and how its features are held.
+// What the options leave to the executor: its backend's library memory and kind, and how its features are held.
 SubgraphExecutorOptions completed(SubgraphExecutorOptions options, const Backend& backend,
                                   const std::optional<SparseRows>& sparse_features) {
   options.library = backend.library_memory();
+  options.device_is_gpu = backend.name() == "cuda";
   options.inputs = input_shape(sparse_features);
   return options;
 }

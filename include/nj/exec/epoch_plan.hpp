@@ -43,6 +43,14 @@ const char* to_string(CutOrder order);
 // pools first).
 enum class RoomFirst : std::uint8_t { kCheaper, kStaying, kPools };
 
+// Where layers are chained, in training: whether the backward half computes a layer's outputs again instead of
+// keeping them on the host (Pass::outputs_recomputed). kAuto: from the first layer's sums of its inputs (a GEMM the
+// step's own uploads allow) always, and by aggregating again (an attention layer's) only on a GPU, where moving the
+// outputs over PCIe takes longer than aggregating them again; on the CPU device a copy is a memcpy.
+enum class RecomputeOutputs : std::uint8_t { kAuto, kOn, kOff };
+RecomputeOutputs parse_recompute_outputs(const std::string& text);
+const char* to_string(RecomputeOutputs choice);
+
 struct SubgraphExecutorOptions {
   std::int64_t device_budget = kUnlimited;  // bytes
   ExecutionMode mode = ExecutionMode::kReuse;
@@ -74,7 +82,10 @@ struct SubgraphExecutorOptions {
   bool chain_layers = true;
   // Where layers are chained, in training: whether the backward half computes a layer's outputs again where the next
   // layer's transform backward needs them (Pass::outputs_recomputed), so that they never go to the host.
-  bool recompute_outputs = true;
+  RecomputeOutputs recompute_outputs = RecomputeOutputs::kAuto;
+  // Whether the device is a GPU, whose copies cross PCIe (the executor sets it from its backend, nj plan from
+  // --device): what RecomputeOutputs::kAuto decides by.
+  bool device_is_gpu = false;
   // Which of those takes the room first; tests pick one.
   RoomFirst room_first = RoomFirst::kCheaper;
 };
