@@ -101,6 +101,7 @@ struct ExecutorArguments {
   std::string vertex_order = "community";
   std::string host_blocks = "2G";
   std::string sparse_inputs = "auto";
+  std::string chain_layers = "on";
   std::string recompute_outputs = "auto";
 };
 // With allow_in_memory (nj train) the default execution is auto.

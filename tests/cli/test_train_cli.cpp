@@ -371,6 +371,26 @@ TEST_F(TrainCli, PlanForACudaDeviceShowsTheLibrariesWorkspace) {
   test::expect_one_line_error(test::run_nj("plan " + shell_quote(dataset) + " --device tpu"));
 }
 
+// Within a budget the layers are chained unless --chain-layers off; a GAT's outputs are computed again in the
+// backward half on a GPU (auto) or where asked, and never with --recompute-outputs off; a value of neither is a
+// one-line error.
+TEST_F(TrainCli, PlanSaysWhichLayersAreChainedAndWhetherTheirOutputsAreComputedAgain) {
+  const auto plan = [&](const std::string& flags) {
+    const auto result = test::run_nj("plan " + shell_quote(dataset) + " --model gat --device-memory 512K " + flags);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return result.output;
+  };
+  const std::string chained = "aggregated: 1 to 2\n";
+  const std::string again = "aggregated: 1 to 2 (outputs computed again backward)";
+  EXPECT_NE(plan("").find(chained), std::string::npos) << plan("");
+  EXPECT_NE(plan("--recompute-outputs on").find(again), std::string::npos);
+  EXPECT_NE(plan("--device cuda").find(again), std::string::npos);
+  EXPECT_NE(plan("--device cuda --recompute-outputs off").find(chained), std::string::npos);
+  EXPECT_EQ(plan("--chain-layers off").find("layers chained"), std::string::npos);
+  test::expect_one_line_error(test::run_nj("plan " + shell_quote(dataset) + " --recompute-outputs sometimes"));
+  test::expect_one_line_error(test::run_nj("plan " + shell_quote(dataset) + " --chain-layers maybe"));
+}
+
 // Vertices numbered by community are cut into subgraphs in their ids; as stored, by a breadth-first search.
 TEST_F(TrainCli, PlanCutsInTheVertexOrdersIds) {
   for (const auto& [order, cut] : {std::pair{"community", "vertex-id"}, std::pair{"input", "breadth-first"}}) {
