@@ -396,8 +396,8 @@ struct SubgraphExecutor::State {
     backend.copy_rows(out.view(), {}, pools.pool(z_index(l)), write_slots.view(), out.rows());
   }
 
-  // The gradients of layer l's transformed rows of the running transform chunk, `rows` of them in slots `slots` of
-  // their pool: in place where they are one run of it, else gathered into `packed`.
+  // The gradients of layer l's transformed rows of the running transform chunk, `rows` of them in slots
+  // `slots_of_rows` of their pool: in place where they are one run of it, else gathered into `packed`.
   DeviceRows chunk_gradients(std::size_t l, std::int64_t rows, std::span<const vid_t> slots_of_rows,
                              DeviceMatrix& packed) {
     packed = DeviceMatrix(device, rows, model_of_run->layer(l).row_width(), "rows: transformed-row gradients");
