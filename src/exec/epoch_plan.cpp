@@ -289,7 +289,7 @@ StepRows step_rows(const Pass& pass, std::size_t k, bool backward_reads_rows, st
     case StepKind::kAggregateBackward:
       if (backward_reads_rows) rows.reads = run(z, sources);
       // A layer that summed its inputs needs no gradient of them.
-      if (!(s.layer == 0 && pass.first_layer_sums_inputs)) rows.accumulates = run(grad, sources);
+      if (!pass.sums_inputs(s.layer)) rows.accumulates = run(grad, sources);
       if (pass.takes_next_transform_backward(s.layer)) {
         rows.next_gradient_reads = run(grad_tensor(s.layer + 1), pass.transform_chunks[s.layer + 1][s.index]);
       }
@@ -496,18 +496,18 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   }
 
   const bool budgeted = plan.options.device_budget != kUnlimited;
-  if (!budgeted) pass.lasting = plan.options.mode == ExecutionMode::kReuse;
-  // Without a budget an inference plan's outputs all reach the host, where the caller reads them; within one they
-  // reach it anyway.
-  const bool any_chained = std::ranges::any_of(pass.chained, [](char c) { return c != 0; });
-  for (std::size_t l = 0; l + 1 < layers && (budgeted ? any_chained : !plan.options.forward_only); ++l) {
-    const auto& next = pass.transform_chunks[l + 1];
-    std::vector<char>& stays = pass.outputs_stay.emplace_back(pass.layer_parts[l].size(), 0);
-    for (std::size_t k = 0; k < stays.size() && k < next.size() && (!budgeted || pass.chained_to_next(l)); ++k) {
-      stays[k] = static_cast<char>(std::ranges::equal(pass.destinations(l, k), next[k]));
+  if (!budgeted) {
+    pass.lasting = plan.options.mode == ExecutionMode::kReuse;
+    // An inference plan's outputs all reach the host, where the caller reads them.
+    for (std::size_t l = 0; l + 1 < layers && !plan.options.forward_only; ++l) {
+      const auto& next = pass.transform_chunks[l + 1];
+      std::vector<char>& stays = pass.outputs_stay.emplace_back(pass.layer_parts[l].size(), 0);
+      for (std::size_t k = 0; k < stays.size() && k < next.size(); ++k) {
+        stays[k] = static_cast<char>(std::ranges::equal(pass.destinations(l, k), next[k]));
+      }
     }
+    note_staying_boundary_rows(pass, rows.boundary);
   }
-  if (!budgeted) note_staying_boundary_rows(pass, rows.boundary);
   // The input rows of layer l's transform chunk k come from the host each epoch, unless they are the features of a
   // lasting pass or the previous layer's outputs stay.
   const auto input_from_host = [&](std::size_t l, std::size_t k) {
@@ -646,9 +646,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
   };
   // Whether layer l+1's transform backward runs in layer l's backward phase (Pass::chained): where layer l has an
   // aggregation backward to hand the output gradients to.
-  const auto gradients_chained = [&](std::size_t l) {
-    return pass.chained_to_next(l) && !(l == 0 && pass.first_layer_sums_inputs);
-  };
+  const auto gradients_chained = [&](std::size_t l) { return pass.chained_to_next(l) && !pass.sums_inputs(l); };
   for (std::size_t l = layers; l-- > 0 && !plan.options.forward_only;) {
     const auto phase = static_cast<std::uint32_t>(layers + (layers - 1 - l));
     if (l == 0 && pass.first_layer_backward_fused) {  // a phase of no steps, which keeps the phases' indices

@@ -47,7 +47,7 @@ void PassExchange::advance(const Pass& pass, std::size_t k) {
   while (phase_ < phases_running) {
     const bool forward = phase_ < layers;
     const auto layer = static_cast<std::uint32_t>(forward ? phase_ : 2 * layers - 1 - phase_);
-    if (!forward && layer == 0 && pass.first_layer_sums_inputs) {  // no gradient of the inputs travels
+    if (!forward && pass.sums_inputs(layer)) {  // no gradient of the inputs travels
       ++phase_;
       continue;
     }

@@ -407,9 +407,6 @@ struct SubgraphExecutor::State {
     return packed.view();
   }
 
-  // Whether layer l aggregates its inputs and transforms the sums (Pass::first_layer_sums_inputs).
-  bool sums_inputs(std::size_t l) const { return l == 0 && pass->first_layer_sums_inputs; }
-
   void transform(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch, bool training) {
     const std::vector<vid_t>& rows = pass->transform_chunks[l][k];
     if (l == 0 && sparse_features != nullptr) {
@@ -424,7 +421,7 @@ struct SubgraphExecutor::State {
     }
     std::optional<DeviceMatrix> streamed;
     DeviceMatrix& input = transform_input(l, k, streamed);
-    if (sums_inputs(l)) {
+    if (pass->sums_inputs(l)) {
       // The rows aggregated are the inputs after dropout, written to their slots; the backward needs none of them.
       DeviceMatrix out(device, input.rows(), input.cols(), "rows: dropped inputs");
       const DeviceArray<vid_t> write_slots = slots_on_device(transfers, slots.writes);
@@ -459,23 +456,23 @@ struct SubgraphExecutor::State {
     // A first layer's sums of its inputs: into the room that stays for them, or a buffer of the step's.
     const auto staying_sums = residency.staying_sums.find({l, k});
     const bool sums_stay = staying_sums != residency.staying_sums.end();
-    DeviceMatrix sums = sums_inputs(l) && !sums_stay
+    DeviceMatrix sums = pass->sums_inputs(l) && !sums_stay
                             ? DeviceMatrix(device, num_dst, layer.input_sums_width(), "rows: aggregated inputs")
                             : DeviceMatrix();
     const DeviceRows sums_rows = sums_stay ? staying_sums->second.view() : sums.view();
-    const DeviceRows aggregated = sums_inputs(l) ? sums_rows : out.view();
+    const DeviceRows aggregated = pass->sums_inputs(l) ? sums_rows : out.view();
     const RandomStream attention = attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch);
     const auto sources = pool_run(z_index(l), slots.reads);
     ExpandedBlock expanded;
     const SparseBlockView whole = block_view(block, false, expanded);
     const SparseBlockView view = sources ? whole : through(whole, read_slots.view());
     const ConstDeviceRows rows = sources ? ConstDeviceRows(*sources) : ConstDeviceRows(pools.pool(z_index(l)));
-    if (sums_inputs(l)) {
+    if (pass->sums_inputs(l)) {
       layer.sum_inputs(backend, view, rows, aggregated);
     } else {
       layer.aggregate(backend, view, attention, training, rows, aggregated);
     }
-    if (sums_inputs(l)) {
+    if (pass->sums_inputs(l)) {
       Layer::transform(backend, parameters.layer(l).weight.view(), sums_rows, out.view());
       // What the weight gradient multiplies by: on the device without a budget or where they stay, else on the host
       // until then.
@@ -527,7 +524,7 @@ struct SubgraphExecutor::State {
     const std::span<const vid_t> destinations = pass->destinations(l, k);
     const PartSize& size = pass->layer_parts[l][k];
     LayerParameters& p = parameters.layer(l);
-    if (sums_inputs(l)) {
+    if (pass->sums_inputs(l)) {
       const DeviceMatrix grad_y = output_gradients(l, k);
       backend.column_sums(grad_y.view(), p.bias_grad.span(), true);
       const auto staying = residency.staying_sums.find({l, k});

@@ -182,10 +182,10 @@ struct Pass {
   std::int64_t stream_h2d_bytes = 0;    // predicted bytes of rows streamed to the device (not cached)
   std::int64_t stream_d2h_bytes = 0;    // predicted bytes of rows streamed back
   std::int64_t rows_computed = 0;       // forward aggregations
-  // Per layer below the last and per subgraph: whether the subgraph's destinations are also the next layer's
-  // transform chunk of the same index, whose input its outputs then are on the device, as the gradients that chunk's
-  // backward computes for them are its output gradients. Without a budget neither goes through the host; within one
-  // (chained layers) the outputs go there too, for the backward half.
+  // Without a budget, per layer below the last and per subgraph: whether the subgraph's destinations are also the
+  // next layer's transform chunk of the same index, whose input its outputs then are on the device, as the
+  // gradients that chunk's backward computes for them are its output gradients; neither goes through the host.
+  // (Within a budget a chained layer's outputs stay so, every subgraph's: output_stays.)
   std::vector<std::vector<char>> outputs_stay;
   // Without a budget, reuse's pass keeps its blocks and the features on the device for the whole run: uploaded
   // once, before the first epoch, they are no epoch's transfers.
@@ -234,8 +234,11 @@ struct Pass {
       largest = std::max(largest, pool_bytes(phase));
     return largest;
   }
+  // Whether subgraph `part`'s outputs stay on the device as the next layer's transform input (outputs_stay, or every
+  // subgraph of a chained layer, whose outputs go to the host too where the backward half reads them there).
   bool output_stays(std::size_t layer, std::size_t part) const {
-    return layer < outputs_stay.size() && part < outputs_stay[layer].size() && outputs_stay[layer][part] != 0;
+    return chained_to_next(layer) ||
+           (layer < outputs_stay.size() && part < outputs_stay[layer].size() && outputs_stay[layer][part] != 0);
   }
   std::span<const vid_t> destinations(std::size_t layer, std::size_t part) const {
     return layer < own_destinations.size() && !own_destinations[layer].empty() ? own_destinations[layer][part]
@@ -246,8 +249,10 @@ struct Pass {
     return layer < outputs_recomputed.size() && outputs_recomputed[layer] != 0;
   }
   bool takes_next_transform_backward(std::size_t layer) const {
-    return output_recomputed(layer) && !(layer == 0 && first_layer_sums_inputs);
+    return output_recomputed(layer) && !sums_inputs(layer);
   }
+  // Whether the layer aggregates its inputs and transforms the sums (first_layer_sums_inputs).
+  bool sums_inputs(std::size_t layer) const { return layer == 0 && first_layer_sums_inputs; }
   // The layer whose steps phase `phase` runs: forward layers, then backward from the last.
   std::size_t phase_layer(std::size_t phase) const {
     const std::size_t layers = layer_parts.size();
@@ -261,8 +266,7 @@ struct Pass {
   // Whether a step reads its subgraph's block: every aggregation, but the backward of a first layer that sums its
   // inputs.
   bool reads_block(const PlannedStep& s) const {
-    return s.kind == StepKind::kAggregate ||
-           (s.kind == StepKind::kAggregateBackward && !(s.layer == 0 && first_layer_sums_inputs));
+    return s.kind == StepKind::kAggregate || (s.kind == StepKind::kAggregateBackward && !sums_inputs(s.layer));
   }
   bool sums_stays(std::size_t part) const { return part < sums_stay.size() && sums_stay[part] != 0; }
   bool mirrors_transformed(std::size_t layer) const {
