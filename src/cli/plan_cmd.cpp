@@ -90,11 +90,13 @@ struct MeasuredPlan {
 };
 // Of `features`, only the shape is read (the forecast's replay moves no data), unless the first layer takes them as
 // sparse rows (`inputs`, on or off): then their entries size its steps, as they do in nj train.
+// `train_mask`: the vertices whose logits the training loss reads, as nj train's executor is told.
 MeasuredPlan plan_and_measure(Model& model, const LocalGraph& local, ConstRows features, const ExecutorChoice& choice,
-                              SparseInputs inputs) {
+                              SparseInputs inputs, std::span<const std::uint8_t> train_mask) {
   const std::optional<SparseRows> sparse = sparse_inputs(inputs, features);
   SubgraphExecutorOptions options = choice.options;
   options.inputs = input_shape(sparse);
+  options.loss_reads = train_mask;
   const std::int64_t before = heap_bytes_in_use();
   MeasuredPlan measured{plan_epoch(model, local, options), 0};
   measured.plan_host_bytes = std::max<std::int64_t>(0, heap_bytes_in_use() - before);
@@ -155,7 +157,8 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
     Shard shard = read_shard((std::filesystem::path(manifest.directory) / manifest.shard_files[part]).string());
     order_vertices(shard, choice.vertex_order);
     Model model(args.model.resolve(), shard.features.cols(), shard.num_classes);
-    const MeasuredPlan measured = plan_and_measure(model, shard.local, shard.features.view(), choice, inputs);
+    const MeasuredPlan measured =
+        plan_and_measure(model, shard.local, shard.features.view(), choice, inputs, shard.train_mask);
     const EpochPlan& plan = measured.plan;
     const HostFootprint host = rank_footprint(args, shard.local, shard.features.cols(), shard.num_classes, measured);
     layers = exchange_bytes_sent(model, shard.local, plan);
@@ -277,12 +280,14 @@ void run_plan(PlanArguments& args, CLI::App& command) {
   Shard whole;
   std::int64_t width = 0;
   std::vector<vid_t> stored_order;
+  std::vector<std::uint8_t> file_train_mask;  // in the file's vertex order
   if (!may_take_sparse) {
     DatasetWithoutFeatures read = read_dataset_without_features(dataset);
     width = read.feature_width;
     whole.num_classes = read.dataset.num_classes;
     whole.local = whole_local_graph(std::move(read.dataset.graph));
     stored_order = std::move(read.dataset.community_order);
+    file_train_mask = std::move(read.dataset.train_mask);
   } else {
     whole = whole_graph_shard(read_dataset(dataset));
     width = whole.features.cols();
@@ -296,6 +301,12 @@ void run_plan(PlanArguments& args, CLI::App& command) {
     order_vertices(whole, choice.vertex_order);
   } else {
     order_vertices(local, choice.vertex_order, stored_order);
+    // A whole graph's global ids are the file's vertex ids.
+    whole.train_mask.resize(static_cast<std::size_t>(local.num_owned));
+    for (vid_t v = 0; v < local.num_owned; ++v) {
+      whole.train_mask[static_cast<std::size_t>(v)] =
+          file_train_mask[static_cast<std::size_t>(local.global_id[static_cast<std::size_t>(v)])];
+    }
   }
   spdlog::info("loaded in {:.2f} s, {} vertex order in {:.2f} s", load_seconds, to_string(choice.vertex_order),
                seconds_since(order_start));
@@ -307,7 +318,7 @@ void run_plan(PlanArguments& args, CLI::App& command) {
       may_take_sparse && takes_sparse_inputs(choice.sparse_inputs, features, stored_sparse, nullptr)
           ? SparseInputs::kOn
           : SparseInputs::kOff;
-  const MeasuredPlan measured = plan_and_measure(model, local, features, choice, inputs);
+  const MeasuredPlan measured = plan_and_measure(model, local, features, choice, inputs, whole.train_mask);
   const EpochPlan& plan = measured.plan;
   spdlog::info("planned in {:.2f} s", seconds_since(start));
   log_plan(plan);
@@ -357,8 +368,9 @@ void run_plan(PlanArguments& args, CLI::App& command) {
     // Each policy's plan as the executor settles it (what stays on the device depends on its peak).
     ExecutorChoice alone = choice;
     alone.options.policy = policy;
-    const EpochPlan t =
-        policy == plan.options.policy ? EpochPlan{} : plan_and_measure(model, local, features, alone, inputs).plan;
+    const EpochPlan t = policy == plan.options.policy
+                            ? EpochPlan{}
+                            : plan_and_measure(model, local, features, alone, inputs, whole.train_mask).plan;
     const EpochPlan& p = policy == plan.options.policy ? plan : t;
     const auto accesses = p.cache_hits + p.cache_misses;
     std::cout << fmt::format(

@@ -62,6 +62,9 @@ struct LayerDims {
   // may take it (Pass::takes_next_transform_backward): the outputs computed again, their dropped copy and gradient,
   // the next layer's transformed-row gradients, and their id and slot.
   std::int64_t next_transform_backward = 0;
+  // The last layer in training: its aggregations pack the logits the loss reads, and their gradients, beside their
+  // outputs (Pass::loss_positions), each with its position.
+  bool packs_loss_rows = false;
 };
 
 // Whether chained layers' outputs are computed again from a first layer's sums, and by aggregating again
@@ -95,6 +98,7 @@ std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& libra
                     library.narrows_offsets && layer.aggregation().spmm, graph.weighted(), forward_only, sparse,
                     sparse ? inputs.max_row_nonzeros : 0, sparse && library.narrows_offsets, narrow_source_limit,
                     l == 1 && first_layer_sums_inputs && !forward_only ? model.layer(0).input_sums_width() : 0});
+    dims.back().packs_loss_rows = l + 1 == model.num_layers() && !forward_only;
     if (may_take_next_transform_backward(model, l, may_chain && !forward_only, first_layer_sums_inputs)) {
       dims.back().next_transform_backward =
           (3 * layer.out_dim() + model.layer(l + 1).row_width()) * kFloat + kId + kSlot;
@@ -155,13 +159,14 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t block = PackedBlock::bytes_for(shape) + ExpandedBlock::bytes_for(shape, false);
   const std::int64_t block_backward = PackedBlock::bytes_for(shape) + ExpandedBlock::bytes_for(shape, true);
   const std::int64_t transform = transform_input_bytes(d, dst, 1) + dst * (d.width * kFloat + kId + kSlot);
+  const std::int64_t loss_rows = d.packs_loss_rows ? dst * (d.out * kFloat + kSlot) : 0;
   // A layer that sums its inputs keeps their sums beside its outputs.
-  const std::int64_t aggregate = block + src * kSlot + dst * (d.out + d.sums) * kFloat + narrowed_offsets(d, dst);
+  const std::int64_t aggregate =
+      block + src * kSlot + dst * (d.out + d.sums) * kFloat + narrowed_offsets(d, dst) + loss_rows;
   if (d.forward_only) return staging + std::max(transform, aggregate) + kStepPadding;
-  const std::int64_t aggregate_backward =
-      block_backward + 2 * src * kSlot + dst * d.out * kFloat +
-      (d.layer->aggregation().backward_reads_rows ? 2 * src * d.width * kFloat : 0) +
-      backward_workspace(d, dst, edges) + narrowed_offsets(d, src) + dst * d.next_transform_backward;
+  const std::int64_t aggregate_backward = block_backward + 2 * src * kSlot + dst * d.out * kFloat + loss_rows +
+                                          backward_workspace(d, dst, edges) + narrowed_offsets(d, src) +
+                                          dst * d.next_transform_backward;
   // Inputs, their dropped copy and their gradient, the transformed-row gradients, and their ids and slots; and the
   // first layer's sums where this step takes its backward too.
   const std::int64_t transform_backward =
@@ -355,6 +360,22 @@ void note_staying_boundary_rows(Pass& pass, std::span<const vid_t> boundary) {
   }
 }
 
+// In training, where the loss reads only some vertices' logits, the positions of those among each of the last layer's
+// subgraphs' destinations (Pass::loss_positions).
+void note_loss_positions(const SubgraphExecutorOptions& options, Pass& pass) {
+  if (options.forward_only || options.loss_reads.empty()) return;
+  const std::size_t last = pass.layer_parts.size() - 1;
+  for (std::size_t k = 0; k < pass.layer_parts[last].size(); ++k) {
+    std::vector<vid_t>& positions = pass.loss_positions.emplace_back();
+    const std::span<const vid_t> destinations = pass.destinations(last, k);
+    for (std::size_t i = 0; i < destinations.size(); ++i) {
+      if (options.loss_reads[static_cast<std::size_t>(pass.vertex(destinations[i]))] != 0) {
+        positions.push_back(static_cast<vid_t>(i));
+      }
+    }
+  }
+}
+
 // Chains layer l to layer l+1 (Pass::chained) where a budget cuts them, on one rank's reuse pass (no exchange waits
 // between them), and where each of layer l's subgraphs' destinations fits a transform step of layer l+1: layer l+1
 // then transforms in chunks of those, and its own subgraphs keep their destinations apart.
@@ -483,6 +504,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
       pass.largest_step_bytes = std::max(pass.largest_step_bytes, layer_largest_step[l]);
     }
     chain_layers(plan, dims, rows, pass);
+    note_loss_positions(plan.options, pass);
     if (block_bytes <= plan.options.kept_block_bytes) {
       SubgraphBuilder builder(graph.graph, graph.weights(), rows.global_id, pass.vertices);
       pass.blocks.resize(layers);
@@ -614,9 +636,11 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
           pass.stream_d2h_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].sums * kFloat;
         }
         // Without a budget outputs that stay leave for the host only where the next layer's exchange sends them;
-        // within one, where the backward half does not compute them again.
+        // within one, where the backward half does not compute them again. Of the logits, those the loss reads.
         std::size_t downloaded = pass.destinations(l, k).size();
-        if (pass.output_recomputed(l)) {
+        if (l + 1 == layers && !plan.options.forward_only) {
+          downloaded = pass.loss_rows(k);
+        } else if (pass.output_recomputed(l)) {
           downloaded = 0;
         } else if (pass.output_stays(l, k) && !budgeted) {
           downloaded = pass.staying_boundary_rows(l, k).positions.size();
@@ -684,11 +708,15 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
         if (dims[l].sums_inputs && !pass.lasting) {
           pass.stream_h2d_bytes += static_cast<std::int64_t>(pass.destinations(l, k).size()) * dims[l].sums * kFloat;
         }
-        // Output gradients that stayed take only what the next layer's mirrors sent for them from the host.
-        const auto uploaded =
-            static_cast<std::int64_t>(pass.output_stays(l, k) ? pass.staying_boundary_rows(l, k).positions.size()
-                                                              : pass.destinations(l, k).size());
-        pass.stream_h2d_bytes += uploaded * dims[l].out * kFloat;
+        // Output gradients that stayed take only what the next layer's mirrors sent for them from the host; the
+        // logits' only those the loss read.
+        std::size_t uploaded = pass.destinations(l, k).size();
+        if (l + 1 == layers) {
+          uploaded = pass.loss_rows(k);
+        } else if (pass.output_stays(l, k)) {
+          uploaded = pass.staying_boundary_rows(l, k).positions.size();
+        }
+        pass.stream_h2d_bytes += static_cast<std::int64_t>(uploaded) * dims[l].out * kFloat;
       }
       if (!reading_mirrors || !exchanges) continue;
       LayerExchange& exchange = pass.exchange[l];
@@ -997,6 +1025,8 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   NJ_REQUIRE(options.mode == ExecutionMode::kReuse || local.peers.empty(),
              "the recompute baseline runs on one rank only (its closures cross ranks); use --execution reuse or "
              "in-memory");
+  NJ_REQUIRE(options.loss_reads.empty() || std::cmp_equal(options.loss_reads.size(), local.num_owned),
+             "the loss reads {} vertices' logits of {} owned", options.loss_reads.size(), local.num_owned);
   EpochPlan plan;
   plan.options = options;
   const bool no_budget = unlimited(options.device_budget);

@@ -494,12 +494,17 @@ struct SubgraphExecutor::State {
       residency.inputs[{l + 1, k}] = std::move(out);  // the next layer's transform input, where it is
       return;
     }
+    if (training && l + 1 == outputs.size() && !pass->loss_positions.empty()) {
+      download_at(out.view(), l, k, pass->loss_positions[k], "rows: logits the loss reads");
+      return;
+    }
     download(out.view(), outputs[l], destinations);
   }
 
   // ∂L/∂Y of subgraph k of layer l, the activation's backward done where ∂L/∂H was computed: on the device where the
   // outputs stayed, else in grad_outputs[l].
   DeviceMatrix output_gradients(std::size_t l, std::size_t k) {
+    if (l + 1 == grad_outputs.size() && !pass->loss_positions.empty()) return loss_gradients(k);
     std::optional<DeviceMatrix> stayed = StepResidency::take(residency.output_gradients, l, k);
     if (!stayed) return upload(grad_outputs[l], pass->destinations(l, k), "rows: output gradients");
     add_boundary_gradients(stayed->view(), l, k);
@@ -567,22 +572,17 @@ struct SubgraphExecutor::State {
       }
       return;
     }
-    // Rows and gradients sit in different pools: work on packed copies and scatter the sums back (or, where
-    // both lie in one run of their pool, on the pools in place).
-    const auto sources = static_cast<std::int64_t>(size.num_src);
-    DeviceMatrix z_rows(device, sources, layer.row_width(), "rows: rows the backward reads");
-    DeviceMatrix grad_rows(device, sources, layer.row_width(), "rows: gradients of the rows read");
-    const auto grad_run = pool_run(grad_index(l), slots.accumulates);
-    if (z_run && grad_run) {
+    // Rows and gradients sit in pools of their own: read and accumulated through their slots in each (or, where
+    // both lie in one run of their pool, in place).
+    if (const auto grad_run = pool_run(grad_index(l), slots.accumulates); z_run && grad_run) {
       layer.aggregate_backward(backend, view, attention, true, *z_run, grad_y.view(), *grad_run, true,
                                workspace.view());
       return;
     }
-    backend.copy_rows(pools.pool(z_index(l)), read_slots.view(), z_rows.view(), {}, sources);
-    backend.copy_rows(grad_pool, accumulate_slots.view(), grad_rows.view(), {}, sources);
-    layer.aggregate_backward(backend, view, attention, true, z_rows.view(), grad_y.view(), grad_rows.view(), true,
-                             workspace.view());
-    backend.copy_rows(grad_rows.view(), {}, grad_pool, accumulate_slots.view(), sources);
+    SparseBlockView through_slots = through(view, read_slots.view());
+    through_slots.grad_row = accumulate_slots.view().data;
+    layer.aggregate_backward(backend, through_slots, attention, true, pools.pool(z_index(l)), grad_y.view(), grad_pool,
+                             true, workspace.view());
   }
 
   void transform_backward(Model& model, std::size_t l, std::size_t k, std::uint32_t epoch) {
@@ -664,20 +664,46 @@ struct SubgraphExecutor::State {
     Layer::transform_backward(backend, p.weight.view(), p.weight_grad, sums, grad_y, {});
   }
 
+  // The pass rows at `positions` among the destinations of layer l's subgraph k.
+  std::vector<vid_t> destinations_at(std::size_t l, std::size_t k, std::span<const vid_t> positions) const {
+    const std::span<const vid_t> destinations = pass->destinations(l, k);
+    std::vector<vid_t> rows;
+    rows.reserve(positions.size());
+    for (const vid_t i : positions) rows.push_back(destinations[static_cast<std::size_t>(i)]);
+    return rows;
+  }
+
+  // Rows `positions` of `out`, the outputs of layer l's subgraph k, to their rows of outputs[l] on the host, packed on
+  // the device first (`what` names that buffer).
+  void download_at(ConstDeviceRows out, std::size_t l, std::size_t k, std::span<const vid_t> positions,
+                   const char* what) {
+    if (positions.empty()) return;
+    const auto rows = static_cast<std::int64_t>(positions.size());
+    DeviceMatrix packed(device, rows, out.cols, what);
+    const DeviceArray<vid_t> on_device = slots_on_device(transfers, positions);
+    backend.copy_rows(out, on_device.view(), packed.view(), {}, rows);
+    download(packed.view(), outputs[l], destinations_at(l, k, positions));
+  }
+
   // Where the next layer transforms its mirrors, the boundary rows of subgraph k's outputs that stay on the device go
   // to the host too, from where the exchange sends them (Pass::staying_boundary).
   void download_boundary_rows(ConstDeviceRows out, std::size_t l, std::size_t k) {
-    const StayingBoundary& boundary = pass->staying_boundary_rows(l, k);
-    if (boundary.positions.empty()) return;
-    const auto rows = static_cast<std::int64_t>(boundary.positions.size());
-    DeviceMatrix packed(device, rows, out.cols, "rows: exchange staging");
-    const DeviceArray<vid_t> positions = slots_on_device(transfers, boundary.positions);
-    backend.copy_rows(out, positions.view(), packed.view(), {}, rows);
-    std::vector<vid_t> destinations;
-    destinations.reserve(boundary.positions.size());
-    for (const vid_t i : boundary.positions)
-      destinations.push_back(pass->destinations(l, k)[static_cast<std::size_t>(i)]);
-    download(packed.view(), outputs[l], destinations);
+    download_at(out, l, k, pass->staying_boundary_rows(l, k).positions, "rows: exchange staging");
+  }
+
+  // ∂L/∂logits of the last layer's subgraph k where the loss read only some of its rows (Pass::loss_positions):
+  // theirs from the host, zero for the others.
+  DeviceMatrix loss_gradients(std::size_t k) {
+    const std::size_t last = grad_outputs.size() - 1;
+    const std::span<const vid_t> positions = pass->loss_positions[k];
+    DeviceMatrix grad_y(device, static_cast<std::int64_t>(pass->destinations(last, k).size()), grad_outputs[last].cols,
+                        "rows: output gradients");
+    backend.zero_rows(grad_y.view(), {}, grad_y.rows());
+    if (positions.empty()) return grad_y;
+    const DeviceMatrix packed = upload(grad_outputs[last], destinations_at(last, k, positions), "rows: loss gradients");
+    const DeviceArray<vid_t> on_device = slots_on_device(transfers, positions);
+    backend.copy_rows(packed.view(), {}, grad_y.view(), on_device.view(), packed.rows());
+    return grad_y;
   }
   // And what the next layer's mirrors sent back for those rows is added to their output gradients there.
   void add_boundary_gradients(DeviceRows grad_y, std::size_t l, std::size_t k) {
@@ -728,11 +754,37 @@ struct SubgraphExecutor::State {
     }
   }
 
-  // The pass's loss, whose gradient seeds its backward half.
+  // The pass's loss, whose gradient seeds its backward half: of every logit of the pass, or of those it reads
+  // (Pass::loss_positions), packed in pass-row order.
   double take_loss(const LossFunction& loss) {
-    const ConstRows pass_logits = ConstRows(outputs.back()).slice(0, pass->num_outputs);
-    return loss(pass_logits, pass->vertices.empty() ? nullptr : pass->vertices.data(),
-                grad_outputs.back().slice(0, pass->num_outputs));
+    if (pass->loss_positions.empty()) {
+      const ConstRows pass_logits = ConstRows(outputs.back()).slice(0, pass->num_outputs);
+      return loss(pass_logits, pass->vertices.empty() ? nullptr : pass->vertices.data(),
+                  grad_outputs.back().slice(0, pass->num_outputs));
+    }
+    const std::size_t last = outputs.size() - 1;
+    std::vector<vid_t> rows;
+    for (std::size_t k = 0; k < pass->loss_positions.size(); ++k) {
+      std::ranges::copy(destinations_at(last, k, pass->loss_positions[k]), std::back_inserter(rows));
+    }
+    if (rows.empty()) return 0.0;  // a closure of the recompute baseline with none: its gradients are zero
+    std::ranges::sort(rows);
+    const auto count = static_cast<std::int64_t>(rows.size());
+    const std::int64_t cols = outputs[last].cols;
+    HostRows read(count, cols);
+    HostRows gradients(count, cols);
+    std::vector<vid_t> vertices;
+    vertices.reserve(rows.size());
+    for (std::int64_t i = 0; i < count; ++i) {
+      const vid_t r = rows[static_cast<std::size_t>(i)];
+      std::copy_n(outputs[last].row(r), cols, read.view().row(i));
+      vertices.push_back(pass->vertex(r));
+    }
+    const double value = loss(read.view(), vertices.data(), gradients.view());
+    for (std::int64_t i = 0; i < count; ++i) {
+      std::copy_n(gradients.view().row(i), cols, grad_outputs[last].row(rows[static_cast<std::size_t>(i)]));
+    }
+    return value;
   }
 
   void run_backward(Model& model, std::uint32_t epoch) {

@@ -69,7 +69,8 @@ LibraryMemory cuda_library_memory(bool deterministic) {
 bool sparse_library_takes(const SparseBlockView& block, bool transpose) {
   const float* weights = transpose ? block.out_weight : block.edge_weight;
   const std::int64_t rows = transpose ? block.num_src : block.num_dst;
-  return weights != nullptr && block.src_row == nullptr && rows > 0 && block.num_edges() <= INT32_MAX;
+  return weights != nullptr && block.src_row == nullptr && block.grad_row == nullptr && rows > 0 &&
+         block.num_edges() <= INT32_MAX;
 }
 
 std::int64_t narrowed_offsets_bytes(const SparseBlockView& block, bool transpose) {

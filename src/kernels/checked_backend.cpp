@@ -34,6 +34,7 @@ class CheckedBackend final : public ForwardingBackend {
     use_array(b.out_weight, edges, kernel);
     use_array(b.src_gid, b.num_src, kernel);
     use_array(b.src_row, b.num_src, kernel);
+    use_array(b.grad_row, b.num_src, kernel);
   }
 
   Device& device_;

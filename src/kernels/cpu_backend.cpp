@@ -65,7 +65,8 @@ class CpuBackend final : public Backend {
     expect_spmm_shapes(block, grad_in, grad_out);
 #pragma omp parallel for schedule(dynamic, 64) if (worth_threads((block.num_edges() + block.num_src) * grad_out.cols))
     for (vid_t j = 0; j < block.num_src; ++j) {
-      rowmath::spmm_transpose_row(block, j, grad_out.data, grad_out.cols, grad_in.row(block.row_of(j)), accumulate);
+      rowmath::spmm_transpose_row(block, j, grad_out.data, grad_out.cols, grad_in.row(block.gradient_row_of(j)),
+                                  accumulate);
     }
   }
 
@@ -80,7 +81,7 @@ class CpuBackend final : public Backend {
     expect_rooted_sum_shapes(block, sum, grad_z, grad_out);
 #pragma omp parallel for schedule(dynamic, 64) if (worth_threads((block.num_edges() + block.num_src) * grad_z.cols))
     for (vid_t j = 0; j < block.num_src; ++j) {
-      rowmath::rooted_sum_transpose_row(block, sum, j, grad_out.data, grad_z.row(block.row_of(j)), grad_z.cols,
+      rowmath::rooted_sum_transpose_row(block, sum, j, grad_out.data, grad_z.row(block.gradient_row_of(j)), grad_z.cols,
                                         accumulate);
     }
   }
@@ -110,8 +111,8 @@ class CpuBackend final : public Backend {
 #pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * z.cols))
     for (vid_t j = 0; j < block.num_src; ++j) {
       const float* own = j < block.num_dst ? dst_score_grad + static_cast<std::int64_t>(j) * shape.heads : nullptr;
-      rowmath::gat_backward_source_row(block, shape, j, edge_workspace, own, grad_out.data, grad_z.row(block.row_of(j)),
-                                       accumulate);
+      rowmath::gat_backward_source_row(block, shape, j, edge_workspace, own, grad_out.data,
+                                       grad_z.row(block.gradient_row_of(j)), accumulate);
     }
   }
 

@@ -63,8 +63,11 @@ std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources&
     }
     return std::make_unique<InMemoryExecutor>(resources, model, shard.local, shard.features.view(), &comm, inputs);
   }
-  auto executor = std::make_unique<SubgraphExecutor>(resources, model, shard.local, shard.features.view(),
-                                                     choice.options, &comm, inputs);
+  // The loss reads the training split's logits only.
+  SubgraphExecutorOptions options = choice.options;
+  options.loss_reads = shard.train_mask;
+  auto executor =
+      std::make_unique<SubgraphExecutor>(resources, model, shard.local, shard.features.view(), options, &comm, inputs);
   log_plan(executor->plan());
   // The executor holds what it reads of the graph (its plan, and the graph with self-loops that its steps build
   // blocks from): the loaded in-edges, a copy, go before the rows fill (the offsets stay, for the counts).
@@ -169,6 +172,19 @@ void log_plan(const EpochPlan& plan) {
       spdlog::info("plan: layers chained, each transforming the previous one's outputs as they are aggregated: {}",
                    chained);
     }
+  }
+  std::size_t logits = 0;
+  std::size_t read = 0;
+  for (const Pass& pass : plan.passes) {
+    if (pass.loss_positions.empty()) continue;
+    for (std::size_t k = 0; k < pass.loss_positions.size(); ++k) {
+      logits += pass.destinations(pass.layer_parts.size() - 1, k).size();
+      read += pass.loss_rows(k);
+    }
+  }
+  if (logits > 0) {
+    spdlog::info("plan: the loss reads {} of {} logits: only theirs go to the host, and only their gradients come back",
+                 read, logits);
   }
   spdlog::info("plan: predicted per epoch: h2d {} (cache {}, + graph {}), d2h {} (cache {}), recompute ratio {:.3f}",
                format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.structure_h2d_bytes),

@@ -391,6 +391,17 @@ TEST_F(TrainCli, PlanSaysWhichLayersAreChainedAndWhetherTheirOutputsAreComputedA
   test::expect_one_line_error(test::run_nj("plan " + shell_quote(dataset) + " --chain-layers maybe"));
 }
 
+// nj plan and a budgeted nj train say how many logits the loss reads: the training split's.
+TEST_F(TrainCli, PlanAndTrainingSayHowManyLogitsTheLossReads) {
+  const auto training = std::ranges::count(test::random_dataset(200, 800, 8, 3, 2).train_mask, 1);
+  const std::string line = fmt::format("plan: the loss reads {} of 200 logits", training);
+  for (const std::string command : {"plan", "train --epochs 1"}) {
+    const auto result = test::run_nj(command + " " + shell_quote(dataset) + " --device-memory 512K");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find(line), std::string::npos) << result.output;
+  }
+}
+
 // Vertices numbered by community are cut into subgraphs in their ids; as stored, by a breadth-first search.
 TEST_F(TrainCli, PlanCutsInTheVertexOrdersIds) {
   for (const auto& [order, cut] : {std::pair{"community", "vertex-id"}, std::pair{"input", "breadth-first"}}) {

@@ -682,6 +682,63 @@ TEST_P(SubgraphExecutorTest, ChainedLayersKeepOutputsAndTheirGradientsOffTheHost
   }
 }
 
+// Where the loss reads only the training split's logits (SubgraphExecutorOptions::loss_reads), a training pass brings
+// only those to the host and only their gradients back: against the same plan told nothing, each way moves the other
+// vertices' logit rows fewer, and the loss is handed exactly the training vertices' rows. Training stays as in memory
+// and moves what the plan predicts, within a budget, without one, and in the recompute baseline.
+TEST_P(SubgraphExecutorTest, LossReadsOnlyTheTrainingSplitsLogits) {
+  const Dataset data = test::random_dataset(900, 5400, 12, 5, 23);
+  const LocalGraph local = whole_local_graph(data.graph);
+  const auto training = static_cast<std::int64_t>(std::ranges::count(data.train_mask, 1));
+  ASSERT_GT(training, 0);
+  ASSERT_LT(training, data.num_vertices());
+  for (const ModelKind model_kind : {ModelKind::kGcn, ModelKind::kGat}) {
+    const ModelConfig config = test::training_config(model_kind, 2);
+    const Model model(config, data.features.cols(), data.num_classes);
+    const std::int64_t logit_row = model.layer(1).out_dim() * std::int64_t{sizeof(float)};
+    const std::int64_t minimum = minimum_device_budget(model, local);
+    for (const auto& [budget, mode] :
+         {std::pair{2 * minimum, ExecutionMode::kReuse}, std::pair{kUnlimited, ExecutionMode::kReuse},
+          std::pair{4 * minimum, ExecutionMode::kRecompute}}) {
+      SCOPED_TRACE(fmt::format("{}, {} bytes, {}", to_string(model_kind), budget, to_string(mode)));
+      SubgraphExecutorOptions options{budget, mode, CachePolicy::kStAware};
+      const EpochPlan every_row = plan_epoch(model, local, options);
+      options.loss_reads = data.train_mask;
+      const EpochPlan read_rows = plan_epoch(model, local, options);
+      // The recompute baseline takes the loss of each closure's own destinations, every vertex once.
+      const std::int64_t spared = (data.num_vertices() - training) * logit_row;
+      EXPECT_EQ(every_row.h2d_bytes - read_rows.h2d_bytes, spared);
+      EXPECT_EQ(every_row.d2h_bytes - read_rows.d2h_bytes, spared);
+
+      Planned predicted;
+      const Trace trace = train_budgeted(kind(), data, config, 2, options, SparseInputs::kOff, &predicted);
+      for (const ExecutionMetrics& m : trace.execution) {
+        EXPECT_EQ(m.h2d_bytes, predicted.h2d_bytes);
+        EXPECT_EQ(m.d2h_bytes, predicted.d2h_bytes);
+      }
+      expect_close(trace, train_in_memory(kind(), data, config, 2), 1e-5);
+
+      // The loss sees the training vertices' rows, each once.
+      Resources resources = test::backend_resources(kind(), budget, 2);
+      Model trained(config, data.features.cols(), data.num_classes);
+      SubgraphExecutor executor(resources, trained, local, data.features.view(), options);
+      std::vector<vid_t> seen;
+      executor.train_step(trained, 0, [&](ConstRows logits, const vid_t* vertices, Rows grad) {
+        EXPECT_EQ(logits.rows, grad.rows);
+        EXPECT_NE(vertices, nullptr);
+        seen.insert(seen.end(), vertices, vertices + logits.rows);
+        return 0.0;
+      });
+      std::ranges::sort(seen);
+      std::vector<vid_t> expected;
+      for (vid_t v = 0; v < data.num_vertices(); ++v) {
+        if (data.train_mask[static_cast<std::size_t>(v)] != 0) expected.push_back(v);
+      }
+      EXPECT_EQ(seen, expected);
+    }
+  }
+}
+
 TEST(SubgraphExecutor, RecomputeRatioIsOneUnderReuseAndAboveOneForTheBaseline) {
   const Dataset data = test::grid_dataset(20, 20, 9);
   const Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);

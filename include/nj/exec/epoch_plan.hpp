@@ -88,6 +88,11 @@ struct SubgraphExecutorOptions {
   bool device_is_gpu = false;
   // Which of those takes the room first; tests pick one.
   RoomFirst room_first = RoomFirst::kCheaper;
+  // Per owned vertex, whether the training loss reads its logits (empty: every vertex's), as a training split's mask
+  // says: a training pass then brings only those logits to the host and only their gradients back, the others' being
+  // zero (Pass::loss_positions). The caller keeps it while the plan is used (the recompute baseline plans its
+  // closures as it trains).
+  std::span<const std::uint8_t> loss_reads = {};
 };
 
 // A step of a pass: `index` is a transform chunk of its layer (transform steps), a subgraph of its layer
@@ -218,6 +223,10 @@ struct Pass {
   // rows. Their outputs also go to the host, where the exchange sends them from, and the gradients the mirrors send
   // back for them are added to the output gradients on the device.
   std::vector<std::vector<StayingBoundary>> staying_boundary;
+  // In training, where the loss reads only some vertices' logits (SubgraphExecutorOptions::loss_reads), per subgraph
+  // of the last layer: the positions among its destinations of those it reads. Only their logits go to the host, and
+  // only their gradients come back; the others' are zero on the device. Empty where the loss reads every row.
+  std::vector<std::vector<vid_t>> loss_positions;
 
   vid_t vertex(vid_t row) const { return vertices.empty() ? row : vertices[static_cast<std::size_t>(row)]; }
   // The device bytes of the pools of phase `phase` (trace.capacity_rows).
@@ -271,6 +280,10 @@ struct Pass {
   bool sums_stays(std::size_t part) const { return part < sums_stay.size() && sums_stay[part] != 0; }
   bool mirrors_transformed(std::size_t layer) const {
     return layer < transforms_mirrors.size() && transforms_mirrors[layer] != 0;
+  }
+  // How many of the last layer's subgraph `part`'s logits the training loss reads (loss_positions).
+  std::size_t loss_rows(std::size_t part) const {
+    return loss_positions.empty() ? destinations(layer_parts.size() - 1, part).size() : loss_positions[part].size();
   }
   const StayingBoundary& staying_boundary_rows(std::size_t layer, std::size_t part) const {
     static const StayingBoundary kNone;

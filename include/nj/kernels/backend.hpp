@@ -101,9 +101,9 @@ struct GemmShape {
   std::int64_t m, n, k;
 };
 GemmShape gemm_shape(bool transpose_a, bool transpose_b, ConstDeviceRows a, ConstDeviceRows b, ConstDeviceRows c);
-// True when `rows` holds every row the block's sources map to.
+// True when `rows` holds every row the block's sources (or their gradients) map to.
 inline bool reaches_sources(const SparseBlockView& block, ConstDeviceRows rows) {
-  return block.src_row != nullptr || rows.rows >= block.num_src;
+  return block.src_row != nullptr || block.grad_row != nullptr || rows.rows >= block.num_src;
 }
 // SpMM and its transpose: `sources` reaches the block's sources, `destinations` has one row per destination,
 // both of one width. Throws nj::Error otherwise.

@@ -33,10 +33,16 @@ struct SparseBlockView {
   const gid_t* src_gid = nullptr;
   // Row of the input buffer holding each local source; nullptr means row j holds source j.
   const vid_t* src_row = nullptr;
+  // Row of the gradient buffer that backward kernels add each local source's gradient into, where it differs from
+  // its input row (rows and gradients in pools of their own); nullptr means row_of(j).
+  const vid_t* grad_row = nullptr;
 
   NJ_HD eid_t num_edges() const { return edges; }
   NJ_HD std::int64_t row_of(vid_t local_source) const {
     return src_row != nullptr ? src_row[local_source] : local_source;
+  }
+  NJ_HD std::int64_t gradient_row_of(vid_t local_source) const {
+    return grad_row != nullptr ? grad_row[local_source] : row_of(local_source);
   }
 };
 

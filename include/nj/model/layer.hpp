@@ -73,7 +73,8 @@ class Layer {
 
   // Floats of device workspace aggregate_backward needs for a block of this size, on every backend alike.
   virtual std::int64_t aggregate_backward_workspace(vid_t num_dst, eid_t num_edges) const = 0;
-  // grad_z (+)= ∂L/∂Z for every source row of the block (rows indexed as in z).
+  // grad_z (+)= ∂L/∂Z for every source row of the block: row block.gradient_row_of(j) of grad_z takes local source
+  // j's, whose row of z is block.row_of(j) (the Backend's backward kernels write so).
   virtual void aggregate_backward(Backend& backend, const SparseBlockView& block, const RandomStream& attention,
                                   bool training, ConstDeviceRows z, ConstDeviceRows grad_y, DeviceRows grad_z,
                                   bool accumulate, DeviceSpan<float> workspace) const = 0;

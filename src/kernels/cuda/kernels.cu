@@ -33,8 +33,8 @@ __global__ void spmm_transpose_kernel(SparseBlockView b, ConstDeviceRows grad_ou
                                       bool accumulate) {
   for (std::int64_t j = first_row(); j < b.num_src; j += row_stride()) {
     const auto source = static_cast<vid_t>(j);
-    rowmath::spmm_transpose_row(b, source, grad_out.data, grad_out.cols, grad_in.row(b.row_of(source)), accumulate,
-                                lane_columns());
+    rowmath::spmm_transpose_row(b, source, grad_out.data, grad_out.cols, grad_in.row(b.gradient_row_of(source)),
+                                accumulate, lane_columns());
   }
 }
 
@@ -48,7 +48,7 @@ __global__ void rooted_sum_transpose_kernel(SparseBlockView b, rowmath::RootedSu
                                             DeviceRows grad_z, bool accumulate) {
   for (std::int64_t j = first_row(); j < b.num_src; j += row_stride()) {
     const auto source = static_cast<vid_t>(j);
-    rowmath::rooted_sum_transpose_row(b, sum, source, grad_out.data, grad_z.row(b.row_of(source)), grad_z.cols,
+    rowmath::rooted_sum_transpose_row(b, sum, source, grad_out.data, grad_z.row(b.gradient_row_of(source)), grad_z.cols,
                                       accumulate, lane_columns());
   }
 }
@@ -83,8 +83,8 @@ __global__ void gat_backward_src_kernel(SparseBlockView b, rowmath::GatShape sha
     const auto source = static_cast<vid_t>(j);
     // Destinations are the first sources: each adds its own score gradient after its out-edges.
     const float* own = j < b.num_dst ? w.dst_score_grad + j * shape.heads : nullptr;
-    rowmath::gat_backward_source_row(b, shape, source, w.edge, own, grad_out.data, grad_z.row(b.row_of(source)),
-                                     accumulate, lane_columns());
+    rowmath::gat_backward_source_row(b, shape, source, w.edge, own, grad_out.data,
+                                     grad_z.row(b.gradient_row_of(source)), accumulate, lane_columns());
   }
 }
 
