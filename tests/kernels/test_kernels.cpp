@@ -838,6 +838,27 @@ TEST_P(KernelTest, SourceRowsCanLiveInAnyRowOfTheBuffer) {
       EXPECT_EQ(gcn_grad(j, c), gcn_grad2(slots[j], c));
     }
   }
+
+  // Their gradients may go to rows of a buffer of their own (grad_row, as a pool of gradients beside the pool of
+  // rows): source j's to row 5j+1 of a 50-row buffer, while its row is read from slot 3j+2.
+  std::vector<vid_t> gradient_slots(10);
+  for (vid_t j = 0; j < 10; ++j) gradient_slots[j] = 5 * j + 1;
+  const DeviceArray<vid_t> dgradient_slots = on().put_array(std::span<const vid_t>(gradient_slots));
+  SparseBlockView apart = view;
+  apart.grad_row = dgradient_slots.view().data;
+  DeviceMatrix dgrad_z3 = on().zeros(50, shape.row_width());
+  DeviceMatrix dgcn_grad3 = on().zeros(50, shape.row_width());
+  backend().gat_backward(apart, shape, stream, dscattered.view(), dgrad_out.view(), dgrad_z3.view(), false,
+                         workspace.view());
+  backend().spmm_transpose(apart, dgcn_out2.view(), dgcn_grad3.view(), false);
+  const Matrix grad_z3 = on().get(dgrad_z3.view());
+  const Matrix gcn_grad3 = on().get(dgcn_grad3.view());
+  for (vid_t j = 0; j < 10; ++j) {
+    for (std::int64_t c = 0; c < shape.row_width(); ++c) {
+      EXPECT_EQ(grad_z(j, c), grad_z3(gradient_slots[j], c));
+      EXPECT_EQ(gcn_grad(j, c), gcn_grad3(gradient_slots[j], c));
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, KernelTest, test::all_backends(), test::BackendName());

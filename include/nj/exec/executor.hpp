@@ -19,7 +19,8 @@
 namespace nj {
 
 // The loss of some vertices' logits: returns the sum of their losses and writes ∂L/∂logits into grad.
-// `vertices` names the vertex of each row (nullptr: row v is vertex v).
+// `vertices` names the vertex of each row (nullptr: row v is vertex v). Told which vertices the loss reads
+// (SubgraphExecutorOptions::loss_reads), the subgraph executor hands it those rows alone, possibly none.
 using LossFunction = std::function<double(ConstRows logits, const vid_t* vertices, Rows grad)>;
 
 // What an executor measured since the last take_metrics().
