@@ -691,6 +691,16 @@ struct SubgraphExecutor::State {
     download_at(out, l, k, pass->staying_boundary_rows(l, k).positions, "rows: exchange staging");
   }
 
+  // Host rows `host_rows` of `host`, uploaded packed (`what` names that buffer) and added into rows `positions` of
+  // `into`: download_at's way back.
+  void add_uploaded_at(ConstRows host, std::span<const vid_t> host_rows, std::span<const vid_t> positions,
+                       DeviceRows into, const char* what) {
+    if (positions.empty()) return;
+    const DeviceMatrix packed = upload(host, host_rows, what);
+    const DeviceArray<vid_t> on_device = slots_on_device(transfers, positions);
+    backend.add_rows(packed.view(), {}, into, on_device.view(), packed.rows());
+  }
+
   // ∂L/∂logits of the last layer's subgraph k where the loss read only some of its rows (Pass::loss_positions):
   // theirs from the host, zero for the others.
   DeviceMatrix loss_gradients(std::size_t k) {
@@ -699,20 +709,15 @@ struct SubgraphExecutor::State {
     DeviceMatrix grad_y(device, static_cast<std::int64_t>(pass->destinations(last, k).size()), grad_outputs[last].cols,
                         "rows: output gradients");
     backend.zero_rows(grad_y.view(), {}, grad_y.rows());
-    if (positions.empty()) return grad_y;
-    const DeviceMatrix packed = upload(grad_outputs[last], destinations_at(last, k, positions), "rows: loss gradients");
-    const DeviceArray<vid_t> on_device = slots_on_device(transfers, positions);
-    backend.copy_rows(packed.view(), {}, grad_y.view(), on_device.view(), packed.rows());
+    add_uploaded_at(grad_outputs[last], destinations_at(last, k, positions), positions, grad_y.view(),
+                    "rows: loss gradients");
     return grad_y;
   }
   // And what the next layer's mirrors sent back for those rows is added to their output gradients there.
   void add_boundary_gradients(DeviceRows grad_y, std::size_t l, std::size_t k) {
     const StayingBoundary& boundary = pass->staying_boundary_rows(l, k);
-    if (boundary.positions.empty()) return;
-    const auto rows = static_cast<std::int64_t>(boundary.positions.size());
-    DeviceMatrix sums = upload(exchange.received_gradients(l + 1), boundary.boundary_index, "rows: exchange staging");
-    const DeviceArray<vid_t> positions = slots_on_device(transfers, boundary.positions);
-    backend.add_rows(sums.view(), {}, grad_y, positions.view(), rows);
+    add_uploaded_at(exchange.received_gradients(l + 1), boundary.boundary_index, boundary.positions, grad_y,
+                    "rows: exchange staging");
   }
 
   // Rows of a pool leave the device for their host home, from where the exchange sends them.

@@ -177,10 +177,8 @@ void log_plan(const EpochPlan& plan) {
   std::size_t read = 0;
   for (const Pass& pass : plan.passes) {
     if (pass.loss_positions.empty()) continue;
-    for (std::size_t k = 0; k < pass.loss_positions.size(); ++k) {
-      logits += pass.destinations(pass.layer_parts.size() - 1, k).size();
-      read += pass.loss_rows(k);
-    }
+    logits += static_cast<std::size_t>(pass.num_outputs);
+    for (const std::vector<vid_t>& positions : pass.loss_positions) read += positions.size();
   }
   if (logits > 0) {
     spdlog::info("plan: the loss reads {} of {} logits: only theirs go to the host, and only their gradients come back",
