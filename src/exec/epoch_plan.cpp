@@ -65,6 +65,8 @@ struct LayerDims {
   // The last layer in training: its aggregations pack the logits the loss reads, and their gradients, beside their
   // outputs (Pass::loss_positions), each with its position.
   bool packs_loss_rows = false;
+  // The backend reads a packed block as it lies: a step expands nothing (LibraryMemory).
+  bool reads_packed_blocks = true;
 };
 
 // Whether chained layers' outputs are computed again from a first layer's sums, and by aggregating again
@@ -99,6 +101,7 @@ std::vector<LayerDims> layer_dims(const Model& model, const LibraryMemory& libra
                     sparse ? inputs.max_row_nonzeros : 0, sparse && library.narrows_offsets, narrow_source_limit,
                     l == 1 && first_layer_sums_inputs && !forward_only ? model.layer(0).input_sums_width() : 0});
     dims.back().packs_loss_rows = l + 1 == model.num_layers() && !forward_only;
+    dims.back().reads_packed_blocks = library.reads_packed_blocks;
     if (may_take_next_transform_backward(model, l, may_chain && !forward_only, first_layer_sums_inputs)) {
       dims.back().next_transform_backward =
           (3 * layer.out_dim() + model.layer(l + 1).row_width()) * kFloat + kId + kSlot;
@@ -149,15 +152,19 @@ std::int64_t step_bytes(const LayerDims& d, const ClosureSize& size) {
   const std::int64_t edges = size.edges[0];
   const std::int64_t cached_tensors = caches_rows_backward(d) ? 2 : 1;
   const std::int64_t staging = 2 * src * (d.width * kFloat + kSlot) * cached_tensors;
-  // A step's block travels packed and is expanded on the device: its in-edges forward, its out-edges too backward.
+  // A step's block travels packed and, unless the backend reads it as it lies, is expanded on the device: its
+  // in-edges forward, its out-edges too backward.
   const BlockShape shape{.destinations = dst,
                          .sources = src,
                          .edges = edges,
                          .weights = d.weighted_blocks ? PackedWeights::kBothFactors : PackedWeights::kNone,
                          .source_ids = d.layer->aggregation().reads_source_ids,
                          .narrow_limit = d.narrow_source_limit};
-  const std::int64_t block = PackedBlock::bytes_for(shape) + ExpandedBlock::bytes_for(shape, false);
-  const std::int64_t block_backward = PackedBlock::bytes_for(shape) + ExpandedBlock::bytes_for(shape, true);
+  const auto expanded = [&](bool out_edges) {
+    return d.reads_packed_blocks ? 0 : ExpandedBlock::bytes_for(shape, out_edges);
+  };
+  const std::int64_t block = PackedBlock::bytes_for(shape) + expanded(false);
+  const std::int64_t block_backward = PackedBlock::bytes_for(shape) + expanded(true);
   const std::int64_t transform = transform_input_bytes(d, dst, 1) + dst * (d.width * kFloat + kId + kSlot);
   const std::int64_t loss_rows = d.packs_loss_rows ? dst * (d.out * kFloat + kSlot) : 0;
   // A layer that sums its inputs keeps their sums beside its outputs.
@@ -885,9 +892,11 @@ std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int 
       }
     }
   }
-  // Within a budget each step expands its packed block, and the CPU device places the out-edges from a cursor per
-  // source and thread (CpuBackend::expand_block).
-  if (plan.options.device_budget != kUnlimited) bytes += threads * most_sources * 8;
+  // Within a budget, where the backend does not read packed blocks as they lie, each step expands its block, and the
+  // CPU device places the out-edges from a cursor per source and thread (CpuBackend::expand_block). (Reading them as
+  // they lie, its transposes count sources in at most 1,025 buckets per thread.)
+  const bool expands = plan.options.device_budget != kUnlimited && !plan.options.library.reads_packed_blocks;
+  if (expands) bytes += threads * most_sources * 8;
   const bool builds = !plan.closures.empty() || (!plan.passes.empty() && !plan.passes.front().keeps_blocks());
   if (!builds) return bytes;
   // The builder: a local id per vertex, a bitmap per thread, another of the destinations, and ranks; the largest

@@ -334,10 +334,11 @@ struct SubgraphExecutor::State {
     return b;
   }
 
-  // The kernels' view of a step's block: a packed block expanded into `expanded` (with the out-edges where the step
-  // reads them), which the caller keeps while kernels use the view.
+  // The kernels' view of a step's block: a packed block as it lies where the backend reads it so, else expanded into
+  // `expanded` (with the out-edges where the step reads them), which the caller keeps while kernels use the view.
   SparseBlockView block_view(const StepBlock& b, bool out_edges, ExpandedBlock& expanded) {
     if (!b.packed) return b.whole.view();
+    if (plan.options.library.reads_packed_blocks) return b.packed->direct_view();
     expanded = ExpandedBlock(backend, device, *b.packed, out_edges);
     return expanded.view();
   }

@@ -62,15 +62,19 @@ void expect_gat_shapes(const SparseBlockView& block, const GatShape& shape, Cons
 }
 
 LibraryMemory cuda_library_memory(bool deterministic) {
-  if (deterministic) return {.workspace_bytes = kCublasWorkspaceBytes, .narrows_offsets = false};
-  return {.workspace_bytes = kCublasWorkspaceBytes + kCusparseWorkspaceBytes, .narrows_offsets = true};
+  if (deterministic) {
+    return {.workspace_bytes = kCublasWorkspaceBytes, .narrows_offsets = false, .reads_packed_blocks = false};
+  }
+  return {.workspace_bytes = kCublasWorkspaceBytes + kCusparseWorkspaceBytes,
+          .narrows_offsets = true,
+          .reads_packed_blocks = false};
 }
 
 bool sparse_library_takes(const SparseBlockView& block, bool transpose) {
   const float* weights = transpose ? block.out_weight : block.edge_weight;
   const std::int64_t rows = transpose ? block.num_src : block.num_dst;
-  return weights != nullptr && block.src_row == nullptr && block.grad_row == nullptr && rows > 0 &&
-         block.num_edges() <= INT32_MAX;
+  return weights != nullptr && block.src_index != nullptr && block.src_row == nullptr && block.grad_row == nullptr &&
+         rows > 0 && block.num_edges() <= INT32_MAX;
 }
 
 std::int64_t narrowed_offsets_bytes(const SparseBlockView& block, bool transpose) {

@@ -27,7 +27,9 @@ class CheckedBackend final : public ForwardingBackend {
     use_array(b.dst_offsets, std::int64_t{b.num_dst} + 1, kernel);
     const eid_t edges = b.num_edges();
     use_array(b.src_index, edges, kernel);
+    use_array(b.narrow_src_index, edges, kernel);
     use_array(b.edge_weight, edges, kernel);
+    use_array(b.src_factor, b.num_src, kernel);
     use_array(b.src_offsets, b.src_offsets != nullptr ? std::int64_t{b.num_src} + 1 : 0, kernel);
     use_array(b.out_dst, edges, kernel);
     use_array(b.out_edge, edges, kernel);

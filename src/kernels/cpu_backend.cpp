@@ -33,6 +33,79 @@ void with_activation(Activation act, F&& f) {
   f(std::integral_constant<Activation, Activation::kNone>{});
 }
 
+// The first local source of each of `threads` ranges of a block's sources holding about as many in-edges each (and
+// num_src after the last): the sources counted in buckets of 2^shift consecutive ids (at most kSourceBuckets of
+// them), every kSampleStride-th in-edge read, by the threads together.
+std::vector<vid_t> source_ranges(const SparseBlockView& b, int threads) {
+  constexpr std::int64_t kSourceBuckets = 1024;
+  constexpr eid_t kSampleStride = 8;
+  unsigned shift = 0;
+  while ((std::int64_t{b.num_src} >> shift) >= kSourceBuckets) ++shift;
+  const std::int64_t buckets = (std::int64_t{b.num_src} >> shift) + 1;
+  std::vector<eid_t> counts(static_cast<std::size_t>(buckets * threads), 0);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    eid_t* mine = counts.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(buckets);
+    for (eid_t e = b.edges * t / threads; e < b.edges * (t + 1) / threads; e += kSampleStride) {
+      ++mine[b.source(e) >> shift];
+    }
+  }
+  // Range r starts after the bucket where the edges counted reach r/threads of them.
+  const auto ranges = static_cast<std::size_t>(threads);
+  std::vector<vid_t> first{0};
+  eid_t counted = 0;
+  for (std::int64_t bucket = 0; bucket < buckets && first.size() < ranges; ++bucket) {
+    for (int t = 0; t < threads; ++t) counted += counts[static_cast<std::size_t>(t * buckets + bucket)];
+    while (first.size() < ranges && counted * kSampleStride >= b.edges * static_cast<eid_t>(first.size()) / threads) {
+      first.push_back(static_cast<vid_t>(std::min(std::int64_t{b.num_src}, (bucket + 1) << shift)));
+    }
+  }
+  first.resize(ranges + 1, b.num_src);
+  return first;
+}
+
+// A transpose over a block without out-edges (a packed block read as it lies): edge(j, i, e) for every in-edge e
+// (from local source j into destination i), then own(j) for every source, each adding into source j's row of
+// `gradients`. Each thread owns a range of sources (source_ranges) and reads every in-edge for those of its range,
+// so a source's edges come in destination order, as a gather over its out-edges visits them: the sums are the same,
+// bit for bit, whatever the thread count. The in-edges of the range are first listed without a branch, a batch at a
+// time, so that the test costs no mispredicted jump, and the rows the batch adds into are asked for ahead.
+template <class Edge, class Own>
+void by_source_over_in_edges(const SparseBlockView& b, std::int64_t work, DeviceRows gradients, Edge&& edge,
+                             Own&& own) {
+  const int threads = worth_threads(work) ? std::max(1, omp_get_max_threads()) : 1;
+  const std::vector<vid_t> first = threads > 1 ? source_ranges(b, threads) : std::vector<vid_t>{0, b.num_src};
+#pragma omp parallel num_threads(threads)
+  {
+    constexpr eid_t kBatch = 256;
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    const vid_t low = first[t];
+    const auto count = static_cast<std::uint32_t>(first[t + 1] - low);
+    eid_t edge_of[kBatch];
+    vid_t destination_of[kBatch];
+    vid_t i = 0;
+    for (eid_t start = 0; start < b.edges; start += kBatch) {
+      const eid_t stop = std::min(b.edges, start + kBatch);
+      eid_t listed = 0;
+      for (eid_t e = start; e < stop; ++e) {
+        while (b.dst_offsets[i + 1] <= e) ++i;
+        edge_of[listed] = e;
+        destination_of[listed] = i;
+        listed += static_cast<std::uint32_t>(b.source(e) - low) < count ? 1 : 0;
+      }
+      for (eid_t k = 0; k < listed; ++k) {
+        if (k + rowmath::kPrefetchDistance < listed) {
+          rowmath::prefetch_row(gradients.row(b.gradient_row_of(b.source(edge_of[k + rowmath::kPrefetchDistance]))),
+                                gradients.cols);
+        }
+        edge(b.source(edge_of[k]), destination_of[k], edge_of[k]);
+      }
+    }
+    for (vid_t j = low; j < first[t + 1]; ++j) own(j);
+  }
+}
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads) {
@@ -43,6 +116,7 @@ class CpuBackend final : public Backend {
   }
 
   std::string_view name() const override { return "cpu"; }
+  LibraryMemory library_memory() const override { return {.reads_packed_blocks = true}; }
 
   void gemm(bool transpose_a, bool transpose_b, float alpha, ConstDeviceRows a, ConstDeviceRows b, float beta,
             DeviceRows c) override {
@@ -63,7 +137,19 @@ class CpuBackend final : public Backend {
   void spmm_transpose(const SparseBlockView& block, ConstDeviceRows grad_out, DeviceRows grad_in,
                       bool accumulate) override {
     expect_spmm_shapes(block, grad_in, grad_out);
-#pragma omp parallel for schedule(dynamic, 64) if (worth_threads((block.num_edges() + block.num_src) * grad_out.cols))
+    const std::int64_t work = (block.num_edges() + block.num_src) * grad_out.cols;
+    if (!block.has_out_edges()) {
+      if (!accumulate) zero_source_gradients(block, grad_in);
+      by_source_over_in_edges(
+          block, work, grad_in,
+          [&](vid_t j, vid_t i, eid_t e) {
+            rowmath::spmm_transpose_edge(block.weight(e, j, i), grad_out.row(i), grad_in.row(block.gradient_row_of(j)),
+                                         grad_out.cols);
+          },
+          [](vid_t /*j*/) {});
+      return;
+    }
+#pragma omp parallel for schedule(dynamic, 64) if (worth_threads(work))
     for (vid_t j = 0; j < block.num_src; ++j) {
       rowmath::spmm_transpose_row(block, j, grad_out.data, grad_out.cols, grad_in.row(block.gradient_row_of(j)),
                                   accumulate);
@@ -79,7 +165,23 @@ class CpuBackend final : public Backend {
   void rooted_sum_transpose(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows grad_out,
                             DeviceRows grad_z, bool accumulate) override {
     expect_rooted_sum_shapes(block, sum, grad_z, grad_out);
-#pragma omp parallel for schedule(dynamic, 64) if (worth_threads((block.num_edges() + block.num_src) * grad_z.cols))
+    const std::int64_t work = (block.num_edges() + block.num_src) * grad_z.cols;
+    // A sum that reads no neighbour reads no out-edge either.
+    if (!block.has_out_edges() && sum.reads_neighbours) {
+      if (!accumulate) zero_source_gradients(block, grad_z);
+      by_source_over_in_edges(
+          block, work, grad_z,
+          [&](vid_t j, vid_t i, eid_t e) {
+            rowmath::rooted_sum_transpose_edge(sum, block.weight(e, j, i), grad_out.row(i),
+                                               grad_z.row(block.gradient_row_of(j)));
+          },
+          [&](vid_t j) {
+            if (j < block.num_dst)
+              rowmath::rooted_sum_transpose_own(sum, grad_out.row(j), grad_z.row(block.gradient_row_of(j)));
+          });
+      return;
+    }
+#pragma omp parallel for schedule(dynamic, 64) if (worth_threads(work))
     for (vid_t j = 0; j < block.num_src; ++j) {
       rowmath::rooted_sum_transpose_row(block, sum, j, grad_out.data, grad_z.row(block.gradient_row_of(j)), grad_z.cols,
                                         accumulate);
@@ -108,10 +210,27 @@ class CpuBackend final : public Backend {
                                 dst_score_grad + static_cast<std::int64_t>(i) * shape.heads);
     }
     // Destinations are the first sources: each adds its own score gradient after its out-edges.
+    const auto own_score_gradient = [&](vid_t j) {
+      return j < block.num_dst ? dst_score_grad + static_cast<std::int64_t>(j) * shape.heads : nullptr;
+    };
+    if (!block.has_out_edges()) {
+      if (!accumulate) zero_source_gradients(block, grad_z);
+      by_source_over_in_edges(
+          block, block.num_edges() * z.cols, grad_z,
+          [&](vid_t j, vid_t i, eid_t e) {
+            rowmath::gat_backward_edge(shape, edge_workspace + e * 2 * shape.heads, grad_out.row(i),
+                                       grad_z.row(block.gradient_row_of(j)));
+          },
+          [&](vid_t j) {
+            if (const float* own = own_score_gradient(j)) {
+              rowmath::gat_backward_own(shape, own, grad_z.row(block.gradient_row_of(j)));
+            }
+          });
+      return;
+    }
 #pragma omp parallel for schedule(dynamic, 64) if (worth_threads(block.num_edges() * z.cols))
     for (vid_t j = 0; j < block.num_src; ++j) {
-      const float* own = j < block.num_dst ? dst_score_grad + static_cast<std::int64_t>(j) * shape.heads : nullptr;
-      rowmath::gat_backward_source_row(block, shape, j, edge_workspace, own, grad_out.data,
+      rowmath::gat_backward_source_row(block, shape, j, edge_workspace, own_score_gradient(j), grad_out.data,
                                        grad_z.row(block.gradient_row_of(j)), accumulate);
     }
   }
@@ -314,6 +433,13 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // Zeroes the gradient row of every local source of `block`: a transpose's start where it does not accumulate.
+  static void zero_source_gradients(const SparseBlockView& block, DeviceRows gradients) {
+#pragma omp parallel for schedule(static) if (worth_threads(std::int64_t{block.num_src} * gradients.cols))
+    for (vid_t j = 0; j < block.num_src; ++j)
+      rowmath::zero_row(gradients.row(block.gradient_row_of(j)), gradients.cols);
+  }
+
   // expand_block's per-thread counts of out-edges per source, then each thread's cursors among them.
   std::vector<eid_t> expand_cursors_;
 

@@ -185,6 +185,22 @@ void PackedBlock::place(std::byte* base) {
   view_.narrow_sources = shape_.narrow() ? at_offset<std::uint16_t>(base, at.narrow_sources) : nullptr;
 }
 
+SparseBlockView PackedBlock::direct_view() const {
+  SparseBlockView v;
+  v.num_dst = view_.num_dst;
+  v.num_src = view_.num_src;
+  v.edges = view_.edges;
+  v.dst_offsets = view_.dst_offsets;
+  v.src_index = view_.sources;
+  v.narrow_src_index = view_.narrow_sources;
+  const bool factors = view_.weights != PackedWeights::kNone && view_.weights != PackedWeights::kPerEdge;
+  v.edge_weight = view_.weights == PackedWeights::kPerEdge ? view_.weight : nullptr;
+  v.factors = factors ? view_.weights : PackedWeights::kNone;
+  v.src_factor = factors ? view_.weight : nullptr;
+  v.src_gid = view_.src_gid;
+  return v;
+}
+
 std::int64_t ExpandedBlock::bytes_for(const BlockShape& shape, bool out_edges) {
   return ExpandedLayout(shape, out_edges).end;
 }

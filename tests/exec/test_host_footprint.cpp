@@ -58,14 +58,19 @@ TEST(HostFootprint, EachComputeThreadCountsItsWorkspace) {
   EXPECT_NE(budgeted.describe().find("threads 2.00M"), std::string::npos) << budgeted.describe();
 }
 
-// Within a budget the CPU device expands each step's packed block with a cursor per source and thread: the executor's
-// host bytes grow by that for the block with the most sources, and without a budget (blocks uploaded whole) not at all.
+// Within a budget, where the backend reads packed blocks only expanded, the CPU device expands each step's block with
+// a cursor per source and thread: the executor's host bytes grow by that for the block with the most sources; where
+// it reads them as they lie (the CPU backend), and without a budget (blocks uploaded whole), not at all.
 TEST(HostFootprint, EachThreadCountsACursorPerSourceOfTheLargestBlockItExpands) {
   const Dataset data = test::grid_dataset(30, 30, 8);
   const Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
   const LocalGraph local = whole_local_graph(data.graph);
-  const EpochPlan budgeted =
-      plan_epoch(model, local, {4 * minimum_device_budget(model, local), ExecutionMode::kReuse, CachePolicy::kStAware});
+  SubgraphExecutorOptions options{4 * minimum_device_budget(model, local), ExecutionMode::kReuse,
+                                  CachePolicy::kStAware};
+  const EpochPlan as_they_lie = plan_epoch(model, local, options);
+  EXPECT_EQ(executor_host_bytes(as_they_lie, 2, 3), executor_host_bytes(as_they_lie, 2, 1));
+  options.library.reads_packed_blocks = false;
+  const EpochPlan budgeted = plan_epoch(model, local, options);
   ASSERT_TRUE(budgeted.passes.front().keeps_blocks());
   std::int64_t most_sources = 0;
   for (const auto& layer : budgeted.passes.front().layer_parts) {

@@ -1,7 +1,8 @@
 // A packed block (what a budgeted step uploads) expands on the device into the very arrays of the block uploaded
 // whole: widened sources, weights from vertex factors, and the out-edges in SparseBlock::index_by_source's order.
 // Every array is compared element for element, for each way of holding weights and both source widths, on blocks
-// one thread expands and blocks the CPU backend's threads share.
+// one thread expands and blocks the CPU backend's threads share; and the kernels read a packed block as it lies
+// exactly as they read it expanded.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -60,6 +61,7 @@ class PackedBlockTest : public ::testing::TestWithParam<PackCase> {
   }
   test::OnDevice& on() { return *on_; }
   void expect_expands_into_the_whole_block(PackedWeights weights, const SparseBlock& host);
+  std::vector<Matrix> kernel_results(const SparseBlockView& blank, vid_t num_src, bool accumulate);
 
   template <typename T>
   std::vector<T> get(const T* data, std::int64_t size) {
@@ -125,6 +127,118 @@ void PackedBlockTest::expect_expands_into_the_whole_block(PackedWeights weights,
         EXPECT_EQ(view.out_weight != nullptr, weights != PackedWeights::kNone);
         if (view.out_weight != nullptr) {
           EXPECT_EQ(get(view.out_weight, edges), host.out_weight);
+        }
+      }
+    }
+  }
+}
+
+Matrix random_rows(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0F, 1.0F);
+  Matrix m(rows, cols);
+  for (std::int64_t k = 0; k < m.size(); ++k) m.data()[k] = uniform(rng);
+  return m;
+}
+
+// What every aggregation and its transpose write reading `view`, its sources' rows and gradients in slots of
+// buffers of their own (source j's row in row 2j+1, its gradient added into row 3j+2, the other rows left as they
+// were), the gradients `accumulate`d or not; a backend that does not read packed blocks as they lie is not asked to
+// transpose `view` where it has no out-edges, and refuses.
+std::vector<Matrix> PackedBlockTest::kernel_results(const SparseBlockView& blank, vid_t num_src, bool accumulate) {
+  const auto n = static_cast<std::int64_t>(num_src);
+  const auto dst = static_cast<std::int64_t>(blank.num_dst);
+  GatShape gat;
+  gat.heads = 2;
+  gat.channels = 3;
+  gat.attention_dropout = 0.2F;
+  const std::int64_t width = gat.row_width();
+  RootedSum sum;
+  sum.width = 4;
+  sum.neighbour_column = 1;
+  sum.neighbour_scale = 0.5F;
+  sum.root_scale = 2.0F;
+  sum.carried = 2;
+  sum.carried_column = 5;
+  std::vector<vid_t> rows(static_cast<std::size_t>(n));
+  std::vector<vid_t> gradient_rows(static_cast<std::size_t>(n));
+  Matrix z = random_rows(2 * n + 1, width, 3);
+  for (vid_t j = 0; j < num_src; ++j) {
+    rows[static_cast<std::size_t>(j)] = 2 * j + 1;
+    gradient_rows[static_cast<std::size_t>(j)] = 3 * j + 2;
+  }
+  const DeviceArray<vid_t> drows = on().put_array(std::span<const vid_t>(rows));
+  const DeviceArray<vid_t> dgradient_rows = on().put_array(std::span<const vid_t>(gradient_rows));
+  SparseBlockView view = blank;
+  view.src_row = drows.view().data;
+  view.grad_row = dgradient_rows.view().data;
+  const RandomStream stream{1, RandomPurpose::kAttentionDropout, 0, 0};
+  const bool transposes = view.has_out_edges() || on().backend().library_memory().reads_packed_blocks;
+  const DeviceMatrix dz = on().put(z);
+  const Matrix gradients_before = random_rows(3 * n + 2, width, 4);
+  std::vector<Matrix> results;
+  const auto transpose = [&](const auto& kernel) {
+    DeviceMatrix gradients = on().put(gradients_before);
+    if (!transposes) {
+      EXPECT_THROW(kernel(gradients.view()), Error);
+      return;
+    }
+    kernel(gradients.view());
+    results.push_back(on().get(gradients.view()));
+  };
+
+  DeviceMatrix out = on().zeros(dst, width);
+  on().backend().spmm(view, dz.view(), out.view());
+  results.push_back(on().get(out.view()));
+  const DeviceMatrix grad_out = on().put(random_rows(dst, width, 5));
+  transpose([&](DeviceRows g) { on().backend().spmm_transpose(view, grad_out.view(), g, accumulate); });
+
+  DeviceMatrix summed = on().zeros(dst, sum.output_width());
+  on().backend().rooted_sum(view, sum, dz.view(), summed.view());
+  results.push_back(on().get(summed.view()));
+  const DeviceMatrix grad_summed = on().put(random_rows(dst, sum.output_width(), 6));
+  transpose([&](DeviceRows g) { on().backend().rooted_sum_transpose(view, sum, grad_summed.view(), g, accumulate); });
+
+  DeviceMatrix attended = on().zeros(dst, gat.output_width());
+  on().backend().gat_forward(view, gat, stream, dz.view(), attended.view());
+  results.push_back(on().get(attended.view()));
+  const DeviceMatrix grad_attended = on().put(random_rows(dst, gat.output_width(), 7));
+  DeviceArray<float> workspace(on().device(), rowmath::gat_backward_workspace_floats(dst, view.num_edges(), gat.heads),
+                               "gat_backward workspace");
+  transpose([&](DeviceRows g) {
+    on().backend().gat_backward(view, gat, stream, dz.view(), grad_attended.view(), g, accumulate, workspace.view());
+  });
+  return results;
+}
+
+// A backend that reads packed blocks as they lie (LibraryMemory::reads_packed_blocks) gives, from the packed arrays
+// alone (16-bit or 32-bit sources, vertex factors, no out-edges), the very bits it gives from the expanded block:
+// the aggregations, and their transposes, which visit the in-edges by source instead of gathering over out-edges,
+// on one thread and with the edges of the larger block shared among threads.
+TEST_P(PackedBlockTest, KernelsReadTheBlockAsItLiesBitForBit) {
+  const PackedWeights weights = std::get<1>(GetParam());
+  for (const auto& [vertices, destinations] :
+       {std::pair<vid_t, vid_t>{300, 120}, std::pair<vid_t, vid_t>{6000, 4000}}) {
+    const SparseBlock host = block_weighted(weights, vertices, destinations);
+    for (const std::int64_t narrow_limit : {kNarrowSourceLimit, std::int64_t{host.num_src} - 1}) {
+      const PackedBlock packed(on().transfers(), host, PackedBlock::shape_of(host, narrow_limit, true),
+                               "graph: packed test block");
+      const ExpandedBlock expanded(on().backend(), on().device(), packed, true);
+      const SparseBlockView direct = packed.direct_view();
+      EXPECT_FALSE(direct.has_out_edges());
+      EXPECT_EQ(direct.weighted(), weights != PackedWeights::kNone);
+      for (const bool accumulate : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << destinations << " destinations, narrow " << packed.shape().narrow()
+                                          << ", accumulating " << accumulate);
+        const std::vector<Matrix> expected = kernel_results(expanded.view(), host.num_src, accumulate);
+        const std::vector<Matrix> got = kernel_results(direct, host.num_src, accumulate);
+        ASSERT_EQ(got.size(), on().backend().library_memory().reads_packed_blocks ? expected.size() : 3U);
+        for (std::size_t k = 0; k < got.size(); ++k) {
+          const Matrix& want = expected[on().backend().library_memory().reads_packed_blocks ? k : 2 * k];
+          ASSERT_EQ(got[k].size(), want.size());
+          for (std::int64_t v = 0; v < want.size(); ++v) {
+            ASSERT_EQ(got[k].data()[v], want.data()[v]) << "result " << k << ", value " << v;
+          }
         }
       }
     }

@@ -17,13 +17,15 @@ using rowmath::Activation;
 using rowmath::GatShape;
 using rowmath::RootedSum;
 
-// Device memory a backend's libraries take, all of it counted: a workspace for the whole run, which the device
-// keeps beside its arena (outside the budget; nj plan shows it), and, for each SpMM that goes to the sparse
-// library, the block's CSR offsets narrowed to 32 bits, from the arena for that call (the planner's steps and the
-// forecast count them).
+// Device memory a backend and its libraries take, all of it counted: a workspace for the whole run, which the device
+// keeps beside its arena (outside the budget; nj plan shows it); for each SpMM that goes to the sparse library, the
+// block's CSR offsets narrowed to 32 bits, from the arena for that call; and, unless the kernels read a packed block
+// as it lies (SparseBlockView's 16-bit sources and vertex factors, transposes by source over the in-edges), each
+// step's expansion of its block (ExpandedBlock). The planner's steps and the forecast count them.
 struct LibraryMemory {
   std::int64_t workspace_bytes = 0;
   bool narrows_offsets = false;
+  bool reads_packed_blocks = true;
   bool operator==(const LibraryMemory&) const = default;
 };
 
@@ -88,7 +90,8 @@ class Backend {
   // Zeroes rows (rows ? rows[i] : i) for i < count.
   virtual void zero_rows(DeviceRows dst, DeviceSpan<const vid_t> rows, std::int64_t count) = 0;
 
-  // Writes the arrays `out` asks for (ExpandedArrays) of packed block `block`'s view: its sources widened, its
+  // Writes the arrays `out` asks for (ExpandedArrays) of packed block `block`'s view (for a backend whose kernels do
+  // not read packed blocks as they lie, LibraryMemory::reads_packed_blocks): its sources widened, its
   // weights from the factors, and the out-edges grouped by source, each source's in edge order, as
   // SparseBlock::index_by_source orders them, so that kernels read the very view a block uploaded whole gives.
   // `cursor` holds num_src values where the out-edge arrays are asked for.

@@ -63,6 +63,9 @@ class PackedBlock {
 
   const BlockShape& shape() const { return shape_; }
   const PackedBlockView& view() const { return view_; }
+  // The kernels' view of the block as it lies, without out-edges, for a backend that reads packed blocks
+  // (LibraryMemory::reads_packed_blocks).
+  SparseBlockView direct_view() const;
   std::int64_t bytes() const { return arrays_.size(); }
 
  private:

@@ -152,10 +152,19 @@ NJ_HD inline void spmm_row(const SparseBlockView& b, vid_t i, const float* in, s
   // Edges of the rows that follow are usually summed next by the same thread, so look past this row's end.
   const eid_t edges = b.num_edges();
   for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
-    if (e + kPrefetchDistance < edges) prefetch_row(in + b.row_of(b.src_index[e + kPrefetchDistance]) * cols, cols);
-    const float w = b.edge_weight != nullptr ? b.edge_weight[e] : 1.0F;
-    axpy_row(w, in + b.row_of(b.src_index[e]) * cols, out, cols, columns);
+    if (e + kPrefetchDistance < edges) prefetch_row(in + b.row_of(b.source(e + kPrefetchDistance)) * cols, cols);
+    const vid_t j = b.source(e);
+    axpy_row(b.weight(e, j, i), in + b.row_of(j) * cols, out, cols, columns);
   }
+}
+
+// What an edge of weight w passes back to its source's gradient row from its destination's: SpMM's backward, one
+// edge. A transpose gathers it over a source's out-edges (spmm_transpose_row) or, without out-edges, visits the
+// in-edges by source (the CPU backend); either way a source's edges come in destination order.
+template <typename Columns = AllColumns>
+NJ_HD inline void spmm_transpose_edge(float w, const float* grad_out_row, float* grad_in_row, std::int64_t cols,
+                                      Columns columns = {}) {
+  axpy_row(w, grad_out_row, grad_in_row, cols, columns);
 }
 
 // grad_in_row (+)= Σ_{out-edges e of j} w_e grad_out[dst_e] for local source j.
@@ -169,7 +178,7 @@ NJ_HD inline void spmm_transpose_row(const SparseBlockView& b, vid_t j, const fl
       prefetch_row(grad_out + static_cast<std::int64_t>(b.out_dst[k + kPrefetchDistance]) * cols, cols);
     }
     const float w = b.out_weight != nullptr ? b.out_weight[k] : 1.0F;
-    axpy_row(w, grad_out + static_cast<std::int64_t>(b.out_dst[k]) * cols, grad_in_row, cols, columns);
+    spmm_transpose_edge(w, grad_out + static_cast<std::int64_t>(b.out_dst[k]) * cols, grad_in_row, cols, columns);
   }
 }
 
@@ -210,10 +219,11 @@ NJ_HD inline void rooted_sum_row(const SparseBlockView& b, const RootedSum& s, v
     const eid_t edges = b.num_edges();
     for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
       if (e + kPrefetchDistance < edges) {
-        prefetch_row(z + b.row_of(b.src_index[e + kPrefetchDistance]) * z_cols + s.neighbour_column, s.width);
+        prefetch_row(z + b.row_of(b.source(e + kPrefetchDistance)) * z_cols + s.neighbour_column, s.width);
       }
-      const float w = (b.edge_weight != nullptr ? b.edge_weight[e] : 1.0F) * s.neighbour_scale;
-      axpy_row(w, z + b.row_of(b.src_index[e]) * z_cols + s.neighbour_column, out, s.width, columns);
+      const vid_t j = b.source(e);
+      axpy_row(b.weight(e, j, i) * s.neighbour_scale, z + b.row_of(j) * z_cols + s.neighbour_column, out, s.width,
+               columns);
     }
   }
   const float* own = z + b.row_of(i) * z_cols;
@@ -224,8 +234,28 @@ NJ_HD inline void rooted_sum_row(const SparseBlockView& b, const RootedSum& s, v
   }
 }
 
-// Its backward for local source j: grad_z_row (+)= what every term that read row j passes back, gathered over j's
-// out-edges (grad_out rows are output_width() wide); columns no term read get 0 unless accumulating.
+// Its backward, one in-edge of weight w: what its neighbour term passes back to its source's gradient row from its
+// destination's (grad_out rows are output_width() wide). Gathered over a source's out-edges or visited by source
+// over the in-edges, as spmm_transpose_edge.
+template <typename Columns = AllColumns>
+NJ_HD inline void rooted_sum_transpose_edge(const RootedSum& s, float w, const float* grad_out_row, float* grad_z_row,
+                                            Columns columns = {}) {
+  axpy_row(w * s.neighbour_scale, grad_out_row, grad_z_row + s.neighbour_column, s.width, columns, s.neighbour_column);
+}
+// And what destination j's own terms pass back to its row, after its edges' (grad_out_row is j's own).
+template <typename Columns = AllColumns>
+NJ_HD inline void rooted_sum_transpose_own(const RootedSum& s, const float* grad_out_row, float* grad_z_row,
+                                           Columns columns = {}) {
+  if (s.root_scale != 0.0F) {
+    axpy_row(s.root_scale, grad_out_row, grad_z_row + s.root_column, s.width, columns, s.root_column);
+  }
+  if (s.carried > 0) {
+    axpy_row(1.0F, grad_out_row + s.width, grad_z_row + s.carried_column, s.carried, columns, s.carried_column);
+  }
+}
+
+// The backward for local source j: grad_z_row (+)= what every term that read row j passes back, gathered over j's
+// out-edges; columns no term read get 0 unless accumulating.
 template <typename Columns = AllColumns>
 NJ_HD inline void rooted_sum_transpose_row(const SparseBlockView& b, const RootedSum& s, vid_t j, const float* grad_out,
                                            float* grad_z_row, std::int64_t z_cols, bool accumulate,
@@ -234,17 +264,12 @@ NJ_HD inline void rooted_sum_transpose_row(const SparseBlockView& b, const Roote
   const std::int64_t out_cols = s.output_width();
   if (s.reads_neighbours) {
     for (eid_t k = b.src_offsets[j]; k < b.src_offsets[j + 1]; ++k) {
-      const float w = (b.out_weight != nullptr ? b.out_weight[k] : 1.0F) * s.neighbour_scale;
-      axpy_row(w, grad_out + static_cast<std::int64_t>(b.out_dst[k]) * out_cols, grad_z_row + s.neighbour_column,
-               s.width, columns, s.neighbour_column);
+      rooted_sum_transpose_edge(s, b.out_weight != nullptr ? b.out_weight[k] : 1.0F,
+                                grad_out + static_cast<std::int64_t>(b.out_dst[k]) * out_cols, grad_z_row, columns);
     }
   }
-  if (j >= b.num_dst) return;
-  const float* own = grad_out + static_cast<std::int64_t>(j) * out_cols;
-  if (s.root_scale != 0.0F) {
-    axpy_row(s.root_scale, own, grad_z_row + s.root_column, s.width, columns, s.root_column);
-  }
-  if (s.carried > 0) axpy_row(1.0F, own + s.width, grad_z_row + s.carried_column, s.carried, columns, s.carried_column);
+  if (j < b.num_dst)
+    rooted_sum_transpose_own(s, grad_out + static_cast<std::int64_t>(j) * out_cols, grad_z_row, columns);
 }
 
 // Layout of a GAT layer's transformed rows: [x'(heads*channels) | s_src(heads) | s_dst(heads)], where
@@ -278,7 +303,7 @@ NJ_HD inline const float* gat_source_row(const SparseBlockView& b, const GatShap
 NJ_HD inline float gat_edge_dropout(const SparseBlockView& b, const GatShape& s, const RandomStream& stream, vid_t i,
                                     eid_t e, int h) {
   if (s.attention_dropout <= 0.0F) return 1.0F;
-  return dropout_scale(stream.edge_uniform(b.src_gid[b.src_index[e]], b.src_gid[i], h), s.attention_dropout);
+  return dropout_scale(stream.edge_uniform(b.src_gid[b.source(e)], b.src_gid[i], h), s.attention_dropout);
 }
 
 // The factor a kept edge's attention is scaled by: gat_edge_dropout's value where it keeps the edge.
@@ -304,7 +329,7 @@ NJ_HD inline void gat_edge_keep_masks(const SparseBlockView& b, const GatShape& 
     return;
   }
   gid_t src[kGatDropoutLanes];
-  for (int k = 0; k < kGatDropoutLanes; ++k) src[k] = b.src_gid[b.src_index[e + (k < count ? k : 0)]];
+  for (int k = 0; k < kGatDropoutLanes; ++k) src[k] = b.src_gid[b.source(e + (k < count ? k : 0))];
   const gid_t dst = b.src_gid[i];
   for (int first = 0; first < s.heads; first += 8) {
     std::uint32_t words[4][kGatDropoutLanes];
@@ -334,7 +359,7 @@ NJ_HD inline void gat_prefetch_source(const SparseBlockView& b, const GatShape& 
                                       std::int64_t width) {
 #if !defined(__CUDA_ARCH__)
   if (e >= b.num_edges()) return;
-  const vid_t j = b.src_index[e];
+  const vid_t j = b.source(e);
   prefetch_row(gat_source_row(b, s, z, j), width);
   if (s.attention_dropout > 0.0F) __builtin_prefetch(b.src_gid + j);
 #else
@@ -361,7 +386,7 @@ NJ_HD inline void gat_max_logits(const SparseBlockView& b, const GatShape& s, vi
   const std::int64_t width = s.row_width();
   for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
     gat_prefetch_source(b, s, z, e + kPrefetchDistance, width);
-    const float* __restrict__ row = gat_source_row(b, s, z, b.src_index[e]);
+    const float* __restrict__ row = gat_source_row(b, s, z, b.source(e));
     const float* __restrict__ src_score = row + s.features();
     // The rest of the row too, once its scores are asked for: the look-ahead alone leaves most of it to the next
     // pass, which then waits (measured on an AMD EPYC; the scores' load brings the row's page in).
@@ -402,7 +427,7 @@ NJ_HD inline void gat_forward_row(const SparseBlockView& b, const GatShape& s, c
   for (int h = 0; h < heads; ++h) sum_exp[h] = 0.0F;
   if (!divide_after) {
     for (eid_t e = first; e < end; ++e) {
-      const float* __restrict__ src_score = gat_source_row(b, s, z_src, b.src_index[e]) + s.features();
+      const float* __restrict__ src_score = gat_source_row(b, s, z_src, b.source(e)) + s.features();
       NJ_SIMD
       for (int h = 0; h < heads; ++h) {
         sum_exp[h] += exp_vectorisable(leaky_relu(src_score[h] + dst_score[h], s.negative_slope) - max_logit[h]);
@@ -420,7 +445,7 @@ NJ_HD inline void gat_forward_row(const SparseBlockView& b, const GatShape& s, c
                           kept);
     }
     gat_prefetch_source(b, s, z_src, e + kPrefetchDistance, row_width);  // the next destination's, for its first pass
-    const float* __restrict__ x = gat_source_row(b, s, z_src, b.src_index[e]);
+    const float* __restrict__ x = gat_source_row(b, s, z_src, b.source(e));
     const float* __restrict__ src_score = x + s.features();
     gat_keep_factors(s, kept[lane], kept_scale, coefficient);
     if (divide_after) {
@@ -500,7 +525,7 @@ NJ_HD inline void gat_backward_row(const SparseBlockView& b, const GatShape& s, 
                           kept);
     }
     gat_prefetch_source(b, s, z_src, e + kPrefetchDistance, row_width);
-    const float* __restrict__ x = gat_source_row(b, s, z_src, b.src_index[e]);
+    const float* __restrict__ x = gat_source_row(b, s, z_src, b.source(e));
     const float* __restrict__ src_score = x + s.features();
     float* __restrict__ marked = edge_workspace + e * 2 * heads;  // the coefficients' slots
     float* __restrict__ held = marked + heads;                    // the score gradients' slots
@@ -542,9 +567,37 @@ NJ_HD inline void gat_backward_row(const SparseBlockView& b, const GatShape& s, 
   }
 }
 
-// Backward, second half, for local source j: grad x'_j (+)= Σ coefficient · grad_out[dst], and
-// grad s_src[j] (+)= Σ ∂score, gathered over j's out-edges in a fixed order; where j is also a destination,
-// dst_score_grad (its gat_backward_row output; nullptr otherwise) goes to its s_dst gradient.
+// Backward, second half, one in-edge: what it passes back to its source's gradient row, from its workspace slot
+// (gat_backward_row's coefficients and score gradients) and its destination's grad_out row g: grad x'_j += the
+// coefficient · g per head, grad s_src[j] += the score gradient. Gathered over a source's out-edges or visited by
+// source over the in-edges, as spmm_transpose_edge.
+template <typename Columns = AllColumns>
+NJ_HD inline void gat_backward_edge(const GatShape& s, const float* __restrict__ slot, const float* __restrict__ g,
+                                    float* __restrict__ grad_z_row, Columns columns = {}) {
+  const int heads = s.heads;
+  const int channels = s.channels;
+  for (int h = 0; h < heads; ++h) {
+    const std::int64_t offset = static_cast<std::int64_t>(h) * channels;
+    axpy_row(slot[h], g + (s.concat ? offset : 0), grad_z_row + offset, channels, columns, offset);
+  }
+  float* __restrict__ src_score_grad = grad_z_row + s.features();
+  NJ_SIMD
+  for (std::int64_t h = columns.first(s.features()); h < heads; h += Columns::kStep) {
+    src_score_grad[h] += slot[heads + h];
+  }
+}
+// And, after its edges, a destination's own score gradient (its gat_backward_row output) into its s_dst gradient.
+template <typename Columns = AllColumns>
+NJ_HD inline void gat_backward_own(const GatShape& s, const float* dst_score_grad, float* grad_z_row,
+                                   Columns columns = {}) {
+  for (std::int64_t h = columns.first(s.dst_score(0)); h < s.heads; h += Columns::kStep) {
+    grad_z_row[s.dst_score(static_cast<int>(h))] += dst_score_grad[h];
+  }
+}
+
+// The second half for local source j, gathered over j's out-edges in a fixed order: grad x'_j and grad s_src[j]
+// (+)= what each passes back; where j is also a destination, dst_score_grad (nullptr otherwise) goes to its s_dst
+// gradient.
 template <typename Columns = AllColumns>
 NJ_HD inline void gat_backward_source_row(const SparseBlockView& b, const GatShape& s, vid_t j,
                                           const float* edge_workspace, const float* dst_score_grad,
@@ -552,31 +605,17 @@ NJ_HD inline void gat_backward_source_row(const SparseBlockView& b, const GatSha
                                           Columns columns = {}) {
   if (!accumulate) zero_columns(grad_z_row, s.row_width(), columns);
   const int heads = s.heads;
-  const int channels = s.channels;
   const std::int64_t out_width = s.output_width();
-  float* __restrict__ src_score_grad = grad_z_row + s.features();
   const eid_t edges = b.src_offsets[b.num_src];
   for (eid_t k = b.src_offsets[j]; k < b.src_offsets[j + 1]; ++k) {
     if (k + kPrefetchDistance < edges) {
       prefetch_row(grad_out + static_cast<std::int64_t>(b.out_dst[k + kPrefetchDistance]) * out_width, out_width);
       prefetch_row(edge_workspace + b.out_edge[k + kPrefetchDistance] * 2 * heads, 2 * heads);
     }
-    const float* __restrict__ slot = edge_workspace + b.out_edge[k] * 2 * heads;
-    const float* __restrict__ g = grad_out + static_cast<std::int64_t>(b.out_dst[k]) * out_width;
-    for (int h = 0; h < heads; ++h) {
-      const std::int64_t offset = static_cast<std::int64_t>(h) * channels;
-      axpy_row(slot[h], g + (s.concat ? offset : 0), grad_z_row + offset, channels, columns, offset);
-    }
-    NJ_SIMD
-    for (std::int64_t h = columns.first(s.features()); h < heads; h += Columns::kStep) {
-      src_score_grad[h] += slot[heads + h];
-    }
+    gat_backward_edge(s, edge_workspace + b.out_edge[k] * 2 * heads,
+                      grad_out + static_cast<std::int64_t>(b.out_dst[k]) * out_width, grad_z_row, columns);
   }
-  if (dst_score_grad != nullptr) {
-    for (std::int64_t h = columns.first(s.dst_score(0)); h < heads; h += Columns::kStep) {
-      grad_z_row[s.dst_score(static_cast<int>(h))] += dst_score_grad[h];
-    }
-  }
+  if (dst_score_grad != nullptr) gat_backward_own(s, dst_score_grad, grad_z_row, columns);
 }
 
 // Inverted dropout of one element, its mask addressed by (row global id, column).
@@ -591,7 +630,7 @@ NJ_HD inline float dropout_element(const RandomStream& stream, std::int64_t gid,
 NJ_HD inline void dropout_row_entries(const SparseBlockView& b, vid_t i, const gid_t* row_gid,
                                       const RandomStream& stream, float p, float* weights) {
   for (eid_t e = b.dst_offsets[i]; e < b.dst_offsets[i + 1]; ++e) {
-    weights[e] = dropout_element(stream, row_gid[i], b.src_index[e], p, b.edge_weight[e]);
+    weights[e] = dropout_element(stream, row_gid[i], b.source(e), p, b.edge_weight[e]);
   }
 }
 // and those of column j (out-edge order) into `out_weights`.

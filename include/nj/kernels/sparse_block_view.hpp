@@ -16,6 +16,28 @@
 
 namespace nj {
 
+// Sources of a block numbered below this fit a 16-bit index (a packed block's narrow sources).
+constexpr std::int64_t kNarrowSourceLimit = std::int64_t{1} << 16;
+
+// How a packed block holds its edges' weights.
+enum class PackedWeights : std::uint8_t {
+  kNone,
+  kPerEdge,       // one weight per in-edge
+  kBothFactors,   // w(j -> i) = factor[j] * factor[i], one factor per source: GCN's normalisation
+  kTargetFactor,  // w(j -> i) = factor[i]: a mean over i's in-edges
+};
+
+// The weight of in-edge e from local source j into destination i, held as `kind` in `weight`: 1 without weights.
+NJ_HD inline float packed_weight(PackedWeights kind, const float* weight, eid_t e, vid_t j, vid_t i) {
+  switch (kind) {
+    case PackedWeights::kPerEdge: return weight[e];
+    case PackedWeights::kBothFactors: return weight[j] * weight[i];
+    case PackedWeights::kTargetFactor: return weight[i];
+    case PackedWeights::kNone: break;
+  }
+  return 1.0F;
+}
+
 struct SparseBlockView {
   vid_t num_dst = 0;
   vid_t num_src = 0;
@@ -36,8 +58,24 @@ struct SparseBlockView {
   // Row of the gradient buffer that backward kernels add each local source's gradient into, where it differs from
   // its input row (rows and gradients in pools of their own); nullptr means row_of(j).
   const vid_t* grad_row = nullptr;
+  // A packed block read as it lies (PackedBlock::direct_view, for a backend that reads packed blocks): its sources
+  // in 16 bits where src_index is null, and its weights as vertex factors where edge_weight is null. Kernels read
+  // in-edges through source() and weight() only.
+  const std::uint16_t* narrow_src_index = nullptr;
+  PackedWeights factors = PackedWeights::kNone;  // kBothFactors or kTargetFactor where src_factor is set
+  const float* src_factor = nullptr;
 
   NJ_HD eid_t num_edges() const { return edges; }
+  // Local source of in-edge e.
+  NJ_HD vid_t source(eid_t e) const { return narrow_src_index != nullptr ? vid_t{narrow_src_index[e]} : src_index[e]; }
+  NJ_HD bool weighted() const { return edge_weight != nullptr || src_factor != nullptr; }
+  // Weight of in-edge e from local source j into destination i (1 without weights).
+  NJ_HD float weight(eid_t e, vid_t j, vid_t i) const {
+    return edge_weight != nullptr ? edge_weight[e] : packed_weight(factors, src_factor, e, j, i);
+  }
+  // Whether the out-edge arrays are there: a backend that reads packed blocks gathers a transpose over in-edges
+  // without them.
+  NJ_HD bool has_out_edges() const { return src_offsets != nullptr; }
   NJ_HD std::int64_t row_of(vid_t local_source) const {
     return src_row != nullptr ? src_row[local_source] : local_source;
   }
@@ -46,21 +84,11 @@ struct SparseBlockView {
   }
 };
 
-// Sources of a block numbered below this fit a 16-bit index (a packed block's narrow sources).
-constexpr std::int64_t kNarrowSourceLimit = std::int64_t{1} << 16;
-
-// How a packed block holds its edges' weights.
-enum class PackedWeights : std::uint8_t {
-  kNone,
-  kPerEdge,       // one weight per in-edge
-  kBothFactors,   // w(j -> i) = factor[j] * factor[i], one factor per source: GCN's normalisation
-  kTargetFactor,  // w(j -> i) = factor[i]: a mean over i's in-edges
-};
-
 // A block as a budgeted step moves it and the device keeps it: the in-edges alone, each source in 16 bits where
 // the block has at most kNarrowSourceLimit of them, and the weights as one factor per source where they are
 // products of vertex factors. A step expands it into the arrays a SparseBlockView points at
-// (Backend::expand_block): about 2 bytes an edge travel instead of 24.
+// (Backend::expand_block) where its backend does not read it as it lies (SparseBlockView's packed fields): about
+// 2 bytes an edge travel instead of 24.
 struct PackedBlockView {
   vid_t num_dst = 0;
   vid_t num_src = 0;
@@ -74,13 +102,7 @@ struct PackedBlockView {
 
   NJ_HD vid_t source(eid_t e) const { return narrow_sources != nullptr ? vid_t{narrow_sources[e]} : sources[e]; }
   NJ_HD float weight_of(eid_t e, vid_t source, vid_t destination) const {
-    switch (weights) {
-      case PackedWeights::kPerEdge: return weight[e];
-      case PackedWeights::kBothFactors: return weight[source] * weight[destination];
-      case PackedWeights::kTargetFactor: return weight[destination];
-      case PackedWeights::kNone: break;
-    }
-    return 1.0F;
+    return packed_weight(weights, weight, e, source, destination);
   }
 };
 

@@ -63,6 +63,13 @@ class DenseDescription {
 using BlasHandle = CudaHandle<cublasHandle_t, cublasDestroy>;
 using SparseHandle = CudaHandle<cusparseHandle_t, cusparseDestroy>;
 
+// This backend's transposes gather over a block's out-edges: a packed block reaches them expanded
+// (LibraryMemory::reads_packed_blocks is false here).
+void expect_out_edges(const SparseBlockView& block, std::string_view kernel) {
+  NJ_EXPECTS(block.has_out_edges(), "{} on the CUDA backend reads a block's out-edges, and this block has none",
+             kernel);
+}
+
 class CudaBackend final : public Backend {
  public:
   // The libraries' workspaces are the memory the device keeps beside its arena for them (cuda_library_memory),
@@ -120,6 +127,7 @@ class CudaBackend final : public Backend {
   void spmm_transpose(const SparseBlockView& block, ConstDeviceRows grad_out, DeviceRows grad_in,
                       bool accumulate) override {
     expect_spmm_shapes(block, grad_in, grad_out);
+    expect_out_edges(block, "spmm_transpose");
     // The out-edge arrays are the transpose's CSR: rows are sources, columns destinations.
     if (sparse_library_takes(block, true) &&
         sparse_library_spmm(block, true, block.num_src, block.num_dst, block.src_offsets, block.out_dst,
@@ -138,6 +146,7 @@ class CudaBackend final : public Backend {
   void rooted_sum_transpose(const SparseBlockView& block, const RootedSum& sum, ConstDeviceRows grad_out,
                             DeviceRows grad_z, bool accumulate) override {
     expect_rooted_sum_shapes(block, sum, grad_z, grad_out);
+    if (sum.reads_neighbours) expect_out_edges(block, "rooted_sum_transpose");
     NJ_CUDA_TRY(cuda_kernels::rooted_sum_transpose(stream_, block, sum, grad_out, grad_z, accumulate));
   }
 
@@ -153,6 +162,7 @@ class CudaBackend final : public Backend {
     expect_gat_shapes(block, shape, grad_z, grad_out);
     NJ_EXPECTS(workspace.size >= rowmath::gat_backward_workspace_floats(block.num_dst, block.edges, shape.heads),
                "gat_backward workspace of {} floats", workspace.size);
+    expect_out_edges(block, "gat_backward");
     NJ_CUDA_TRY(
         cuda_kernels::gat_backward(stream_, block, shape, attention, z, grad_out, grad_z, accumulate, workspace));
   }
