@@ -118,8 +118,8 @@ void add_executor_options(CLI::App& cmd, ExecutorArguments& args, bool allow_in_
   cmd.add_option("--recompute-outputs", args.recompute_outputs,
                  "Within a budget on one rank, where each layer transforms the previous one's outputs as they are "
                  "aggregated: whether training computes those outputs again in the backward half instead of keeping "
-                 "them on the host: on, off, or auto (from the first layer's sums of its inputs always; by "
-                 "aggregating again, an attention layer's, only on a GPU, where moving them costs more)")
+                 "them on the host: on, off, or auto (only on a GPU, where moving them costs more: from the first "
+                 "layer's sums of its inputs, or by aggregating again, an attention layer's)")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
 }

@@ -69,12 +69,10 @@ struct LayerDims {
   bool reads_packed_blocks = true;
 };
 
-// Whether chained layers' outputs are computed again from a first layer's sums, and by aggregating again
-// (RecomputeOutputs).
-bool sums_outputs_again(const SubgraphExecutorOptions& options) {
-  return options.recompute_outputs != RecomputeOutputs::kOff;
-}
-bool aggregates_outputs_again(const SubgraphExecutorOptions& options) {
+// Whether chained layers' outputs are computed again, from a first layer's sums or by aggregating again
+// (RecomputeOutputs): by default only on a GPU, where the copies they spare cross PCIe; on the CPU device a copy is a
+// memcpy, cheaper than the GEMM or the aggregation, and the dropout drawn again, that replace it.
+bool computes_outputs_again(const SubgraphExecutorOptions& options) {
   return options.recompute_outputs == RecomputeOutputs::kOn ||
          (options.recompute_outputs == RecomputeOutputs::kAuto && options.device_is_gpu);
 }
@@ -599,7 +597,7 @@ Pass plan_pass(const EpochPlan& plan, const std::vector<LayerDims>& dims, Prepar
                                     !pass.mirrors_transformed(1) && !plan.options.forward_only;
   pass.outputs_recomputed.assign(layers - 1, 0);
   for (std::size_t l = 0; l + 1 < layers && !plan.options.forward_only; ++l) {
-    const bool from_sums = l == 0 && pass.first_layer_backward_fused && sums_outputs_again(plan.options);
+    const bool from_sums = l == 0 && pass.first_layer_backward_fused && computes_outputs_again(plan.options);
     pass.outputs_recomputed[l] =
         static_cast<char>(pass.chained_to_next(l) && (from_sums || dims[l].next_transform_backward > 0));
   }
@@ -1052,7 +1050,7 @@ EpochPlan plan_epoch(const Model& model, const LocalGraph& local, const Subgraph
   const auto prepare_start = std::chrono::steady_clock::now();
   PreparedGraph prepared = model.prepare(local);
   spdlog::debug("plan: graph prepared for the model in {:.2f} s", seconds_since(prepare_start));
-  const bool may_chain = !no_budget && options.chain_layers && aggregates_outputs_again(options) &&
+  const bool may_chain = !no_budget && options.chain_layers && computes_outputs_again(options) &&
                          options.mode == ExecutionMode::kReuse && local.peers.empty();
   const auto dims_of = [&](bool chain) {
     return layer_dims(model, options.library, prepared, options.forward_only, options.inputs,
