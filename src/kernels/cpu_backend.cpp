@@ -67,13 +67,14 @@ std::vector<vid_t> source_ranges(const SparseBlockView& b, int threads) {
 
 // A transpose over a block without out-edges (a packed block read as it lies): edge(j, i, e) for every in-edge e
 // (from local source j into destination i), then own(j) for every source, each adding into source j's row of
-// `gradients`. Each thread owns a range of sources (source_ranges) and reads every in-edge for those of its range,
+// `gradients`, which start at zero unless `accumulate`. Each thread owns a range of sources (source_ranges), zeroes
+// their rows where it starts them, and reads every in-edge for those of its range,
 // so a source's edges come in destination order, as a gather over its out-edges visits them: the sums are the same,
 // bit for bit, whatever the thread count. The in-edges of the range are first listed without a branch, a batch at a
 // time, so that the test costs no mispredicted jump, and the rows the batch adds into are asked for ahead.
 template <class Edge, class Own>
-void by_source_over_in_edges(const SparseBlockView& b, std::int64_t work, DeviceRows gradients, Edge&& edge,
-                             Own&& own) {
+void by_source_over_in_edges(const SparseBlockView& b, std::int64_t work, DeviceRows gradients, bool accumulate,
+                             Edge&& edge, Own&& own) {
   const int threads = worth_threads(work) ? std::max(1, omp_get_max_threads()) : 1;
   const std::vector<vid_t> first = threads > 1 ? source_ranges(b, threads) : std::vector<vid_t>{0, b.num_src};
 #pragma omp parallel num_threads(threads)
@@ -82,7 +83,11 @@ void by_source_over_in_edges(const SparseBlockView& b, std::int64_t work, Device
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
     const vid_t low = first[t];
     const auto count = static_cast<std::uint32_t>(first[t + 1] - low);
+    if (!accumulate) {
+      for (vid_t j = low; j < first[t + 1]; ++j) rowmath::zero_row(gradients.row(b.gradient_row_of(j)), gradients.cols);
+    }
     eid_t edge_of[kBatch];
+    vid_t source_of[kBatch];
     vid_t destination_of[kBatch];
     vid_t i = 0;
     for (eid_t start = 0; start < b.edges; start += kBatch) {
@@ -90,16 +95,18 @@ void by_source_over_in_edges(const SparseBlockView& b, std::int64_t work, Device
       eid_t listed = 0;
       for (eid_t e = start; e < stop; ++e) {
         while (b.dst_offsets[i + 1] <= e) ++i;
+        const vid_t j = b.source(e);
         edge_of[listed] = e;
+        source_of[listed] = j;
         destination_of[listed] = i;
-        listed += static_cast<std::uint32_t>(b.source(e) - low) < count ? 1 : 0;
+        listed += static_cast<std::uint32_t>(j - low) < count ? 1 : 0;
       }
       for (eid_t k = 0; k < listed; ++k) {
         if (k + rowmath::kPrefetchDistance < listed) {
-          rowmath::prefetch_row(gradients.row(b.gradient_row_of(b.source(edge_of[k + rowmath::kPrefetchDistance]))),
+          rowmath::prefetch_row(gradients.row(b.gradient_row_of(source_of[k + rowmath::kPrefetchDistance])),
                                 gradients.cols);
         }
-        edge(b.source(edge_of[k]), destination_of[k], edge_of[k]);
+        edge(source_of[k], destination_of[k], edge_of[k]);
       }
     }
     for (vid_t j = low; j < first[t + 1]; ++j) own(j);
@@ -139,9 +146,8 @@ class CpuBackend final : public Backend {
     expect_spmm_shapes(block, grad_in, grad_out);
     const std::int64_t work = (block.num_edges() + block.num_src) * grad_out.cols;
     if (!block.has_out_edges()) {
-      if (!accumulate) zero_source_gradients(block, grad_in);
       by_source_over_in_edges(
-          block, work, grad_in,
+          block, work, grad_in, accumulate,
           [&](vid_t j, vid_t i, eid_t e) {
             rowmath::spmm_transpose_edge(block.weight(e, j, i), grad_out.row(i), grad_in.row(block.gradient_row_of(j)),
                                          grad_out.cols);
@@ -168,9 +174,8 @@ class CpuBackend final : public Backend {
     const std::int64_t work = (block.num_edges() + block.num_src) * grad_z.cols;
     // A sum that reads no neighbour reads no out-edge either.
     if (!block.has_out_edges() && sum.reads_neighbours) {
-      if (!accumulate) zero_source_gradients(block, grad_z);
       by_source_over_in_edges(
-          block, work, grad_z,
+          block, work, grad_z, accumulate,
           [&](vid_t j, vid_t i, eid_t e) {
             rowmath::rooted_sum_transpose_edge(sum, block.weight(e, j, i), grad_out.row(i),
                                                grad_z.row(block.gradient_row_of(j)));
@@ -214,9 +219,8 @@ class CpuBackend final : public Backend {
       return j < block.num_dst ? dst_score_grad + static_cast<std::int64_t>(j) * shape.heads : nullptr;
     };
     if (!block.has_out_edges()) {
-      if (!accumulate) zero_source_gradients(block, grad_z);
       by_source_over_in_edges(
-          block, block.num_edges() * z.cols, grad_z,
+          block, block.num_edges() * z.cols, grad_z, accumulate,
           [&](vid_t j, vid_t i, eid_t e) {
             rowmath::gat_backward_edge(shape, edge_workspace + e * 2 * shape.heads, grad_out.row(i),
                                        grad_z.row(block.gradient_row_of(j)));
@@ -433,13 +437,6 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  // Zeroes the gradient row of every local source of `block`: a transpose's start where it does not accumulate.
-  static void zero_source_gradients(const SparseBlockView& block, DeviceRows gradients) {
-#pragma omp parallel for schedule(static) if (worth_threads(std::int64_t{block.num_src} * gradients.cols))
-    for (vid_t j = 0; j < block.num_src; ++j)
-      rowmath::zero_row(gradients.row(block.gradient_row_of(j)), gradients.cols);
-  }
-
   // expand_block's per-thread counts of out-edges per source, then each thread's cursors among them.
   std::vector<eid_t> expand_cursors_;
 

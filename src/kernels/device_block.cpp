@@ -223,17 +223,21 @@ ExpandedBlock::ExpandedBlock(Backend& backend, Device& device, const PackedBlock
   const DeviceSpan<eid_t> cursor{writable_at<eid_t>(base, at.cursor, out_edges), out_edges ? shape.sources : 0};
   backend.expand_block(p, out, cursor);
 
-  view_.num_dst = p.num_dst;
-  view_.num_src = p.num_src;
-  view_.edges = p.edges;
-  view_.dst_offsets = p.dst_offsets;
-  view_.src_index = shape.narrow() ? out.src_index : p.sources;
-  view_.edge_weight = factors ? out.edge_weight : (weighted ? p.weight : nullptr);
+  // The block as it lies, with what was expanded in place of what it packs.
+  view_ = packed.direct_view();
+  if (shape.narrow()) {
+    view_.src_index = out.src_index;
+    view_.narrow_src_index = nullptr;
+  }
+  if (factors) {
+    view_.edge_weight = out.edge_weight;
+    view_.factors = PackedWeights::kNone;
+    view_.src_factor = nullptr;
+  }
   view_.src_offsets = out.src_offsets;
   view_.out_dst = out.out_dst;
   view_.out_edge = out.out_edge;
   view_.out_weight = out.out_weight;
-  view_.src_gid = p.src_gid;
 }
 
 SparseBlockView ExpandedBlock::view(DeviceSpan<const vid_t> src_row) const {
