@@ -95,7 +95,7 @@ void add_model_options(CLI::App& command, ModelArguments& args);
 
 // The executor flags shared by `nj train` and `nj plan`.
 struct ExecutorArguments {
-  std::string execution = "reuse";
+  std::string execution = "auto";
   std::string device_memory = "unlimited";
   std::string cache_policy = "st-aware";
   std::string vertex_order = "community";
@@ -104,8 +104,7 @@ struct ExecutorArguments {
   std::string chain_layers = "on";
   std::string recompute_outputs = "auto";
 };
-// With allow_in_memory (nj train) the default execution is auto.
-void add_executor_options(CLI::App& command, ExecutorArguments& args, bool allow_in_memory);
+void add_executor_options(CLI::App& command, ExecutorArguments& args);
 ExecutorChoice parse_executor_choice(const ExecutorArguments& args);
 
 // What rank `rank` of `ranks` will load, from a dataset file or a partition folder, read from the files' shapes
@@ -118,9 +117,10 @@ struct HostMemoryLimit {
   std::string source;  // "available on this machine", ...
 };
 HostMemoryLimit host_memory_limit(const std::string& option);
-RunLayout run_layout(const ExecutorChoice& choice, bool device_in_host_memory);
-// " | h2d 1.2M (+0.1M) d2h 0.3M (+0.1M) | hit 93.1% | rows computed 1.00x | peak 4.0M | wait 0.001 s" for an
-// epoch's console line.
+RunLayout run_layout(const ExecutorChoice& choice, bool device_in_host_memory, int threads);
+// "h2d 1.2M (+ graph 0.1M) d2h 0.3M (+ parameters 0.1M)": what moved each way, rows first, the rest by what it carried.
+std::string format_copies(const ExecutionMetrics& metrics);
+// " | h2d ... | hit 93.1% | rows computed 1.00x | peak 4.0M | wait 0.001 s" for an epoch's console line.
 std::string format_execution(const ExecutionMetrics& metrics);
 
 }  // namespace nj::cli

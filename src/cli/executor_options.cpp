@@ -75,16 +75,11 @@ void add_model_options(CLI::App& cmd, ModelArguments& args) {
   cmd.add_option("--seed", args.config.seed, "Seed of weights and dropout masks")->capture_default_str();
 }
 
-void add_executor_options(CLI::App& cmd, ExecutorArguments& args, bool allow_in_memory) {
-  if (allow_in_memory) args.execution = "auto";
-  cmd.add_option(
-         "--execution", args.execution,
-         std::string("reuse (embedding reuse, layer by layer) or recompute (each subgraph through all "
-                     "layers: the baseline)") +
-             (allow_in_memory ? ", in-memory (plain full-graph training, the whole graph on the device), or auto "
-                                "(in-memory unless --device-memory is given)"
-                              : "; auto plans reuse, and in-memory training (nj train's) has no plan"))
-      // Each command takes the other's values, so that a command line runs either; nj plan says what it cannot plan.
+void add_executor_options(CLI::App& cmd, ExecutorArguments& args) {
+  cmd.add_option("--execution", args.execution,
+                 "reuse (embedding reuse, layer by layer), recompute (each subgraph through all layers: the "
+                 "baseline), in-memory (plain full-graph training, the whole graph on the device), or auto "
+                 "(in-memory unless --device-memory is given)")
       ->check(CLI::IsMember({"auto", "reuse", "recompute", "in-memory"}))
       ->capture_default_str();
   cmd.add_option("--device-memory", args.device_memory,
@@ -158,11 +153,15 @@ std::string format_other(const TrafficBytes& other) {
 
 }  // namespace
 
+std::string format_copies(const ExecutionMetrics& m) {
+  return fmt::format("h2d {}{} d2h {}{}", format_bytes(m.h2d_bytes), format_other(m.h2d_other),
+                     format_bytes(m.d2h_bytes), format_other(m.d2h_other));
+}
+
 std::string format_execution(const ExecutionMetrics& m) {
-  return fmt::format(" | h2d {}{} d2h {}{} | hit {:.1f}% | rows computed {:.2f}x | peak {} | wait {:.3f} s",
-                     format_bytes(m.h2d_bytes), format_other(m.h2d_other), format_bytes(m.d2h_bytes),
-                     format_other(m.d2h_other), 100.0 * m.hit_rate(), m.recompute_ratio(),
-                     format_bytes(m.peak_device_footprint_bytes), m.wait_seconds);
+  return fmt::format(" | {} | hit {:.1f}% | rows computed {:.2f}x | peak {} | wait {:.3f} s", format_copies(m),
+                     100.0 * m.hit_rate(), m.recompute_ratio(), format_bytes(m.peak_device_footprint_bytes),
+                     m.wait_seconds);
 }
 
 }  // namespace nj::cli

@@ -34,7 +34,9 @@ RankShape rank_shape(const std::string& dataset, const std::string& partitions, 
     shape.owned = manifest.partition.owned[part];
     shape.local = shape.owned + manifest.partition.mirrors[part];
     shape.in_edges = manifest.partition.in_edges[part];
-    shape.features = stored_features(file).width;
+    const StoredFeatures features = stored_features(file);
+    shape.features = features.width;
+    shape.stored_nonzeros = features.sparse ? features.nonzeros : -1;
     shape.classes = file.int_attribute("num_classes");
     return shape;
   }
@@ -44,10 +46,12 @@ RankShape rank_shape(const std::string& dataset, const std::string& partitions, 
   shape.local = shape.owned;
   shape.in_edges = first_dimension(file, "/graph/indices", 0);
   shape.features = features.width;
+  shape.stored_nonzeros = features.sparse ? features.nonzeros : -1;
   shape.classes = file.int_attribute("num_classes");
   if (ranks > 1) {
     // Partitioned in memory: the whole dataset is read first; a part's mirrors are not known before.
     shape.whole_dataset_bytes = shard_bytes(shape);
+    shape.stored_nonzeros = -1;  // read with the whole dataset, and gone before the run
     shape.owned = (shape.owned + ranks - 1) / ranks;
     shape.local = shape.owned;
     shape.in_edges = (shape.in_edges + ranks - 1) / ranks;
@@ -65,11 +69,13 @@ HostMemoryLimit host_memory_limit(const std::string& option) {
                                               ranks_here, format_bytes(available))};
 }
 
-RunLayout run_layout(const ExecutorChoice& choice, bool device_in_host_memory) {
+RunLayout run_layout(const ExecutorChoice& choice, bool device_in_host_memory, int threads) {
   return {.in_memory = choice.in_memory,
           .device_in_host_memory = device_in_host_memory,
           .device_budget = choice.options.device_budget,
-          .recompute = choice.options.mode == ExecutionMode::kRecompute};
+          .recompute = choice.options.mode == ExecutionMode::kRecompute,
+          .threads = threads,
+          .inference = choice.options.forward_only};
 }
 
 }  // namespace nj::cli

@@ -168,7 +168,7 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
   });
   if (leader) {
     const auto shown = [](double value) { return std::isnan(value) ? std::string("-") : fmt::format("{:.4f}", value); };
-    print_always(fmt::format("done: {} vertices to {} | train {} val {} test {}", shard.global_vertices, args.output,
+    print_result(fmt::format("done: {} vertices to {} | train {} val {} test {}", shard.global_vertices, args.output,
                              shown(accuracy.train), shown(accuracy.val), shown(accuracy.test)));
   }
 }
@@ -189,7 +189,7 @@ void add_infer_command(CLI::App& app, Communicator& comm) {
   cmd->add_option("--embeddings", args->embeddings,
                   "Also write these layers' outputs, numbered from 1 as nj plan numbers them, or all")
       ->expected(1, -1);
-  add_executor_options(*cmd, args->executor, true);
+  add_executor_options(*cmd, args->executor);
   // nj train's options, accepted so that its command lines and --config files infer: in a group of their own.
   constexpr const char* kTrainingGroup =
       "Training (accepted from nj train's command lines and configuration files; the model comes from the checkpoint "

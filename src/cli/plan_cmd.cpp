@@ -1,10 +1,10 @@
-// nj plan: plans an epoch of the subgraph executor without training, and compares the cache policies; on a
-// partition folder, plans every rank's shard and reports what each rank moves per epoch.
+// nj plan: forecasts what nj train (or nj infer) will hold and move, without training: the executor it runs, its
+// device's peak, what an epoch copies each way, what it exchanges with other ranks and its host memory, every figure
+// what the run measures (rank_setup.hpp, PlannedRun); within a budget also its subgraphs and the cache policies. On
+// a partition folder it forecasts every rank's shard.
 #include <fmt/ranges.h>
-#include <omp.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -13,7 +13,6 @@
 #include "cli/commands.hpp"
 #include "nj/core/host_memory.hpp"
 #include "nj/core/stopwatch.hpp"
-#include "nj/exec/exchange_side.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/feature_storage.hpp"
 #include "nj/io/path_kind.hpp"
@@ -40,11 +39,13 @@ struct PlanArguments {
   int threads = 0;
 };
 
-// The executor options as nj train would run them on --device: a GPU's backend takes its libraries' memory.
+// The executor as nj train (or, with --inference, nj infer) would run it on --device: a GPU's backend takes its
+// libraries' memory.
 ExecutorChoice planned_choice(const PlanArguments& args) {
   ExecutorChoice choice = parse_executor_choice(args.executor);
-  NJ_REQUIRE(!args.inference || choice.options.mode == ExecutionMode::kReuse,
-             "--inference plans nj infer, which runs reuse (the recompute baseline keeps no layer's outputs)");
+  NJ_REQUIRE(!args.inference || choice.in_memory || choice.options.mode == ExecutionMode::kReuse,
+             "--inference plans nj infer, which runs in memory or reuse (the recompute baseline keeps no layer's "
+             "outputs)");
   choice.options.forward_only = args.inference;
   const DeviceKind device =
       args.device == "auto" ? choose_device(DeviceKind::kAuto).kind : parse_device_kind(args.device);
@@ -55,72 +56,90 @@ ExecutorChoice planned_choice(const PlanArguments& args) {
   return choice;
 }
 
-// Bytes a rank sends to its peers per epoch and layer: forward, its boundary rows of what the layer aggregates;
-// backward, its mirrors' gradients of them, except for a first layer that sums its inputs and in an inference
-// plan (what ExchangeStats counts as sent).
-struct LayerExchange {
-  ExchangeSide side = ExchangeSide::kTransformedRows;
-  std::int64_t row_width = 0;  // floats
-  std::int64_t forward_bytes = 0;
-  std::int64_t backward_bytes = 0;
+// One rank's forecast: its planned run and its host memory at the peak.
+struct RankForecast {
+  PlannedRun run;
+  HostFootprint host;
+  std::int64_t minimum_budget = 0;  // the smallest --device-memory the subgraph executor plans with
 };
-std::vector<LayerExchange> exchange_bytes_sent(const Model& model, const LocalGraph& local, const EpochPlan& plan) {
-  std::int64_t forward_rows = 0;
-  std::int64_t backward_rows = 0;
-  for (const PeerRows& p : local.peers) {
-    forward_rows += static_cast<std::int64_t>(p.send.size());
-    backward_rows += static_cast<std::int64_t>(p.receive.size());
-  }
-  const bool sums_inputs = plan.first_layer_sums_inputs();
-  std::vector<LayerExchange> layers;
-  for (std::size_t l = 0; l < model.num_layers(); ++l) {
-    const std::int64_t width = exchanged_width(model, l, sums_inputs);
-    const std::int64_t gradient_width = plan.options.forward_only ? 0 : exchanged_gradient_width(model, l, sums_inputs);
-    constexpr auto kFloat = static_cast<std::int64_t>(sizeof(float));
-    layers.push_back({exchange_side(model, l, sums_inputs), width, forward_rows * width * kFloat,
-                      backward_rows * gradient_width * kFloat});
-  }
-  return layers;
+
+// Plans a rank's run over `local` as nj train would (`features` hold values only where the first layer takes them as
+// sparse rows) and adds up its host memory, the device's forecast peak among it where the device is emulated.
+RankForecast forecast_rank(const PlanArguments& args, const ExecutorChoice& choice, Model& model,
+                           const LocalGraph& local, ConstRows features, bool sparse,
+                           std::span<const std::uint8_t> train_mask, const RankShape& shape) {
+  // Several ranks exchange from device memory: the CPU device's communicator sends straight from it, and so does NCCL
+  // with a GPU for each rank.
+  const MemorySpace exchange_space = local.peers.empty() ? MemorySpace::kHost : MemorySpace::kDevice;
+  RankForecast forecast{plan_run(choice, model, local, features, sparse, train_mask, args.threads, exchange_space),
+                        {}, 0};
+  const InputShape inputs = input_shape(forecast.run.sparse_inputs);
+  forecast.minimum_budget =
+      minimum_device_budget(model, local, choice.options.library, choice.options.forward_only, inputs);
+  const RunLayout layout{.in_memory = choice.in_memory,
+                         .device_in_host_memory = !choice.options.device_is_gpu,
+                         .device_budget = choice.options.device_budget,
+                         .recompute = choice.options.mode == ExecutionMode::kRecompute,
+                         .threads = args.threads,
+                         .inference = args.inference};
+  const std::int64_t process = resident_at_start();
+  forecast.host = peak_host_footprint(loading_host_footprint(shape, process),
+                                      running_host_footprint(model, shape, layout, forecast.run.host_use(process)));
+  return forecast;
 }
 
-// Plans the epoch, forecasts its device memory, and measures what the plan's structures hold in host memory.
-struct MeasuredPlan {
-  EpochPlan plan;
-  std::int64_t plan_host_bytes = 0;
-};
-// Of `features`, only the shape is read (the forecast's replay moves no data), unless the first layer takes them as
-// sparse rows (`inputs`, on or off): then their entries size its steps, as they do in nj train.
-// `train_mask`: the vertices whose logits the training loss reads, as nj train's executor is told.
-MeasuredPlan plan_and_measure(Model& model, const LocalGraph& local, ConstRows features, const ExecutorChoice& choice,
-                              SparseInputs inputs, std::span<const std::uint8_t> train_mask) {
-  const std::optional<SparseRows> sparse = sparse_inputs(inputs, features);
-  SubgraphExecutorOptions options = choice.options;
-  options.inputs = input_shape(sparse);
-  options.loss_reads = train_mask;
-  const std::int64_t before = heap_bytes_in_use();
-  MeasuredPlan measured{plan_epoch(model, local, options), 0};
-  measured.plan_host_bytes = std::max<std::int64_t>(0, heap_bytes_in_use() - before);
-  const auto forecast_start = std::chrono::steady_clock::now();
-  settle_device_memory(model, local, features, measured.plan, sparse ? &*sparse : nullptr);
-  spdlog::debug("plan: device memory forecast in {:.2f} s", seconds_since(forecast_start));
-  return measured;
+std::int64_t exchange_total(const std::vector<ExchangeForecast>& layers) {
+  std::int64_t bytes = 0;
+  for (const ExchangeForecast& l : layers) bytes += l.forward_bytes + l.backward_bytes;
+  return bytes;
 }
 
-// The host memory of one rank running this plan on the CPU device (where the device is emulated in host memory).
-HostFootprint rank_footprint(const PlanArguments& args, const LocalGraph& local, std::int64_t features,
-                             std::int64_t classes, const MeasuredPlan& measured) {
-  const RankShape shape{.owned = local.num_owned,
-                        .local = local.num_local(),
-                        .in_edges = local.graph.num_edges(),
-                        .features = features,
-                        .classes = classes};
-  const ModelConfig config = args.model.resolve();
-  RunLayout layout = run_layout(ExecutorChoice{.options = measured.plan.options}, true);
-  layout.threads = args.threads;
-  const int threads = layout.threads > 0 ? layout.threads : omp_get_max_threads();
-  return planned_host_footprint(config, shape, layout, measured.plan.memory.peak_footprint_bytes,
-                                measured.plan_host_bytes,
-                                executor_host_bytes(measured.plan, static_cast<std::size_t>(config.layers), threads));
+// A rank's forecast in the names the metrics log gives what an epoch measures (metrics_log.hpp).
+nlohmann::json rank_json(std::size_t rank, const LocalGraph& local, const RankForecast& f) {
+  const MemoryForecast& device = f.run.device;
+  nlohmann::json exchange = nlohmann::json::array();
+  for (std::size_t l = 0; l < f.run.exchange.size(); ++l) {
+    const ExchangeForecast& e = f.run.exchange[l];
+    exchange.push_back({{"layer", l + 1},
+                        {"sends", to_string(e.side)},
+                        {"row_width", e.row_width},
+                        {"forward_bytes", e.forward_bytes},
+                        {"backward_bytes", e.backward_bytes}});
+  }
+  nlohmann::json host_parts = nlohmann::json::object();
+  for (const HostFootprint::Part& part : f.host.parts) host_parts[part.name] = part.bytes;
+  return {{"rank", rank},
+          {"owned", local.num_owned},
+          {"mirrors", local.num_mirrors()},
+          {"in_edges", local.graph.num_edges()},
+          {"steps", f.run.plan ? f.run.plan->num_steps : 0},
+          {"minimum_device_budget_bytes", f.minimum_budget},
+          {"execution",
+           {{"h2d_bytes", device.h2d[Traffic::kRows]},
+            {"h2d_structure_bytes", device.h2d[Traffic::kStructure]},
+            {"h2d_index_bytes", device.h2d[Traffic::kIndex]},
+            {"h2d_parameter_bytes", device.h2d[Traffic::kParameters]},
+            {"d2h_bytes", device.d2h[Traffic::kRows]},
+            {"d2h_parameter_bytes", device.d2h[Traffic::kParameters]},
+            {"peak_device_bytes", device.peak_bytes},
+            {"peak_device_footprint_bytes", device.peak_footprint_bytes}}},
+          {"exchange_bytes_sent", exchange_total(f.run.exchange)},
+          {"exchange", exchange},
+          {"host_peak_bytes", f.host.total()},
+          {"host_peak_phase", f.host.phase},
+          {"host", host_parts}};
+}
+
+const char* execution_name(const ExecutorChoice& choice) {
+  return choice.in_memory ? "in-memory" : to_string(choice.options.mode);
+}
+
+nlohmann::json plan_json(const std::string& dataset, const ExecutorChoice& choice, nlohmann::json ranks) {
+  return {{"dataset", dataset},
+          {"parts", ranks.size()},
+          {"execution", execution_name(choice)},
+          {"device_budget_bytes", choice.in_memory ? kUnlimited : choice.options.device_budget},
+          {"ranks", std::move(ranks)}};
 }
 
 // Whether nj train's ranks would take the shards' features as sparse rows (takes_sparse_inputs over all of them),
@@ -139,77 +158,62 @@ SparseInputs shards_sparse_inputs(const PartitionManifest& manifest, SparseInput
   return nonzeros * kSparseInputsDensity <= entries ? SparseInputs::kOn : SparseInputs::kOff;
 }
 
+// What a file of stored features holds that the forecast needs: their entries where it stores them sparse.
+std::int64_t stored_nonzeros(const std::string& path) {
+  const StoredFeatures stored = stored_features(hdf5::File::open_read(path));
+  return stored.sparse ? stored.nonzeros : -1;
+}
+
+RankShape shape_of(const LocalGraph& local, std::int64_t features, std::int64_t classes, std::int64_t nonzeros) {
+  return {.owned = local.num_owned,
+          .local = local.num_local(),
+          .in_edges = local.graph.num_edges(),
+          .features = features,
+          .classes = classes,
+          .stored_nonzeros = nonzeros};
+}
+
 // Every rank of a partition folder, planned as `nj train --partitions` would run it with the same options.
 void run_partition_plan(const PlanArguments& args, const std::string& folder) {
   const PartitionManifest manifest = read_manifest(folder);
   const ExecutorChoice choice = planned_choice(args);
-  const SparseInputs inputs = shards_sparse_inputs(manifest, choice.sparse_inputs);
+  const bool sparse = shards_sparse_inputs(manifest, choice.sparse_inputs) == SparseInputs::kOn;
   nlohmann::json ranks = nlohmann::json::array();
   if (!args.json) {
     std::cout << fmt::format("{} ({} parts by {}), {} at {} per rank; bytes per epoch:\n", manifest.dataset_name,
-                             manifest.partition.parts, manifest.partition.method, to_string(choice.options.mode),
-                             format_bytes(choice.options.device_budget));
+                             manifest.partition.parts, manifest.partition.method, execution_name(choice),
+                             format_bytes(choice.in_memory ? kUnlimited : choice.options.device_budget));
     std::cout << fmt::format("{:>4} {:>10} {:>10} {:>12} {:>12} {:>14} {:>12} {:>12}\n", "rank", "owned", "mirrors",
                              "h2d", "d2h", "exchange sent", "device peak", "host peak");
   }
-  std::vector<LayerExchange> layers;  // every rank's layers send the same side
+  std::vector<ExchangeForecast> layers;  // every rank's layers send the same side
   for (std::size_t part = 0; part < manifest.shard_files.size(); ++part) {
-    Shard shard = read_shard((std::filesystem::path(manifest.directory) / manifest.shard_files[part]).string());
+    const std::string path = (std::filesystem::path(manifest.directory) / manifest.shard_files[part]).string();
+    Shard shard = read_shard(path);
     order_vertices(shard, choice.vertex_order);
     Model model(args.model.resolve(), shard.features.cols(), shard.num_classes);
-    const MeasuredPlan measured =
-        plan_and_measure(model, shard.local, shard.features.view(), choice, inputs, shard.train_mask);
-    const EpochPlan& plan = measured.plan;
-    const HostFootprint host = rank_footprint(args, shard.local, shard.features.cols(), shard.num_classes, measured);
-    layers = exchange_bytes_sent(model, shard.local, plan);
-    std::int64_t exchange = 0;
-    nlohmann::json per_layer = nlohmann::json::array();
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-      exchange += layers[l].forward_bytes + layers[l].backward_bytes;
-      per_layer.push_back({{"layer", l + 1},
-                           {"sends", to_string(layers[l].side)},
-                           {"row_width", layers[l].row_width},
-                           {"forward_bytes", layers[l].forward_bytes},
-                           {"backward_bytes", layers[l].backward_bytes}});
-    }
-    vid_t reading_mirrors = 0;
-    for (vid_t v = 0; v < shard.local.num_owned; ++v) reading_mirrors += shard.local.reads_mirror(v) ? 1 : 0;
-    ranks.push_back({{"rank", part},
-                     {"owned", shard.local.num_owned},
-                     {"mirrors", shard.local.num_mirrors()},
-                     {"in_edges", shard.local.graph.num_edges()},
-                     {"h2d_bytes", plan.h2d_bytes},
-                     {"d2h_bytes", plan.d2h_bytes},
-                     {"owned_reading_mirrors", reading_mirrors},
-                     {"exchange_bytes_sent", exchange},
-                     {"exchange", per_layer},
-                     {"device_peak_bytes", plan.memory.peak_footprint_bytes},
-                     {"host_peak_bytes", host.total()},
-                     {"steps", plan.num_steps}});
+    const RankForecast f =
+        forecast_rank(args, choice, model, shard.local, shard.features.view(), sparse, shard.train_mask,
+                      shape_of(shard.local, shard.features.cols(), shard.num_classes, stored_nonzeros(path)));
+    layers = f.run.exchange;
+    ranks.push_back(rank_json(part, shard.local, f));
     if (!args.json) {
       std::cout << fmt::format("{:>4} {:>10} {:>10} {:>12} {:>12} {:>14} {:>12} {:>12}\n", part, shard.local.num_owned,
-                               shard.local.num_mirrors(), format_bytes(plan.h2d_bytes), format_bytes(plan.d2h_bytes),
-                               format_bytes(exchange), format_bytes(plan.memory.peak_footprint_bytes),
-                               format_bytes(host.total()));
+                               shard.local.num_mirrors(), format_bytes(f.run.device.h2d.total()),
+                               format_bytes(f.run.device.d2h.total()), format_bytes(exchange_total(f.run.exchange)),
+                               format_bytes(f.run.device.peak_footprint_bytes), format_bytes(f.host.total()));
     }
-  }
-  if (!args.json) {
-    std::vector<std::string> sides;
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-      sides.push_back(
-          fmt::format("layer {} its {} ({} floats a row)", l + 1, to_string(layers[l].side), layers[l].row_width));
-    }
-    std::cout << fmt::format("exchange sends: {}\n", fmt::join(sides, ", "));
   }
   if (args.json) {
-    std::cout << nlohmann::json{{"dataset", manifest.dataset_name},
-                                {"parts", manifest.partition.parts},
-                                {"execution", to_string(choice.options.mode)},
-                                {"device_budget_bytes", choice.options.device_budget},
-                                {"ranks", ranks}}
-                     .dump()
-              << "\n";
+    std::cout << plan_json(manifest.dataset_name, choice, std::move(ranks)).dump() << "\n";
+    return;
   }
+  std::vector<std::string> sides;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    sides.push_back(
+        fmt::format("layer {} its {} ({} floats a row)", l + 1, to_string(layers[l].side), layers[l].row_width));
+  }
+  std::cout << fmt::format("exchange sends: {}\n", fmt::join(sides, ", "));
 }
 
 // Applies --config, and settles what to plan: a partition folder (given with --partitions or as the dataset) or a
@@ -225,10 +229,6 @@ void read_arguments(PlanArguments& args, CLI::App& command) {
     if (option->get_group() == kIgnoredGroup && option->count() > 0) ignored.push_back(option->get_name());
   }
   if (!ignored.empty()) spdlog::debug("plan: ignoring what only training uses: {}", fmt::join(ignored, " "));
-  NJ_REQUIRE(args.executor.execution != "in-memory",
-             "--execution in-memory: nj plan forecasts the subgraph executor (reuse or recompute), and in-memory "
-             "training has no plan (its device holds the whole graph)");
-  if (args.executor.execution == "auto") args.executor.execution = "reuse";
   const std::string dataset = args.data.dataset();
   NJ_REQUIRE(dataset.empty() != args.data.partitions.empty(),
              "give either a dataset or --partitions (a folder written by nj partition), not {}",
@@ -241,16 +241,15 @@ void read_arguments(PlanArguments& args, CLI::App& command) {
   require_dataset_file(dataset, PartitionFolders::kNotRead);
 }
 
-// What each layer declares, and the tensors the cache plans for it: Z, the rows its aggregation reads (one row per
-// vertex), and their gradient.
-void print_layers(const Model& model, const EpochPlan& plan) {
+// What each layer declares, and the tensors its aggregation reads: Z, one row per vertex, and their gradient.
+void print_layers(const Model& model, bool first_layer_sums_inputs) {
   std::cout << fmt::format("layers: {}\n", describe_model(model.config()));
   std::cout << fmt::format("  {:<6} {:>7} {:>8} {:>8} {:<5} {:<34} {:>7}  {}\n", "layer", "input", "Z width", "output",
                            "grad", "aggregation", "dropout", "activation");
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
     const AggregationTraits traits = layer.aggregation();
-    const bool sums_inputs = l == 0 && plan.first_layer_sums_inputs();
+    const bool sums_inputs = l == 0 && first_layer_sums_inputs;
     std::string aggregation = "its own row only";
     if (traits.reads_neighbours) {
       aggregation = traits.spmm ? "in-edges, linear (SpMM)" : (traits.linear ? "in-edges, linear" : "in-edges");
@@ -263,123 +262,47 @@ void print_layers(const Model& model, const EpochPlan& plan) {
   }
 }
 
-void run_plan(PlanArguments& args, CLI::App& command) {
-  read_arguments(args, command);
-  if (!args.data.partitions.empty()) {
-    run_partition_plan(args, args.data.partitions);
-    return;
-  }
-  const std::string dataset = args.data.dataset();
-  const ExecutorChoice choice = planned_choice(args);
-  const auto load_start = std::chrono::steady_clock::now();
-  // Planning reads the features' shape only (its replay of an epoch moves no data), unless the first layer may
-  // take them as sparse rows (on, or auto where the file stores them sparse): then it loads them, as nj train does.
-  const bool stored_sparse = stored_features(hdf5::File::open_read(dataset)).sparse;
-  const bool may_take_sparse =
-      choice.sparse_inputs == SparseInputs::kOn || (choice.sparse_inputs == SparseInputs::kAuto && stored_sparse);
-  Shard whole;
-  std::int64_t width = 0;
-  std::vector<vid_t> stored_order;
-  std::vector<std::uint8_t> file_train_mask;  // in the file's vertex order
-  if (!may_take_sparse) {
-    DatasetWithoutFeatures read = read_dataset_without_features(dataset);
-    width = read.feature_width;
-    whole.num_classes = read.dataset.num_classes;
-    whole.local = whole_local_graph(std::move(read.dataset.graph));
-    stored_order = std::move(read.dataset.community_order);
-    file_train_mask = std::move(read.dataset.train_mask);
-  } else {
-    whole = whole_graph_shard(read_dataset(dataset));
-    width = whole.features.cols();
-  }
-  const std::int32_t classes = whole.num_classes;
-  Model model(args.model.resolve(), width, classes);
-  LocalGraph& local = whole.local;
-  const double load_seconds = seconds_since(load_start);
-  const auto order_start = std::chrono::steady_clock::now();
-  if (whole.features.rows() > 0) {
-    order_vertices(whole, choice.vertex_order);
-  } else {
-    order_vertices(local, choice.vertex_order, stored_order);
-    // A whole graph's global ids are the file's vertex ids.
-    whole.train_mask.resize(static_cast<std::size_t>(local.num_owned));
-    for (vid_t v = 0; v < local.num_owned; ++v) {
-      whole.train_mask[static_cast<std::size_t>(v)] =
-          file_train_mask[static_cast<std::size_t>(local.global_id[static_cast<std::size_t>(v)])];
-    }
-  }
-  spdlog::info("loaded in {:.2f} s, {} vertex order in {:.2f} s", load_seconds, to_string(choice.vertex_order),
-               seconds_since(order_start));
-
-  const auto start = std::chrono::steady_clock::now();
-  const ConstRows features =
-      whole.features.rows() > 0 ? whole.features.view() : ConstRows{nullptr, local.num_owned, width};
-  const SparseInputs inputs =
-      may_take_sparse && takes_sparse_inputs(choice.sparse_inputs, features, stored_sparse, nullptr)
-          ? SparseInputs::kOn
-          : SparseInputs::kOff;
-  const MeasuredPlan measured = plan_and_measure(model, local, features, choice, inputs, whole.train_mask);
-  const EpochPlan& plan = measured.plan;
-  spdlog::info("planned in {:.2f} s", seconds_since(start));
-  log_plan(plan);
-  print_layers(model, plan);
-  // Each category at the moment the footprint peaked, and at its own highest.
-  const std::int64_t workspace = plan.options.library.workspace_bytes;
+// The device's peak by category: at the peak, and each category at its own highest.
+void print_device_memory(const ExecutorChoice& choice, const MemoryForecast& memory) {
+  const std::int64_t workspace = choice.options.library.workspace_bytes;
   std::cout << fmt::format(
-      "device memory: peak {} of budget {}{}\n", format_bytes(plan.memory.peak_footprint_bytes),
-      format_bytes(plan.options.device_budget),
+      "device memory: peak {}{}{}\n", format_bytes(memory.peak_footprint_bytes),
+      choice.in_memory ? " (in memory: no budget)" : fmt::format(" of budget {}", format_bytes(choice.options.device_budget)),
       workspace > 0 ? fmt::format(" and {} of library workspaces beside it", format_bytes(workspace)) : std::string());
   std::cout << fmt::format("  {:<26} {:>12} {:>14}\n", "category", "at the peak", "most at once");
-  for (const auto& [category, most] : plan.memory.category_peaks) {
-    const auto at = plan.memory.at_peak.find(category);
+  for (const auto& [category, most] : memory.category_peaks) {
+    const auto at = memory.at_peak.find(category);
     std::cout << fmt::format("  {:<26} {:>12} {:>14}\n", category,
-                             format_bytes(at == plan.memory.at_peak.end() ? 0 : at->second), format_bytes(most));
+                             format_bytes(at == memory.at_peak.end() ? 0 : at->second), format_bytes(most));
   }
-  std::cout << fmt::format("  {:<26} {:>12}\n", "alignment, fragmentation",
-                           format_bytes(plan.memory.padding_at_peak()));
-  const HostFootprint host = rank_footprint(args, local, width, classes, measured);
-  std::cout << fmt::format("host memory (CPU device): peak {} ({})\n", format_bytes(host.total()), host.describe());
-  if (const std::int64_t short_by = device_memory_shortfall(plan); short_by > 0) {
-    std::cout << fmt::format("the budget {} is {} short\n", format_bytes(plan.options.device_budget),
-                             format_bytes(short_by));
-  }
-  if (args.list_subgraphs) {
-    for (const Pass& pass : plan.passes) {
-      for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
-        for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
-          const PartSize& s = pass.layer_parts[l][k];
-          std::cout << fmt::format("layer {} subgraph {}: {} destinations, {} sources, {} edges\n", l + 1, k,
-                                   pass.destinations(l, k).size(), s.num_src, s.num_edges);
-        }
-      }
-    }
-    for (std::size_t k = 0; k < plan.closures.size(); ++k) {
-      std::cout << fmt::format("subgraph {}: {} destinations\n", k, plan.closures[k].size());
-    }
-  }
+  std::cout << fmt::format("  {:<26} {:>12}\n", "alignment, fragmentation", format_bytes(memory.padding_at_peak()));
+}
 
+// What every cache policy would move, each plan settled as the executor settles it (what stays on the device depends
+// on its peak); and beside the staying blocks, what their room would move under LRU and Belady's rule.
+void print_policies(const PlanArguments& args, const ExecutorChoice& choice, Model& model, const LocalGraph& local,
+                    ConstRows features, bool sparse, std::span<const std::uint8_t> train_mask, const EpochPlan& plan) {
   std::vector<CachePolicy> policies = {choice.options.policy};
   if (args.all_policies) {
     policies = {CachePolicy::kStAware,   CachePolicy::kLru,    CachePolicy::kFifo, CachePolicy::kDegree,
                 CachePolicy::kSizeOrder, CachePolicy::kBelady, CachePolicy::kNone};
   }
-  std::cout << fmt::format("{:<11} {:>12} {:>12} {:>12} {:>9}\n", "policy", "h2d", "d2h", "total", "hit rate");
+  std::cout << fmt::format("{:<11} {:>12} {:>12} {:>12} {:>9}\n", "policy", "rows h2d", "rows d2h", "all copies",
+                           "hit rate");
   for (const CachePolicy policy : policies) {
-    // Each policy's plan as the executor settles it (what stays on the device depends on its peak).
     ExecutorChoice alone = choice;
     alone.options.policy = policy;
-    const EpochPlan t = policy == plan.options.policy
-                            ? EpochPlan{}
-                            : plan_and_measure(model, local, features, alone, inputs, whole.train_mask).plan;
-    const EpochPlan& p = policy == plan.options.policy ? plan : t;
+    const std::optional<PlannedRun> other =
+        policy == plan.options.policy
+            ? std::nullopt
+            : std::optional<PlannedRun>(plan_run(alone, model, local, features, sparse, train_mask, args.threads));
+    const EpochPlan& p = other ? *other->plan : plan;
     const auto accesses = p.cache_hits + p.cache_misses;
     std::cout << fmt::format(
-        "{:<11} {:>12} {:>12} {:>12} {:>8.1f}%\n", to_string(policy), format_bytes(p.h2d_bytes),
-        format_bytes(p.d2h_bytes), format_bytes(p.h2d_bytes + p.d2h_bytes),
+        "{:<11} {:>12} {:>12} {:>12} {:>8.1f}%\n", to_string(policy), format_bytes(p.memory.h2d[Traffic::kRows]),
+        format_bytes(p.memory.d2h[Traffic::kRows]), format_bytes(p.memory.h2d.total() + p.memory.d2h.total()),
         accesses > 0 ? 100.0 * static_cast<double>(p.cache_hits) / static_cast<double>(accesses) : 100.0);
   }
-  // The blocks that stay are a fixed set; beside what the others move, what the same room would move under LRU and
-  // Belady's rule.
   if (args.all_policies && plan.passes.size() == 1 && !plan.passes.front().blocks_stay.empty()) {
     std::cout << fmt::format(
         "graph per epoch, in the room its staying blocks take ({}): kept for the run {}, lru {}, belady {}\n",
@@ -389,18 +312,122 @@ void run_plan(PlanArguments& args, CLI::App& command) {
   }
 }
 
+void print_subgraphs(const EpochPlan& plan) {
+  for (const Pass& pass : plan.passes) {
+    for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
+      for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+        const PartSize& s = pass.layer_parts[l][k];
+        std::cout << fmt::format("layer {} subgraph {}: {} destinations, {} sources, {} edges\n", l + 1, k,
+                                 pass.destinations(l, k).size(), s.num_src, s.num_edges);
+      }
+    }
+  }
+  for (std::size_t k = 0; k < plan.closures.size(); ++k) {
+    std::cout << fmt::format("subgraph {}: {} destinations\n", k, plan.closures[k].size());
+  }
+}
+
+// The dataset as nj train loads it on one rank: the graph and labels, and the features' values only where the first
+// layer may take them as sparse rows (the forecast's replay reads no other values); numbered in `order`.
+struct LoadedForPlan {
+  Shard shard;
+  std::int64_t width = 0;
+};
+LoadedForPlan load_for_plan(const std::string& dataset, VertexOrder order, bool read_features) {
+  LoadedForPlan loaded;
+  Shard& whole = loaded.shard;
+  if (read_features) {
+    whole = whole_graph_shard(read_dataset(dataset));
+    order_vertices(whole, order);
+    loaded.width = whole.features.cols();
+    return loaded;
+  }
+  DatasetWithoutFeatures read = read_dataset_without_features(dataset);
+  loaded.width = read.feature_width;
+  whole.name = read.dataset.name;
+  whole.num_classes = read.dataset.num_classes;
+  whole.local = whole_local_graph(std::move(read.dataset.graph));
+  order_vertices(whole.local, order, read.dataset.community_order);
+  // A whole graph's global ids are the file's vertex ids.
+  whole.train_mask.resize(static_cast<std::size_t>(whole.local.num_owned));
+  for (vid_t v = 0; v < whole.local.num_owned; ++v) {
+    whole.train_mask[static_cast<std::size_t>(v)] =
+        read.dataset.train_mask[static_cast<std::size_t>(whole.local.global_id[static_cast<std::size_t>(v)])];
+  }
+  return loaded;
+}
+
+void print_forecast(const PlanArguments& args, const ExecutorChoice& choice, Model& model, const LoadedForPlan& loaded,
+                    ConstRows features, bool sparse, const RankForecast& f) {
+  const LocalGraph& local = loaded.shard.local;
+  if (f.run.plan) log_plan(*f.run.plan);
+  std::cout << fmt::format("execution: {}{}\n", execution_name(choice),
+                           choice.in_memory ? " (the whole graph on the device; --device-memory plans a budget)" : "");
+  print_layers(model, f.run.first_layer_sums_inputs);
+  print_device_memory(choice, f.run.device);
+  ExecutionMetrics moved;
+  moved.h2d_bytes = f.run.device.h2d[Traffic::kRows];
+  moved.d2h_bytes = f.run.device.d2h[Traffic::kRows];
+  moved.h2d_other = f.run.device.h2d;
+  moved.h2d_other[Traffic::kRows] = 0;
+  moved.d2h_other = f.run.device.d2h;
+  moved.d2h_other[Traffic::kRows] = 0;
+  std::cout << fmt::format("per {}: {}\n", args.inference ? "inference" : "epoch", format_copies(moved));
+  std::cout << fmt::format("host memory: peak {} while {} ({})\n", format_bytes(f.host.total()), f.host.phase,
+                           f.host.describe());
+  if (!f.run.plan) return;
+  const EpochPlan& plan = *f.run.plan;
+  if (args.list_subgraphs) print_subgraphs(plan);
+  print_policies(args, choice, model, local, features, sparse, loaded.shard.train_mask, plan);
+}
+
+void run_plan(PlanArguments& args, CLI::App& command) {
+  read_arguments(args, command);
+  if (!args.data.partitions.empty()) {
+    run_partition_plan(args, args.data.partitions);
+    return;
+  }
+  const std::string dataset = args.data.dataset();
+  const ExecutorChoice choice = planned_choice(args);
+  const auto load_start = std::chrono::steady_clock::now();
+  // Planning reads the features' shape only, unless the first layer may take them as sparse rows (on, or auto where
+  // the file stores them sparse): then it loads them, as nj train does.
+  const std::int64_t nonzeros = stored_nonzeros(dataset);
+  const bool may_take_sparse =
+      choice.sparse_inputs == SparseInputs::kOn || (choice.sparse_inputs == SparseInputs::kAuto && nonzeros >= 0);
+  const LoadedForPlan loaded = load_for_plan(dataset, choice.vertex_order, may_take_sparse);
+  const LocalGraph& local = loaded.shard.local;
+  spdlog::info("loaded and ordered in {:.2f} s", seconds_since(load_start));
+
+  const ConstRows features = loaded.shard.features.rows() > 0 ? loaded.shard.features.view()
+                                                               : ConstRows{nullptr, local.num_owned, loaded.width};
+  const bool sparse = may_take_sparse && takes_sparse_inputs(choice.sparse_inputs, features, nonzeros >= 0, nullptr);
+  Model model(args.model.resolve(), loaded.width, loaded.shard.num_classes);
+  const auto start = std::chrono::steady_clock::now();
+  const RankForecast f = forecast_rank(args, choice, model, local, features, sparse, loaded.shard.train_mask,
+                                       shape_of(local, loaded.width, loaded.shard.num_classes, nonzeros));
+  spdlog::info("planned in {:.2f} s", seconds_since(start));
+  if (args.json) {
+    nlohmann::json ranks = nlohmann::json::array({rank_json(0, local, f)});
+    std::cout << plan_json(loaded.shard.name, choice, std::move(ranks)).dump() << "\n";
+    return;
+  }
+  print_forecast(args, choice, model, loaded, features, sparse, f);
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app) {
   auto args = std::make_shared<PlanArguments>();
   CLI::App* cmd = app.add_subcommand(
       "plan",
-      "Plan an epoch of the subgraph executor (subgraphs, device budget, predicted transfers) without training");
+      "Forecast what nj train (or nj infer) will hold and move: the device's peak, the bytes an epoch copies and "
+      "exchanges, host memory, and within a budget the subgraphs and cache policies; without training");
   add_data_options(*cmd, args->data,
                    "Dataset file (HDF5), or a partition folder (nj partition): then every rank's shard is planned and "
                    "what each rank moves per epoch is reported");
   add_model_options(*cmd, args->model);
-  add_executor_options(*cmd, args->executor, false);
+  add_executor_options(*cmd, args->executor);
   cmd->add_option("--threads", args->threads,
                   "Threads a training run would use (0: OpenMP's default), for its host "
                   "memory")
@@ -411,10 +438,12 @@ void add_plan_command(CLI::App& app) {
                 "Plan nj infer's forward pass (no backward pass, no gradients: smaller steps) instead of a training "
                 "epoch");
   cmd->add_flag("--all-policies", args->all_policies,
-                "Predict the transfers of every cache policy, and what the graph blocks kept on the device would move "
-                "with their room run by LRU and by Belady's rule");
-  cmd->add_flag("--list-subgraphs", args->list_subgraphs, "Print every subgraph's size");
-  cmd->add_flag("--json", args->json, "A partition folder's per-rank figures as one JSON object");
+                "Within a budget: predict the transfers of every cache policy, and what the graph blocks kept on the "
+                "device would move with their room run by LRU and by Belady's rule");
+  cmd->add_flag("--list-subgraphs", args->list_subgraphs, "Within a budget: print every subgraph's size");
+  cmd->add_flag("--json", args->json,
+                "Print the forecast as one JSON object (per rank: the epoch's copies under the names the metrics "
+                "log gives them, the exchange, the device and host peaks) instead of tables");
   cmd->add_option("--device", args->device,
                   "The device to plan for: cpu, cuda (counts what the CUDA backend's libraries take of the "
                   "device; planned on any machine), or auto (cuda where this machine has a GPU, as nj train)")

@@ -81,6 +81,8 @@ struct RankTraining {
   std::optional<ModelConfig> checkpoint_model;
   ModelConfig config;
   ExecutorChoice choice;
+  HostMemoryLimit memory_limit;  // what the rank may use
+  HostFootprint loading;         // its forecast peak while it loads its data
   FailurePoint failure;
   Shard shard;
   RankDevice hardware;
@@ -94,6 +96,12 @@ struct RankTraining {
   std::string resumed_from;                     // rank 0's: the checkpoint's path, if any
   MetricsLog log;                               // rank 0's
 };
+
+void log_resident_memory(const char* stage) {
+  const ResidentMemory memory = resident_memory();
+  spdlog::debug("host memory {}: {} resident, {} at most so far", stage, format_bytes(memory.current),
+                format_bytes(memory.peak));
+}
 
 void require_file(const std::string& path, const char* what) {
   NJ_REQUIRE(std::filesystem::is_regular_file(path), "{} {}: no such file", what, path);
@@ -169,26 +177,25 @@ void set_up_data(TrainArguments& args, Communicator& comm, RankTraining& rank) {
   }
   rank.config = args.model.resolve();
   rank.choice = parse_executor_choice(args.executor);
+  rank.memory_limit = host_memory_limit(args.training.host_memory);
   NJ_REQUIRE(rank.choice.in_memory || rank.choice.options.mode == ExecutionMode::kReuse || comm.size() == 1,
              "--execution recompute runs on one rank only (its closures cross ranks); this job has {} ranks",
              comm.size());
   // Before the dataset loads: a missing GPU is a one-line error at once.
   rank.hardware.device = choose_device(parse_device_kind(args.device));
 
-  // Before loading: a run that cannot fit in host memory is an error now, not the operating system's kill later.
-  RunLayout layout = run_layout(rank.choice, rank.hardware.device.kind == DeviceKind::kCpu);
-  layout.threads = args.threads;
-  const HostFootprint footprint = predict_host_footprint(
-      rank.config, rank_shape(rank.dataset, args.data.partitions, comm.rank(), comm.size()), layout);
-  const HostMemoryLimit limit = host_memory_limit(args.training.host_memory);
-  require_host_memory(footprint, limit.bytes, comm.size() > 1 ? "this rank" : "this run", limit.source);
-  spdlog::info("host memory: at least {} ({}) of {} {}", format_bytes(footprint.total()), footprint.describe(),
-               limit.bytes < 0 ? "an unknown amount" : format_bytes(limit.bytes), limit.source);
+  // Before loading: data that cannot be loaded within the host memory is an error now, not the operating system's
+  // kill later. The rest of the run is checked once it is planned (set_up_training).
+  rank.loading = loading_host_footprint(rank_shape(rank.dataset, args.data.partitions, comm.rank(), comm.size()),
+                                        resident_at_start());
+  require_host_memory(rank.loading, rank.memory_limit.bytes, comm.size() > 1 ? "this rank" : "this run",
+                      rank.memory_limit.source);
   rank.shard = load_rank_shard({.dataset = rank.dataset,
                                 .partitions = args.data.partitions,
                                 .partition_method = parse_partition_method(args.training.partition_method),
                                 .normalize_rows = args.training.feature_norm == "row"},
                                rank.choice.vertex_order, comm);
+  log_resident_memory("loaded");
 }
 
 // The model, its executor (planned), the trainer, a checkpoint to resume from and the metrics log.
@@ -197,7 +204,26 @@ void set_up_training(const TrainArguments& args, Communicator& comm, RankTrainin
   const TrainingOnlyArguments& training = args.training;
   Communicator& training_comm = rank.hardware.exchange_comm(comm);
   rank.model = std::make_unique<Model>(rank.config, shard.features.cols(), shard.num_classes);
-  rank.executor = make_executor(rank.choice, rank.hardware.resources, *rank.model, rank.shard, training_comm);
+  PlannedRun planned =
+      plan_rank_run(rank.choice, rank.hardware.resources, *rank.model, rank.shard, training_comm, args.threads);
+  // The forecast nj plan prints, checked before the executor allocates anything.
+  const RankShape shape{.owned = shard.num_owned(),
+                        .local = shard.local.num_local(),
+                        .in_edges = shard.local.graph.num_edges(),
+                        .features = shard.features.cols(),
+                        .classes = shard.num_classes};
+  const RunLayout layout =
+      run_layout(rank.choice, rank.hardware.device.kind == DeviceKind::kCpu, args.threads);
+  const HostFootprint host =
+      peak_host_footprint(rank.loading, running_host_footprint(*rank.model, shape, layout,
+                                                               planned.host_use(resident_at_start())));
+  require_host_memory(host, rank.memory_limit.bytes, comm.size() > 1 ? "this rank" : "this run",
+                      rank.memory_limit.source);
+  spdlog::info("host memory: forecast peak {} while {} ({}) of {} {}", format_bytes(host.total()), host.phase,
+               host.describe(), rank.memory_limit.bytes < 0 ? "an unknown amount" : format_bytes(rank.memory_limit.bytes),
+               rank.memory_limit.source);
+  rank.executor = make_executor(std::move(planned), rank.hardware.resources, *rank.model, rank.shard, training_comm);
+  log_resident_memory("executor set up");
   if (rank.failure.in_step(comm.rank())) rank.failing = make_failing_executor(*rank.executor, rank.failure);
   rank.trainer = std::make_unique<Trainer>(*rank.model, rank.failing ? *rank.failing : *rank.executor, training_comm,
                                            targets_of(shard), training.options);
@@ -229,7 +255,7 @@ bool report_continuation(const TrainingOnlyArguments& training, const RankTraini
     return true;
   }
   if (leader) {
-    print_always(
+    print_result(
         fmt::format("nothing to train: {} has {} epochs done, and --epochs asks for {} (give more to train "
                     "on)",
                     rank.resumed_from, done, epochs));
@@ -349,6 +375,7 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
                backend == "cpu" ? fmt::format(" (OpenBLAS {} kernels)", openblas_core()) : "");
 
   const TrainSummary summary = train_epochs(args, comm, rank);
+  log_resident_memory("trained");
   // Host memory each rank took for its data and training, above what it held before loading.
   const OverRanks host_bytes = over_ranks(comm, {static_cast<double>(resident_memory().peak - baseline_rss)}).front();
   auto record = to_json(summary);
@@ -379,7 +406,7 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
       stopped = fmt::format(" | stopped early after epoch {}: no better val in {} evaluations", summary.epochs_done,
                             args.training.options.early_stop_patience);
     }
-    print_always(
+    print_result(
         fmt::format("done: final test {} | best val {} at epoch {} (test {}){}{} | median epoch {:.4f} s",
                     format_accuracy(summary.final_accuracy.test), format_accuracy(summary.best_val_accuracy.val),
                     summary.best_val_epoch + 1, format_accuracy(summary.best_val_accuracy.test),
@@ -412,7 +439,7 @@ void add_train_command(CLI::App& app, Communicator& comm) {
   cmd->add_flag("--deterministic", args->deterministic,
                 "CUDA: aggregate with the shared row kernels instead of cuSPARSE, so that runs repeat bit for bit "
                 "(the CPU backend always does)");
-  add_executor_options(*cmd, args->executor, true);
+  add_executor_options(*cmd, args->executor);
   cmd->callback([args, cmd, &comm] { run_train(*args, *cmd, comm); });
 }
 

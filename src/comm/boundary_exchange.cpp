@@ -182,6 +182,16 @@ void BoundaryExchange::finish_rows(DeviceRows mirrors) {
   for (Peer& p : peers_) {
     backend_->copy_rows(p.incoming_rows.view(), {}, mirrors, p.mirror_on_device.view(), p.incoming_rows.rows());
   }
+  release_messages();
+}
+
+// The messages of a finished exchange go at once: what the device holds between exchanges is then the same in every
+// epoch (and in a replay of one), not whatever the last exchange left.
+void BoundaryExchange::release_messages() {
+  for (Peer& p : peers_) {
+    p.outgoing_rows = {};
+    p.incoming_rows = {};
+  }
 }
 
 void BoundaryExchange::start_gradients(std::uint32_t layer, ConstDeviceRows mirrors) {
@@ -197,6 +207,7 @@ void BoundaryExchange::finish_gradients(DeviceRows sums) {
   for (Peer& p : peers_) {  // ascending peer, as the host path adds
     backend_->add_rows(p.incoming_rows.view(), {}, sums, p.boundary_on_device.view(), p.incoming_rows.rows());
   }
+  release_messages();
 }
 
 LayerExchangeStats BoundaryExchange::take_stats() {

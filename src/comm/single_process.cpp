@@ -15,9 +15,14 @@ class NothingPending final : public PendingExchange {
 class SingleProcessCommunicator final : public Communicator {
  public:
   // Detached: messages to peers go nowhere and none arrive (receive buffers are left as they are).
-  explicit SingleProcessCommunicator(bool detached) : detached_(detached) {}
+  SingleProcessCommunicator(bool detached, MemorySpace exchange_space)
+      : detached_(detached), exchange_space_(exchange_space) {}
   int rank() const override { return 0; }
   int size() const override { return 1; }
+  MemorySpace exchange_space() const override { return exchange_space_; }
+  void all_reduce_sum_on_device(DeviceSpan<float> /*values*/) override {
+    NJ_EXPECTS(exchange_space_ == MemorySpace::kDevice, "a communicator that exchanges host memory reduces none");
+  }
   void all_reduce_sum(std::span<float> /*values*/) override {}
   void all_reduce_sum(std::span<double> /*values*/) override {}
   void all_reduce_sum(std::span<std::int64_t> /*values*/) override {}
@@ -32,14 +37,17 @@ class SingleProcessCommunicator final : public Communicator {
 
  private:
   bool detached_;
+  MemorySpace exchange_space_;
 };
 
 }  // namespace
 
 std::unique_ptr<Communicator> make_single_process_communicator() {
-  return std::make_unique<SingleProcessCommunicator>(false);
+  return std::make_unique<SingleProcessCommunicator>(false, MemorySpace::kHost);
 }
 
-std::unique_ptr<Communicator> make_detached_communicator() { return std::make_unique<SingleProcessCommunicator>(true); }
+std::unique_ptr<Communicator> make_detached_communicator(MemorySpace exchange_space) {
+  return std::make_unique<SingleProcessCommunicator>(true, exchange_space);
+}
 
 }  // namespace nj

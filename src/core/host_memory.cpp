@@ -25,6 +25,11 @@ ResidentMemory resident_memory() {
   return memory;
 }
 
+std::int64_t resident_at_start() {
+  static const std::int64_t at_start = resident_memory().current;
+  return at_start;
+}
+
 // Defined where a sanitizer runtime (ASan, TSan) replaces malloc: mallinfo2 then sees no allocations at all.
 extern "C" std::size_t __sanitizer_get_current_allocated_bytes() __attribute__((weak));
 

@@ -31,7 +31,7 @@ void copy_listed_rows(ConstRows from, std::span<const vid_t> from_rows, std::spa
 void Transfers::upload(ConstRows host, std::span<const vid_t> rows, DeviceRows dst) {
   if (const std::optional<std::int64_t> first = direct_first_row(host.rows, rows, dst.rows)) {
     check_rows(host.rows, static_cast<std::int64_t>(rows.size()), dst.rows, host.cols, dst.cols);
-    h2d_[Traffic::kRows] += dst.bytes();
+    tally(h2d_, Traffic::kRows, dst.bytes());
     order_after_kernels();
     const Event copied = nj::upload(device_, dst, ConstRows{host.row(*first), dst.rows, dst.cols});
     device_.synchronize(copied);  // the host rows may change once this returns
@@ -54,7 +54,7 @@ std::optional<std::int64_t> Transfers::direct_first_row(std::int64_t host_rows, 
 Event Transfers::start_upload(ConstRows host, std::span<const vid_t> rows, DeviceRows dst,
                               PinnedArray<std::byte>& staging) {
   check_rows(host.rows, static_cast<std::int64_t>(rows.size()), dst.rows, host.cols, dst.cols);
-  h2d_[Traffic::kRows] += dst.bytes();
+  tally(h2d_, Traffic::kRows, dst.bytes());
   if (!device_.moves_data()) {
     order_after_kernels();
     return device_.record(Stream::kHostToDevice);
@@ -67,7 +67,7 @@ Event Transfers::start_upload(ConstRows host, std::span<const vid_t> rows, Devic
 
 void Transfers::download(ConstDeviceRows src, Rows host, std::span<const vid_t> rows) {
   check_rows(host.rows, static_cast<std::int64_t>(rows.size()), src.rows, host.cols, src.cols);
-  d2h_[Traffic::kRows] += src.bytes();
+  tally(d2h_, Traffic::kRows, src.bytes());
   if (!device_.moves_data()) return;
   device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
   if (const std::optional<std::int64_t> first = direct_first_row(host.rows, rows, src.rows)) {

@@ -9,7 +9,6 @@
 #include "nj/core/error.hpp"
 #include "nj/exec/exchange_side.hpp"
 #include "nj/exec/executor.hpp"
-#include "nj/exec/subgraph_executor.hpp"
 
 namespace nj {
 namespace {
@@ -46,31 +45,16 @@ std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool rec
   return bytes;
 }
 
-// What the in-memory executor puts on its device: the features, per layer the transformed rows and their
-// gradients (local rows), the outputs and their gradients and the dropped-out inputs (owned rows), and the
-// graph's blocks with their by-source index; plus one layer's widest rows of kernel workspace. A layer that
-// aggregates before it transforms keeps its dropped inputs (local rows) and their sums (owned rows) instead.
-std::int64_t in_memory_device_bytes(const Model& model, const RankShape& s) {
-  std::int64_t bytes = s.owned * s.features * kFloat;
+// What each compute thread holds once it has run the run's largest GEMM: OpenBLAS packs blocks of the operands, up
+// to kThreadWorkspace. A budget bounds the operands; without one, the widest dense rows of the owned vertices (a first
+// layer over sparse inputs multiplies by SpMM, not GEMM).
+std::int64_t thread_workspace(const Model& model, const RankShape& s, const RunLayout& layout, bool sparse_inputs) {
+  if (!layout.in_memory && layout.device_budget != kUnlimited) return std::min(kThreadWorkspace, layout.device_budget);
   std::int64_t widest = 0;
-  for (std::size_t l = 0; l < model.num_layers(); ++l) {
-    const Layer& layer = model.layer(l);
-    const std::int64_t outputs = 2 * s.owned * layer.out_dim();
-    if (aggregates_before_transform(layer, l, false)) {
-      bytes += kFloat * (s.local * layer.in_dim() + s.owned * layer.input_sums_width() + outputs);
-      widest = std::max({widest, layer.input_sums_width(), layer.out_dim()});
-      continue;
-    }
-    // A layer that transforms its mirrors holds their inputs, dropped out too, and those inputs' gradients.
-    const std::int64_t dropped_rows = transforms_mirrors(model, l) ? s.local : s.owned;
-    const std::int64_t dropped = model.dropout_before(l) > 0.0F ? dropped_rows * layer.in_dim() : 0;
-    const std::int64_t mirror_inputs = transforms_mirrors(model, l) ? 2 * (s.local - s.owned) * layer.in_dim() : 0;
-    bytes += kFloat * (2 * s.local * layer.row_width() + outputs + dropped + mirror_inputs);
-    widest = std::max({widest, layer.row_width(), layer.out_dim()});
+  for (std::size_t l = sparse_inputs ? 1 : 0; l < model.num_layers(); ++l) {
+    widest = std::max({widest, model.layer(l).in_dim(), model.layer(l).row_width()});
   }
-  const std::int64_t edges = s.in_edges + s.owned;  // with a self-loop each
-  bytes += edges * 4 * 4 + (s.owned + 1) * 8 * 2;
-  return bytes + s.local * widest * kFloat;
+  return std::min(kThreadWorkspace, s.local * widest * kFloat);
 }
 
 }  // namespace
@@ -135,50 +119,55 @@ std::int64_t shard_bytes(const RankShape& s) {
 
 std::int64_t shard_in_edge_bytes(const RankShape& s) { return s.in_edges * 4; }
 
-HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout) {
-  const Model model(config, shape.features, shape.classes);
-  HostFootprint footprint;
-  const bool bounded = !layout.in_memory && layout.device_budget != kUnlimited;
+std::int64_t sparse_rows_bytes(std::int64_t rows, std::int64_t nonzeros) {
+  return (rows + 1) * std::int64_t{sizeof(eid_t)} + nonzeros * std::int64_t{sizeof(vid_t) + sizeof(float)};
+}
+
+HostFootprint loading_host_footprint(const RankShape& shape, std::int64_t process_bytes) {
+  HostFootprint footprint{.phase = "loading", .parts = {{"process", process_bytes}}};
   if (shape.whole_dataset_bytes > 0) footprint.parts.push_back({"whole dataset", shape.whole_dataset_bytes});
-  // The subgraph executor's rank frees the loaded graph's in-edges once planned, before its rows fill.
-  footprint.parts.push_back({"dataset", shard_bytes(shape) - (layout.in_memory ? 0 : shard_in_edge_bytes(shape))});
-  const bool sums_inputs =
-      !layout.in_memory && plan_sums_first_layer_inputs(
-                               model, {.device_budget = layout.device_budget,
-                                       .mode = layout.recompute ? ExecutionMode::kRecompute : ExecutionMode::kReuse});
-  footprint.parts.push_back(
-      {"host rows", layout.in_memory ? 2 * shape.owned * shape.classes * kFloat
-                                     : subgraph_host_rows(model, shape, layout.recompute, sums_inputs, bounded)});
-  if (layout.device_in_host_memory) {
-    footprint.parts.push_back(
-        {"device (emulated)", bounded ? layout.device_budget : in_memory_device_bytes(model, shape)});
-    footprint.parts.push_back({"staging", std::min(kStagingCap, shape.owned * shape.features * kFloat)});
+  footprint.parts.push_back({"dataset", shard_bytes(shape)});
+  // The reader holds the stored entries (offsets, columns and values) while it expands them into dense rows.
+  if (shape.stored_nonzeros >= 0) {
+    footprint.parts.push_back({"stored sparse features", sparse_rows_bytes(shape.owned, shape.stored_nonzeros)});
   }
-  const int threads = layout.threads > 0 ? layout.threads : omp_get_max_threads();
-  footprint.parts.push_back(
-      {"threads", threads * (bounded ? std::min(kThreadWorkspace, layout.device_budget) : kThreadWorkspace)});
   return footprint;
 }
 
-HostFootprint planned_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout,
-                                     std::int64_t device_peak_bytes, std::int64_t plan_bytes,
-                                     std::int64_t executor_bytes) {
-  HostFootprint footprint = predict_host_footprint(config, shape, layout);
-  for (HostFootprint::Part& part : footprint.parts) {
-    if (part.name == "device (emulated)") part.bytes = device_peak_bytes;
-  }
-  footprint.parts.push_back({"plan", plan_bytes});
-  if (executor_bytes > 0) footprint.parts.push_back({"executor", executor_bytes});
+HostFootprint running_host_footprint(const Model& model, const RankShape& shape, const RunLayout& layout,
+                                     const RunHostUse& use) {
+  HostFootprint footprint{.phase = layout.inference ? "inference" : "training",
+                          .parts = {{"process", use.process_bytes}}};
+  const bool bounded = !layout.in_memory && layout.device_budget != kUnlimited;
+  // The subgraph executor's rank frees the loaded graph's in-edges once planned, before its rows fill.
+  footprint.parts.push_back({"dataset", shard_bytes(shape) - (layout.in_memory ? 0 : shard_in_edge_bytes(shape))});
+  if (use.sparse_input_bytes > 0) footprint.parts.push_back({"sparse inputs", use.sparse_input_bytes});
+  footprint.parts.push_back(
+      {"host rows", layout.in_memory ? 2 * shape.owned * shape.classes * kFloat
+                                     : subgraph_host_rows(model, shape, layout.recompute,
+                                                          use.first_layer_sums_inputs, bounded)});
+  if (layout.device_in_host_memory) footprint.parts.push_back({"device (emulated)", use.device_peak_bytes});
+  // Copies stage through page-locked memory, one copy's worth at a time (capped: larger copies go in pieces).
+  footprint.parts.push_back({"staging", std::min(kStagingCap, use.staging_bytes)});
+  const int threads = layout.threads > 0 ? layout.threads : omp_get_max_threads();
+  footprint.parts.push_back({"threads", threads * thread_workspace(model, shape, layout, use.sparse_input_bytes > 0)});
+  if (use.plan_bytes > 0) footprint.parts.push_back({"plan", use.plan_bytes});
+  if (use.executor_bytes > 0) footprint.parts.push_back({"executor", use.executor_bytes});
   return footprint;
+}
+
+HostFootprint peak_host_footprint(const HostFootprint& loading, const HostFootprint& running) {
+  return loading.total() > running.total() ? loading : running;
 }
 
 void require_host_memory(const HostFootprint& footprint, std::int64_t available_bytes, const std::string& whose,
                          const std::string& source) {
   if (available_bytes < 0 || footprint.total() <= available_bytes) return;
   throw InputError(fmt::format(
-      "{} needs at least {} of host memory ({}), more than the {} {}; use more ranks (mpirun -np), a smaller "
+      "{} needs {} of host memory while {} ({}), more than the {} {}; use more ranks (mpirun -np), a smaller "
       "--device-memory, or --host-memory to state what it may use",
-      whose, format_bytes(footprint.total()), footprint.describe(), format_bytes(available_bytes), source));
+      whose, format_bytes(footprint.total()), footprint.phase, footprint.describe(), format_bytes(available_bytes),
+      source));
 }
 
 }  // namespace nj

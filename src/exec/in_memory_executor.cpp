@@ -4,11 +4,13 @@
 #include <optional>
 #include <utility>
 
+#include "nj/device/planning_device.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/exec/exchange_side.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/subgraph.hpp"
 #include "nj/kernels/device_block.hpp"
+#include "nj/kernels/planning_backend.hpp"
 #include "nj/model/device_parameters.hpp"
 
 namespace nj {
@@ -76,12 +78,12 @@ BoundaryExchange make_exchange(Communicator* comm, const LocalGraph& local, cons
 
 struct InMemoryExecutor::State {
   State(Resources& resources, const Model& model, const LocalGraph& local, ConstRows features, Communicator* ranks,
-        const std::optional<SparseRows>& sparse_features)
+        const SparseRows* sparse_features)
       : backend(*resources.backend),
         device(*resources.device),
         comm(ranks),
         transfers(device),
-        parameters(transfers, model, aggregates_before_transform(model.layer(0), 0, sparse_features.has_value())),
+        parameters(transfers, model, aggregates_before_transform(model.layer(0), 0, sparse_features != nullptr)),
         exchange(make_exchange(ranks, local, model, backend, transfers)),
         num_owned(local.num_owned),
         num_mirrors(local.num_mirrors()),
@@ -118,7 +120,7 @@ struct InMemoryExecutor::State {
     const vid_t num_local = local.num_local();
     for (std::size_t l = 0; l < model.num_layers(); ++l) {
       const Layer& layer = model.layer(l);
-      const bool sums_inputs = aggregates_before_transform(layer, l, sparse_features.has_value());
+      const bool sums_inputs = aggregates_before_transform(layer, l, sparse_features != nullptr);
       sums_inputs_first.push_back(sums_inputs);
       // What the aggregation reads and writes: the (dropped) inputs and their sums, or the transformed rows and
       // the outputs.
@@ -151,6 +153,10 @@ struct InMemoryExecutor::State {
     }
     mirror_kept.resize(model.num_layers());
     kept.resize(model.num_layers());
+    // What the run uploads once, before its first epoch, is not an epoch's.
+    device.synchronize();
+    transfers.take_traffic();
+    device.reset_transfer_stats();
   }
 
   ConstDeviceRows layer_input(std::size_t l) const { return l == 0 ? input.view() : outputs[l - 1].view(); }
@@ -424,8 +430,36 @@ struct InMemoryExecutor::State {
 };
 
 InMemoryExecutor::InMemoryExecutor(Resources& resources, const Model& model, const LocalGraph& local,
-                                   ConstRows features, Communicator* comm, SparseInputs inputs)
-    : state_(std::make_unique<State>(resources, model, local, features, comm, sparse_inputs(inputs, features, comm))) {}
+                                   ConstRows features, Communicator* comm, SparseInputs inputs) {
+  const std::optional<SparseRows> sparse = sparse_inputs(inputs, features, comm);
+  state_ = std::make_unique<State>(resources, model, local, features, comm, sparse ? &*sparse : nullptr);
+}
+
+InMemoryExecutor::InMemoryExecutor(Resources& resources, const Model& model, const LocalGraph& local,
+                                   ConstRows features, const SparseRows* sparse_features, Communicator* comm)
+    : state_(std::make_unique<State>(resources, model, local, features, comm, sparse_features)) {}
+
+MemoryForecast forecast_in_memory(Model& model, const LocalGraph& local, ConstRows features,
+                                  const SparseRows* sparse_features, bool forward_only, MemorySpace exchange_space,
+                                  const LibraryMemory& library) {
+  auto planning = std::make_unique<PlanningDevice>();
+  PlanningDevice& device = *planning;
+  Resources resources{.device = std::move(planning), .backend = make_planning_backend(device, library)};
+  const std::unique_ptr<Communicator> detached = make_detached_communicator(exchange_space);
+  std::pair<TrafficBytes, TrafficBytes> epoch_traffic;
+  std::int64_t largest_copy = 0;
+  {
+    InMemoryExecutor::State replay(resources, model, local, features, detached.get(), sparse_features);
+    replay.forward(model, 0, !forward_only);
+    if (!forward_only) replay.backward(model, 0);
+    epoch_traffic = replay.transfers.take_traffic();
+    largest_copy = replay.transfers.largest_copy_bytes();
+  }
+  MemoryForecast forecast = device.forecast();
+  std::tie(forecast.h2d, forecast.d2h) = epoch_traffic;
+  forecast.largest_copy_bytes = largest_copy;
+  return forecast;
+}
 
 InMemoryExecutor::~InMemoryExecutor() = default;
 

@@ -30,6 +30,10 @@ bool takes_sparse_inputs(SparseInputs choice, ConstRows features, bool stored_sp
 
 std::optional<SparseRows> sparse_inputs(SparseInputs choice, ConstRows features, Communicator* comm) {
   if (!takes_sparse_inputs(choice, features, true, comm)) return std::nullopt;
+  return sparse_input_rows(features);
+}
+
+SparseRows sparse_input_rows(ConstRows features) {
   SparseRows rows = sparse_rows_of(features);
   spdlog::info("first layer: the features as sparse rows, {} non-zero entries of {} (one in {:.0f})", rows.nonzeros(),
                features.size(),

@@ -172,12 +172,13 @@ struct SubgraphExecutor::State {
   }
   // The global ids of pass rows, on the device (what dropout masks are addressed by).
   DeviceArray<gid_t> gids_of(std::span<const vid_t> rows) {
-    // A replay on a planning device needs only the allocation.
-    if (!moves_data) return DeviceArray<gid_t>(device, static_cast<std::int64_t>(rows.size()), "index: global ids");
-    std::vector<gid_t> gids;
-    gids.reserve(rows.size());
-    for (const vid_t r : rows) gids.push_back(global_id[static_cast<std::size_t>(pass->vertex(r))]);
-    return to_device<gid_t>(transfers, gids, "index: global ids");
+    DeviceArray<gid_t> gids(device, static_cast<std::int64_t>(rows.size()), "index: global ids");
+    // Gathered straight into the staging (a replay on a planning device counts the copy and gathers nothing).
+    transfers.upload_with(gids.view(), Traffic::kIndex, [&](std::byte* staging) {
+      auto* out = reinterpret_cast<gid_t*>(staging);
+      for (const vid_t r : rows) *out++ = global_id[static_cast<std::size_t>(pass->vertex(r))];
+    });
+    return gids;
   }
 
   // Copies host rows `vertices` of `host` into a new device buffer, packed into one transfer.
@@ -938,17 +939,25 @@ MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, Con
   PlanningDevice device;
   const std::unique_ptr<Backend> kernels = make_planning_backend(device, plan.options.library);
   const std::unique_ptr<Communicator> detached = make_detached_communicator();
+  std::pair<TrafficBytes, TrafficBytes> epoch_traffic;
+  std::int64_t largest_copy = 0;
   {
     SubgraphExecutor::State replay(*kernels, device, model, local, features,
                                    plan.options.inputs.sparse ? sparse_features : nullptr, plan, detached.get());
     replay.planning = &device;
+    replay.transfers.take_traffic();  // what the run uploads once is not an epoch's
     if (plan.options.forward_only) {
       replay.evaluate(model);
     } else {
       replay.train(model, 0, no_loss);
     }
+    epoch_traffic = replay.transfers.take_traffic();
+    largest_copy = replay.transfers.largest_copy_bytes();
   }
-  return device.forecast();
+  MemoryForecast forecast = device.forecast();
+  std::tie(forecast.h2d, forecast.d2h) = epoch_traffic;
+  forecast.largest_copy_bytes = largest_copy;
+  return forecast;
 }
 
 namespace {
@@ -1282,38 +1291,48 @@ std::string describe_forecast(const MemoryForecast& forecast) {
   return fmt::format("{}alignment and fragmentation {}", parts, format_bytes(forecast.padding_at_peak()));
 }
 
-namespace {
-
-// What the options leave to the executor: its backend's library memory and kind, and how its features are held.
-SubgraphExecutorOptions completed(SubgraphExecutorOptions options, const Backend& backend,
-                                  const std::optional<SparseRows>& sparse_features) {
-  options.library = backend.library_memory();
-  options.device_is_gpu = backend.name() == "cuda";
-  options.inputs = input_shape(sparse_features);
-  return options;
+EpochPlan settled_plan(Model& model, const LocalGraph& local, ConstRows features, SubgraphExecutorOptions options,
+                       const SparseRows* sparse_features) {
+  options.inputs = sparse_features != nullptr ? InputShape{true, sparse_features->max_row_nonzeros()} : InputShape{};
+  EpochPlan plan = plan_epoch(model, local, options);
+  settle_device_memory(model, local, features, plan, sparse_features);
+  if (const std::int64_t short_by = device_memory_shortfall(plan); short_by > 0) {
+    throw InputError(fmt::format(
+        "device memory budget {} is {} short of what this plan needs at its peak ({}: {}); use --device-memory {} "
+        "or more",
+        format_bytes(plan.options.device_budget), format_bytes(short_by), format_bytes(plan.memory.peak_footprint_bytes),
+        describe_forecast(plan.memory), budget_for(plan.memory.peak_footprint_bytes)));
+  }
+  return plan;
 }
-
-}  // namespace
 
 SubgraphExecutor::SubgraphExecutor(Resources& resources, Model& model, const LocalGraph& local, ConstRows features,
                                    const SubgraphExecutorOptions& options, Communicator* comm, SparseInputs inputs)
-    : sparse_features_(sparse_inputs(inputs, features, comm)),
-      plan_(plan_epoch(model, local, completed(options, *resources.backend, sparse_features_))) {
+    : sparse_features_(sparse_inputs(inputs, features, comm)) {
+  SubgraphExecutorOptions completed = options;
+  completed.library = resources.backend->library_memory();
+  completed.device_is_gpu = resources.backend->name() == "cuda";
+  plan_ = settled_plan(model, local, features, completed, sparse_features_ ? &*sparse_features_ : nullptr);
+  start(resources, model, local, features, comm);
+}
+
+SubgraphExecutor::SubgraphExecutor(Resources& resources, Model& model, const LocalGraph& local, ConstRows features,
+                                   EpochPlan settled, std::optional<SparseRows> sparse_features, Communicator* comm)
+    : sparse_features_(std::move(sparse_features)), plan_(std::move(settled)) {
+  start(resources, model, local, features, comm);
+}
+
+void SubgraphExecutor::start(Resources& resources, Model& model, const LocalGraph& local, ConstRows features,
+                             Communicator* comm) {
   NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
              local.num_owned);
   NJ_EXPECTS(resources.device->budget_bytes() == plan_.options.device_budget,
              "a device budget of {} bytes for a plan of {}", resources.device->budget_bytes(),
              plan_.options.device_budget);
+  NJ_EXPECTS(plan_.options.inputs.sparse == sparse_features_.has_value(),
+             "a plan of {} inputs for {} features", plan_.options.inputs.sparse ? "sparse" : "dense",
+             sparse_features_ ? "sparse" : "dense");
   const SparseRows* sparse = sparse_features_ ? &*sparse_features_ : nullptr;
-  settle_device_memory(model, local, features, plan_, sparse);
-  if (const std::int64_t short_by = device_memory_shortfall(plan_); short_by > 0) {
-    throw InputError(fmt::format(
-        "device memory budget {} is {} short of what this plan needs at its peak ({}: {}); use --device-memory {} "
-        "or more",
-        format_bytes(plan_.options.device_budget), format_bytes(short_by),
-        format_bytes(plan_.memory.peak_footprint_bytes), describe_forecast(plan_.memory),
-        budget_for(plan_.memory.peak_footprint_bytes)));
-  }
   state_ = std::make_unique<State>(*resources.backend, *resources.device, model, local, features, sparse, plan_, comm);
 }
 

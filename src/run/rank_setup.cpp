@@ -1,11 +1,13 @@
 #include "nj/run/rank_setup.hpp"
 
+#include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 
 #include "nj/core/bytes.hpp"
+#include "nj/core/host_memory.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/shard_file.hpp"
@@ -48,31 +50,98 @@ Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator&
   return shard;
 }
 
-std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources& resources, Model& model, Shard& shard,
-                                        Communicator& comm) {
-  // Every rank decides alike (a collective), before any executor is made.
-  const SparseInputs inputs =
-      takes_sparse_inputs(choice.sparse_inputs, shard.features.view(), shard.features_stored_sparse, &comm)
-          ? SparseInputs::kOn
-          : SparseInputs::kOff;
-  if (choice.in_memory) {
-    if (choice.automatic) {
-      spdlog::info(
-          "execution: in-memory (no --device-memory was given: the whole graph on the device; --execution "
-          "reuse runs the subgraph executor)");
-    }
-    return std::make_unique<InMemoryExecutor>(resources, model, shard.local, shard.features.view(), &comm, inputs);
+RunHostUse PlannedRun::host_use(std::int64_t process_bytes) const {
+  return {.process_bytes = process_bytes,
+          .device_peak_bytes = device.peak_footprint_bytes,
+          .plan_bytes = plan_host_bytes,
+          .executor_bytes = executor_host_bytes,
+          .sparse_input_bytes = sparse_inputs ? sparse_rows_bytes(sparse_inputs->rows(), sparse_inputs->nonzeros()) : 0,
+          .staging_bytes = device.largest_copy_bytes,
+          .first_layer_sums_inputs = first_layer_sums_inputs};
+}
+
+namespace {
+
+std::vector<ExchangeForecast> exchange_sent(const Model& model, const LocalGraph& local, bool first_layer_sums_inputs,
+                                         bool forward_only) {
+  std::int64_t forward_rows = 0;
+  std::int64_t backward_rows = 0;
+  for (const PeerRows& p : local.peers) {
+    forward_rows += static_cast<std::int64_t>(p.send.size());
+    backward_rows += static_cast<std::int64_t>(p.receive.size());
   }
-  // The loss reads the training split's logits only.
-  SubgraphExecutorOptions options = choice.options;
-  options.loss_reads = shard.train_mask;
-  auto executor =
-      std::make_unique<SubgraphExecutor>(resources, model, shard.local, shard.features.view(), options, &comm, inputs);
-  log_plan(executor->plan());
+  constexpr auto kFloat = static_cast<std::int64_t>(sizeof(float));
+  std::vector<ExchangeForecast> layers;
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    const std::int64_t width = exchanged_width(model, l, first_layer_sums_inputs);
+    const std::int64_t gradient_width = forward_only ? 0 : exchanged_gradient_width(model, l, first_layer_sums_inputs);
+    layers.push_back({exchange_side(model, l, first_layer_sums_inputs), width, forward_rows * width * kFloat,
+                      backward_rows * gradient_width * kFloat});
+  }
+  return layers;
+}
+
+}  // namespace
+
+PlannedRun plan_run(const ExecutorChoice& choice, Model& model, const LocalGraph& local, ConstRows features,
+                    bool sparse, std::span<const std::uint8_t> loss_reads, int threads, MemorySpace exchange_space) {
+  PlannedRun run;
+  if (sparse) run.sparse_inputs = sparse_input_rows(features);
+  const SparseRows* rows = run.sparse_inputs ? &*run.sparse_inputs : nullptr;
+  if (choice.in_memory) {
+    run.device = forecast_in_memory(model, local, features, rows, choice.options.forward_only, exchange_space,
+                                    choice.options.library);
+    run.first_layer_sums_inputs = aggregates_before_transform(model.layer(0), 0, sparse);
+  } else {
+    SubgraphExecutorOptions options = choice.options;
+    options.loss_reads = options.forward_only ? std::span<const std::uint8_t>() : loss_reads;
+    const std::int64_t before = heap_bytes_in_use();
+    run.plan = settled_plan(model, local, features, options, rows);
+    run.plan_host_bytes = std::max<std::int64_t>(0, heap_bytes_in_use() - before);
+    run.device = run.plan->memory;
+    run.executor_host_bytes =
+        executor_host_bytes(*run.plan, model.num_layers(), threads > 0 ? threads : omp_get_max_threads());
+    run.first_layer_sums_inputs = run.plan->first_layer_sums_inputs();
+  }
+  run.exchange = exchange_sent(model, local, run.first_layer_sums_inputs, choice.options.forward_only);
+  return run;
+}
+
+PlannedRun plan_rank_run(const ExecutorChoice& choice, const Resources& resources, Model& model, const Shard& shard,
+                         Communicator& comm, int threads) {
+  if (choice.in_memory && choice.automatic) {
+    spdlog::info(
+        "execution: in-memory (no --device-memory was given: the whole graph on the device; --execution "
+        "reuse runs the subgraph executor)");
+  }
+  // Every rank decides alike (a collective), before any executor is made.
+  const bool sparse =
+      takes_sparse_inputs(choice.sparse_inputs, shard.features.view(), shard.features_stored_sparse, &comm);
+  ExecutorChoice completed = choice;
+  completed.options.library = resources.backend->library_memory();
+  completed.options.device_is_gpu = resources.backend->name() == "cuda";
+  return plan_run(completed, model, shard.local, shard.features.view(), sparse, shard.train_mask, threads,
+                  comm.exchange_space());
+}
+
+std::unique_ptr<Executor> make_executor(PlannedRun run, Resources& resources, Model& model, Shard& shard,
+                                        Communicator& comm) {
+  if (!run.plan) {
+    const SparseRows* sparse = run.sparse_inputs ? &*run.sparse_inputs : nullptr;
+    return std::make_unique<InMemoryExecutor>(resources, model, shard.local, shard.features.view(), sparse, &comm);
+  }
+  log_plan(*run.plan);
+  auto executor = std::make_unique<SubgraphExecutor>(resources, model, shard.local, shard.features.view(),
+                                                     std::move(*run.plan), std::move(run.sparse_inputs), &comm);
   // The executor holds what it reads of the graph (its plan, and the graph with self-loops that its steps build
   // blocks from): the loaded in-edges, a copy, go before the rows fill (the offsets stay, for the counts).
   std::vector<vid_t>().swap(shard.local.graph.sources);
   return executor;
+}
+
+std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources& resources, Model& model, Shard& shard,
+                                        Communicator& comm) {
+  return make_executor(plan_rank_run(choice, resources, model, shard, comm, 0), resources, model, shard, comm);
 }
 
 void check_same_partition(Communicator& comm, const Shard& shard) {

@@ -96,6 +96,7 @@ class BoundaryExchange {
   // Gathers every peer's outgoing rows from `rows` on the device and starts the exchange.
   void send_from_device(std::uint32_t layer, ExchangeDirection direction, ConstDeviceRows rows);
   // Device messages of `cols` floats per row for every peer (outgoing as `pack` fills them).
+  void release_messages();
   void allocate_messages(ExchangeDirection direction, std::int64_t cols);
 
   Communicator* comm_;

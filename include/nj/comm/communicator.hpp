@@ -122,8 +122,9 @@ void agree_on_failure(Communicator& comm, const std::function<void()>& work);
 // One rank, no launcher: reductions are the identity and there is no one to exchange with.
 std::unique_ptr<Communicator> make_single_process_communicator();
 // A rank cut off from its peers: exchanges complete at once, sending nothing and receiving nothing. Planning
-// replays a rank's epoch on it, to learn what the rank allocates without its peers taking part.
-std::unique_ptr<Communicator> make_detached_communicator();
+// replays a rank's epoch on it, to learn what the rank allocates and copies without its peers taking part; it
+// exchanges from `exchange_space` as the rank's own communicator does.
+std::unique_ptr<Communicator> make_detached_communicator(MemorySpace exchange_space = MemorySpace::kHost);
 
 // Owns MPI's lifetime in a process: initialises MPI when the process was started by a launcher (mpirun, srun)
 // and finalises it on destruction. Without a launcher it does nothing, so that one process never pays for MPI.

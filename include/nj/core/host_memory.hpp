@@ -12,6 +12,11 @@ struct ResidentMemory {
 // Zeros where /proc is not there to read.
 ResidentMemory resident_memory();
 
+// This process's resident bytes when it first called this: nj's main calls it once its libraries are loaded and MPI
+// is up, before it reads any data, so that it is what the process holds for its code and libraries alone. The same
+// binary holds about as much in every command, which is how nj plan forecasts what nj train will hold.
+std::int64_t resident_at_start();
+
 // Bytes malloc has handed out and not yet taken back (glibc's mallinfo2, or the sanitizer allocator's count): how
 // planning measures what its own structures hold.
 std::int64_t heap_bytes_in_use();

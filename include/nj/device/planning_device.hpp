@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nj/device/device.hpp"
+#include "nj/device/transfers.hpp"
 
 namespace nj {
 
@@ -25,6 +26,10 @@ struct MemoryForecast {
   // Per phase the replay marked (PlanningDevice::begin_phase), the arena's extent at its highest during it: what the
   // budget leaves that phase is the budget less this. Phases never marked read 0.
   std::vector<std::int64_t> phase_peak_footprint_bytes;
+  // What the replayed step copied each way, by what each copy carried (the replay's Transfers count them as a run's
+  // do): the bytes a run's epoch measures, counted by the executor's own code rather than estimated beside it.
+  TrafficBytes h2d, d2h;
+  std::int64_t largest_copy_bytes = 0;  // the most one copy moved, the run's first uploads included
   // The footprint beyond the requested bytes at its peak: alignment and fragmentation.
   std::int64_t padding_at_peak() const;
 };

@@ -5,6 +5,7 @@
 // kernels issued so far and returns once the host holds the data. Rows travel packed: gathered on the host
 // into staging (uploads), or into contiguous device rows before they leave (downloads). The executors, the
 // device parameters and the graph blocks all copy through here.
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstring>
@@ -55,6 +56,9 @@ class Transfers {
   Device& device() { return device_; }
   // Bytes copied each way since the last take, by what they carried.
   std::pair<TrafficBytes, TrafficBytes> take_traffic() { return {std::exchange(h2d_, {}), std::exchange(d2h_, {})}; }
+  // The most bytes one copy has moved so far: what page-locked staging holds at most (a replay that stages nothing
+  // counts it too).
+  std::int64_t largest_copy_bytes() const { return largest_copy_; }
 
   // Host rows `rows` of `host` (empty: its first dst.rows rows) into dst, after the kernels issued so far
   // (as every copy to the device here); kernels issued afterwards see them.
@@ -71,7 +75,7 @@ class Transfers {
   template <typename T, typename Fill>
   void upload_with(DeviceSpan<T> dst, Traffic kind, Fill&& fill) {
     if (dst.size == 0) return;
-    h2d_[kind] += dst.bytes();
+    tally(h2d_, kind, dst.bytes());
     if (!device_.moves_data()) return;
     std::byte* packed = reuse_staging(dst.bytes());
     fill(packed);
@@ -90,7 +94,7 @@ class Transfers {
   template <typename T>
   void download_array(DeviceSpan<const T> src, T* host, Traffic kind) {
     if (src.size == 0) return;
-    d2h_[kind] += src.bytes();
+    tally(d2h_, kind, src.bytes());
     std::byte* packed = reuse_staging(src.bytes());
     device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
     device_.synchronize(device_.copy_to_host(packed, src.data, src.bytes()));
@@ -102,6 +106,10 @@ class Transfers {
   void order_after_kernels() { device_.wait(Stream::kHostToDevice, device_.record(Stream::kCompute)); }
 
  private:
+  void tally(TrafficBytes& way, Traffic kind, std::int64_t bytes) {
+    way[kind] += bytes;
+    largest_copy_ = std::max(largest_copy_, bytes);
+  }
   // The first of `count` host rows (of host_rows) listed in `rows` (empty: the first ones) where they form one
   // block that this device copies straight, without staging; std::nullopt otherwise.
   std::optional<std::int64_t> direct_first_row(std::int64_t host_rows, std::span<const vid_t> rows,
@@ -117,6 +125,7 @@ class Transfers {
   PinnedArray<std::byte> staging_;  // for the synchronous copies
   Event staged_;                    // the last upload from it
   TrafficBytes h2d_, d2h_;
+  std::int64_t largest_copy_ = 0;
 };
 
 // Allocates a device array of ids holding `host` (the compute stream waits for it).

@@ -10,6 +10,7 @@
 
 #include "nj/comm/boundary_exchange.hpp"
 #include "nj/core/matrix.hpp"
+#include "nj/device/planning_device.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/exec/sparse_inputs.hpp"
 #include "nj/exec/subgraph.hpp"
@@ -89,12 +90,25 @@ bool aggregates_before_transform(const Layer& layer, std::size_t l, bool sparse_
 // fits in). Each layer transforms the owned rows (a layer that sums its inputs first drops them out); the
 // mirrors' rows come from the exchange, which runs while the owned rows that read no mirror aggregate; backward,
 // the rows that read mirrors run first, so that the mirrors' gradients travel home while the others run.
+// What an in-memory run holds on its device and moves an epoch: one training step (`forward_only`: one evaluation)
+// replayed on a planning device (planning_device.hpp) with kernels that do nothing, as forecast_device_memory replays
+// the subgraph executor's. `sparse_features`: the features as sparse rows where the first layer takes them so (null:
+// dense `features`, of which only the shape is read). `exchange_space`: where the rank's communicator exchanges rows
+// from (Communicator::exchange_space), which decides what the exchange stages through the host. The replay adds zeros
+// to `model`'s gradients and changes none of its values.
+MemoryForecast forecast_in_memory(Model& model, const LocalGraph& local, ConstRows features,
+                                  const SparseRows* sparse_features, bool forward_only = false,
+                                  MemorySpace exchange_space = MemorySpace::kHost, const LibraryMemory& library = {});
+
 class InMemoryExecutor final : public Executor {
  public:
   // `features`: the owned vertices' rows (copied to the device, as sparse rows where `inputs` takes them). `comm` may
   // be null when `local` has no peers.
   InMemoryExecutor(Resources& resources, const Model& model, const LocalGraph& local, ConstRows features,
                    Communicator* comm = nullptr, SparseInputs inputs = SparseInputs::kOff);
+  // With the first layer's inputs decided: `sparse_features`, the features as sparse rows, or null for dense rows.
+  InMemoryExecutor(Resources& resources, const Model& model, const LocalGraph& local, ConstRows features,
+                   const SparseRows* sparse_features, Communicator* comm);
   ~InMemoryExecutor() override;
   ConstRows evaluate(Model& model) override;
   ConstRows layer_outputs(std::size_t l) override;
@@ -102,6 +116,8 @@ class InMemoryExecutor final : public Executor {
   ExecutionMetrics take_metrics() override;
 
  private:
+  friend MemoryForecast forecast_in_memory(Model&, const LocalGraph&, ConstRows, const SparseRows*, bool, MemorySpace,
+                                           const LibraryMemory&);
   struct State;
   std::unique_ptr<State> state_;
 };

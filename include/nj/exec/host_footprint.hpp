@@ -32,25 +32,33 @@ struct RankShape {
   std::int64_t in_edges = 0;  // stored in-edges of its owned vertices
   std::int64_t features = 0;
   std::int64_t classes = 0;
+  // Where its file stores the features sparse, their stored entries (the reader holds them while it fills the dense
+  // rows); -1 where it stores them dense.
+  std::int64_t stored_nonzeros = -1;
   // Ranks that partition in memory read the whole dataset first and hold it while they cut their shard.
   std::int64_t whole_dataset_bytes = 0;
 };
 
+// A rank's host memory at a moment of its run, by part.
 struct HostFootprint {
   struct Part {
     std::string name;
     std::int64_t bytes = 0;
   };
+  std::string phase;  // "loading", "training", "inference": when it holds this
   std::vector<Part> parts;
   std::int64_t total() const;
   std::string describe() const;  // "dataset 300M, host rows 1.2G, ..."
 };
 
-// Host bytes of a loaded dataset or shard of this shape: features, graph, ids, degrees, labels and masks.
+// Host bytes of a loaded dataset or shard of this shape: features (as dense rows: the reader expands sparse ones),
+// graph, ids, degrees, labels and masks.
 std::int64_t shard_bytes(const RankShape& shape);
 // The part of it the subgraph executor frees once planned: the graph's in-edges, of which it keeps its own copy
 // (with self-loops) where its steps build their blocks, and blocks or nothing otherwise.
 std::int64_t shard_in_edge_bytes(const RankShape& shape);
+// Host bytes of the features as sparse rows (SparseRows) with this many entries.
+std::int64_t sparse_rows_bytes(std::int64_t rows, std::int64_t nonzeros);
 
 // How a rank's run is set up, as far as its host memory goes.
 struct RunLayout {
@@ -63,18 +71,30 @@ struct RunLayout {
   bool recompute = false;
   // Compute threads (0: OpenMP's default), each with its own BLAS packing buffers.
   int threads = 0;
+  bool inference = false;  // nj infer's forward pass: no gradients
 };
 
-// Before anything is loaded: the dataset or shard, the rows the executor keeps on the host, and where the
-// device is emulated, what it holds (the budget, or in memory every row of every layer and the graph).
-HostFootprint predict_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout);
+// What a planned run holds beside its loaded data, as planning measured or forecast it (nj/run/rank_setup.hpp,
+// PlannedRun).
+struct RunHostUse {
+  std::int64_t process_bytes = 0;       // resident before any data is read: code and libraries (resident_at_start)
+  std::int64_t device_peak_bytes = 0;   // the device's forecast peak footprint
+  std::int64_t plan_bytes = 0;          // the plan's structures, measured while planning
+  std::int64_t executor_bytes = 0;      // executor_host_bytes
+  std::int64_t sparse_input_bytes = 0;  // the first layer's inputs as sparse rows, where it takes them so
+  std::int64_t staging_bytes = 0;       // the most one copy stages (MemoryForecast::largest_copy_bytes)
+  bool first_layer_sums_inputs = false;
+};
 
-// Once planned: the same with the device's forecast peak in place of its bound, the planner's own structures,
-// measured while planning (heap_bytes_in_use before and after), and what the executor holds beside them
-// (executor_host_bytes).
-HostFootprint planned_host_footprint(const ModelConfig& config, const RankShape& shape, const RunLayout& layout,
-                                     std::int64_t device_peak_bytes, std::int64_t plan_bytes,
-                                     std::int64_t executor_bytes = 0);
+// The rank's host memory at the peak of loading its data, from the files' shapes: what nj train checks before it reads
+// anything.
+HostFootprint loading_host_footprint(const RankShape& shape, std::int64_t process_bytes);
+// Its host memory while it runs the planned epoch: the loaded data, the rows the executor keeps on the host, and where
+// the device is emulated, the device's forecast peak.
+HostFootprint running_host_footprint(const Model& model, const RankShape& shape, const RunLayout& layout,
+                                     const RunHostUse& use);
+// The rank's peak: the larger of the two (the loading's temporaries are gone before the run allocates).
+HostFootprint peak_host_footprint(const HostFootprint& loading, const HostFootprint& running);
 
 // Throws nj::InputError naming the parts where the footprint exceeds `available_bytes` (< 0: unknown, no
 // check). `whose`: "rank 2", or "this run".

@@ -34,6 +34,8 @@ bool takes_sparse_inputs(SparseInputs choice, ConstRows features, bool stored_sp
 // The features' sparse rows where takes_sparse_inputs(choice, features, true, comm) (logged); std::nullopt where the
 // first layer multiplies dense rows.
 std::optional<SparseRows> sparse_inputs(SparseInputs choice, ConstRows features, Communicator* comm = nullptr);
+// The features' sparse rows, logged as sparse_inputs logs them.
+SparseRows sparse_input_rows(ConstRows features);
 
 // What a plan knows of the first layer's inputs.
 struct InputShape {

@@ -50,6 +50,12 @@ std::int64_t device_memory_shortfall(const EpochPlan& plan);
 // "rows 1.2M, graph 300K, ..., alignment and fragmentation 12K": the forecast's peak by category.
 std::string describe_forecast(const MemoryForecast& forecast);
 
+// The epoch planned for `model` over `local` with `options` (whose library and device_is_gpu say what it runs on; its
+// inputs are set from `sparse_features`, the features as sparse rows where the first layer takes them so, else null),
+// its device memory settled; throws nj::InputError, naming the shortfall, where the budget cannot hold its peak.
+EpochPlan settled_plan(Model& model, const LocalGraph& local, ConstRows features, SubgraphExecutorOptions options,
+                       const SparseRows* sparse_features = nullptr);
+
 class SubgraphExecutor final : public Executor {
  public:
   // `model` and `features` (the owned vertices' rows) must outlive the executor; `comm` may be null when
@@ -61,6 +67,9 @@ class SubgraphExecutor final : public Executor {
   SubgraphExecutor(Resources& resources, Model& model, const LocalGraph& local, ConstRows features,
                    const SubgraphExecutorOptions& options, Communicator* comm = nullptr,
                    SparseInputs inputs = SparseInputs::kOff);
+  // Runs a plan settled by settled_plan for these features (`sparse_features` as it was given there).
+  SubgraphExecutor(Resources& resources, Model& model, const LocalGraph& local, ConstRows features, EpochPlan settled,
+                   std::optional<SparseRows> sparse_features, Communicator* comm = nullptr);
   ~SubgraphExecutor() override;
   ConstRows evaluate(Model& model) override;
   // Layers below the last: of an inference plan (SubgraphExecutorOptions::forward_only) in reuse mode only.
@@ -73,6 +82,7 @@ class SubgraphExecutor final : public Executor {
   friend MemoryForecast forecast_device_memory(Model&, const LocalGraph&, ConstRows, const EpochPlan&,
                                                const SparseRows*);
   struct State;
+  void start(Resources& resources, Model& model, const LocalGraph& local, ConstRows features, Communicator* comm);
   std::optional<SparseRows> sparse_features_;
   EpochPlan plan_;
   std::unique_ptr<State> state_;

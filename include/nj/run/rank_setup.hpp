@@ -3,10 +3,14 @@
 // and the commands to come): where the data comes from and how the rank's part is loaded and numbered, and which
 // executor runs the model over it. The device and its communicator come from nj/runtime.
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "nj/comm/communicator.hpp"
+#include "nj/exec/exchange_side.hpp"
 #include "nj/exec/executor.hpp"
+#include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/graph/shard.hpp"
 #include "nj/graph/vertex_order.hpp"
@@ -39,9 +43,50 @@ struct DataSource {
 // asks. Logs what was loaded and how long it took.
 Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator& comm);
 
-// The executor `choice` names over `shard` on `resources`, exchanging over `comm`; logs a subgraph executor's plan.
-// Whether its first layer takes the features as sparse rows is decided over every rank of `comm` (a collective,
-// takes_sparse_inputs). The subgraph executor keeps what it reads of the graph: the shard's in-edge copy is dropped.
+// A rank's run, planned before anything of it is allocated: what nj plan reports, and what nj train checks against
+// the host memory it may use and then runs. Its device figures are counted, not estimated: a training step (an
+// inference plan: one evaluation) replayed on a planning device with the executor's own code.
+// Bytes a rank sends its peers per epoch for layer l: forward, its boundary rows of what the layer exchanges; backward,
+// its mirrors' gradients of them (none for a first layer that sums its inputs, nor in an inference plan). What
+// ExchangeStats counts as sent.
+struct ExchangeForecast {
+  ExchangeSide side = ExchangeSide::kTransformedRows;
+  std::int64_t row_width = 0;  // floats
+  std::int64_t forward_bytes = 0;
+  std::int64_t backward_bytes = 0;
+};
+
+struct PlannedRun {
+  std::optional<SparseRows> sparse_inputs;  // the first layer's inputs as sparse rows, where it takes them so
+  std::optional<EpochPlan> plan;            // the subgraph executor's, settled; none for the in-memory executor
+  MemoryForecast device;                    // the device's peak, and what an epoch copies each way
+  std::int64_t plan_host_bytes = 0;         // what the plan's structures hold, measured on the heap while planning
+  std::int64_t executor_host_bytes = 0;     // what the subgraph executor holds beside them (executor_host_bytes)
+  bool first_layer_sums_inputs = false;     // whether layer 1 aggregates its inputs before it transforms them
+  std::vector<ExchangeForecast> exchange;      // per layer, what this rank sends its peers an epoch
+  // What the run holds beside its loaded data, with `process_bytes` for the process itself.
+  RunHostUse host_use(std::int64_t process_bytes) const;
+};
+
+// Plans what `choice` runs over `local`: the in-memory executor's step replayed, or the subgraph executor's plan
+// settled (choice.options says what it runs on: the library memory and whether the device is a GPU). `sparse`: whether
+// the first layer takes `features` as sparse rows (then they are built here from `features`, which must hold values;
+// else only their shape is read). `loss_reads`: as SubgraphExecutorOptions::loss_reads. `threads`: the run's compute
+// threads (0: OpenMP's default), for the executor's host bytes. `exchange_space`: where the rank's communicator
+// exchanges rows from (Communicator::exchange_space).
+PlannedRun plan_run(const ExecutorChoice& choice, Model& model, const LocalGraph& local, ConstRows features,
+                    bool sparse, std::span<const std::uint8_t> loss_reads, int threads,
+                    MemorySpace exchange_space = MemorySpace::kHost);
+// plan_run for this rank's `shard` on `resources`, as `make_executor` runs it: whether the first layer takes the
+// features as sparse rows is decided over every rank of `comm` (a collective, takes_sparse_inputs); a training plan's
+// loss reads the training split's logits only.
+PlannedRun plan_rank_run(const ExecutorChoice& choice, const Resources& resources, Model& model, const Shard& shard,
+                         Communicator& comm, int threads);
+// The executor of a planned run over `shard`, exchanging over `comm`; logs a subgraph executor's plan. The subgraph
+// executor keeps what it reads of the graph: the shard's in-edge copy is dropped.
+std::unique_ptr<Executor> make_executor(PlannedRun run, Resources& resources, Model& model, Shard& shard,
+                                        Communicator& comm);
+// Both at once.
 std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources& resources, Model& model, Shard& shard,
                                         Communicator& comm);
 

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""nj plan's forecasts against what nj train measures, for every model, in memory and within budgets of 25 % and 10 %
+of the unlimited peak, on Cora and CiteSeer (features stored sparse), a generated graph with dense features, and on 2
+ranks of a partition folder.
+
+What an epoch copies each way (by what it carried), the device's peak and the bytes exchanged are counted by the
+forecast, so they must equal the measurement to the byte, every epoch. The host peak adds up what the rank holds, and
+must be within 10 % of the peak resident memory that the kernel reports for the run (getrusage of the waited
+process; under mpirun, the largest of its processes).
+
+    forecasts_test.py NJ WORK [--data DIR] [--quick]
+
+Exits 1 naming every case whose forecast is off, 0 where all agree. Without the shared data folder the real graphs are
+skipped with a message (an error where NJ_REQUIRE_DATA is set).
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+
+MODELS = ["gcn", "gat", "sage", "gin", "appnp"]
+BUDGET_SHARES = [0.25, 0.10]
+HOST_TOLERANCE = 0.10
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OMPI_MCA_mpi_yield_when_idle": "1"}
+
+
+def run(command, env=None):
+    """Runs a command; returns its stdout and the largest peak resident memory (bytes) of the processes it waited."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({result.returncode}):\n{result.stderr[-3000:]}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # RUSAGE_CHILDREN's maxrss is the largest of any child so far: a run that peaks below an earlier one cannot be
+    # told apart, so each measured run goes through a fresh Python process of its own (measure()).
+    return result.stdout, peak * 1024 if peak > before else None
+
+
+def measure(command, env=None):
+    """The peak resident memory of `command` alone, through a child Python that waits for nothing else."""
+    probe = ("import resource,subprocess,sys;"
+             "r=subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL,stderr=subprocess.PIPE,text=True);"
+             "sys.stderr.write(r.stderr[-3000:]) if r.returncode else None;"
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss*1024);sys.exit(r.returncode)")
+    result = subprocess.run([sys.executable, "-c", probe, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **(env or {})})
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({result.returncode}):\n{result.stderr}")
+    return int(result.stdout.strip())
+
+
+def plan(nj, data, options):
+    stdout, _ = run([nj, "plan", data, "--json", *options])
+    return json.loads(stdout)
+
+
+def epochs_of(metrics):
+    with open(metrics) as f:
+        return [r for r in map(json.loads, f) if r["type"] == "epoch"]
+
+
+def check_case(nj, work, name, data, options, ranks, failures):
+    forecast = plan(nj, data, options)
+    metrics = os.path.join(work, "metrics.jsonl")
+    train = [nj, "train", *(["--partitions", data] if ranks > 1 else [data]), *options, "--epochs", "2",
+             "--metrics-out", metrics]
+    if ranks > 1:
+        train = ["mpirun", "-np", str(ranks), "--oversubscribe", *train]
+    rss = measure(train, MPI_ENV if ranks > 1 else None)
+    problems = []
+    rank0 = forecast["ranks"][0]
+    for epoch in epochs_of(metrics):
+        for key, value in rank0["execution"].items():
+            if epoch["execution"][key] != value:
+                problems.append(f"epoch {epoch['epoch']} {key}: measured {epoch['execution'][key]}, forecast {value}")
+        for layer in epoch["over_ranks"]["exchange"]:
+            l = layer["layer"] - 1
+            for direction in ("forward", "backward"):
+                expected = sum(r["exchange"][l][f"{direction}_bytes"] for r in forecast["ranks"])
+                if layer[direction]["bytes_sent"] != expected:
+                    problems.append(f"epoch {epoch['epoch']} layer {l + 1} {direction} exchange: measured "
+                                    f"{layer[direction]['bytes_sent']}, forecast {expected}")
+    host = max(r["host_peak_bytes"] for r in forecast["ranks"])
+    error = (host - rss) / rss
+    line = f"{name}: host peak forecast {host / 2**20:.1f} MiB, measured {rss / 2**20:.1f} MiB ({100 * error:+.1f} %)"
+    if abs(error) > HOST_TOLERANCE:
+        problems.append(f"host peak off by more than {100 * HOST_TOLERANCE:.0f} %: " + json.dumps(rank0["host"]))
+    print(line + ("" if not problems else " FAILED"), flush=True)
+    for p in problems:
+        failures.append(f"{name}: {p}")
+
+
+def budgets(nj, data, model_options):
+    """The device budgets of 25 % and 10 % of the unlimited subgraph executor's peak, in whole KiB, or the smallest
+    budget it plans with where that is more."""
+    ranks = plan(nj, data, [*model_options, "--execution", "reuse"])["ranks"]
+    peak = max(r["execution"]["peak_device_footprint_bytes"] for r in ranks)
+    least = max(r["minimum_device_budget_bytes"] for r in ranks)
+    return [f"{(max(int(peak * share), least) + 1023) // 1024}K" for share in BUDGET_SHARES]
+
+
+def graphs(nj, work, data_dir):
+    found = []
+    for name in ("cora", "citeseer"):
+        folder = os.path.join(data_dir, name) if data_dir else ""
+        if not folder or not os.path.isdir(folder):
+            if os.environ.get("NJ_REQUIRE_DATA"):
+                sys.exit(f"forecasts_test: {folder or 'the data folder'} is missing and NJ_REQUIRE_DATA is set")
+            print(f"SKIPPED {name}: no {folder or 'data folder'}")
+            continue
+        path = os.path.join(work, f"{name}.h5")
+        run([nj, "convert", "--format", "plain", folder, "--output", path])
+        found.append((name, path))
+    generated = os.path.join(work, "generated.h5")
+    run([nj, "generate", "--vertices", "6000", "--edges", "60000", "--features", "64", "--classes", "6",
+         "--output", generated])
+    found.append(("generated", generated))
+    return found
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("nj")
+    parser.add_argument("work")
+    parser.add_argument("--data", default=os.environ.get("NJ_DATA_DIR"))
+    args = parser.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    failures = []
+    found = graphs(args.nj, args.work, args.data)
+    for name, path in found:
+        for model in MODELS:
+            options = ["--model", model, "--threads", "2"]
+            check_case(args.nj, args.work, f"{name} {model} in memory", path, options, 1, failures)
+            for budget in budgets(args.nj, path, options):
+                check_case(args.nj, args.work, f"{name} {model} at {budget}", path, [*options, "--device-memory", budget],
+                           1, failures)
+    parts = os.path.join(args.work, "parts")
+    name, path = found[0]
+    run([args.nj, "partition", path, "--parts", "2", "--output", parts])
+    for model in MODELS:
+        options = ["--model", model, "--threads", "1"]
+        check_case(args.nj, args.work, f"{name} 2 ranks {model} in memory", parts, options, 2, failures)
+        budget = budgets(args.nj, parts, options)[0]
+        check_case(args.nj, args.work, f"{name} 2 ranks {model} at {budget}", parts, [*options, "--device-memory", budget],
+                   2, failures)
+    if failures:
+        print("\n".join(["FAILED:", *failures]))
+        sys.exit(1)
+    print(f"all forecasts equal the measurements ({len(found)} graphs)")
+
+
+if __name__ == "__main__":
+    main()
