@@ -318,8 +318,9 @@ struct StepRows {
   // An aggregation backward that takes the next layer's transform backward: the gradients of that chunk's rows.
   RowRun next_gradient_reads;
 };
-// Whether the plan of a run with these options sums the first layer's inputs (Pass::first_layer_sums_inputs): reuse
-// without a budget (kUnlimited or 0: none), where aggregates_before_transform allows it.
+// Whether the plan of a run with these options sums the first layer's inputs (Pass::first_layer_sums_inputs): reuse,
+// with or without a budget, where aggregates_before_transform allows it (never over sparse inputs); the recompute
+// baseline transforms first.
 bool plan_sums_first_layer_inputs(const Model& model, const SubgraphExecutorOptions& options);
 
 StepRows rows_of_step(const Model& model, const Pass& pass, std::size_t step, std::span<const vid_t> sources);

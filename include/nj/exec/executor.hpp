@@ -1,8 +1,9 @@
 #pragma once
 // An executor runs a model's forward and backward passes over a graph and decides where the data lives while
-// it does. The training loop sees only this interface: the in-memory executor keeps everything in host memory
-// and runs each layer on the whole graph at once; the subgraph executor (subgraph_executor.hpp) runs the same
-// layers block by block within a device-memory budget.
+// it does. The training loop sees only this interface: the in-memory executor keeps everything on the device (the
+// GPU, or on the CPU backend the device emulated in host memory) and runs each layer on the whole graph at once; the
+// subgraph executor (subgraph_executor.hpp) keeps the vertex rows in host memory and runs the same layers block by
+// block within a device-memory budget.
 #include <cstdint>
 #include <functional>
 #include <memory>
