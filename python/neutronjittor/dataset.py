@@ -228,7 +228,9 @@ def write_dataset(
     where = os.fspath(path)
     x = _features(where, features)
     n = x.shape[0]
-    y = _array(labels).astype(np.int64).reshape(-1)
+    y = _array(labels).astype(np.int64)
+    if y.ndim == 2 and y.shape[1] == 1:  # OGB's labels: a column
+        y = y[:, 0]
     src, dst = _edges(edge_index, node_ids, n)
     if symmetrized is None:
         forward = set(zip(src.tolist(), dst.tolist()))

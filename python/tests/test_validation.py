@@ -111,6 +111,7 @@ MISTAKES = {
     "a source beyond the vertices": with_mistake(edge_index=np.array([[9, 3, 1, 0], [2, 3, 0, 1]])),
     "a negative source": with_mistake(edge_index=np.array([[0, 1, -3], [1, 0, 4]])),
     "a label too few": with_mistake(labels=np.arange(N - 1) % CLASSES),
+    "labels of two columns": with_mistake(labels=np.zeros((N, 2), dtype=np.int64)),
     "a mask entry too many": with_mistake(val_mask=np.zeros(N + 1, dtype=bool)),
     "a mask of two dimensions": with_mistake(test_mask=np.zeros((N, 1), dtype=bool)),
     "an empty training split": with_mistake(train_mask=np.zeros(N, dtype=bool)),
