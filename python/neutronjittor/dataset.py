@@ -215,7 +215,8 @@ def write_dataset(
         of ``node_ids``.
     features: (n, width) floats, a numpy array, a tensor or a scipy.sparse matrix (kept sparse for a
         sparse file).
-    labels: n class ids; -1 for an unlabelled vertex (allowed only outside every split).
+    labels: n class ids, a vector or a column (as OGB gives them); -1 for an unlabelled vertex (allowed only outside
+        every split).
     train_mask, val_mask, test_mask: boolean masks of n entries, or arrays of vertex positions. The training
         split must not be empty; splits may overlap.
     num_classes: default ``labels.max() + 1``.
