@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
   python3 python3-numpy python3-scipy python3-h5py python3-matplotlib
-  python3-venv python3-setuptools python3-pytest # tests/python/run_pytest.sh: the Python package, installed with pip into a venv
+  python3-venv flit python3-pytest # tests/python/run_pytest.sh: the Python package, built by flit_core (Debian's flit) and installed with pip into a venv
   slurm-wlm munge
   clang libclang-rt-14-dev # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes
   libomp-dev # the tsan preset (scripts/test-sanitizers.sh): LLVM's OpenMP runtime and Archer, which TSan understands

@@ -63,9 +63,19 @@ def read_predictions(path: str | os.PathLike, node_ids: Any = None) -> Predictio
     return result
 
 
+def _pandas() -> Any:
+    """pandas, an optional dependency: the ``frames`` extra."""
+    try:
+        import pandas  # noqa: PLC0415
+    except ImportError as missing:
+        raise ImportError('read_metrics(as_frame=True) needs pandas: pip install "neutronjittor[frames]"') from missing
+    return pandas
+
+
 def read_metrics(path: str | os.PathLike, as_frame: bool = False) -> Any:
     """``nj train --metrics-out``'s records: (epochs, summaries), each a list of dicts; with ``as_frame``, the
-    epochs as a pandas DataFrame (pandas must be installed) and the summaries as a list."""
+    epochs as a pandas DataFrame (the ``frames`` extra: ``pip install "neutronjittor[frames]"``) and the summaries
+    as a list."""
     epochs: List[dict] = []
     summaries: List[dict] = []
     with open(path) as f:
@@ -75,7 +85,5 @@ def read_metrics(path: str | os.PathLike, as_frame: bool = False) -> Any:
             record = json.loads(line)
             (epochs if record.get("type") == "epoch" else summaries).append(record)
     if as_frame:
-        import pandas  # noqa: PLC0415 (optional)
-
-        return pandas.json_normalize(epochs), summaries
+        return _pandas().json_normalize(epochs), summaries
     return epochs, summaries

@@ -51,7 +51,7 @@ def bag_of_words_graph(vertices, words, density, classes, degree, seed):
 
 
 def load_seconds(nj_binary, path):
-    printed = nj.train(path, nj=nj_binary, epochs=1, threads=2, vertex_order="input", hidden=16)
+    printed = nj.train(path, nj=nj_binary, epochs=1, threads=2, vertex_order="input", hidden=16, quiet=True)
     return float(re.search(r"loaded and ordered in ([\d.]+) s", printed).group(1))
 
 

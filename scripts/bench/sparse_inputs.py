@@ -32,7 +32,7 @@ def epoch(nj_binary, path, work, model, sparse_inputs, budget, epochs):
                    metrics_out=metrics)
     if budget != "unlimited":
         options.update(execution="reuse", device_memory=budget)
-    nj.train(path, nj=nj_binary, **options)
+    nj.train(path, nj=nj_binary, quiet=True, **options)
     records = [json.loads(line) for line in open(metrics)]
     summary = records[-1]
     peak = max(r["execution"]["peak_device_footprint_bytes"] for r in records if r["type"] == "epoch")
