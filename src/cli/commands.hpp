@@ -2,6 +2,7 @@
 // Each `nj` subcommand registers itself on the top-level app; its callback does the work and throws on error.
 #include <CLI/CLI.hpp>
 
+#include "cli/validators.hpp"
 #include "nj/comm/communicator.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
@@ -106,6 +107,21 @@ struct ExecutorArguments {
 };
 void add_executor_options(CLI::App& command, ExecutorArguments& args);
 ExecutorChoice parse_executor_choice(const ExecutorArguments& args);
+
+// What decides whether an option applies, beyond the model and the executor: the job's ranks, whether they read a
+// partition folder, and whether they compute on a GPU.
+struct RunContext {
+  int ranks = 1;
+  bool partitions_given = false;
+  bool on_gpu = false;
+};
+// "--heads is ignored: it applies to --model gat only, and this run's model is sage": a line for each option given (on
+// the command line or in a configuration file) that the run does not use.
+std::vector<std::string> unused_option_warnings(const CLI::App& command, const ModelConfig& model,
+                                                const ExecutorChoice& choice, const RunContext& context);
+// Logs them as warnings.
+void warn_unused_options(const CLI::App& command, const ModelConfig& model, const ExecutorChoice& choice,
+                         const RunContext& context);
 
 // What rank `rank` of `ranks` will load, from a dataset file or a partition folder, read from the files' shapes
 // and the manifest without loading them.

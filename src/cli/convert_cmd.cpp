@@ -46,7 +46,7 @@ std::string default_name(const std::string& input) {
 }
 
 void require_format(const CLI::Option* option, const ConvertArgs& args, const std::string& format) {
-  NJ_REQUIRE(option->count() == 0 || args.format == format, "{} applies only to --format {}", option->get_name(),
+  NJ_USAGE(option->count() == 0 || args.format == format, "{} applies only to --format {}", option->get_name(),
              format);
 }
 
@@ -91,7 +91,7 @@ void add_convert_command(CLI::App& app) {
 
   cmd->add_option("--format", args->format, "Input format: edgelist (SNAP-style file), plain (folder), ogb (folder)")
       ->required()
-      ->check(CLI::IsMember({"edgelist", "plain", "ogb"}));
+      ->check(one_of({"edgelist", "plain", "ogb"}));
   cmd->add_option("input", args->input, "Input file (edgelist) or folder (plain, ogb)")->required();
   cmd->add_option("--output,-o", args->output, "HDF5 dataset file to write")->required();
   cmd->add_option("--name", options.name, "Dataset name recorded in the file (default: the input's name)");
@@ -101,7 +101,7 @@ void add_convert_command(CLI::App& app) {
                                 "Ids are arbitrary: the distinct ids of the edge list, sorted, become 0..N-1");
   args->num_vertices = cmd->add_option("--num-vertices", options.ids.num_vertices,
                                        "Vertex count; ids at or beyond it are errors (default: largest id + 1)");
-  args->num_vertices->check(CLI::PositiveNumber)->excludes(args->relabel);
+  args->num_vertices->check(at_least(1))->excludes(args->relabel);
 
   cmd->add_flag("--undirected", options.graph.symmetrize, "Add the reverse of every edge");
   cmd->add_option("--self-loops", options.graph.self_loops, "Self-loops: keep, remove, or add where missing")
@@ -124,11 +124,11 @@ void add_convert_command(CLI::App& app) {
                                    "Feature file: `col:value` pairs or dense values, line i is vertex i");
   cmd->add_option("--random-features", options.data.random_features,
                   "Without a feature file: this many standard-normal columns (default: one column of ones)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->excludes(features);
   cmd->add_option("--labels", options.data.labels, "Label file: one label per line, or `vertex label` pairs");
   cmd->add_option("--num-classes", options.data.num_classes, "Number of classes (default: largest label + 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   auto* train = cmd->add_option("--train", options.data.train, "Train split file: vertex ids, one per line");
   auto* val = cmd->add_option("--val", options.data.val, "Validation split file: vertex ids, one per line");
   auto* test = cmd->add_option("--test", options.data.test, "Test split file: vertex ids, one per line");

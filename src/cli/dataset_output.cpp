@@ -22,7 +22,7 @@ void add_dataset_output_options(CLI::App& command, DatasetOutputArguments& args)
       .add_option("--feature-storage", args.feature_storage,
                   "How the file stores the features: dense, sparse (compressed rows: for bag-of-words features), or "
                   "auto (sparse where that takes at most half the bytes)")
-      ->check(CLI::IsMember({"auto", "dense", "sparse"}))
+      ->check(one_of({"auto", "dense", "sparse"}))
       ->capture_default_str();
 }
 

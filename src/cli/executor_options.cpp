@@ -41,36 +41,36 @@ void add_model_options(CLI::App& cmd, ModelArguments& args) {
   cmd.add_option("--model", args.model,
                  "Model: gcn, gat, sage (GraphSAGE, mean), gin (sum, then a 2-layer MLP) or appnp (an MLP, then "
                  "propagation)")
-      ->check(CLI::IsMember({"gcn", "gat", "sage", "gin", "appnp"}))
+      ->check(one_of({"gcn", "gat", "sage", "gin", "appnp"}))
       ->capture_default_str();
   cmd.add_option("--layers", args.config.layers, "Number of layers (APPNP: of its MLP)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd.add_option("--hidden", args.config.hidden, "Hidden width (GAT: channels per head)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd.add_option("--heads", args.config.heads, "GAT heads in hidden layers (concatenated)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd.add_option("--output-heads", args.config.output_heads, "GAT heads in the output layer (averaged)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd.add_option("--activation", args.activation, "Activation between layers: relu or elu [relu for GCN, elu for GAT]")
-      ->check(CLI::IsMember({"relu", "elu"}));
+      ->check(one_of({"relu", "elu"}));
   cmd.add_option("--dropout", args.config.dropout, "Dropout on every layer's input rows")
-      ->check(CLI::Range(0.0, 0.99))
+      ->check(between(0.0, 0.99))
       ->capture_default_str();
   cmd.add_option("--attention-dropout", args.config.attention_dropout, "GAT dropout on attention coefficients")
-      ->check(CLI::Range(0.0, 0.99))
+      ->check(between(0.0, 0.99))
       ->capture_default_str();
   cmd.add_option("--gin-eps", args.config.gin_eps, "GIN's ε: the vertex's own row counts 1+ε times")
       ->capture_default_str();
   cmd.add_flag("--gin-train-eps", args.config.gin_train_eps, "GIN's ε is learnt, starting from --gin-eps");
   cmd.add_option("--propagation-steps", args.config.propagation_steps, "APPNP's propagation steps K")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd.add_option("--teleport", args.config.teleport, "APPNP's teleport probability α")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(between(0.0, 1.0))
       ->capture_default_str();
   cmd.add_option("--seed", args.config.seed, "Seed of weights and dropout masks")->capture_default_str();
 }
@@ -80,42 +80,44 @@ void add_executor_options(CLI::App& cmd, ExecutorArguments& args) {
                  "reuse (embedding reuse, layer by layer), recompute (each subgraph through all layers: the "
                  "baseline), in-memory (plain full-graph training, the whole graph on the device), or auto "
                  "(in-memory unless --device-memory is given)")
-      ->check(CLI::IsMember({"auto", "reuse", "recompute", "in-memory"}))
+      ->check(one_of({"auto", "reuse", "recompute", "in-memory"}))
       ->capture_default_str();
   cmd.add_option("--device-memory", args.device_memory,
                  "Device memory budget, e.g. 512M or 2G (K/M/G/T suffixes), or unlimited")
+      ->check(byte_size())
       ->capture_default_str();
   cmd.add_option("--cache-policy", args.cache_policy,
                  "What stays on the device: st-aware, lru, fifo, degree, size-order, belady or none")
-      ->check(CLI::IsMember({"st-aware", "lru", "fifo", "degree", "size-order", "belady", "none"}))
+      ->check(one_of({"st-aware", "lru", "fifo", "degree", "size-order", "belady", "none"}))
       ->capture_default_str();
   cmd.add_option("--vertex-order", args.vertex_order,
                  "How a rank numbers its vertices: community (neighbours together, for cache locality) or input "
                  "(as stored); results differ only in rounding")
-      ->check(CLI::IsMember({"community", "input"}))
+      ->check(one_of({"community", "input"}))
       ->capture_default_str();
   cmd.add_option("--host-blocks", args.host_blocks,
                  "Within a budget: keep every subgraph's graph block in host memory when they take at most this much "
                  "together; otherwise each step builds its block as it runs, holding one at a time (less memory, "
                  "a little more time per step)")
+      ->check(byte_size())
       ->capture_default_str();
   cmd.add_option("--sparse-inputs", args.sparse_inputs,
                  "Whether the first layer multiplies the features as sparse rows (their non-zero entries: SpMM, "
                  "dropout and the weight gradient over those alone) or dense ones: on, off, or auto (sparse where at "
                  "most 1 entry in 16 is non-zero); results differ only in rounding")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->check(one_of({"auto", "on", "off"}))
       ->capture_default_str();
   cmd.add_option("--chain-layers", args.chain_layers,
                  "Within a budget on one rank: whether each layer transforms the previous one's outputs as they are "
                  "aggregated, and hands their gradients back the same way, instead of through the host: on or off")
-      ->check(CLI::IsMember({"on", "off"}))
+      ->check(one_of({"on", "off"}))
       ->capture_default_str();
   cmd.add_option("--recompute-outputs", args.recompute_outputs,
                  "Within a budget on one rank, where each layer transforms the previous one's outputs as they are "
                  "aggregated: whether training computes those outputs again in the backward half instead of keeping "
                  "them on the host: on, off, or auto (only on a GPU, where moving them costs more: from the first "
                  "layer's sums of its inputs, or by aggregating again, an attention layer's)")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->check(one_of({"auto", "on", "off"}))
       ->capture_default_str();
 }
 
@@ -134,7 +136,7 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
   choice.sparse_inputs = parse_sparse_inputs(args.sparse_inputs);
   // Ids numbered by community are already a locality order: subgraphs are cut in it, with no search of their own.
   if (choice.vertex_order == VertexOrder::kCommunity) choice.options.cut_order = CutOrder::kVertexIds;
-  NJ_REQUIRE(!choice.in_memory || choice.options.device_budget == kUnlimited,
+  NJ_USAGE(!choice.in_memory || choice.options.device_budget == kUnlimited,
              "--device-memory needs --execution reuse or recompute (in-memory training has no budget)");
   return choice;
 }

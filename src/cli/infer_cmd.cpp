@@ -69,7 +69,7 @@ std::vector<std::size_t> embedding_layers(const std::vector<std::string>& asked,
     } catch (const std::exception&) {
       parsed = 0;
     }
-    NJ_REQUIRE(parsed == item.size() && layer >= 1 && layer <= layers,
+    NJ_USAGE(parsed == item.size() && layer >= 1 && layer <= layers,
                "--embeddings {}: give layer numbers from 1 to {} (this model's layers), or all", item, layers);
     chosen.push_back(layer - 1);
   }
@@ -98,12 +98,12 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
       apply_config_file(command, args.data.config_file);
     }
     dataset = args.data.dataset();
-    NJ_REQUIRE(dataset.empty() != args.data.partitions.empty(),
+    NJ_USAGE(dataset.empty() != args.data.partitions.empty(),
                "give either a dataset or --partitions (a folder written by nj partition), not {}",
                dataset.empty() ? "neither" : "both");
     if (!dataset.empty()) require_dataset_file(dataset, PartitionFolders::kByOption);
     choice = parse_executor_choice(args.executor);
-    NJ_REQUIRE(choice.in_memory || choice.options.mode == ExecutionMode::kReuse,
+    NJ_USAGE(choice.in_memory || choice.options.mode == ExecutionMode::kReuse,
                "nj infer runs in memory or with --execution reuse (the recompute baseline keeps no layer's outputs)");
     choice.options.forward_only = true;
     if (leader) checkpoint = read_checkpoint_model(args.checkpoint);
@@ -199,12 +199,12 @@ void add_infer_command(CLI::App& app, Communicator& comm) {
   for (std::size_t i = before; i < cmd->get_options().size(); ++i) cmd->get_options()[i]->group(kTrainingGroup);
   add_training_only_options(*cmd, args->training, kTrainingGroup);
   cmd->add_option("--threads", args->threads, "Threads (0: OpenMP's default)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   cmd->add_option("--device", args->device,
                   "Where to compute: cuda (the GPU of this rank's local rank), cpu, or auto (cuda where a GPU is "
                   "present)")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+      ->check(one_of({"auto", "cuda", "cpu"}))
       ->capture_default_str();
   cmd->add_flag("--deterministic", args->deterministic,
                 "CUDA: aggregate with the shared row kernels instead of cuSPARSE, so that runs repeat bit for bit");

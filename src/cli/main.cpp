@@ -18,6 +18,10 @@
 
 namespace {
 
+// Exit statuses: 1 for an error at run time (a file, the machine, training itself), 2 for a mistake in the command
+// line, 128 + N where signal N stopped training.
+constexpr int kUsageExit = 2;
+
 // OpenBLAS chose its kernels as the process loaded (blas_kernels.hpp). Where it chose weaker ones than the CPU
 // runs, and OPENBLAS_CORETYPE was left unset, the process starts again with it naming the CPU's, before MPI or
 // any file is opened; where it cannot, it goes on with the kernels it has.
@@ -76,18 +80,18 @@ int run_command_line(int argc, char** argv) {
   // nj's own options (--log-level, --color) may follow the subcommand too, as its own do.
   app.fallthrough();
   app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
-    return "nj: error: " + nj::cli::parse_failure_message(*failed, e) + " (run with --help for usage)\n";
+    return "nj: error: " + nj::cli::parse_failure_message(*failed, e) + "\n";
   });
   app.set_version_flag("--version", std::string(nj::kVersion));
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "Logging level")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->check(nj::cli::one_of({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
   std::string color = "auto";
   app.add_option("--color", color,
                  "Colour the log: auto (where standard output is a terminal the user sees, not a rank of mpirun or "
                  "srun, and NO_COLOR is unset), always, or never")
-      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->check(nj::cli::one_of({"auto", "always", "never"}))
       ->capture_default_str();
   app.parse_complete_callback([&] { nj::cli::set_up_logging(log_level, color); });
 
@@ -112,9 +116,13 @@ int run_command_line(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // Every rank parses the same command line and fails alike: one of them says so.
-    if (comm->rank() == 0) return app.exit(e);
-    return e.get_exit_code();
+    // Every rank parses the same command line and fails alike: one of them says so. --help and --version succeed; a
+    // command line that cannot be parsed is a usage error.
+    const int printed = comm->rank() == 0 ? app.exit(e) : e.get_exit_code();
+    return printed == 0 ? 0 : kUsageExit;
+  } catch (const nj::UsageError& e) {
+    std::cerr << "nj: error: " << e.what() << std::endl;
+    return kUsageExit;
   } catch (const nj::cli::Interrupted& e) {
     if (e.report()) std::cerr << "nj: " << e.what() << std::endl;
     return e.exit_code();
@@ -124,7 +132,7 @@ int run_command_line(int argc, char** argv) {
       std::cerr << "nj: error: " << (comm->size() > 1 ? fmt::format("rank {}: ", e.failed_rank()) : "") << e.what()
                 << std::endl;
     }
-    return 1;
+    return e.exit_code();
   } catch (const std::exception& e) {
     if (comm->size() == 1) {
       std::cerr << "nj: error: " << e.what() << '\n';

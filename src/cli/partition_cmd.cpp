@@ -71,7 +71,7 @@ void add_partition_command(CLI::App& app) {
       ->add_option("--method", args->method,
                    "metis: METIS k-way, fewest cut edges with vertices and training vertices balanced; random: "
                    "balanced random assignment; contiguous: blocks of consecutive vertex ids")
-      ->check(CLI::IsMember({"metis", "random", "contiguous"}))
+      ->check(one_of({"metis", "random", "contiguous"}))
       ->capture_default_str();
   command->add_option("--seed", args->options.seed, "Seed of METIS or of the random assignment")->capture_default_str();
   command->add_option("--output,-o", args->output, "Folder to write the shards and manifest.json to (created)")

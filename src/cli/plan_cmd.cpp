@@ -43,7 +43,7 @@ struct PlanArguments {
 // libraries' memory.
 ExecutorChoice planned_choice(const PlanArguments& args) {
   ExecutorChoice choice = parse_executor_choice(args.executor);
-  NJ_REQUIRE(!args.inference || choice.in_memory || choice.options.mode == ExecutionMode::kReuse,
+  NJ_USAGE(!args.inference || choice.in_memory || choice.options.mode == ExecutionMode::kReuse,
              "--inference plans nj infer, which runs in memory or reuse (the recompute baseline keeps no layer's "
              "outputs)");
   choice.options.forward_only = args.inference;
@@ -230,7 +230,7 @@ void read_arguments(PlanArguments& args, CLI::App& command) {
   }
   if (!ignored.empty()) spdlog::debug("plan: ignoring what only training uses: {}", fmt::join(ignored, " "));
   const std::string dataset = args.data.dataset();
-  NJ_REQUIRE(dataset.empty() != args.data.partitions.empty(),
+  NJ_USAGE(dataset.empty() != args.data.partitions.empty(),
              "give either a dataset or --partitions (a folder written by nj partition), not {}",
              dataset.empty() ? "neither" : "both");
   if (dataset.empty()) return;
@@ -383,12 +383,15 @@ void print_forecast(const PlanArguments& args, const ExecutorChoice& choice, Mod
 
 void run_plan(PlanArguments& args, CLI::App& command) {
   read_arguments(args, command);
+  const ExecutorChoice choice = planned_choice(args);
+  const int ranks = args.data.partitions.empty() ? 1 : read_manifest(args.data.partitions).partition.parts;
+  warn_unused_options(command, args.model.resolve(), choice,
+                      {.ranks = ranks, .partitions_given = ranks > 1, .on_gpu = choice.options.device_is_gpu});
   if (!args.data.partitions.empty()) {
     run_partition_plan(args, args.data.partitions);
     return;
   }
   const std::string dataset = args.data.dataset();
-  const ExecutorChoice choice = planned_choice(args);
   const auto load_start = std::chrono::steady_clock::now();
   // Planning reads the features' shape only, unless the first layer may take them as sparse rows (on, or auto where
   // the file stores them sparse): then it loads them, as nj train does.
@@ -408,8 +411,7 @@ void run_plan(PlanArguments& args, CLI::App& command) {
                                        shape_of(local, loaded.width, loaded.shard.num_classes, nonzeros));
   spdlog::info("planned in {:.2f} s", seconds_since(start));
   if (args.json) {
-    nlohmann::json ranks = nlohmann::json::array({rank_json(0, local, f)});
-    std::cout << plan_json(loaded.shard.name, choice, std::move(ranks)).dump() << "\n";
+    std::cout << plan_json(loaded.shard.name, choice, nlohmann::json::array({rank_json(0, local, f)})).dump() << "\n";
     return;
   }
   print_forecast(args, choice, model, loaded, features, sparse, f);
@@ -431,7 +433,7 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--threads", args->threads,
                   "Threads a training run would use (0: OpenMP's default), for its host "
                   "memory")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   add_training_only_options(*cmd, args->ignored, kIgnoredGroup);
   cmd->add_flag("--inference", args->inference,
@@ -447,7 +449,7 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--device", args->device,
                   "The device to plan for: cpu, cuda (counts what the CUDA backend's libraries take of the "
                   "device; planned on any machine), or auto (cuda where this machine has a GPU, as nj train)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->check(one_of({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_flag("--deterministic", args->deterministic,
                 "With --device cuda: as nj train --deterministic, which runs without cuSPARSE");

@@ -6,7 +6,7 @@
 namespace nj::cli {
 
 std::string DataArguments::dataset() const {
-  NJ_REQUIRE(positional_dataset.empty() || dataset_option.empty(),
+  NJ_USAGE(positional_dataset.empty() || dataset_option.empty(),
              "two datasets: {} as the argument and {} with --dataset; give one", positional_dataset, dataset_option);
   return positional_dataset.empty() ? dataset_option : positional_dataset;
 }
@@ -32,24 +32,26 @@ void add_training_only_options(CLI::App& command, TrainingOnlyArguments& args, c
   };
   add("--partition-method", args.partition_method,
       "How several ranks partition a dataset given without --partitions (in memory, on every rank)")
-      ->check(CLI::IsMember({"metis", "random", "contiguous"}))
+      ->check(one_of({"metis", "random", "contiguous"}))
       ->capture_default_str();
   add("--host-memory", args.host_memory,
       "Host memory this rank may use, e.g. 16G (default: what the machine has available, shared by the ranks on "
-      "it); a run predicted to need more stops before loading");
-  add("--epochs", args.options.epochs, "Epochs (one optimizer step each)")->capture_default_str();
+      "it); a run predicted to need more stops before loading")
+      ->check(byte_size());
+  add("--epochs", args.options.epochs, "Epochs (one optimizer step each)")->check(at_least(1))->capture_default_str();
   add("--lr", args.options.adam.lr, "Adam learning rate (may differ from a checkpoint's: fine-tuning)")
       ->capture_default_str();
   add("--weight-decay", args.options.adam.weight_decay, "L2 weight decay added to the gradient")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   add("--weight-decay-scope", args.decay_scope, "Parameters decayed: all, or first (layer 1 only, as Kipf's GCN)")
-      ->check(CLI::IsMember({"all", "first"}))
+      ->check(one_of({"all", "first"}))
       ->capture_default_str();
   add("--feature-norm", args.feature_norm, "Feature normalisation: none, or row (divide by the row sum)")
-      ->check(CLI::IsMember({"none", "row"}))
+      ->check(one_of({"none", "row"}))
       ->capture_default_str();
   add("--eval-every", args.options.eval_every, "Evaluate every k epochs (0: only after the last)")
+      ->check(at_least(0))
       ->capture_default_str();
   add("--metrics-out", args.metrics_out, "Write one JSON object per epoch and a summary to this file")
       ->type_name(kPathType);
@@ -65,6 +67,7 @@ void add_training_only_options(CLI::App& command, TrainingOnlyArguments& args, c
       "every --checkpoint-every epochs, and where SIGINT, SIGTERM or SIGUSR1 stops training")
       ->type_name(kPathType);
   add("--checkpoint-every", args.checkpoint_every, "Epochs between checkpoints (0: after the last only)")
+      ->check(at_least(0))
       ->capture_default_str();
   command
       .add_flag("--keep-best", args.keep_best,
@@ -73,6 +76,7 @@ void add_training_only_options(CLI::App& command, TrainingOnlyArguments& args, c
       ->group(group);
   add("--early-stop", args.options.early_stop_patience,
       "Stop once this many evaluations in a row found no better validation accuracy (0: train every epoch)")
+      ->check(at_least(0))
       ->capture_default_str();
   command
       .add_flag("--resume", args.resume,

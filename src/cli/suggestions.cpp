@@ -75,14 +75,22 @@ std::string parse_failure_message(const CLI::App& app, const CLI::Error& error) 
                          name ? fmt::format("; did you mean '{}'?", *name) : std::string());
     }
   }
-  for (const std::string& argument : left_over) {
-    if (!argument.starts_with("--")) continue;
-    const std::string typed = argument.substr(2, argument.find('=') - 2);
-    if (const auto name = closest_name(typed, long_option_names(command))) {
-      return fmt::format("{}; did you mean '--{}'?", error.what(), *name);
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+    // The first unknown option, or else the first argument left over, and what was probably meant.
+    const auto option =
+        std::find_if(left_over.begin(), left_over.end(), [](const std::string& a) { return a.starts_with("-"); });
+    if (option == left_over.end()) {
+      return fmt::format("unexpected argument '{}' for nj {}", printable(left_over.front()), command.get_name());
     }
+    const std::string typed = option->substr(0, option->find('='));
+    const auto name = typed.starts_with("--") ? closest_name(typed.substr(2), long_option_names(command)) : std::nullopt;
+    return fmt::format("unknown option '{}' for nj {}{}", printable(typed), command.get_name(),
+                       name ? fmt::format("; did you mean '--{}'?", *name) : std::string());
   }
-  return error.what();
+  std::string message = error.what();
+  // "--hidden: must be at least 1" (validators.hpp) reads "--hidden must be at least 1".
+  if (const auto colon = message.find(": must "); colon != std::string::npos) message.erase(colon, 1);
+  return message;
 }
 
 }  // namespace nj::cli

@@ -137,23 +137,23 @@ void read_arguments(TrainArguments& args, CLI::App& command, Communicator& comm,
   }
   rank.dataset = args.data.dataset();
   const std::string& partitions = args.data.partitions;
-  NJ_REQUIRE(rank.dataset.empty() != partitions.empty(),
+  NJ_USAGE(rank.dataset.empty() != partitions.empty(),
              "give either a dataset or --partitions (a folder written by nj partition), not {}",
              rank.dataset.empty() ? "neither" : "both");
   TrainingOnlyArguments& training = args.training;
   training.options.decay_scope = parse_weight_decay_scope(training.decay_scope);
-  NJ_REQUIRE(training.options.epochs >= 1, "--epochs must be at least 1");
-  NJ_REQUIRE(training.options.adam.lr > 0.0F, "--lr must be positive");
+  NJ_USAGE(training.options.epochs >= 1, "--epochs must be at least 1");
+  NJ_USAGE(training.options.adam.lr > 0.0F, "--lr must be positive");
   if (!args.inject_failure.empty()) rank.failure = parse_failure_point(args.inject_failure);
-  NJ_REQUIRE(!training.resume || !training.checkpoint_dir.empty(),
+  NJ_USAGE(!training.resume || !training.checkpoint_dir.empty(),
              "--resume needs --checkpoint-dir (where to resume from)");
-  NJ_REQUIRE(training.checkpoint_every == 0 || !training.checkpoint_dir.empty(),
+  NJ_USAGE(training.checkpoint_every == 0 || !training.checkpoint_dir.empty(),
              "--checkpoint-every needs --checkpoint-dir (where to write)");
-  NJ_REQUIRE(!training.keep_best || !training.checkpoint_dir.empty(),
+  NJ_USAGE(!training.keep_best || !training.checkpoint_dir.empty(),
              "--keep-best needs --checkpoint-dir (where to keep the best checkpoint)");
-  NJ_REQUIRE(training.options.early_stop_patience == 0 || training.options.eval_every > 0,
+  NJ_USAGE(training.options.early_stop_patience == 0 || training.options.eval_every > 0,
              "--early-stop counts evaluations: it needs --eval-every above 0");
-  NJ_REQUIRE(!training.resume || training.load_checkpoint.empty(),
+  NJ_USAGE(!training.resume || training.load_checkpoint.empty(),
              "give --resume (the newest checkpoint of --checkpoint-dir) or --load-checkpoint FILE, not both");
   if (!rank.dataset.empty()) require_dataset_file(rank.dataset, PartitionFolders::kByOption);
   NJ_REQUIRE(partitions.empty() || std::filesystem::is_directory(partitions), "--partitions {}: {}", partitions,
@@ -178,7 +178,7 @@ void set_up_data(TrainArguments& args, Communicator& comm, RankTraining& rank) {
   rank.config = args.model.resolve();
   rank.choice = parse_executor_choice(args.executor);
   rank.memory_limit = host_memory_limit(args.training.host_memory);
-  NJ_REQUIRE(rank.choice.in_memory || rank.choice.options.mode == ExecutionMode::kReuse || comm.size() == 1,
+  NJ_USAGE(rank.choice.in_memory || rank.choice.options.mode == ExecutionMode::kReuse || comm.size() == 1,
              "--execution recompute runs on one rank only (its closures cross ranks); this job has {} ranks",
              comm.size());
   // Before the dataset loads: a missing GPU is a one-line error at once.
@@ -357,6 +357,12 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
   agree_on_failure(comm, [&] { read_arguments(args, command, comm, rank); });
   share_checkpoint_model(comm, rank.checkpoint_model);
   agree_on_failure(comm, [&] { set_up_data(args, comm, rank); });
+  if (leader) {
+    warn_unused_options(command, rank.config, rank.choice,
+                        {.ranks = comm.size(),
+                         .partitions_given = !args.data.partitions.empty(),
+                         .on_gpu = rank.hardware.device.kind == DeviceKind::kCuda});
+  }
   if (comm.size() > 1) agree_on_failure(comm, [&] { check_same_partition(comm, rank.shard); });
   set_up_rank_device(rank.hardware, rank.choice, args.threads, args.deterministic, comm);
   agree_on_failure(comm, [&] { set_up_training(args, comm, rank); });
@@ -429,12 +435,12 @@ void add_train_command(CLI::App& app, Communicator& comm) {
   add_model_options(*cmd, args->model);
   add_training_only_options(*cmd, args->training, "Options");
   cmd->add_option("--threads", args->threads, "Threads (0: OpenMP's default)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   cmd->add_option("--device", args->device,
                   "Where to compute: cuda (the GPU of this rank's local rank), cpu (the device emulated in host "
                   "memory), or auto (cuda where a GPU is present)")
-      ->check(CLI::IsMember({"auto", "cuda", "cpu"}))
+      ->check(one_of({"auto", "cuda", "cpu"}))
       ->capture_default_str();
   cmd->add_flag("--deterministic", args->deterministic,
                 "CUDA: aggregate with the shared row kernels instead of cuSPARSE, so that runs repeat bit for bit "

@@ -103,14 +103,17 @@ class ForwardingCommunicator : public Communicator {
 // rank ends normally, since none is left waiting for another.
 class JobError : public Error {
  public:
-  JobError(const std::string& message, int failed_rank, bool report)
-      : Error(message), failed_rank_(failed_rank), report_(report) {}
+  JobError(const std::string& message, int failed_rank, bool report, int exit_code = 1)
+      : Error(message), failed_rank_(failed_rank), report_(report), exit_code_(exit_code) {}
   int failed_rank() const { return failed_rank_; }
   bool report() const { return report_; }  // true on the one rank that reports it
+  // What every rank exits with: 2 where a rank's error was a mistake in the command line (UsageError), else 1.
+  int exit_code() const { return exit_code_; }
 
  private:
   int failed_rank_;
   bool report_;
+  int exit_code_;
 };
 
 // Runs `work` on every rank, then agrees on whether it failed on any (one collective). If it did, every rank

@@ -19,6 +19,13 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// A mistake in the command line itself (an option's value, options that do not go together), as opposed to what
+// the files or the machine turn out to hold: the command line exits with 2 for it, as for what it cannot parse.
+class UsageError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 // A device allocation beyond the memory budget.
 class OutOfBudget : public Error {
  public:
@@ -35,6 +42,12 @@ namespace detail {
 #define NJ_EXPECTS(cond, ...)                                                                       \
   do {                                                                                              \
     if (!(cond)) ::nj::detail::throw_internal(__FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__)); \
+  } while (false)
+
+// A check of the command line: throws nj::UsageError with only the formatted message.
+#define NJ_USAGE(cond, ...)                                        \
+  do {                                                             \
+    if (!(cond)) throw ::nj::UsageError(fmt::format(__VA_ARGS__)); \
   } while (false)
 
 // User-facing check: throws nj::InputError with only the formatted message.
