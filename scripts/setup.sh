@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
-# Installs every build, test and tool dependency from Debian 12 packages. Idempotent: packages already
-# present are skipped, so a second run costs one dpkg query.
+# Installs the dependencies from Debian 12 packages: with `nj`, only what building and running nj takes (what
+# scripts/quickstart.sh needs); otherwise every build, test and tool dependency. Idempotent: packages already present
+# are skipped, so a second run costs one dpkg query.
+#
+#   scripts/setup.sh [nj|all]
 set -euo pipefail
+scope=${1:-all}
+[[ $scope == nj || $scope == all ]] || { echo "usage: scripts/setup.sh [nj|all]" >&2; exit 2; }
 
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config
   openmpi-bin libopenmpi-dev
   libmetis-dev
-  libhdf5-openmpi-dev hdf5-tools
-  libopenblas-openmp-dev libopenblas-pthread-dev # nj links the OpenMP build (NJ_OPENBLAS_VARIANT), the tsan preset the pthread one
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libhdf5-openmpi-dev
+  libopenblas-openmp-dev # nj links the OpenMP build (NJ_OPENBLAS_VARIANT)
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
-  python3 python3-numpy python3-scipy python3-h5py python3-matplotlib
-  python3-venv flit python3-pytest # tests/python/run_pytest.sh: the Python package, built by flit_core (Debian's flit) and installed with pip into a venv
-  slurm-wlm munge
-  clang libclang-rt-14-dev # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes
-  libomp-dev # the tsan preset (scripts/test-sanitizers.sh): LLVM's OpenMP runtime and Archer, which TSan understands
 )
+if [[ $scope == all ]]; then
+  packages+=(
+    git hdf5-tools
+    libopenblas-pthread-dev # the tsan preset links OpenBLAS's pthread build
+    libgtest-dev libgmock-dev libbenchmark-dev
+    python3 python3-numpy python3-scipy python3-h5py python3-matplotlib
+    python3-venv flit python3-pytest # tests/python/run_pytest.sh: the Python package, built by flit_core (Debian's flit) and installed with pip into a venv
+    slurm-wlm munge
+    clang libclang-rt-14-dev # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes
+    libomp-dev # the tsan preset (scripts/test-sanitizers.sh): LLVM's OpenMP runtime and Archer, which TSan understands
+  )
+fi
 # Extra packages for optional tasks, e.g. NJ_SETUP_EXTRA="python3-torch" for the PyTorch baseline benchmark.
 read -r -a extra <<<"${NJ_SETUP_EXTRA:-}"
 packages+=("${extra[@]}")

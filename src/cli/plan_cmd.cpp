@@ -108,9 +108,12 @@ nlohmann::json rank_json(std::size_t rank, const LocalGraph& local, const RankFo
   }
   nlohmann::json host_parts = nlohmann::json::object();
   for (const HostFootprint::Part& part : f.host.parts) host_parts[part.name] = part.bytes;
+  vid_t reading_mirrors = 0;
+  for (vid_t v = 0; v < local.num_owned; ++v) reading_mirrors += local.reads_mirror(v) ? 1 : 0;
   return {{"rank", rank},
           {"owned", local.num_owned},
           {"mirrors", local.num_mirrors()},
+          {"owned_reading_mirrors", reading_mirrors},
           {"in_edges", local.graph.num_edges()},
           {"steps", f.run.plan ? f.run.plan->num_steps : 0},
           {"minimum_device_budget_bytes", f.minimum_budget},

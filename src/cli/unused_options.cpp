@@ -11,7 +11,6 @@ namespace {
 
 // What a run is, as far as its options go.
 struct RunKind {
-  ModelKind model = ModelKind::kGcn;
   bool in_memory = true;
   bool budgeted = false;
   int ranks = 1;
@@ -25,12 +24,6 @@ struct UseRule {
   std::string (*unused_because)(const RunKind& run);
 };
 
-std::string only_for_model(const RunKind& run, ModelKind model) {
-  if (run.model == model) return {};
-  return fmt::format("it applies to --model {} only, and this run's model is {}", to_string(model),
-                     to_string(run.model));
-}
-
 std::string only_within_a_budget(const RunKind& run) {
   if (run.in_memory) return "it applies to the subgraph executor only, and this run is in memory (give --device-memory)";
   if (!run.budgeted) return "it applies within a device budget only, and this run has none (give --device-memory)";
@@ -43,14 +36,8 @@ std::string only_within_a_budget_on_one_rank(const RunKind& run) {
   return reason;
 }
 
+// The executor's options; a model's own options are the model area's to name (kind_reading_option).
 constexpr std::array kRules{
-    UseRule{"--heads", [](const RunKind& r) { return only_for_model(r, ModelKind::kGat); }},
-    UseRule{"--output-heads", [](const RunKind& r) { return only_for_model(r, ModelKind::kGat); }},
-    UseRule{"--attention-dropout", [](const RunKind& r) { return only_for_model(r, ModelKind::kGat); }},
-    UseRule{"--gin-eps", [](const RunKind& r) { return only_for_model(r, ModelKind::kGin); }},
-    UseRule{"--gin-train-eps", [](const RunKind& r) { return only_for_model(r, ModelKind::kGin); }},
-    UseRule{"--propagation-steps", [](const RunKind& r) { return only_for_model(r, ModelKind::kAppnp); }},
-    UseRule{"--teleport", [](const RunKind& r) { return only_for_model(r, ModelKind::kAppnp); }},
     UseRule{"--cache-policy", only_within_a_budget},
     UseRule{"--host-blocks", only_within_a_budget},
     UseRule{"--chain-layers", only_within_a_budget_on_one_rank},
@@ -69,13 +56,18 @@ constexpr std::array kRules{
 
 std::vector<std::string> unused_option_warnings(const CLI::App& command, const ModelConfig& model,
                                                 const ExecutorChoice& choice, const RunContext& context) {
-  const RunKind run{.model = model.kind,
-                    .in_memory = choice.in_memory,
+  const RunKind run{.in_memory = choice.in_memory,
                     .budgeted = !choice.in_memory && choice.options.device_budget != kUnlimited,
                     .ranks = context.ranks,
                     .partitioned_in_memory = context.ranks > 1 && !context.partitions_given,
                     .on_gpu = context.on_gpu};
   std::vector<std::string> warnings;
+  for (const CLI::Option* option : command.get_options()) {
+    const std::optional<ModelKind> reader = kind_reading_option(option->get_name());
+    if (option->count() == 0 || !reader || *reader == model.kind) continue;
+    warnings.push_back(fmt::format("{} is ignored: it applies to --model {} only, and this run's model is {}",
+                                   option->get_name(), to_string(*reader), to_string(model.kind)));
+  }
   for (const UseRule& rule : kRules) {
     const CLI::Option* option = command.get_option_no_throw(rule.option);
     if (option == nullptr || option->count() == 0) continue;

@@ -54,6 +54,18 @@ std::string describe_model(const ModelConfig& model) {
   if (gat) text += fmt::format(", attention dropout {}", model.attention_dropout);
   return text + fmt::format(", seed {}", model.seed);
 }
+std::optional<ModelKind> kind_reading_option(std::string_view option) {
+  static constexpr std::pair<std::string_view, ModelKind> kOwnOptions[] = {
+      {"--heads", ModelKind::kGat},         {"--output-heads", ModelKind::kGat},
+      {"--attention-dropout", ModelKind::kGat}, {"--gin-eps", ModelKind::kGin},
+      {"--gin-train-eps", ModelKind::kGin},  {"--propagation-steps", ModelKind::kAppnp},
+      {"--teleport", ModelKind::kAppnp}};
+  for (const auto& [name, kind] : kOwnOptions) {
+    if (name == option) return kind;
+  }
+  return std::nullopt;
+}
+
 const char* to_string(ModelKind kind) { return kModelNames.name(kind); }
 Activation parse_activation(const std::string& text) { return kActivationNames.parse(text); }
 const char* to_string(Activation activation) {

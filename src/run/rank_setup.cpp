@@ -201,9 +201,12 @@ void log_plan(const EpochPlan& plan) {
   spdlog::info("plan: subgraph blocks {} (--host-blocks {})",
                built ? "built by each step as it runs" : "kept in host memory",
                format_bytes(plan.options.kept_block_bytes));
-  spdlog::info("plan: device peak {} of {} ({}), largest step {}", format_bytes(plan.memory.peak_footprint_bytes),
-               format_bytes(plan.options.device_budget), describe_forecast(plan.memory),
-               format_bytes(plan.largest_step_bytes));
+  // The planner cuts steps to a bound it computes from the widest rows a step may hold; the replay then measures what
+  // they take, which may be less: the bound is the larger figure of the two where steps never reach it.
+  spdlog::info("plan: device peak {} of {} ({}); steps cut to at most {} each (the planner's bound; the peak is "
+               "what they take)",
+               format_bytes(plan.memory.peak_footprint_bytes), format_bytes(plan.options.device_budget),
+               describe_forecast(plan.memory), format_bytes(plan.largest_step_bytes));
   if (!plan.passes.empty() && !plan.passes.front().blocks_stay.empty()) {
     const Pass& pass = plan.passes.front();
     std::size_t staying = 0;
@@ -253,9 +256,9 @@ void log_plan(const EpochPlan& plan) {
     spdlog::info("plan: the loss reads {} of {} logits: only theirs go to the host, and only their gradients come back",
                  read, logits);
   }
-  spdlog::info("plan: predicted per epoch: h2d {} (cache {}, + graph {}), d2h {} (cache {}), recompute ratio {:.3f}",
-               format_bytes(plan.h2d_bytes), format_bytes(plan.cache_h2d_bytes), format_bytes(plan.structure_h2d_bytes),
-               format_bytes(plan.d2h_bytes), format_bytes(plan.cache_d2h_bytes),
+  spdlog::info("plan: per epoch h2d {} d2h {} (rows {} and {} of them through the cache), recompute ratio {:.3f}",
+               format_bytes(plan.memory.h2d.total()), format_bytes(plan.memory.d2h.total()),
+               format_bytes(plan.cache_h2d_bytes), format_bytes(plan.cache_d2h_bytes),
                static_cast<double>(plan.rows_computed) / static_cast<double>(plan.rows_needed));
 }
 

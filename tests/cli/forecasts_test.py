@@ -140,8 +140,14 @@ def main():
             for budget in budgets(args.nj, path, options):
                 check_case(args.nj, args.work, f"{name} {model} at {budget}", path, [*options, "--device-memory", budget],
                            1, failures, args.counted_only)
-    parts = os.path.join(args.work, "parts")
+    # The recompute baseline, whose passes each cut a closure as they run.
     name, path = found[0]
+    for model in MODELS[:2]:
+        options = ["--model", model, "--threads", "2", "--execution", "recompute"]
+        budget = budgets(args.nj, path, options[:4])[0]
+        check_case(args.nj, args.work, f"{name} {model} recompute at {budget}", path,
+                   [*options, "--device-memory", budget], 1, failures, args.counted_only)
+    parts = os.path.join(args.work, "parts")
     run([args.nj, "partition", path, "--parts", "2", "--output", parts])
     for model in MODELS:
         options = ["--model", model, "--threads", "1"]

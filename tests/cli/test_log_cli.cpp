@@ -75,8 +75,11 @@ TEST_F(LogCli, TheLevelFollowsTheSubcommandAndQuietLevelsStillEndWithTheSummary)
   ASSERT_EQ(before.exit_code, 0) << before.output;
   EXPECT_EQ(before.output.find("[info]"), std::string::npos) << before.output;
   EXPECT_EQ(numbers(before.output, summary).size(), 1U) << before.output;
+  // At the default level too, the summary is the result, not a log line.
   const auto info = test::run_nj(train("--epochs 2 --log-level info"));
-  EXPECT_NE(info.output.find("[info] done: final test"), std::string::npos) << info.output;
+  EXPECT_NE(info.output.find("[info] epoch    2"), std::string::npos) << info.output;
+  EXPECT_EQ(numbers(info.output, summary).size(), 1U) << info.output;
+  EXPECT_EQ(info.output.find("[info] done:"), std::string::npos) << info.output;
 }
 
 TEST_F(LogCli, EpochsAreCountedFromOneInTheLogTheMetricsTheSummaryAndTheCheckpoint) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "nj/io/dataset_file.hpp"
 #include "support/test_support.hpp"
@@ -145,9 +146,93 @@ TEST_F(MistakesCli, PlanRunsATrainCommandLine) {
       << planned.output;
   EXPECT_NE(planned.output.find("device memory: peak"), std::string::npos) << planned.output;
   for (const char* written : {"m.jsonl", "s.h5", "ckpt"}) EXPECT_FALSE(std::filesystem::exists(dir_.file(written)));
-  EXPECT_NE(test::expect_one_line_error(test::run_nj("plan " + shell_quote(dataset_) + " --execution in-memory"))
-                .find("in-memory training has no plan"),
-            std::string::npos);
+  // In memory too, as nj train runs without --device-memory.
+  const auto in_memory = test::run_nj("plan " + shell_quote(dataset_) + " --execution in-memory");
+  ASSERT_EQ(in_memory.exit_code, 0) << in_memory.output;
+  EXPECT_NE(in_memory.output.find("execution: in-memory"), std::string::npos) << in_memory.output;
+}
+
+// A mistake in the command line is one line that names the option and the rule, and exits with 2; an error at run
+// time exits with 1; --help succeeds.
+TEST_F(MistakesCli, ACommandLineMistakeNamesTheOptionAndTheRuleAndExitsWithTwo) {
+  const auto usage = [&](const std::string& arguments, const std::string& line) {
+    SCOPED_TRACE(arguments);
+    const auto result = test::run_nj(arguments);
+    EXPECT_EQ(result.output, "nj: error: " + line + "\n");
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+  };
+  const std::string train = "train " + shell_quote(dataset_);
+  usage(train + " --hidden 0", "--hidden must be at least 1, not '0'");
+  usage(train + " --hidden many", "--hidden must be at least 1, not 'many'");
+  usage(train + " --epocs 5", "unknown option '--epocs' for nj train; did you mean '--epochs'?");
+  usage(train + " --epochs 3 extra", "unexpected argument 'extra' for nj train");
+  usage(train + " --device-memory 64X",
+        "--device-memory must be a size such as 512M, 2G or 1048576, or unlimited, not '64X'");
+  usage(train + " --dropout 1.5", "--dropout must be between 0 and 0.99, not '1.5'");
+  usage(train + " --model gcx", "--model must be one of gcn, gat, sage, gin, appnp, not 'gcx'");
+  usage(train + " --epochs 0", "--epochs must be at least 1, not '0'");
+  usage(train + " --resume", "--resume needs --checkpoint-dir (where to resume from)");
+  usage("plan " + shell_quote(dataset_) + " --host-blocks lots",
+        "--host-blocks must be a size such as 512M, 2G or 1048576, or unlimited, not 'lots'");
+  const auto missing = test::run_nj("train " + shell_quote(dir_.file("missing.h5")));
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  test::expect_one_line_error(missing);
+  EXPECT_EQ(test::run_nj("train --help").exit_code, 0);
+}
+
+// Under mpirun every rank exits alike: 2 for a mistake in the command line, found by every rank or by one.
+TEST_F(MistakesCli, EveryRankExitsWithTwoForAMistakeInTheCommandLine) {
+  NJ_SKIP_WITHOUT_MPIRUN();
+  const auto parsed = test::run_nj_ranks(2, "train " + shell_quote(dataset_) + " --hidden 0");
+  EXPECT_EQ(parsed.exit_code, 2) << parsed.output;
+  const auto agreed = test::run_nj_ranks(2, "train " + shell_quote(dataset_) + " --resume");
+  EXPECT_EQ(agreed.exit_code, 2) << agreed.output;
+  EXPECT_NE(test::the_error_line(agreed).find("--resume needs --checkpoint-dir"), std::string::npos) << agreed.output;
+}
+
+// An option given that the run does not use gets one warning line naming it and why: the model, the execution, or
+// the ranks; options that apply get none.
+TEST_F(MistakesCli, AnOptionTheRunDoesNotUseIsNamedInAWarning) {
+  const auto warnings = [](const test::CommandResult& result) {
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    std::vector<std::string> lines;
+    std::istringstream output(result.output);
+    for (std::string line; std::getline(output, line);) {
+      if (const auto at = line.find("[warning] "); at != std::string::npos) lines.push_back(line.substr(at + 10));
+    }
+    return lines;
+  };
+  const std::string train = "train " + shell_quote(dataset_) + " --epochs 1";
+  EXPECT_EQ(warnings(test::run_nj(train + " --model sage --heads 4 --attention-dropout 0.1")),
+            (std::vector<std::string>{
+                "--heads is ignored: it applies to --model gat only, and this run's model is sage",
+                "--attention-dropout is ignored: it applies to --model gat only, and this run's model is sage"}));
+  EXPECT_EQ(warnings(test::run_nj(train + " --gin-eps 0.3 --teleport 0.2")),
+            (std::vector<std::string>{
+                "--gin-eps is ignored: it applies to --model gin only, and this run's model is gcn",
+                "--teleport is ignored: it applies to --model appnp only, and this run's model is gcn"}));
+  const std::string in_memory = "it applies to the subgraph executor only, and this run is in memory (give "
+                                "--device-memory)";
+  EXPECT_EQ(warnings(test::run_nj(train + " --cache-policy lru --chain-layers off --host-blocks 1M")),
+            (std::vector<std::string>{"--cache-policy is ignored: " + in_memory, "--host-blocks is ignored: " + in_memory,
+                                      "--chain-layers is ignored: " + in_memory}));
+  EXPECT_EQ(warnings(test::run_nj(train + " --execution reuse --recompute-outputs on --deterministic")),
+            (std::vector<std::string>{
+                "--recompute-outputs is ignored: it applies within a device budget only, and this run has none (give "
+                "--device-memory)",
+                "--deterministic is ignored: it applies on a GPU only (--device cuda)"}));
+  EXPECT_EQ(warnings(test::run_nj(train + " --partition-method random")),
+            (std::vector<std::string>{"--partition-method is ignored: it applies where several ranks partition a "
+                                      "dataset file, without --partitions"}));
+  EXPECT_TRUE(warnings(test::run_nj(train + " --model gat --heads 2 --device-memory 256K --cache-policy lru "
+                                            "--chain-layers off"))
+                  .empty());
+  // On several ranks, what applies on one rank only.
+  const std::string parts = dir_.file("parts");
+  ASSERT_EQ(test::run_nj("partition " + shell_quote(dataset_) + " --parts 2 --output " + shell_quote(parts)).exit_code,
+            0);
+  EXPECT_EQ(warnings(test::run_nj("plan " + shell_quote(parts) + " --device-memory 256K --chain-layers off")),
+            (std::vector<std::string>{"--chain-layers is ignored: it applies on one rank only, and this job has 2"}));
 }
 
 TEST_F(MistakesCli, ATomlFileWithTablesRepeatedKeysOrBadSyntaxIsOneLineNamingTheFileAndLine) {

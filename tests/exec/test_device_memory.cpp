@@ -319,34 +319,45 @@ TEST(LibraryMemory, StepsLeaveRoomForTheNarrowedOffsets) {
 }
 
 // In-memory training reports what its device holds and moves, as the subgraph executor does: its peak (every
-// layer's rows, the graph and the features at once), the logits' gradients it uploads and the logits it downloads.
-TEST(InMemoryMetrics, ReportTheDevicePeakAndTheBytesMoved) {
+// layer's rows, the graph and the features at once), the logits' gradients it uploads and the logits it downloads,
+// the same every epoch (what it uploads once, as it is made, is no epoch's); and forecast_in_memory's replay forecasts
+// each of them to the byte.
+TEST(InMemoryMetrics, ReportTheDevicePeakAndTheBytesMovedAsForecast) {
   const Dataset data = test::grid_dataset(16, 16, 11);
-  Model model(model_config(ModelKind::kGcn), data.features.cols(), data.num_classes);
-  Resources resources = test::backend_resources(DeviceKind::kCpu, kUnlimited, 2);
-  InMemoryExecutor executor(resources, model, whole_local_graph(data.graph), data.features.view());
-  auto comm = make_single_process_communicator();
-  TrainOptions options;
-  options.epochs = 2;
-  options.eval_every = 0;
-  const std::int64_t logits = data.num_vertices() * data.num_classes * std::int64_t{sizeof(float)};
-  int epochs = 0;
-  Trainer(model, executor, *comm, targets_of(data), options).fit([&](const EpochMetrics& m) {
-    ++epochs;
-    EXPECT_GT(m.execution.peak_device_bytes, data.features.size() * std::int64_t{sizeof(float)});
-    EXPECT_GE(m.execution.peak_device_footprint_bytes, m.execution.peak_device_bytes);
-    // The first epoch also counts the features, uploaded as the executor was made.
-    if (epochs == 1) {
-      EXPECT_EQ(m.execution.h2d_bytes, logits + data.features.size() * std::int64_t{sizeof(float)});
-    } else {
+  for (const bool sparse : {false, true}) {
+    SCOPED_TRACE(sparse ? "sparse inputs" : "dense inputs");
+    Model model(model_config(ModelKind::kGcn), data.features.cols(), data.num_classes);
+    const LocalGraph local = whole_local_graph(data.graph);
+    const std::optional<SparseRows> rows = sparse ? std::optional(sparse_rows_of(data.features.view())) : std::nullopt;
+    const MemoryForecast forecast =
+        forecast_in_memory(model, local, {nullptr, data.features.rows(), data.features.cols()}, rows ? &*rows : nullptr);
+    Resources resources = test::backend_resources(DeviceKind::kCpu, kUnlimited, 2);
+    InMemoryExecutor executor(resources, model, local, data.features.view(), rows ? &*rows : nullptr, nullptr);
+    auto comm = make_single_process_communicator();
+    TrainOptions options;
+    options.epochs = 2;
+    options.eval_every = 0;
+    const std::int64_t logits = data.num_vertices() * data.num_classes * std::int64_t{sizeof(float)};
+    int epochs = 0;
+    Trainer(model, executor, *comm, targets_of(data), options).fit([&](const EpochMetrics& m) {
+      ++epochs;
+      EXPECT_GE(m.execution.peak_device_footprint_bytes, m.execution.peak_device_bytes);
       EXPECT_EQ(m.execution.h2d_bytes, logits) << "the logits' gradients";
-    }
-    EXPECT_EQ(m.execution.d2h_bytes, logits) << "the logits";
-    EXPECT_EQ(m.execution.h2d_other[Traffic::kStructure] > 0, epochs == 1) << "the graph, as the executor was made";
-    EXPECT_GT(m.execution.h2d_other[Traffic::kParameters], 0) << "the parameters";
-    EXPECT_GT(m.execution.d2h_other[Traffic::kParameters], 0) << "the gradients";
-  });
-  EXPECT_EQ(epochs, 2);
+      EXPECT_EQ(m.execution.d2h_bytes, logits) << "the logits";
+      EXPECT_EQ(m.execution.h2d_other[Traffic::kStructure], 0) << "the graph went up as the executor was made";
+      EXPECT_GT(m.execution.h2d_other[Traffic::kParameters], 0) << "the parameters";
+      EXPECT_GT(m.execution.d2h_other[Traffic::kParameters], 0) << "the gradients";
+      EXPECT_EQ(m.execution.peak_device_bytes, forecast.peak_bytes);
+      EXPECT_EQ(m.execution.peak_device_footprint_bytes, forecast.peak_footprint_bytes);
+      EXPECT_EQ(m.execution.h2d_bytes, forecast.h2d[Traffic::kRows]);
+      EXPECT_EQ(m.execution.d2h_bytes, forecast.d2h[Traffic::kRows]);
+      for (const Traffic kind : {Traffic::kStructure, Traffic::kIndex, Traffic::kParameters}) {
+        EXPECT_EQ(m.execution.h2d_other[kind], forecast.h2d[kind]);
+        EXPECT_EQ(m.execution.d2h_other[kind], forecast.d2h[kind]);
+      }
+    });
+    EXPECT_EQ(epochs, 2);
+  }
 }
 
 }  // namespace

@@ -36,26 +36,55 @@ TEST(HostFootprint, ShardBytesAreWhatALoadedShardHolds) {
 TEST(HostFootprint, TheDeviceCountsOnlyWhereItIsEmulatedInHostMemory) {
   ModelConfig config;
   config.hidden = 32;
+  const Model model(config, 64, 8);
   const RankShape shape{.owned = 10000, .local = 10000, .in_edges = 100000, .features = 64, .classes = 8};
-  const auto emulated = predict_host_footprint(config, shape, {.in_memory = true, .device_in_host_memory = true});
-  const auto on_gpu = predict_host_footprint(config, shape, {.in_memory = true, .device_in_host_memory = false});
-  EXPECT_GT(emulated.total(), on_gpu.total() + 10000 * 64 * 4);  // the device's copy of the features, at least
-  const auto budgeted = predict_host_footprint(
-      config, shape, {.in_memory = false, .device_in_host_memory = true, .device_budget = 1 << 20});
-  EXPECT_NE(budgeted.describe().find("device (emulated) 1.00M"), std::string::npos) << budgeted.describe();
+  const RunHostUse use{.process_bytes = 1 << 20, .device_peak_bytes = 5 << 20};
+  const auto emulated =
+      running_host_footprint(model, shape, {.in_memory = true, .device_in_host_memory = true}, use);
+  const auto on_gpu = running_host_footprint(model, shape, {.in_memory = true, .device_in_host_memory = false}, use);
+  EXPECT_EQ(emulated.total() - on_gpu.total(), 5 << 20);
+  EXPECT_NE(emulated.describe().find("device (emulated) 5.00M"), std::string::npos) << emulated.describe();
+  EXPECT_NE(emulated.describe().find("process 1.00M"), std::string::npos) << emulated.describe();
+  EXPECT_EQ(emulated.phase, "training");
+  EXPECT_EQ(running_host_footprint(model, shape, {.inference = true}, use).phase, "inference");
 }
 
+// Each thread packs GEMM operands of at most 16 MiB: without a budget the widest dense rows of the local vertices,
+// within one the budget.
 TEST(HostFootprint, EachComputeThreadCountsItsWorkspace) {
   ModelConfig config;
+  const Model model(config, 16, 4);
   const RankShape shape{.owned = 1000, .local = 1000, .in_edges = 5000, .features = 16, .classes = 4};
-  const auto one = predict_host_footprint(config, shape, {.threads = 1});
-  const auto three = predict_host_footprint(config, shape, {.threads = 3});
-  EXPECT_EQ(three.total() - one.total(), std::int64_t{32} << 20);
-  EXPECT_NE(three.describe().find("threads 48.00M"), std::string::npos) << three.describe();
-  // A budget bounds what a GEMM packs.
+  const auto one = running_host_footprint(model, shape, {.threads = 1}, {});
+  const auto three = running_host_footprint(model, shape, {.threads = 3}, {});
+  const std::int64_t widest = 1000 * config.hidden * 4;  // GCN's 16-wide hidden layer beside 16 features
+  EXPECT_EQ(three.total() - one.total(), 2 * widest);
   const auto budgeted =
-      predict_host_footprint(config, shape, {.in_memory = false, .device_budget = 1 << 20, .threads = 2});
+      running_host_footprint(model, shape, {.in_memory = false, .device_budget = 1 << 20, .threads = 2}, {});
   EXPECT_NE(budgeted.describe().find("threads 2.00M"), std::string::npos) << budgeted.describe();
+  const Model wide(config, 1 << 14, 4);
+  const RankShape big{.owned = 1000, .local = 1000, .in_edges = 5000, .features = 1 << 14, .classes = 4};
+  EXPECT_NE(running_host_footprint(wide, big, {.threads = 2}, {}).describe().find("threads 32.00M"),
+            std::string::npos);
+}
+
+// Loading holds the dataset as dense rows and, while the reader expands them, the stored sparse entries; ranks that
+// partition in memory hold the whole dataset besides. The peak is the larger of loading and running.
+TEST(HostFootprint, LoadingHoldsTheStoredEntriesWhileItExpandsThem) {
+  RankShape shape{.owned = 1000, .local = 1000, .in_edges = 5000, .features = 100, .classes = 4};
+  const HostFootprint dense = loading_host_footprint(shape, 1 << 20);
+  EXPECT_EQ(dense.phase, "loading");
+  EXPECT_EQ(dense.total(), (1 << 20) + shard_bytes(shape));
+  shape.stored_nonzeros = 3000;
+  EXPECT_EQ(loading_host_footprint(shape, 1 << 20).total() - dense.total(), sparse_rows_bytes(1000, 3000));
+  EXPECT_EQ(sparse_rows_bytes(1000, 3000), 1001 * 8 + 3000 * 8);
+  shape.stored_nonzeros = -1;
+  shape.whole_dataset_bytes = 7 << 20;
+  EXPECT_EQ(loading_host_footprint(shape, 1 << 20).total() - dense.total(), 7 << 20);
+  const HostFootprint running{.phase = "training", .parts = {{"dataset", 1}}};
+  EXPECT_EQ(peak_host_footprint(dense, running).phase, "loading");
+  const HostFootprint larger{.phase = "training", .parts = {{"dataset", dense.total() + 1}}};
+  EXPECT_EQ(peak_host_footprint(dense, larger).phase, "training");
 }
 
 // Within a budget, where the backend reads packed blocks only expanded, the CPU device expands each step's block with
@@ -83,7 +112,7 @@ TEST(HostFootprint, EachThreadCountsACursorPerSourceOfTheLargestBlockItExpands) 
 }
 
 TEST(HostFootprint, AFootprintOverTheLimitIsAnErrorNamingItsParts) {
-  const HostFootprint footprint{{{"dataset", 3 << 20}, {"plan", 1 << 20}}};
+  const HostFootprint footprint{.phase = "training", .parts = {{"dataset", 3 << 20}, {"plan", 1 << 20}}};
   EXPECT_NO_THROW(require_host_memory(footprint, 4 << 20, "this run", "available"));
   EXPECT_NO_THROW(require_host_memory(footprint, -1, "this run", "unknown"));
   try {
@@ -91,7 +120,7 @@ TEST(HostFootprint, AFootprintOverTheLimitIsAnErrorNamingItsParts) {
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(),
-                 "this run needs at least 4.00M of host memory (dataset 3.00M, plan 1.00M), more than the 2.00M "
+                 "this run needs 4.00M of host memory while training (dataset 3.00M, plan 1.00M), more than the 2.00M "
                  "available on this machine; use more ranks (mpirun -np), a smaller --device-memory, or "
                  "--host-memory to state what it may use");
   }

@@ -1,7 +1,9 @@
 #pragma once
 // A stack of GNN layers, each with its dropout before it and its activation after it.
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nj/graph/shard.hpp"
@@ -40,6 +42,11 @@ struct ModelConfig {
   float teleport = 0.1F;           // APPNP's α
   std::uint64_t seed = 0;
 };
+
+// The kind that reads a model option beyond those every kind reads, by the option's name on the command line
+// ("--heads": GAT); std::nullopt for an option every kind reads, or one that is not a model option.
+std::optional<ModelKind> kind_reading_option(std::string_view option);
+
 
 // "gcn, 2 layers, hidden 16, activation relu, dropout 0.5, seed 0": the options that `model`'s kind uses.
 std::string describe_model(const ModelConfig& model);
