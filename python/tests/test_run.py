@@ -83,10 +83,10 @@ def test_a_failure_raises_nj_error_with_its_line(tmp_path, dataset, stream):
     fake, gate = gated_nj(tmp_path, stream)
     gate.touch()
     seen = []
-    with pytest.raises(nj.NjError, match=r"^nj: error: .*--epochs must be at least 1$") as raised:
+    with pytest.raises(nj.NjError, match=r"^nj: error: .*--epochs must be at least 1, not '0'$") as raised:
         nj.train(dataset, nj=fake, epochs=0, on_line=seen.append)
     assert str(raised.value) in seen
-    assert raised.value.returncode == 1
+    assert raised.value.returncode == 2  # a mistake in the command line
 
 
 def test_lines_go_to_stderr_unless_quiet(dataset, capsys):

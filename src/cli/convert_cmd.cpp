@@ -46,8 +46,7 @@ std::string default_name(const std::string& input) {
 }
 
 void require_format(const CLI::Option* option, const ConvertArgs& args, const std::string& format) {
-  NJ_USAGE(option->count() == 0 || args.format == format, "{} applies only to --format {}", option->get_name(),
-             format);
+  NJ_USAGE(option->count() == 0 || args.format == format, "{} applies only to --format {}", option->get_name(), format);
 }
 
 Dataset read_input(ConvertArgs& args) {

@@ -137,7 +137,7 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
   // Ids numbered by community are already a locality order: subgraphs are cut in it, with no search of their own.
   if (choice.vertex_order == VertexOrder::kCommunity) choice.options.cut_order = CutOrder::kVertexIds;
   NJ_USAGE(!choice.in_memory || choice.options.device_budget == kUnlimited,
-             "--device-memory needs --execution reuse or recompute (in-memory training has no budget)");
+           "--device-memory needs --execution reuse or recompute (in-memory training has no budget)");
   return choice;
 }
 

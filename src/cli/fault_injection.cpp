@@ -34,12 +34,12 @@ FailurePoint parse_failure_point(const std::string& text) {
   static const std::regex form(R"((\d+):(\d+)(?::(error|kill|kill-in-checkpoint))?)");
   std::smatch match;
   NJ_USAGE(std::regex_match(text, match, form) && std::stoi(match[2]) >= 1,
-             "--inject-failure takes RANK:EPOCH[:error|kill|kill-in-checkpoint] with EPOCH >= 1, got '{}'", text);
+           "--inject-failure takes RANK:EPOCH[:error|kill|kill-in-checkpoint] with EPOCH >= 1, got '{}'", text);
   FailurePoint point{.rank = std::stoi(match[1]), .epoch = static_cast<std::uint32_t>(std::stoi(match[2]) - 1)};
   if (match[3] == "kill") point.how = FailurePoint::How::kKill;
   if (match[3] == "kill-in-checkpoint") point.how = FailurePoint::How::kKillInCheckpoint;
   NJ_USAGE(point.how != FailurePoint::How::kKillInCheckpoint || point.rank == 0,
-             "--inject-failure: only rank 0 writes checkpoints, got '{}'", text);
+           "--inject-failure: only rank 0 writes checkpoints, got '{}'", text);
   return point;
 }
 

@@ -70,7 +70,7 @@ std::vector<std::size_t> embedding_layers(const std::vector<std::string>& asked,
       parsed = 0;
     }
     NJ_USAGE(parsed == item.size() && layer >= 1 && layer <= layers,
-               "--embeddings {}: give layer numbers from 1 to {} (this model's layers), or all", item, layers);
+             "--embeddings {}: give layer numbers from 1 to {} (this model's layers), or all", item, layers);
     chosen.push_back(layer - 1);
   }
   std::ranges::sort(chosen);
@@ -99,12 +99,12 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
     }
     dataset = args.data.dataset();
     NJ_USAGE(dataset.empty() != args.data.partitions.empty(),
-               "give either a dataset or --partitions (a folder written by nj partition), not {}",
-               dataset.empty() ? "neither" : "both");
+             "give either a dataset or --partitions (a folder written by nj partition), not {}",
+             dataset.empty() ? "neither" : "both");
     if (!dataset.empty()) require_dataset_file(dataset, PartitionFolders::kByOption);
     choice = parse_executor_choice(args.executor);
     NJ_USAGE(choice.in_memory || choice.options.mode == ExecutionMode::kReuse,
-               "nj infer runs in memory or with --execution reuse (the recompute baseline keeps no layer's outputs)");
+             "nj infer runs in memory or with --execution reuse (the recompute baseline keeps no layer's outputs)");
     choice.options.forward_only = true;
     if (leader) checkpoint = read_checkpoint_model(args.checkpoint);
   });

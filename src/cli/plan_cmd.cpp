@@ -44,8 +44,8 @@ struct PlanArguments {
 ExecutorChoice planned_choice(const PlanArguments& args) {
   ExecutorChoice choice = parse_executor_choice(args.executor);
   NJ_USAGE(!args.inference || choice.in_memory || choice.options.mode == ExecutionMode::kReuse,
-             "--inference plans nj infer, which runs in memory or reuse (the recompute baseline keeps no layer's "
-             "outputs)");
+           "--inference plans nj infer, which runs in memory or reuse (the recompute baseline keeps no layer's "
+           "outputs)");
   choice.options.forward_only = args.inference;
   const DeviceKind device =
       args.device == "auto" ? choose_device(DeviceKind::kAuto).kind : parse_device_kind(args.device);
@@ -71,8 +71,8 @@ RankForecast forecast_rank(const PlanArguments& args, const ExecutorChoice& choi
   // Several ranks exchange from device memory: the CPU device's communicator sends straight from it, and so does NCCL
   // with a GPU for each rank.
   const MemorySpace exchange_space = local.peers.empty() ? MemorySpace::kHost : MemorySpace::kDevice;
-  RankForecast forecast{plan_run(choice, model, local, features, sparse, train_mask, args.threads, exchange_space),
-                        {}, 0};
+  RankForecast forecast{
+      plan_run(choice, model, local, features, sparse, train_mask, args.threads, exchange_space), {}, 0};
   const InputShape inputs = input_shape(forecast.run.sparse_inputs);
   forecast.minimum_budget =
       minimum_device_budget(model, local, choice.options.library, choice.options.forward_only, inputs);
@@ -234,8 +234,8 @@ void read_arguments(PlanArguments& args, CLI::App& command) {
   if (!ignored.empty()) spdlog::debug("plan: ignoring what only training uses: {}", fmt::join(ignored, " "));
   const std::string dataset = args.data.dataset();
   NJ_USAGE(dataset.empty() != args.data.partitions.empty(),
-             "give either a dataset or --partitions (a folder written by nj partition), not {}",
-             dataset.empty() ? "neither" : "both");
+           "give either a dataset or --partitions (a folder written by nj partition), not {}",
+           dataset.empty() ? "neither" : "both");
   if (dataset.empty()) return;
   if (path_kind(dataset) == PathKind::kPartitionFolder || dataset.ends_with(kManifestFileName)) {
     args.data.partitions = dataset;
@@ -270,7 +270,8 @@ void print_device_memory(const ExecutorChoice& choice, const MemoryForecast& mem
   const std::int64_t workspace = choice.options.library.workspace_bytes;
   std::cout << fmt::format(
       "device memory: peak {}{}{}\n", format_bytes(memory.peak_footprint_bytes),
-      choice.in_memory ? " (in memory: no budget)" : fmt::format(" of budget {}", format_bytes(choice.options.device_budget)),
+      choice.in_memory ? " (in memory: no budget)"
+                       : fmt::format(" of budget {}", format_bytes(choice.options.device_budget)),
       workspace > 0 ? fmt::format(" and {} of library workspaces beside it", format_bytes(workspace)) : std::string());
   std::cout << fmt::format("  {:<26} {:>12} {:>14}\n", "category", "at the peak", "most at once");
   for (const auto& [category, most] : memory.category_peaks) {
@@ -406,7 +407,7 @@ void run_plan(PlanArguments& args, CLI::App& command) {
   spdlog::info("loaded and ordered in {:.2f} s", seconds_since(load_start));
 
   const ConstRows features = loaded.shard.features.rows() > 0 ? loaded.shard.features.view()
-                                                               : ConstRows{nullptr, local.num_owned, loaded.width};
+                                                              : ConstRows{nullptr, local.num_owned, loaded.width};
   const bool sparse = may_take_sparse && takes_sparse_inputs(choice.sparse_inputs, features, nonzeros >= 0, nullptr);
   Model model(args.model.resolve(), loaded.width, loaded.shard.num_classes);
   const auto start = std::chrono::steady_clock::now();

@@ -7,7 +7,7 @@ namespace nj::cli {
 
 std::string DataArguments::dataset() const {
   NJ_USAGE(positional_dataset.empty() || dataset_option.empty(),
-             "two datasets: {} as the argument and {} with --dataset; give one", positional_dataset, dataset_option);
+           "two datasets: {} as the argument and {} with --dataset; give one", positional_dataset, dataset_option);
   return positional_dataset.empty() ? dataset_option : positional_dataset;
 }
 

@@ -83,7 +83,8 @@ std::string parse_failure_message(const CLI::App& app, const CLI::Error& error) 
       return fmt::format("unexpected argument '{}' for nj {}", printable(left_over.front()), command.get_name());
     }
     const std::string typed = option->substr(0, option->find('='));
-    const auto name = typed.starts_with("--") ? closest_name(typed.substr(2), long_option_names(command)) : std::nullopt;
+    const auto name =
+        typed.starts_with("--") ? closest_name(typed.substr(2), long_option_names(command)) : std::nullopt;
     return fmt::format("unknown option '{}' for nj {}{}", printable(typed), command.get_name(),
                        name ? fmt::format("; did you mean '--{}'?", *name) : std::string());
   }

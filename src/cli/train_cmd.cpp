@@ -138,23 +138,23 @@ void read_arguments(TrainArguments& args, CLI::App& command, Communicator& comm,
   rank.dataset = args.data.dataset();
   const std::string& partitions = args.data.partitions;
   NJ_USAGE(rank.dataset.empty() != partitions.empty(),
-             "give either a dataset or --partitions (a folder written by nj partition), not {}",
-             rank.dataset.empty() ? "neither" : "both");
+           "give either a dataset or --partitions (a folder written by nj partition), not {}",
+           rank.dataset.empty() ? "neither" : "both");
   TrainingOnlyArguments& training = args.training;
   training.options.decay_scope = parse_weight_decay_scope(training.decay_scope);
   NJ_USAGE(training.options.epochs >= 1, "--epochs must be at least 1");
   NJ_USAGE(training.options.adam.lr > 0.0F, "--lr must be positive");
   if (!args.inject_failure.empty()) rank.failure = parse_failure_point(args.inject_failure);
   NJ_USAGE(!training.resume || !training.checkpoint_dir.empty(),
-             "--resume needs --checkpoint-dir (where to resume from)");
+           "--resume needs --checkpoint-dir (where to resume from)");
   NJ_USAGE(training.checkpoint_every == 0 || !training.checkpoint_dir.empty(),
-             "--checkpoint-every needs --checkpoint-dir (where to write)");
+           "--checkpoint-every needs --checkpoint-dir (where to write)");
   NJ_USAGE(!training.keep_best || !training.checkpoint_dir.empty(),
-             "--keep-best needs --checkpoint-dir (where to keep the best checkpoint)");
+           "--keep-best needs --checkpoint-dir (where to keep the best checkpoint)");
   NJ_USAGE(training.options.early_stop_patience == 0 || training.options.eval_every > 0,
-             "--early-stop counts evaluations: it needs --eval-every above 0");
+           "--early-stop counts evaluations: it needs --eval-every above 0");
   NJ_USAGE(!training.resume || training.load_checkpoint.empty(),
-             "give --resume (the newest checkpoint of --checkpoint-dir) or --load-checkpoint FILE, not both");
+           "give --resume (the newest checkpoint of --checkpoint-dir) or --load-checkpoint FILE, not both");
   if (!rank.dataset.empty()) require_dataset_file(rank.dataset, PartitionFolders::kByOption);
   NJ_REQUIRE(partitions.empty() || std::filesystem::is_directory(partitions), "--partitions {}: {}", partitions,
              std::filesystem::exists(partitions) ? "a file, not a folder written by nj partition (a dataset file is "
@@ -179,8 +179,8 @@ void set_up_data(TrainArguments& args, Communicator& comm, RankTraining& rank) {
   rank.choice = parse_executor_choice(args.executor);
   rank.memory_limit = host_memory_limit(args.training.host_memory);
   NJ_USAGE(rank.choice.in_memory || rank.choice.options.mode == ExecutionMode::kReuse || comm.size() == 1,
-             "--execution recompute runs on one rank only (its closures cross ranks); this job has {} ranks",
-             comm.size());
+           "--execution recompute runs on one rank only (its closures cross ranks); this job has {} ranks",
+           comm.size());
   // Before the dataset loads: a missing GPU is a one-line error at once.
   rank.hardware.device = choose_device(parse_device_kind(args.device));
 
@@ -212,15 +212,14 @@ void set_up_training(const TrainArguments& args, Communicator& comm, RankTrainin
                         .in_edges = shard.local.graph.num_edges(),
                         .features = shard.features.cols(),
                         .classes = shard.num_classes};
-  const RunLayout layout =
-      run_layout(rank.choice, rank.hardware.device.kind == DeviceKind::kCpu, args.threads);
-  const HostFootprint host =
-      peak_host_footprint(rank.loading, running_host_footprint(*rank.model, shape, layout,
-                                                               planned.host_use(resident_at_start())));
+  const RunLayout layout = run_layout(rank.choice, rank.hardware.device.kind == DeviceKind::kCpu, args.threads);
+  const HostFootprint host = peak_host_footprint(
+      rank.loading, running_host_footprint(*rank.model, shape, layout, planned.host_use(resident_at_start())));
   require_host_memory(host, rank.memory_limit.bytes, comm.size() > 1 ? "this rank" : "this run",
                       rank.memory_limit.source);
   spdlog::info("host memory: forecast peak {} while {} ({}) of {} {}", format_bytes(host.total()), host.phase,
-               host.describe(), rank.memory_limit.bytes < 0 ? "an unknown amount" : format_bytes(rank.memory_limit.bytes),
+               host.describe(),
+               rank.memory_limit.bytes < 0 ? "an unknown amount" : format_bytes(rank.memory_limit.bytes),
                rank.memory_limit.source);
   rank.executor = make_executor(std::move(planned), rank.hardware.resources, *rank.model, rank.shard, training_comm);
   log_resident_memory("executor set up");

@@ -25,14 +25,16 @@ struct UseRule {
 };
 
 std::string only_within_a_budget(const RunKind& run) {
-  if (run.in_memory) return "it applies to the subgraph executor only, and this run is in memory (give --device-memory)";
+  if (run.in_memory)
+    return "it applies to the subgraph executor only, and this run is in memory (give --device-memory)";
   if (!run.budgeted) return "it applies within a device budget only, and this run has none (give --device-memory)";
   return {};
 }
 
 std::string only_within_a_budget_on_one_rank(const RunKind& run) {
   std::string reason = only_within_a_budget(run);
-  if (reason.empty() && run.ranks > 1) reason = fmt::format("it applies on one rank only, and this job has {}", run.ranks);
+  if (reason.empty() && run.ranks > 1)
+    reason = fmt::format("it applies on one rank only, and this job has {}", run.ranks);
   return reason;
 }
 
@@ -43,7 +45,9 @@ constexpr std::array kRules{
     UseRule{"--chain-layers", only_within_a_budget_on_one_rank},
     UseRule{"--recompute-outputs", only_within_a_budget_on_one_rank},
     UseRule{"--deterministic",
-            [](const RunKind& r) { return r.on_gpu ? std::string() : std::string("it applies on a GPU only (--device cuda)"); }},
+            [](const RunKind& r) {
+              return r.on_gpu ? std::string() : std::string("it applies on a GPU only (--device cuda)");
+            }},
     UseRule{"--partition-method",
             [](const RunKind& r) {
               return r.partitioned_in_memory
@@ -80,7 +84,8 @@ std::vector<std::string> unused_option_warnings(const CLI::App& command, const M
 
 void warn_unused_options(const CLI::App& command, const ModelConfig& model, const ExecutorChoice& choice,
                          const RunContext& context) {
-  for (const std::string& warning : unused_option_warnings(command, model, choice, context)) spdlog::warn("{}", warning);
+  for (const std::string& warning : unused_option_warnings(command, model, choice, context))
+    spdlog::warn("{}", warning);
 }
 
 }  // namespace nj::cli

@@ -2,7 +2,6 @@
 // Validators for option values whose messages state the rule ("must be at least 1"): a mistake is then reported as
 // one line naming the option and the rule, "nj: error: --hidden must be at least 1" (parse_failure_message).
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 

@@ -142,10 +142,9 @@ HostFootprint running_host_footprint(const Model& model, const RankShape& shape,
   // The subgraph executor's rank frees the loaded graph's in-edges once planned, before its rows fill.
   footprint.parts.push_back({"dataset", shard_bytes(shape) - (layout.in_memory ? 0 : shard_in_edge_bytes(shape))});
   if (use.sparse_input_bytes > 0) footprint.parts.push_back({"sparse inputs", use.sparse_input_bytes});
-  footprint.parts.push_back(
-      {"host rows", layout.in_memory ? 2 * shape.owned * shape.classes * kFloat
-                                     : subgraph_host_rows(model, shape, layout.recompute,
-                                                          use.first_layer_sums_inputs, bounded)});
+  footprint.parts.push_back({"host rows", layout.in_memory ? 2 * shape.owned * shape.classes * kFloat
+                                                           : subgraph_host_rows(model, shape, layout.recompute,
+                                                                                use.first_layer_sums_inputs, bounded)});
   if (layout.device_in_host_memory) footprint.parts.push_back({"device (emulated)", use.device_peak_bytes});
   // Copies stage through page-locked memory, one copy's worth at a time (capped: larger copies go in pieces).
   footprint.parts.push_back({"staging", std::min(kStagingCap, use.staging_bytes)});

@@ -4,14 +4,13 @@
 #include <optional>
 #include <utility>
 
-#include "nj/device/planning_device.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/exec/exchange_side.hpp"
 #include "nj/exec/executor.hpp"
 #include "nj/exec/subgraph.hpp"
 #include "nj/kernels/device_block.hpp"
-#include "nj/kernels/planning_backend.hpp"
 #include "nj/model/device_parameters.hpp"
+#include "replay.hpp"
 
 namespace nj {
 
@@ -77,10 +76,10 @@ BoundaryExchange make_exchange(Communicator* comm, const LocalGraph& local, cons
 }  // namespace
 
 struct InMemoryExecutor::State {
-  State(Resources& resources, const Model& model, const LocalGraph& local, ConstRows features, Communicator* ranks,
+  State(Backend& b, Device& d, const Model& model, const LocalGraph& local, ConstRows features, Communicator* ranks,
         const SparseRows* sparse_features)
-      : backend(*resources.backend),
-        device(*resources.device),
+      : backend(b),
+        device(d),
         comm(ranks),
         transfers(device),
         parameters(transfers, model, aggregates_before_transform(model.layer(0), 0, sparse_features != nullptr)),
@@ -432,33 +431,24 @@ struct InMemoryExecutor::State {
 InMemoryExecutor::InMemoryExecutor(Resources& resources, const Model& model, const LocalGraph& local,
                                    ConstRows features, Communicator* comm, SparseInputs inputs) {
   const std::optional<SparseRows> sparse = sparse_inputs(inputs, features, comm);
-  state_ = std::make_unique<State>(resources, model, local, features, comm, sparse ? &*sparse : nullptr);
+  state_ = std::make_unique<State>(*resources.backend, *resources.device, model, local, features, comm,
+                                   sparse ? &*sparse : nullptr);
 }
 
 InMemoryExecutor::InMemoryExecutor(Resources& resources, const Model& model, const LocalGraph& local,
                                    ConstRows features, const SparseRows* sparse_features, Communicator* comm)
-    : state_(std::make_unique<State>(resources, model, local, features, comm, sparse_features)) {}
+    : state_(std::make_unique<State>(*resources.backend, *resources.device, model, local, features, comm,
+                                     sparse_features)) {}
 
 MemoryForecast forecast_in_memory(Model& model, const LocalGraph& local, ConstRows features,
                                   const SparseRows* sparse_features, bool forward_only, MemorySpace exchange_space,
                                   const LibraryMemory& library) {
-  auto planning = std::make_unique<PlanningDevice>();
-  PlanningDevice& device = *planning;
-  Resources resources{.device = std::move(planning), .backend = make_planning_backend(device, library)};
-  const std::unique_ptr<Communicator> detached = make_detached_communicator(exchange_space);
-  std::pair<TrafficBytes, TrafficBytes> epoch_traffic;
-  std::int64_t largest_copy = 0;
-  {
-    InMemoryExecutor::State replay(resources, model, local, features, detached.get(), sparse_features);
+  return replay_step(library, exchange_space, [&](Backend& backend, Device& device, Communicator& detached) {
+    InMemoryExecutor::State replay(backend, device, model, local, features, &detached, sparse_features);
     replay.forward(model, 0, !forward_only);
     if (!forward_only) replay.backward(model, 0);
-    epoch_traffic = replay.transfers.take_traffic();
-    largest_copy = replay.transfers.largest_copy_bytes();
-  }
-  MemoryForecast forecast = device.forecast();
-  std::tie(forecast.h2d, forecast.d2h) = epoch_traffic;
-  forecast.largest_copy_bytes = largest_copy;
-  return forecast;
+    return replayed_copies(replay.transfers);
+  });
 }
 
 InMemoryExecutor::~InMemoryExecutor() = default;

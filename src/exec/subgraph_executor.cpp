@@ -18,10 +18,10 @@
 #include "nj/device/transfers.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/kernels/device_block.hpp"
-#include "nj/kernels/planning_backend.hpp"
 #include "nj/model/device_parameters.hpp"
 #include "nj/scheduler/room_schedule.hpp"
 #include "pass_exchange.hpp"
+#include "replay.hpp"
 #include "step_residency.hpp"
 
 namespace nj {
@@ -936,28 +936,19 @@ MemoryForecast forecast_device_memory(Model& model, const LocalGraph& local, Con
   std::optional<SparseRows> built;
   if (plan.options.inputs.sparse && sparse_features == nullptr)
     sparse_features = &built.emplace(sparse_rows_of(features));
-  PlanningDevice device;
-  const std::unique_ptr<Backend> kernels = make_planning_backend(device, plan.options.library);
-  const std::unique_ptr<Communicator> detached = make_detached_communicator();
-  std::pair<TrafficBytes, TrafficBytes> epoch_traffic;
-  std::int64_t largest_copy = 0;
-  {
-    SubgraphExecutor::State replay(*kernels, device, model, local, features,
-                                   plan.options.inputs.sparse ? sparse_features : nullptr, plan, detached.get());
-    replay.planning = &device;
-    replay.transfers.take_traffic();  // what the run uploads once is not an epoch's
-    if (plan.options.forward_only) {
-      replay.evaluate(model);
-    } else {
-      replay.train(model, 0, no_loss);
-    }
-    epoch_traffic = replay.transfers.take_traffic();
-    largest_copy = replay.transfers.largest_copy_bytes();
-  }
-  MemoryForecast forecast = device.forecast();
-  std::tie(forecast.h2d, forecast.d2h) = epoch_traffic;
-  forecast.largest_copy_bytes = largest_copy;
-  return forecast;
+  return replay_step(
+      plan.options.library, MemorySpace::kHost, [&](Backend& backend, PlanningDevice& device, Communicator& detached) {
+        SubgraphExecutor::State replay(backend, device, model, local, features,
+                                       plan.options.inputs.sparse ? sparse_features : nullptr, plan, &detached);
+        replay.planning = &device;
+        replay.transfers.take_traffic();  // what the run uploads once is not an epoch's
+        if (plan.options.forward_only) {
+          replay.evaluate(model);
+        } else {
+          replay.train(model, 0, no_loss);
+        }
+        return replayed_copies(replay.transfers);
+      });
 }
 
 namespace {
@@ -1300,8 +1291,9 @@ EpochPlan settled_plan(Model& model, const LocalGraph& local, ConstRows features
     throw InputError(fmt::format(
         "device memory budget {} is {} short of what this plan needs at its peak ({}: {}); use --device-memory {} "
         "or more",
-        format_bytes(plan.options.device_budget), format_bytes(short_by), format_bytes(plan.memory.peak_footprint_bytes),
-        describe_forecast(plan.memory), budget_for(plan.memory.peak_footprint_bytes)));
+        format_bytes(plan.options.device_budget), format_bytes(short_by),
+        format_bytes(plan.memory.peak_footprint_bytes), describe_forecast(plan.memory),
+        budget_for(plan.memory.peak_footprint_bytes)));
   }
   return plan;
 }
@@ -1329,9 +1321,8 @@ void SubgraphExecutor::start(Resources& resources, Model& model, const LocalGrap
   NJ_EXPECTS(resources.device->budget_bytes() == plan_.options.device_budget,
              "a device budget of {} bytes for a plan of {}", resources.device->budget_bytes(),
              plan_.options.device_budget);
-  NJ_EXPECTS(plan_.options.inputs.sparse == sparse_features_.has_value(),
-             "a plan of {} inputs for {} features", plan_.options.inputs.sparse ? "sparse" : "dense",
-             sparse_features_ ? "sparse" : "dense");
+  NJ_EXPECTS(plan_.options.inputs.sparse == sparse_features_.has_value(), "a plan of {} inputs for {} features",
+             plan_.options.inputs.sparse ? "sparse" : "dense", sparse_features_ ? "sparse" : "dense");
   const SparseRows* sparse = sparse_features_ ? &*sparse_features_ : nullptr;
   state_ = std::make_unique<State>(*resources.backend, *resources.device, model, local, features, sparse, plan_, comm);
 }

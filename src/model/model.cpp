@@ -55,11 +55,13 @@ std::string describe_model(const ModelConfig& model) {
   return text + fmt::format(", seed {}", model.seed);
 }
 std::optional<ModelKind> kind_reading_option(std::string_view option) {
-  static constexpr std::pair<std::string_view, ModelKind> kOwnOptions[] = {
-      {"--heads", ModelKind::kGat},         {"--output-heads", ModelKind::kGat},
-      {"--attention-dropout", ModelKind::kGat}, {"--gin-eps", ModelKind::kGin},
-      {"--gin-train-eps", ModelKind::kGin},  {"--propagation-steps", ModelKind::kAppnp},
-      {"--teleport", ModelKind::kAppnp}};
+  static constexpr std::pair<std::string_view, ModelKind> kOwnOptions[] = {{"--heads", ModelKind::kGat},
+                                                                           {"--output-heads", ModelKind::kGat},
+                                                                           {"--attention-dropout", ModelKind::kGat},
+                                                                           {"--gin-eps", ModelKind::kGin},
+                                                                           {"--gin-train-eps", ModelKind::kGin},
+                                                                           {"--propagation-steps", ModelKind::kAppnp},
+                                                                           {"--teleport", ModelKind::kAppnp}};
   for (const auto& [name, kind] : kOwnOptions) {
     if (name == option) return kind;
   }

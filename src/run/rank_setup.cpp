@@ -63,7 +63,7 @@ RunHostUse PlannedRun::host_use(std::int64_t process_bytes) const {
 namespace {
 
 std::vector<ExchangeForecast> exchange_sent(const Model& model, const LocalGraph& local, bool first_layer_sums_inputs,
-                                         bool forward_only) {
+                                            bool forward_only) {
   std::int64_t forward_rows = 0;
   std::int64_t backward_rows = 0;
   for (const PeerRows& p : local.peers) {
@@ -203,10 +203,11 @@ void log_plan(const EpochPlan& plan) {
                format_bytes(plan.options.kept_block_bytes));
   // The planner cuts steps to a bound it computes from the widest rows a step may hold; the replay then measures what
   // they take, which may be less: the bound is the larger figure of the two where steps never reach it.
-  spdlog::info("plan: device peak {} of {} ({}); steps cut to at most {} each (the planner's bound; the peak is "
-               "what they take)",
-               format_bytes(plan.memory.peak_footprint_bytes), format_bytes(plan.options.device_budget),
-               describe_forecast(plan.memory), format_bytes(plan.largest_step_bytes));
+  spdlog::info(
+      "plan: device peak {} of {} ({}); steps cut to at most {} each (the planner's bound; the peak is "
+      "what they take)",
+      format_bytes(plan.memory.peak_footprint_bytes), format_bytes(plan.options.device_budget),
+      describe_forecast(plan.memory), format_bytes(plan.largest_step_bytes));
   if (!plan.passes.empty() && !plan.passes.front().blocks_stay.empty()) {
     const Pass& pass = plan.passes.front();
     std::size_t staying = 0;

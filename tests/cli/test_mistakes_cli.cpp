@@ -211,11 +211,13 @@ TEST_F(MistakesCli, AnOptionTheRunDoesNotUseIsNamedInAWarning) {
             (std::vector<std::string>{
                 "--gin-eps is ignored: it applies to --model gin only, and this run's model is gcn",
                 "--teleport is ignored: it applies to --model appnp only, and this run's model is gcn"}));
-  const std::string in_memory = "it applies to the subgraph executor only, and this run is in memory (give "
-                                "--device-memory)";
-  EXPECT_EQ(warnings(test::run_nj(train + " --cache-policy lru --chain-layers off --host-blocks 1M")),
-            (std::vector<std::string>{"--cache-policy is ignored: " + in_memory, "--host-blocks is ignored: " + in_memory,
-                                      "--chain-layers is ignored: " + in_memory}));
+  const std::string in_memory =
+      "it applies to the subgraph executor only, and this run is in memory (give "
+      "--device-memory)";
+  EXPECT_EQ(
+      warnings(test::run_nj(train + " --cache-policy lru --chain-layers off --host-blocks 1M")),
+      (std::vector<std::string>{"--cache-policy is ignored: " + in_memory, "--host-blocks is ignored: " + in_memory,
+                                "--chain-layers is ignored: " + in_memory}));
   EXPECT_EQ(warnings(test::run_nj(train + " --execution reuse --recompute-outputs on --deterministic")),
             (std::vector<std::string>{
                 "--recompute-outputs is ignored: it applies within a device budget only, and this run has none (give "

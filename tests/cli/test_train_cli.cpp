@@ -211,7 +211,8 @@ TEST_F(TrainCli, ARunThatCannotFitInHostMemoryStopsBeforeItLoadsOrAllocates) {
   EXPECT_NE(loading.find("more than the 100.0K given by --host-memory"), std::string::npos) << loading;
 
   const std::string graph = dir.file("larger.h5");
-  ASSERT_EQ(test::run_nj("generate --vertices 20000 --edges 200000 --features 64 -o " + shell_quote(graph)).exit_code, 0);
+  ASSERT_EQ(test::run_nj("generate --vertices 20000 --edges 200000 --features 64 -o " + shell_quote(graph)).exit_code,
+            0);
   const auto planned = test::run_nj("plan " + shell_quote(graph) + " --json --log-level off");
   ASSERT_EQ(planned.exit_code, 0) << planned.output;
   const auto rank = nlohmann::json::parse(planned.output)["ranks"][0];

@@ -26,7 +26,7 @@ options=(--epochs 20 --eval-every 0 --threads 1)
 "$nj" --log-level warn train "$work/cora.h5" --epochs 1 --threads 1 --save-checkpoint "$work/one.h5"
 before="$(received_bytes h1)"
 on h0 timeout 300 mpirun "${mpirun_args[@]}" "${ranks[@]}" "$nj" train --partitions "$work/cora.parts" "${options[@]}" \
-  --metrics-out "$work/hosts.jsonl" | tee "$work/hosts.log"
+  --metrics-out "$work/hosts.jsonl" 2>&1 | tee "$work/hosts.log"
 on h0 timeout 300 mpirun "${mpirun_args[@]}" "${ranks[@]}" "$nj" --log-level warn train --partitions "$work/cora.parts" \
   --epochs 1 --threads 1 --save-checkpoint "$work/hosts.h5"
 grep -q "4 ranks, metis partition" "$work/hosts.log" || { echo "FAILED: the job did not train 4 ranks on the shards"; exit 1; }

@@ -329,8 +329,8 @@ TEST(InMemoryMetrics, ReportTheDevicePeakAndTheBytesMovedAsForecast) {
     Model model(model_config(ModelKind::kGcn), data.features.cols(), data.num_classes);
     const LocalGraph local = whole_local_graph(data.graph);
     const std::optional<SparseRows> rows = sparse ? std::optional(sparse_rows_of(data.features.view())) : std::nullopt;
-    const MemoryForecast forecast =
-        forecast_in_memory(model, local, {nullptr, data.features.rows(), data.features.cols()}, rows ? &*rows : nullptr);
+    const MemoryForecast forecast = forecast_in_memory(
+        model, local, {nullptr, data.features.rows(), data.features.cols()}, rows ? &*rows : nullptr);
     Resources resources = test::backend_resources(DeviceKind::kCpu, kUnlimited, 2);
     InMemoryExecutor executor(resources, model, local, data.features.view(), rows ? &*rows : nullptr, nullptr);
     auto comm = make_single_process_communicator();

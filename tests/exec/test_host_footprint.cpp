@@ -39,8 +39,7 @@ TEST(HostFootprint, TheDeviceCountsOnlyWhereItIsEmulatedInHostMemory) {
   const Model model(config, 64, 8);
   const RankShape shape{.owned = 10000, .local = 10000, .in_edges = 100000, .features = 64, .classes = 8};
   const RunHostUse use{.process_bytes = 1 << 20, .device_peak_bytes = 5 << 20};
-  const auto emulated =
-      running_host_footprint(model, shape, {.in_memory = true, .device_in_host_memory = true}, use);
+  const auto emulated = running_host_footprint(model, shape, {.in_memory = true, .device_in_host_memory = true}, use);
   const auto on_gpu = running_host_footprint(model, shape, {.in_memory = true, .device_in_host_memory = false}, use);
   EXPECT_EQ(emulated.total() - on_gpu.total(), 5 << 20);
   EXPECT_NE(emulated.describe().find("device (emulated) 5.00M"), std::string::npos) << emulated.describe();
@@ -64,8 +63,7 @@ TEST(HostFootprint, EachComputeThreadCountsItsWorkspace) {
   EXPECT_NE(budgeted.describe().find("threads 2.00M"), std::string::npos) << budgeted.describe();
   const Model wide(config, 1 << 14, 4);
   const RankShape big{.owned = 1000, .local = 1000, .in_edges = 5000, .features = 1 << 14, .classes = 4};
-  EXPECT_NE(running_host_footprint(wide, big, {.threads = 2}, {}).describe().find("threads 32.00M"),
-            std::string::npos);
+  EXPECT_NE(running_host_footprint(wide, big, {.threads = 2}, {}).describe().find("threads 32.00M"), std::string::npos);
 }
 
 // Loading holds the dataset as dense rows and, while the reader expands them, the stored sparse entries; ranks that

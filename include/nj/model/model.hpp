@@ -47,7 +47,6 @@ struct ModelConfig {
 // ("--heads": GAT); std::nullopt for an option every kind reads, or one that is not a model option.
 std::optional<ModelKind> kind_reading_option(std::string_view option);
 
-
 // "gcn, 2 layers, hidden 16, activation relu, dropout 0.5, seed 0": the options that `model`'s kind uses.
 std::string describe_model(const ModelConfig& model);
 

@@ -63,7 +63,7 @@ struct PlannedRun {
   std::int64_t plan_host_bytes = 0;         // what the plan's structures hold, measured on the heap while planning
   std::int64_t executor_host_bytes = 0;     // what the subgraph executor holds beside them (executor_host_bytes)
   bool first_layer_sums_inputs = false;     // whether layer 1 aggregates its inputs before it transforms them
-  std::vector<ExchangeForecast> exchange;      // per layer, what this rank sends its peers an epoch
+  std::vector<ExchangeForecast> exchange;   // per layer, what this rank sends its peers an epoch
   // What the run holds beside its loaded data, with `process_bytes` for the process itself.
   RunHostUse host_use(std::int64_t process_bytes) const;
 };
