@@ -53,7 +53,7 @@ CheckpointModel read_checkpoint_model(const std::string& path) {
   return {*summary.model, feature_norm_of(summary.run) == "row", summary.progress.next_epoch};
 }
 
-// The layers whose outputs are written, counted from 0: "all", or numbers from 1.
+// The model layers (Model::num_model_layers) whose outputs are written, counted from 0: "all", or numbers from 1.
 std::vector<std::size_t> embedding_layers(const std::vector<std::string>& asked, std::size_t layers) {
   std::vector<std::size_t> chosen;
   for (const std::string& item : asked) {
@@ -117,7 +117,7 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
   std::vector<std::size_t> layers;
   agree_on_failure(comm, [&] {
     // Before loading: the layer count does not depend on the data's widths.
-    layers = embedding_layers(args.embeddings, Model(checkpoint.config, 1, 1).num_layers());
+    layers = embedding_layers(args.embeddings, Model(checkpoint.config, 1, 1).num_model_layers());
     hardware.device = choose_device(parse_device_kind(args.device));
     shard = load_rank_shard({.dataset = dataset,
                              .partitions = args.data.partitions,
@@ -149,11 +149,11 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
   GatheredRows logits_of_all = gather_rows(comm, ids, logits, shard.global_vertices);
   output.vertex_ids = std::move(logits_of_all.ids);
   output.logits = std::move(logits_of_all.rows);
-  for (const std::size_t l : layers) {
-    const ConstRows rows = executor->layer_outputs(l);
-    const Matrix own = leading_columns(rows, model->layer(l).embedding_width());
+  for (const std::size_t m : layers) {
+    const std::size_t l = model->output_of_model_layer(m);
+    const Matrix own = leading_columns(executor->layer_outputs(l), model->layer(l).embedding_width());
     output.embeddings.push_back(
-        {static_cast<int>(l + 1), gather_rows(comm, ids, own.view(), shard.global_vertices).rows});
+        {model->model_layer_name(m), gather_rows(comm, ids, own.view(), shard.global_vertices).rows});
   }
   agree_on_failure(comm, [&] {
     if (!leader) return;
@@ -187,7 +187,8 @@ void add_infer_command(CLI::App& app, Communicator& comm) {
       ->type_name(kPathType)
       ->required();
   cmd->add_option("--embeddings", args->embeddings,
-                  "Also write these layers' outputs, numbered from 1 as nj plan numbers them, or all")
+                  "Also write these layers' outputs, or all: layers of the model numbered from 1 (a GIN layer with "
+                  "its MLP; APPNP's MLP layers, then its propagation)")
       ->expected(1, -1);
   add_executor_options(*cmd, args->executor, true);
   // nj train's options, accepted so that its command lines and --config files infer: in a group of their own.

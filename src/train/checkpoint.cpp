@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <regex>
 
 #include "nj/core/printable.hpp"
@@ -182,10 +184,24 @@ int format_of(const hdf5::File& file) {
   NJ_REQUIRE(format.starts_with(kFormatPrefix), "{}: not a NeutronJittor checkpoint (no '{}N' format attribute)",
              file.path(), kFormatPrefix);
   const std::string number = format.substr(kFormatPrefix.size());
-  NJ_REQUIRE(number == "1" || number == std::to_string(kCheckpointFormat),
+  int parsed = 0;
+  const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), parsed);
+  NJ_REQUIRE(error == std::errc() && end == number.data() + number.size() && parsed >= 1 && parsed <= kCheckpointFormat,
              "{}: checkpoint format '{}' is not one this build reads (1 to {}): written by a newer nj?", file.path(),
              printable(number), kCheckpointFormat);
-  return std::stoi(number);
+  return parsed;
+}
+
+// Each parameter's name in a checkpoint of `format` written for a model of `config`: before format 3, the layers were
+// numbered as built (names_by_built_layer).
+std::vector<std::string> names_in_file(const std::vector<Parameter*>& params, int format, const ModelConfig& config) {
+  const auto before = format >= 3 ? std::map<std::string, std::string>() : names_by_built_layer(config);
+  std::vector<std::string> names;
+  for (const Parameter* p : params) {
+    const auto old = before.find(p->name);
+    names.push_back(old == before.end() ? p->name : old->second);
+  }
+  return names;
 }
 
 // Where training stood. Format 1 counted the best validation epoch from 0; this format counts epochs from 1, with
@@ -320,13 +336,14 @@ TrainingProgress load_checkpoint(const std::string& path, const RunIdentity& run
 
   // Everything is read before anything is replaced, so that a damaged file leaves the model as it was.
   const auto& params = optimizer.parameters();
+  const std::vector<std::string> names = names_in_file(params, summary.format, run.model_options);
   std::vector<std::vector<float>> values(params.size());
   std::vector<std::vector<float>> first(params.size());
   std::vector<std::vector<float>> second(params.size());
   for (std::size_t i = 0; i < params.size(); ++i) {
-    read_matrix(file, "/params/" + params[i]->name, params[i]->value, values[i]);
-    read_matrix(file, "/adam_m/" + params[i]->name, optimizer.first_moments()[i], first[i]);
-    read_matrix(file, "/adam_v/" + params[i]->name, optimizer.second_moments()[i], second[i]);
+    read_matrix(file, "/params/" + names[i], params[i]->value, values[i]);
+    read_matrix(file, "/adam_m/" + names[i], optimizer.first_moments()[i], first[i]);
+    read_matrix(file, "/adam_v/" + names[i], optimizer.second_moments()[i], second[i]);
   }
   for (std::size_t i = 0; i < params.size(); ++i) {
     std::copy(values[i].begin(), values[i].end(), params[i]->value.data());
@@ -344,21 +361,21 @@ std::string feature_norm_of(const RunIdentity& run) {
 void load_weights(const std::string& path, Model& model) {
   const auto file = hdf5::File::open_read(path);
   const std::vector<Parameter*> params = model.parameters();
+  const std::vector<std::string> names = names_in_file(params, format_of(file), model.config());
   // Every shape is checked before anything is read, and everything read before anything is replaced.
-  for (const Parameter* p : params) {
-    const std::string name = "/params/" + p->name;
-    NJ_REQUIRE(file.exists(name), "{}: has no parameter {}: written for another model", path, p->name);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Parameter& p = *params[i];
+    const std::string name = "/params/" + names[i];
+    NJ_REQUIRE(file.exists(name), "{}: has no parameter {}: written for another model", path, names[i]);
     const std::vector<hsize_t> shape = file.shape(name);
-    const std::vector<hsize_t> expected = {static_cast<hsize_t>(p->value.rows()),
-                                           static_cast<hsize_t>(p->value.cols())};
+    const std::vector<hsize_t> expected = {static_cast<hsize_t>(p.value.rows()), static_cast<hsize_t>(p.value.cols())};
     NJ_REQUIRE(shape == expected,
                "{}: its model does not fit this data: parameter {} is {} in the checkpoint and {} here (the input "
                "features and the classes must be the training data's)",
-               path, p->name, fmt::join(shape, "x"), fmt::join(expected, "x"));
+               path, names[i], fmt::join(shape, "x"), fmt::join(expected, "x"));
   }
   std::vector<std::vector<float>> values(params.size());
-  for (std::size_t i = 0; i < params.size(); ++i)
-    read_matrix(file, "/params/" + params[i]->name, params[i]->value, values[i]);
+  for (std::size_t i = 0; i < params.size(); ++i) read_matrix(file, "/params/" + names[i], params[i]->value, values[i]);
   for (std::size_t i = 0; i < params.size(); ++i)
     std::copy(values[i].begin(), values[i].end(), params[i]->value.data());
 }

@@ -77,6 +77,15 @@ TEST_F(CheckpointCli, ModelOptionsNotGivenComeFromTheCheckpoint) {
       << other.output;
 }
 
+// A checkpoint nj wrote before format 3, its arrays named by the layers as the model built them, goes on training.
+TEST_F(CheckpointCli, AFormatTwoCheckpointGoesOnTraining) {
+  const std::string fixtures = std::string(NJ_SOURCE_DIR) + "/tests/fixtures/format2/";
+  const auto run = test::run_nj("train " + shell_quote(fixtures + "graph.h5") + " --threads 1 --epochs 4 " +
+                                "--load-checkpoint " + shell_quote(fixtures + "gin.h5"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("gin.h5: 3 epochs done, continuing at epoch 4"), std::string::npos) << run.output;
+}
+
 TEST_F(CheckpointCli, NothingLeftToTrainIsOneLineAndSuccess) {
   ASSERT_EQ(train("--epochs 3 --save-checkpoint " + shell_quote(checkpoint_)).exit_code, 0);
   for (const std::string epochs : {"3", "2"}) {

@@ -298,6 +298,65 @@ TEST_F(MultiRankInferCli, ShardsWithSpreadIdsTrainAndInferAsTheDatasetsOwn) {
   EXPECT_EQ(hdf5::File::open_read(one).read<gid_t>("/vertex_ids").values.back(), 299);
 }
 
+// /embeddings/layer<L> is the output of the model's L-th layer as its user counts them: GIN's whole layer, its MLP
+// included, and APPNP's MLP layers with its propagation as one more; --embeddings counts so too.
+TEST_F(InferCli, EmbeddingsAreTheModelsLayers) {
+  for (const auto& [model, widths] : {std::pair{std::string("gin"), std::vector<hsize_t>{16, 4}},
+                                      std::pair{std::string("appnp"), std::vector<hsize_t>{16, 4, 4}}}) {
+    SCOPED_TRACE(model);
+    const std::string checkpoint = dir_.file(model + ".h5");
+    const std::string out = dir_.file(model + "-out.h5");
+    ASSERT_EQ(test::run_nj("train " + shell_quote(dataset_) + " --threads 1 --model " + model +
+                           " --layers 2 --hidden 16 --epochs 2 --save-checkpoint " + shell_quote(checkpoint))
+                  .exit_code,
+              0);
+    const auto run = test::run_nj("infer " + shell_quote(checkpoint) + " " + shell_quote(dataset_) +
+                                  " --threads 1 --embeddings all -o " + shell_quote(out));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const auto file = hdf5::File::open_read(out);
+    std::vector<std::string> expected;
+    for (std::size_t l = 1; l <= widths.size(); ++l) expected.push_back(fmt::format("layer{}", l));
+    ASSERT_EQ(file.members("/embeddings"), expected);
+    const Inferred inferred = read_inferred(out, static_cast<int>(widths.size()));
+    for (std::size_t l = 0; l < widths.size(); ++l) {
+      EXPECT_EQ(inferred.embeddings[l].shape, (std::vector<hsize_t>{300, widths[l]})) << "layer " << l + 1;
+    }
+    EXPECT_EQ(relative_difference(inferred.logits, inferred.embeddings.back()), 0.0)
+        << "the last layer's are the logits";
+  }
+  EXPECT_EQ(test::expect_one_line_error(test::run_nj("infer " + shell_quote(dir_.file("appnp.h5")) + " " +
+                                                     shell_quote(dataset_) + " --embeddings 4 -o " +
+                                                     shell_quote(dir_.file("out.h5")))),
+            "nj: error: --embeddings 4: give layer numbers from 1 to 3 (this model's layers), or all\n");
+}
+
+// Checkpoints that nj wrote before format 3 name their arrays by the layers as the model built them: they infer what
+// that build inferred, and its embeddings under the model's layer numbers (GIN's layer 2 was its fourth built layer,
+// APPNP's propagation its fifth).
+TEST(InferFormat2Cli, ACheckpointInfersWhatItsBuildInferred) {
+  const std::string fixtures = std::string(NJ_SOURCE_DIR) + "/tests/fixtures/format2/";
+  const test::TempDir dir;
+  for (const auto& [model, built] : {std::pair{std::string("gin"), std::vector<int>{2, 4}},
+                                     std::pair{std::string("appnp"), std::vector<int>{1, 2, 5}}}) {
+    SCOPED_TRACE(model);
+    const std::string out = dir.file(model + ".h5");
+    const auto run =
+        test::run_nj("infer " + shell_quote(fixtures + model + ".h5") + " " + shell_quote(fixtures + "graph.h5") +
+                     " --threads 1 --embeddings all -o " + shell_quote(out));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const auto then = hdf5::File::open_read(fixtures + model + "-pred.h5");
+    const auto now = hdf5::File::open_read(out);
+    EXPECT_LT(relative_difference(then.read<float>("/logits"), now.read<float>("/logits")), 1e-6);
+    ASSERT_EQ(now.members("/embeddings").size(), built.size());
+    for (std::size_t l = 0; l < built.size(); ++l) {
+      EXPECT_LT(relative_difference(then.read<float>(fmt::format("/embeddings/layer{}", built[l])),
+                                    now.read<float>(fmt::format("/embeddings/layer{}", l + 1))),
+                1e-6)
+          << "layer " << l + 1;
+    }
+  }
+}
+
 // A training run's configuration file and command line infer as they are: the model comes from the checkpoint, and
 // the options only training uses are accepted.
 TEST_F(InferCli, TrainingsConfigurationFileInfers) {

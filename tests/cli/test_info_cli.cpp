@@ -59,7 +59,7 @@ TEST_F(InfoCli, SaysWhatACheckpointHolds) {
   const auto text = test::run_nj("info " + test::shell_quote(checkpoint));
   ASSERT_EQ(text.exit_code, 0) << text.output;
   for (const std::string expected :
-       {"checkpoint:      format 2, 3 epochs done, 3 Adam steps\n",
+       {"checkpoint:      format 3, 3 epochs done, 3 Adam steps\n",
         "model:           gat, 2 layers, hidden 4, heads 2, output heads 1, activation elu, dropout 0.5, attention "
         "dropout 0.6, seed 0\n",
         "dataset:         'small-world': 600 vertices, ", "partitioning:    one rank, the whole graph\n",

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/hdf5.hpp"
@@ -44,6 +45,28 @@ struct TrainingState {
 };
 
 const RunIdentity kRun{"gcn", "cora", "one rank", "Adam"};
+
+// Checkpoints that nj wrote before format 3, of a GIN and an APPNP on the graph beside them.
+const std::string kFormat2 = std::string(NJ_SOURCE_DIR) + "/tests/fixtures/format2/";
+
+// Renames a GCN's checkpoint's arrays as builds before format 3 named them, with layers counted from 0.
+void name_layers_from_zero(const std::string& path) {
+  std::vector<std::pair<std::string, std::string>> renames;
+  for (const char* group : {"/params/", "/adam_m/", "/adam_v/"}) {
+    for (const std::string& name : hdf5::File::open_read(path).members(group)) {
+      const std::size_t dot = name.find('.');
+      const std::size_t digits = std::string("layer").size();
+      const int layer = std::stoi(name.substr(digits, dot - digits));
+      renames.emplace_back(group + name, fmt::format("{}layer{}{}", group, layer - 1, name.substr(dot)));
+    }
+  }
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  for (const auto& [from, to] : renames) {
+    EXPECT_GE(H5Lmove(file, from.c_str(), file, to.c_str(), H5P_DEFAULT, H5P_DEFAULT), 0) << from;
+  }
+  H5Fclose(file);
+}
 
 std::string message_of(const std::function<void()>& action) {
   try {
@@ -190,6 +213,7 @@ TEST_F(CheckpointTest, AFormatOneCheckpointStillLoads) {
     file.set_attribute("next_epoch", std::int64_t{5});
     file.set_attribute("best_val_epoch", std::int64_t{1});  // counted from 0
   }
+  name_layers_from_zero(dir.file("c.h5"));
   const CheckpointSummary summary = read_checkpoint_summary(dir.file("c.h5"));
   EXPECT_EQ(summary.format, 1);
   EXPECT_EQ(summary.run.model, run.model);
@@ -206,6 +230,69 @@ TEST_F(CheckpointTest, AFormatOneCheckpointStillLoads) {
   EXPECT_NE(
       message_of([&] { read_checkpoint_summary(dir.file("c.h5")); }).find("format '9' is not one this build reads"),
       std::string::npos);
+}
+
+// Parameters are named by the model's layers, counted from 1, and within a layer by their part and role: GIN's ε
+// and its MLP's two Linear maps, APPNP's MLP layers (its propagation has none). Numbers have the digits of the
+// largest, so that the names sort as the layers do.
+TEST_F(CheckpointTest, ParametersAreNamedByTheModelsLayers) {
+  const auto names_of = [&](const ModelConfig& config) {
+    TrainingState state(config, 1.0F);
+    save_checkpoint(dir.file("names.h5"), kRun, state.progress, state.adam);
+    std::vector<std::string> names;
+    for (const auto& [name, shape] : read_checkpoint_summary(dir.file("names.h5")).parameters) names.push_back(name);
+    return names;
+  };
+  ModelConfig gin = gcn();
+  gin.kind = ModelKind::kGin;
+  gin.gin_train_eps = true;
+  EXPECT_EQ(names_of(gin), (std::vector<std::string>{"layer1.eps", "layer1.linear1.bias", "layer1.linear1.weight",
+                                                     "layer1.linear2.bias", "layer1.linear2.weight", "layer2.eps",
+                                                     "layer2.linear1.bias", "layer2.linear1.weight",
+                                                     "layer2.linear2.bias", "layer2.linear2.weight"}));
+  ModelConfig appnp = gcn();
+  appnp.kind = ModelKind::kAppnp;
+  EXPECT_EQ(names_of(appnp),
+            (std::vector<std::string>{"layer1.bias", "layer1.weight", "layer2.bias", "layer2.weight"}));
+  ModelConfig deep = gcn();
+  deep.layers = 10;
+  const std::vector<std::string> deep_names = names_of(deep);
+  ASSERT_EQ(deep_names.size(), 20U);
+  EXPECT_EQ(deep_names.front(), "layer01.bias");
+  EXPECT_EQ(deep_names[17], "layer09.weight");
+  EXPECT_EQ(deep_names.back(), "layer10.weight");
+}
+
+// A checkpoint of format 2 names its arrays by the layers as the model built them, from 0: its weights load into the
+// layers they were trained in, under this build's names.
+TEST_F(CheckpointTest, AFormatTwoCheckpointLoadsIntoTheLayersItsNamesCounted) {
+  const CheckpointSummary summary = read_checkpoint_summary(kFormat2 + "gin.h5");
+  EXPECT_EQ(summary.format, 2);
+  ASSERT_TRUE(summary.model.has_value());
+  EXPECT_EQ(summary.model->kind, ModelKind::kGin);
+  EXPECT_TRUE(summary.model->gin_train_eps);
+  Model model(*summary.model, 6, 3);
+  load_weights(kFormat2 + "gin.h5", model);
+  const auto file = hdf5::File::open_read(kFormat2 + "gin.h5");
+  std::map<std::string, const Parameter*> by_name;
+  for (const Parameter* p : model.parameters()) by_name[p->name] = p;
+  // Layer l of the GIN was built as layers 2(l - 1) (ε and the first Linear) and 2(l - 1) + 1 (the second).
+  for (const auto& [old, name] :
+       std::vector<std::pair<std::string, std::string>>{{"layer0.weight", "layer1.linear1.weight"},
+                                                        {"layer0.eps", "layer1.eps"},
+                                                        {"layer1.weight", "layer1.linear2.weight"},
+                                                        {"layer1.bias", "layer1.linear2.bias"},
+                                                        {"layer2.weight", "layer2.linear1.weight"},
+                                                        {"layer3.bias", "layer2.linear2.bias"}}) {
+    ASSERT_TRUE(by_name.contains(name)) << name;
+    const auto stored = file.read<float>("/params/" + old);
+    EXPECT_EQ(stored.values, std::vector<float>(by_name[name]->value.span().begin(), by_name[name]->value.span().end()))
+        << old << " as " << name;
+  }
+  // And with its optimizer's state, as --load-checkpoint reads it.
+  Adam adam(model.parameters(), {});
+  EXPECT_EQ(load_checkpoint(kFormat2 + "gin.h5", summary.run, adam).next_epoch, 3U);
+  EXPECT_EQ(adam.steps(), 3);
 }
 
 TEST_F(CheckpointTest, DamagedFilesAreOneLineErrorsThatLeaveTheModelAsItWas) {

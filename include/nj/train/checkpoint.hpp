@@ -57,8 +57,9 @@ void save_checkpoint(const std::string& path, const RunIdentity& run, const Trai
 TrainingProgress load_checkpoint(const std::string& path, const RunIdentity& run, Adam& optimizer);
 
 // The checkpoint format this build writes. It reads the ones before it too: format 1 counted the best validation
-// epoch from 0 and described every model option and the learning rate in the identity.
-inline constexpr int kCheckpointFormat = 2;
+// epoch from 0 and described every model option and the learning rate in the identity; formats 1 and 2 numbered the
+// layers as the model builds them (names_by_built_layer).
+inline constexpr int kCheckpointFormat = 3;
 
 // What a checkpoint records besides the arrays, read and checked without them.
 struct CheckpointSummary {
