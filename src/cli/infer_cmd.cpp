@@ -28,7 +28,8 @@ struct InferArguments {
   std::vector<std::string> embeddings;
   ExecutorArguments executor;
   // nj train's own options, so that its command lines and configuration files infer: the model comes from the
-  // checkpoint and training's options do nothing here, but --partition-method (several ranks over a dataset file).
+  // checkpoint and training's options do nothing here, but --partition-method (several ranks over a dataset file)
+  // and --allow-other-graph.
   ModelArguments ignored_model;
   TrainingOnlyArguments training;
   int threads = 0;
@@ -43,14 +44,15 @@ struct CheckpointModel {
   std::uint32_t epochs = 0;
 };
 
-CheckpointModel read_checkpoint_model(const std::string& path) {
+// The checkpoint's summary, where it is one that nj infer can use.
+CheckpointSummary read_inferable_checkpoint(const std::string& path) {
   NJ_REQUIRE(std::filesystem::is_regular_file(path), "checkpoint {}: no such file", path);
   NJ_REQUIRE(is_checkpoint_file(path), "{}: not a checkpoint written by nj train", path);
-  const CheckpointSummary summary = read_checkpoint_summary(path);
+  CheckpointSummary summary = read_checkpoint_summary(path);
   NJ_REQUIRE(summary.model.has_value(),
              "{}: records no model options (a format 1 checkpoint not written by nj train); train again to infer",
              path);
-  return {*summary.model, feature_norm_of(summary.run) == "row", summary.progress.next_epoch};
+  return summary;
 }
 
 // The model layers (Model::num_model_layers) whose outputs are written, counted from 0: "all", or numbers from 1.
@@ -91,6 +93,7 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
   std::string dataset;
   ExecutorChoice choice;
   CheckpointModel checkpoint;
+  std::optional<GraphIdentity> trained_on;  // rank 0's
   agree_on_failure(comm, [&] {
     if (!args.data.config_file.empty()) {
       NJ_REQUIRE(std::filesystem::is_regular_file(args.data.config_file), "--config {}: no such file",
@@ -106,7 +109,10 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
     NJ_REQUIRE(choice.in_memory || choice.options.mode == ExecutionMode::kReuse,
                "nj infer runs in memory or with --execution reuse (the recompute baseline keeps no layer's outputs)");
     choice.options.forward_only = true;
-    if (leader) checkpoint = read_checkpoint_model(args.checkpoint);
+    if (!leader) return;
+    const CheckpointSummary summary = read_inferable_checkpoint(args.checkpoint);
+    checkpoint = {*summary.model, feature_norm_of(summary.run) == "row", summary.progress.next_epoch};
+    trained_on = summary.run.graph;
   });
   static_assert(std::is_trivially_copyable_v<CheckpointModel>);
   comm.broadcast(std::as_writable_bytes(std::span(&checkpoint, 1)), 0);
@@ -128,6 +134,13 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
     if (leader) load_weights(args.checkpoint, *model);
   });
   if (comm.size() > 1) agree_on_failure(comm, [&] { check_same_partition(comm, shard); });
+  const GraphIdentity graph = identify_graph(shard, comm);
+  agree_on_failure(comm, [&] {
+    if (leader) {
+      check_graph(args.checkpoint, trained_on, graph,
+                  args.training.allow_other_graph ? OtherGraph::kAllowed : OtherGraph::kRefused);
+    }
+  });
   broadcast_weights(comm, 0, *model);
   set_up_rank_device(hardware, choice, args.threads, args.deterministic, comm);
   std::unique_ptr<Executor> executor;
@@ -194,7 +207,7 @@ void add_infer_command(CLI::App& app, Communicator& comm) {
   // nj train's options, accepted so that its command lines and --config files infer: in a group of their own.
   constexpr const char* kTrainingGroup =
       "Training (accepted from nj train's command lines and configuration files; the model comes from the checkpoint "
-      "and only --partition-method acts here)";
+      "and only --partition-method and --allow-other-graph act here)";
   const std::size_t before = cmd->get_options().size();
   add_model_options(*cmd, args->ignored_model);
   for (std::size_t i = before; i < cmd->get_options().size(); ++i) cmd->get_options()[i]->group(kTrainingGroup);
