@@ -131,15 +131,15 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
                              .normalize_rows = checkpoint.row_normalised},
                             choice.vertex_order, comm);
     model = std::make_unique<Model>(checkpoint.config, shard.features.cols(), shard.num_classes);
-    if (leader) load_weights(args.checkpoint, *model);
   });
   if (comm.size() > 1) agree_on_failure(comm, [&] { check_same_partition(comm, shard); });
   const GraphIdentity graph = identify_graph(shard, comm);
   agree_on_failure(comm, [&] {
-    if (leader) {
-      check_graph(args.checkpoint, trained_on, graph,
-                  args.training.allow_other_graph ? OtherGraph::kAllowed : OtherGraph::kRefused);
-    }
+    if (!leader) return;
+    // The graph before the weights' shapes: another graph is the cause where they do not fit either.
+    check_graph(args.checkpoint, trained_on, graph,
+                args.training.allow_other_graph ? OtherGraph::kAllowed : OtherGraph::kRefused);
+    load_weights(args.checkpoint, *model);
   });
   broadcast_weights(comm, 0, *model);
   set_up_rank_device(hardware, choice, args.threads, args.deterministic, comm);

@@ -440,10 +440,12 @@ TEST_F(InferCli, MistakesAreOneLine) {
   const Dataset other = test::random_dataset(100, 400, 5, 4, 3);
   const std::string other_path = dir_.file("other.h5");
   write_dataset(other_path, other);
-  // Found once the data is loaded, after its log lines.
-  EXPECT_NE(
-      test::the_error_line(infer(shell_quote(other_path), out)).find("its model does not fit this data: parameter"),
-      std::string::npos);
+  // Found once the data is loaded, after its log lines; another graph's, it says so first.
+  EXPECT_NE(test::the_error_line(infer(shell_quote(other_path), out)).find("give --allow-other-graph to use it anyway"),
+            std::string::npos);
+  EXPECT_NE(test::the_error_line(infer(shell_quote(other_path), out, "--allow-other-graph"))
+                .find("its model does not fit this data: parameter"),
+            std::string::npos);
   EXPECT_NE(test::expect_one_line_error(infer(shell_quote(dataset_), out, "--embeddings 3"))
                 .find("--embeddings 3: give layer numbers from 1 to 2"),
             std::string::npos);
