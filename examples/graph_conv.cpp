@@ -36,7 +36,7 @@ class GraphConvLayer final : public nj::RootedSumLayer {
         root_weight_(make("root_weight", in_dim, out_dim, seed, index, 1)),
         joined_(in_dim, 2 * out_dim),
         joined_grad_(in_dim, 2 * out_dim) {
-    bias_ = nj::Parameter{"layer" + std::to_string(index) + ".bias", nj::Matrix(1, out_dim), nj::Matrix(1, out_dim)};
+    bias_ = nj::Parameter{"bias", nj::Matrix(1, out_dim), nj::Matrix(1, out_dim)};
     prepare();
   }
 
@@ -55,7 +55,8 @@ class GraphConvLayer final : public nj::RootedSumLayer {
  private:
   static nj::Parameter make(const char* name, std::int64_t rows, std::int64_t cols, std::uint64_t seed,
                             std::uint32_t index, std::uint32_t which) {
-    nj::Parameter p{"layer" + std::to_string(index) + "." + name, nj::Matrix(rows, cols), nj::Matrix(rows, cols)};
+    // Named by its role: the model names it within the layer ("layer1.root_weight").
+    nj::Parameter p{name, nj::Matrix(rows, cols), nj::Matrix(rows, cols)};
     nj::glorot_uniform(p.value, rows, cols, seed, index, which);
     return p;
   }

@@ -50,8 +50,10 @@ def read_predictions(path: str | os.PathLike, node_ids: Any = None) -> Predictio
             raise ValueError(f"{os.fspath(path)}: not an nj infer output (format {attributes.get('format')!r})")
         embeddings = {}
         if "embeddings" in f:
-            for key in f["embeddings"]:
-                embeddings[int(key.removeprefix("layer"))] = f["embeddings"][key][:]
+            # layer<L>: the model's layer L, zero-padded in a model of ten or more; files of earlier builds did not
+            # pad it, so the layers are ordered by number, not by name.
+            for layer, key in sorted((int(key.removeprefix("layer")), key) for key in f["embeddings"]):
+                embeddings[layer] = f["embeddings"][key][:]
         result = Predictions(f["logits"][:], f["probabilities"][:], f["predictions"][:], embeddings, attributes)
         if "vertex_ids" in f:  # absent from files of builds before 64-bit ids
             result.vertex_ids = f["vertex_ids"][:]

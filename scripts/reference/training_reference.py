@@ -11,9 +11,10 @@ every parameter after Adam's step. tests/train/test_training_reference.cpp
 runs nj's Trainer (model, loss scaling and Adam) on it in memory, within a device budget and on two ranks.
 
 Parameters are stored in nj's layout and under nj's names (layer<l>.weight as in x out, layer<l>.att_src and
-att_dst as heads x channels, layer<l>.bias as 1 x out): PyG's Linear weights are transposed. nj numbers its layers
-as it builds them: a GIN layer is two (the sum with the MLP's first Linear, then its second Linear), APPNP's MLP
-layers come first, and its propagation steps have no parameters.
+att_dst as heads x channels, layer<l>.bias as 1 x out): PyG's Linear weights are transposed. nj numbers the model's
+layers from 1 and names each parameter within its layer: GIN's layer l has layer<l>.eps (where learnt) and its MLP's
+layer<l>.linear1 and layer<l>.linear2, APPNP's MLP layers are layer1 and layer2, and its propagation has no
+parameters.
 
 Not run by CI. Needs torch, torch_geometric and h5py (scripts/reference/README.md):
     python3 scripts/reference/training_reference.py tests/fixtures/training_reference.h5
@@ -59,7 +60,7 @@ class Gcn(torch.nn.Module):
 
     def nj_parameters(self):
         """nj's name, the PyG parameter, and how to turn one layout into the other."""
-        for l, conv in enumerate(self.convs):
+        for l, conv in enumerate(self.convs, start=1):
             yield f"layer{l}.weight", conv.lin.weight, lambda t: t.t()
             yield f"layer{l}.bias", conv.bias, lambda t: t.reshape(1, -1)
 
@@ -75,7 +76,7 @@ class Gat(torch.nn.Module):
         return self.convs[1](F.elu(self.convs[0](x, edge_index)), edge_index)
 
     def nj_parameters(self):
-        for l, conv in enumerate(self.convs):
+        for l, conv in enumerate(self.convs, start=1):
             yield f"layer{l}.weight", conv.lin.weight, lambda t: t.t()
             yield f"layer{l}.att_src", conv.att_src, lambda t: t.reshape(t.shape[1], t.shape[2])
             yield f"layer{l}.att_dst", conv.att_dst, lambda t: t.reshape(t.shape[1], t.shape[2])
@@ -97,7 +98,7 @@ class Sage(torch.nn.Module):
         return self.convs[1](F.relu(self.convs[0](x, edge_index)), edge_index)
 
     def nj_parameters(self):
-        for l, conv in enumerate(self.convs):
+        for l, conv in enumerate(self.convs, start=1):
             yield from linear(f"layer{l}", conv.lin_l)
             yield f"layer{l}.root_weight", conv.lin_r.weight, lambda t: t.t()
 
@@ -119,11 +120,11 @@ class Gin(torch.nn.Module):
         return self.convs[1](F.relu(self.convs[0](x, edge_index)), edge_index)
 
     def nj_parameters(self):
-        for l, conv in enumerate(self.convs):
-            yield from linear(f"layer{2 * l}", conv.nn[0])
+        for l, conv in enumerate(self.convs, start=1):
+            yield from linear(f"layer{l}.linear1", conv.nn[0])
             if isinstance(conv.eps, torch.nn.Parameter):  # train_eps: nj's 1 x 1 layer<l>.eps
-                yield f"layer{2 * l}.eps", conv.eps, lambda t: t.reshape(1, 1)
-            yield from linear(f"layer{2 * l + 1}", conv.nn[2])
+                yield f"layer{l}.eps", conv.eps, lambda t: t.reshape(1, 1)
+            yield from linear(f"layer{l}.linear2", conv.nn[2])
 
 
 class Appnp(torch.nn.Module):
@@ -137,8 +138,8 @@ class Appnp(torch.nn.Module):
         return self.propagate(self.lin2(F.relu(self.lin1(x))), edge_index)
 
     def nj_parameters(self):
-        yield from linear("layer0", self.lin1)
-        yield from linear("layer1", self.lin2)
+        yield from linear("layer1", self.lin1)
+        yield from linear("layer2", self.lin2)
 
 
 def write(group, model, what):

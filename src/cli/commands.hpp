@@ -64,7 +64,8 @@ struct TrainingOnlyArguments {
   std::string checkpoint_dir;
   std::uint32_t checkpoint_every = 0;  // epochs; 0: only after the last
   bool resume = false;
-  bool keep_best = false;  // also keep the checkpoint of the best validation accuracy in checkpoint_dir
+  bool allow_other_graph = false;  // --load-checkpoint (and nj infer) from a checkpoint trained on another graph
+  bool keep_best = false;          // also keep the checkpoint of the best validation accuracy in checkpoint_dir
   std::string partition_method = "metis";
   std::string host_memory;  // --host-memory; empty: what the machine has available
   TrainingOnlyArguments() { options.adam.weight_decay = 5e-4F; }

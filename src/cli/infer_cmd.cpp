@@ -28,7 +28,8 @@ struct InferArguments {
   std::vector<std::string> embeddings;
   ExecutorArguments executor;
   // nj train's own options, so that its command lines and configuration files infer: the model comes from the
-  // checkpoint and training's options do nothing here, but --partition-method (several ranks over a dataset file).
+  // checkpoint and training's options do nothing here, but --partition-method (several ranks over a dataset file)
+  // and --allow-other-graph.
   ModelArguments ignored_model;
   TrainingOnlyArguments training;
   int threads = 0;
@@ -43,17 +44,18 @@ struct CheckpointModel {
   std::uint32_t epochs = 0;
 };
 
-CheckpointModel read_checkpoint_model(const std::string& path) {
+// The checkpoint's summary, where it is one that nj infer can use.
+CheckpointSummary read_inferable_checkpoint(const std::string& path) {
   NJ_REQUIRE(std::filesystem::is_regular_file(path), "checkpoint {}: no such file", path);
   NJ_REQUIRE(is_checkpoint_file(path), "{}: not a checkpoint written by nj train", path);
-  const CheckpointSummary summary = read_checkpoint_summary(path);
+  CheckpointSummary summary = read_checkpoint_summary(path);
   NJ_REQUIRE(summary.model.has_value(),
              "{}: records no model options (a format 1 checkpoint not written by nj train); train again to infer",
              path);
-  return {*summary.model, feature_norm_of(summary.run) == "row", summary.progress.next_epoch};
+  return summary;
 }
 
-// The layers whose outputs are written, counted from 0: "all", or numbers from 1.
+// The model layers (Model::num_model_layers) whose outputs are written, counted from 0: "all", or numbers from 1.
 std::vector<std::size_t> embedding_layers(const std::vector<std::string>& asked, std::size_t layers) {
   std::vector<std::size_t> chosen;
   for (const std::string& item : asked) {
@@ -91,6 +93,7 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
   std::string dataset;
   ExecutorChoice choice;
   CheckpointModel checkpoint;
+  std::optional<GraphIdentity> trained_on;  // rank 0's
   agree_on_failure(comm, [&] {
     if (!args.data.config_file.empty()) {
       NJ_REQUIRE(std::filesystem::is_regular_file(args.data.config_file), "--config {}: no such file",
@@ -106,7 +109,10 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
     NJ_USAGE(choice.in_memory || choice.options.mode == ExecutionMode::kReuse,
              "nj infer runs in memory or with --execution reuse (the recompute baseline keeps no layer's outputs)");
     choice.options.forward_only = true;
-    if (leader) checkpoint = read_checkpoint_model(args.checkpoint);
+    if (!leader) return;
+    const CheckpointSummary summary = read_inferable_checkpoint(args.checkpoint);
+    checkpoint = {*summary.model, feature_norm_of(summary.run) == "row", summary.progress.next_epoch};
+    trained_on = summary.run.graph;
   });
   static_assert(std::is_trivially_copyable_v<CheckpointModel>);
   comm.broadcast(std::as_writable_bytes(std::span(&checkpoint, 1)), 0);
@@ -117,7 +123,7 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
   std::vector<std::size_t> layers;
   agree_on_failure(comm, [&] {
     // Before loading: the layer count does not depend on the data's widths.
-    layers = embedding_layers(args.embeddings, Model(checkpoint.config, 1, 1).num_layers());
+    layers = embedding_layers(args.embeddings, Model(checkpoint.config, 1, 1).num_model_layers());
     hardware.device = choose_device(parse_device_kind(args.device));
     shard = load_rank_shard({.dataset = dataset,
                              .partitions = args.data.partitions,
@@ -125,9 +131,16 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
                              .normalize_rows = checkpoint.row_normalised},
                             choice.vertex_order, comm);
     model = std::make_unique<Model>(checkpoint.config, shard.features.cols(), shard.num_classes);
-    if (leader) load_weights(args.checkpoint, *model);
   });
   if (comm.size() > 1) agree_on_failure(comm, [&] { check_same_partition(comm, shard); });
+  const GraphIdentity graph = identify_graph(shard, comm);
+  agree_on_failure(comm, [&] {
+    if (!leader) return;
+    // The graph before the weights' shapes: another graph is the cause where they do not fit either.
+    check_graph(args.checkpoint, trained_on, graph,
+                args.training.allow_other_graph ? OtherGraph::kAllowed : OtherGraph::kRefused);
+    load_weights(args.checkpoint, *model);
+  });
   broadcast_weights(comm, 0, *model);
   set_up_rank_device(hardware, choice, args.threads, args.deterministic, comm);
   std::unique_ptr<Executor> executor;
@@ -149,11 +162,11 @@ void run_infer(InferArguments& args, CLI::App& command, Communicator& comm) {
   GatheredRows logits_of_all = gather_rows(comm, ids, logits, shard.global_vertices);
   output.vertex_ids = std::move(logits_of_all.ids);
   output.logits = std::move(logits_of_all.rows);
-  for (const std::size_t l : layers) {
-    const ConstRows rows = executor->layer_outputs(l);
-    const Matrix own = leading_columns(rows, model->layer(l).embedding_width());
+  for (const std::size_t m : layers) {
+    const std::size_t l = model->output_of_model_layer(m);
+    const Matrix own = leading_columns(executor->layer_outputs(l), model->layer(l).embedding_width());
     output.embeddings.push_back(
-        {static_cast<int>(l + 1), gather_rows(comm, ids, own.view(), shard.global_vertices).rows});
+        {model->model_layer_name(m), gather_rows(comm, ids, own.view(), shard.global_vertices).rows});
   }
   agree_on_failure(comm, [&] {
     if (!leader) return;
@@ -187,13 +200,14 @@ void add_infer_command(CLI::App& app, Communicator& comm) {
       ->type_name(kPathType)
       ->required();
   cmd->add_option("--embeddings", args->embeddings,
-                  "Also write these layers' outputs, numbered from 1 as nj plan numbers them, or all")
+                  "Also write these layers' outputs, or all: layers of the model numbered from 1 (a GIN layer with "
+                  "its MLP; APPNP's MLP layers, then its propagation)")
       ->expected(1, -1);
   add_executor_options(*cmd, args->executor);
   // nj train's options, accepted so that its command lines and --config files infer: in a group of their own.
   constexpr const char* kTrainingGroup =
       "Training (accepted from nj train's command lines and configuration files; the model comes from the checkpoint "
-      "and only --partition-method acts here)";
+      "and only --partition-method and --allow-other-graph act here)";
   const std::size_t before = cmd->get_options().size();
   add_model_options(*cmd, args->ignored_model);
   for (std::size_t i = before; i < cmd->get_options().size(); ++i) cmd->get_options()[i]->group(kTrainingGroup);

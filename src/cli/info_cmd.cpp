@@ -204,6 +204,10 @@ void print_text(const std::string& path, std::uintmax_t file_bytes, const Checkp
   fmt::print("latest:          train {}, val {}, test {}\n", format_accuracy(progress.final_accuracy.train),
              format_accuracy(progress.final_accuracy.val), format_accuracy(progress.final_accuracy.test));
   fmt::print("dataset:         {}\n", run.dataset);
+  fmt::print("graph:           {}\n",
+             run.graph ? fmt::format("'{}': {} vertices, {} edges, structure {:016x}", run.graph->name,
+                                     run.graph->vertices, run.graph->edges, run.graph->structure)
+                       : std::string("not recorded (checkpoints record it from format 3)"));
   fmt::print("partitioning:    {}\n", run.partitioning);
   fmt::print("optimizer:       {}{}\n", run.optimizer,
              std::isnan(run.lr) ? std::string() : fmt::format(", trained at lr {}", run.lr));
@@ -232,6 +236,13 @@ nlohmann::json to_json(const std::string& path, std::uintmax_t file_bytes, const
   }
   nlohmann::json parameters = nlohmann::json::array();
   for (const auto& [name, shape] : checkpoint.parameters) parameters.push_back({{"name", name}, {"shape", shape}});
+  nlohmann::json graph = nullptr;
+  if (run.graph) {
+    graph = {{"name", run.graph->name},
+             {"vertices", run.graph->vertices},
+             {"edges", run.graph->edges},
+             {"structure", fmt::format("{:016x}", run.graph->structure)}};
+  }
   return {
       {"file", path},
       {"file_bytes", file_bytes},
@@ -243,6 +254,7 @@ nlohmann::json to_json(const std::string& path, std::uintmax_t file_bytes, const
       {"best_val", to_json(progress.best_val_accuracy)},
       {"final", to_json(progress.final_accuracy)},
       {"dataset", run.dataset},
+      {"graph", graph},
       {"partitioning", run.partitioning},
       {"optimizer", run.optimizer},
       {"lr", std::isnan(run.lr) ? nlohmann::json(nullptr) : nlohmann::json(run.lr)},

@@ -60,8 +60,13 @@ void add_training_only_options(CLI::App& command, TrainingOnlyArguments& args, c
       ->type_name(kPathType);
   add("--load-checkpoint", args.load_checkpoint,
       "Continue from this checkpoint (it must come from the same model, dataset, partitioning and optimizer "
-      "settings; model options not given take its values)")
+      "settings, or with --allow-other-graph from another graph; model options not given take its values)")
       ->type_name(kPathType);
+  command
+      .add_flag("--allow-other-graph", args.allow_other_graph,
+                "Use a checkpoint trained on another graph (fine-tuning, transfer), with a warning saying what "
+                "differs: --load-checkpoint, and nj infer (--resume must be the same run)")
+      ->group(group);
   add("--checkpoint-dir", args.checkpoint_dir,
       "Write checkpoints into this folder (checkpoint-<epochs done>.h5, the newest two kept), after the last epoch, "
       "every --checkpoint-every epochs, and where SIGINT, SIGTERM or SIGUSR1 stops training")

@@ -90,6 +90,7 @@ struct RankTraining {
   std::unique_ptr<Executor> executor;
   std::unique_ptr<Executor> failing;  // wraps executor on the rank that --inject-failure names
   std::unique_ptr<Trainer> trainer;
+  GraphIdentity graph;                          // the whole graph's, alike on every rank
   RunIdentity identity;                         // what a checkpoint of this run records
   std::optional<CheckpointFolder> checkpoints;  // --checkpoint-dir, on rank 0
   TrainingProgress resumed;                     // rank 0's, from a checkpoint; epoch 0 otherwise
@@ -115,7 +116,8 @@ void resume_on_leader(const TrainingOnlyArguments& args, RankTraining& rank) {
   Adam& optimizer = rank.trainer->optimizer();
   if (!args.checkpoint_dir.empty()) rank.checkpoints.emplace(args.checkpoint_dir);
   if (!args.load_checkpoint.empty()) {
-    rank.resumed = load_checkpoint(args.load_checkpoint, rank.identity, optimizer);
+    rank.resumed = load_checkpoint(args.load_checkpoint, rank.identity, optimizer,
+                                   args.allow_other_graph ? OtherGraph::kAllowed : OtherGraph::kRefused);
     rank.resumed_from = args.load_checkpoint;
   } else if (args.resume) {
     auto resumed = rank.checkpoints->resume(rank.identity, optimizer);
@@ -226,7 +228,7 @@ void set_up_training(const TrainArguments& args, Communicator& comm, RankTrainin
   if (rank.failure.in_step(comm.rank())) rank.failing = make_failing_executor(*rank.executor, rank.failure);
   rank.trainer = std::make_unique<Trainer>(*rank.model, rank.failing ? *rank.failing : *rank.executor, training_comm,
                                            targets_of(shard), training.options);
-  rank.identity = identify_run(rank.config, shard, training.feature_norm, training.options);
+  rank.identity = identify_run(rank.config, shard, rank.graph, training.feature_norm, training.options);
   // Rank 0 alone reads and writes checkpoints; the others get the state from it (broadcast_training_state).
   if (comm.rank() == 0) resume_on_leader(training, rank);
   const bool done = rank.resumed.next_epoch >= training.options.epochs;
@@ -363,6 +365,8 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
                          .on_gpu = rank.hardware.device.kind == DeviceKind::kCuda});
   }
   if (comm.size() > 1) agree_on_failure(comm, [&] { check_same_partition(comm, rank.shard); });
+  // Before the executor drops the shard's in-edges.
+  rank.graph = identify_graph(rank.shard, comm);
   set_up_rank_device(rank.hardware, rank.choice, args.threads, args.deterministic, comm);
   agree_on_failure(comm, [&] { set_up_training(args, comm, rank); });
   if (continues(args.training)) {

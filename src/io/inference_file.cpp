@@ -62,7 +62,7 @@ void write_inference(const std::string& path, const InferenceOutput& output) {
     file.write<std::int32_t>("/predictions", predictions, {static_cast<hsize_t>(predictions.size())});
     if (!output.embeddings.empty()) file.create_group("/embeddings");
     for (const LayerEmbedding& e : output.embeddings) {
-      write_matrix(file, "/embeddings/layer" + std::to_string(e.layer), e.rows);
+      write_matrix(file, "/embeddings/" + e.layer, e.rows);
     }
   }
   std::error_code error;

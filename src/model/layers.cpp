@@ -20,18 +20,15 @@ void glorot_uniform(Matrix& m, std::int64_t fan_in, std::int64_t fan_out, std::u
 
 namespace {
 
-Parameter make_parameter(std::string name, std::int64_t rows, std::int64_t cols, bool decay = true) {
-  return Parameter{std::move(name), Matrix(rows, cols), Matrix(rows, cols), decay};
-}
-
-std::string parameter_name(std::uint32_t layer_index, const char* what) {
-  return "layer" + std::to_string(layer_index) + "." + what;
+// A parameter named by its role in the layer ("weight"): the model names the layer (Model::model_layer_name).
+Parameter make_parameter(std::string role, std::int64_t rows, std::int64_t cols, bool decay = true) {
+  return Parameter{std::move(role), Matrix(rows, cols), Matrix(rows, cols), decay};
 }
 
 // A weight of a layer, Glorot-initialised; `which` tells a layer's weights apart.
 Parameter make_weight(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index,
-                      const char* name = "weight", std::uint32_t which = 0) {
-  Parameter weight = make_parameter(parameter_name(layer_index, name), in_dim, out_dim);
+                      const char* role = "weight", std::uint32_t which = 0) {
+  Parameter weight = make_parameter(role, in_dim, out_dim);
   glorot_uniform(weight.value, in_dim, out_dim, seed, layer_index, which);
   return weight;
 }
@@ -40,7 +37,7 @@ Parameter make_weight(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t s
 
 GcnLayer::GcnLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed, std::uint32_t layer_index)
     : weight_(make_weight(in_dim, out_dim, seed, layer_index)) {
-  bias_ = make_parameter(parameter_name(layer_index, "bias"), 1, out_dim);
+  bias_ = make_parameter("bias", 1, out_dim);
 }
 
 void GcnLayer::aggregate(Backend& backend, const SparseBlockView& block, const RandomStream& /*attention*/,
@@ -56,12 +53,12 @@ void GcnLayer::aggregate_backward(Backend& backend, const SparseBlockView& block
 
 GatLayer::GatLayer(std::int64_t in_dim, const GatShape& shape, std::uint64_t seed, std::uint32_t layer_index)
     : shape_(shape),
-      weight_(make_parameter("layer" + std::to_string(layer_index) + ".weight", in_dim, shape.features())),
-      att_src_(make_parameter("layer" + std::to_string(layer_index) + ".att_src", shape.heads, shape.channels)),
-      att_dst_(make_parameter("layer" + std::to_string(layer_index) + ".att_dst", shape.heads, shape.channels)),
+      weight_(make_parameter("weight", in_dim, shape.features())),
+      att_src_(make_parameter("att_src", shape.heads, shape.channels)),
+      att_dst_(make_parameter("att_dst", shape.heads, shape.channels)),
       augmented_(in_dim, shape.row_width()),
       augmented_grad_(in_dim, shape.row_width()) {
-  bias_ = make_parameter("layer" + std::to_string(layer_index) + ".bias", 1, shape.output_width());
+  bias_ = make_parameter("bias", 1, shape.output_width());
   glorot_uniform(weight_.value, in_dim, shape.features(), seed, layer_index, 0);
   // PyG initialises att_src/att_dst of shape [1, heads, channels] with glorot over its last two dimensions.
   glorot_uniform(att_src_.value, shape.heads, shape.channels, seed, layer_index, 1);
@@ -159,7 +156,7 @@ SageLayer::SageLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t se
       joined_grad_(in_dim, 2 * out_dim),
       stacked_(2 * in_dim, out_dim),
       stacked_grad_(2 * in_dim, out_dim) {
-  bias_ = make_parameter(parameter_name(layer_index, "bias"), 1, out_dim);
+  bias_ = make_parameter("bias", 1, out_dim);
   prepare();
 }
 
@@ -218,16 +215,19 @@ RootedSum joined_halves_sum(std::int64_t width) {
 SingleWeightSumLayer::SingleWeightSumLayer(std::int64_t in_dim, std::int64_t out_dim, std::uint64_t seed,
                                            std::uint32_t layer_index)
     : weight_(make_weight(in_dim, out_dim, seed, layer_index)) {
-  bias_ = make_parameter(parameter_name(layer_index, "bias"), 1, out_dim);
+  bias_ = make_parameter("bias", 1, out_dim);
 }
 
 GinLayer::GinLayer(std::int64_t in_dim, std::int64_t out_dim, float eps, bool train_eps, std::uint64_t seed,
                    std::uint32_t layer_index)
     : SingleWeightSumLayer(in_dim, out_dim, seed, layer_index),
-      eps_(make_parameter(parameter_name(layer_index, "eps"), 1, 1)),
+      eps_(make_parameter("eps", 1, 1)),
       train_eps_(train_eps),
       joined_(train_eps ? in_dim : 0, 2 * out_dim),
       joined_grad_(joined_.rows(), joined_.cols()) {
+  // Its weight and bias are those of the MLP's first Linear; ε is the GIN layer's own.
+  weight().name = "linear1.weight";
+  bias().name = "linear1.bias";
   eps_.value(0, 0) = eps;
   prepare();
 }

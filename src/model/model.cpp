@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "nj/core/enum_names.hpp"
 #include "nj/core/error.hpp"
 #include "nj/kernels/sparse_block.hpp"
@@ -54,6 +56,7 @@ std::string describe_model(const ModelConfig& model) {
   if (gat) text += fmt::format(", attention dropout {}", model.attention_dropout);
   return text + fmt::format(", seed {}", model.seed);
 }
+
 std::optional<ModelKind> kind_reading_option(std::string_view option) {
   static constexpr std::pair<std::string_view, ModelKind> kOwnOptions[] = {{"--heads", ModelKind::kGat},
                                                                            {"--output-heads", ModelKind::kGat},
@@ -66,6 +69,18 @@ std::optional<ModelKind> kind_reading_option(std::string_view option) {
     if (name == option) return kind;
   }
   return std::nullopt;
+}
+
+std::map<std::string, std::string> names_by_built_layer(const ModelConfig& config) {
+  std::map<std::string, std::string> before;
+  if (config.kind == ModelKind::kCustom) return before;
+  Model model(config, 1, 1);  // the names do not depend on the widths
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    for (const Parameter* p : model.layer(l).parameters()) {
+      before[p->name] = fmt::format("layer{}.{}", l, p->name.substr(p->name.rfind('.') + 1));
+    }
+  }
+  return before;
 }
 
 const char* to_string(ModelKind kind) { return kModelNames.name(kind); }
@@ -94,14 +109,16 @@ Model::Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_cl
              config.teleport);
   std::int64_t width = in_dim;
   const auto next_index = [this] { return static_cast<std::uint32_t>(layers_.size()); };
-  for (int l = 0; l < config.layers; ++l) {
-    const bool last = l + 1 == config.layers;
+  const auto layers = static_cast<std::size_t>(config.layers);
+  num_model_layers_ = layers + (config.kind == ModelKind::kAppnp ? 1 : 0);
+  for (std::size_t l = 0; l < layers; ++l) {
+    const bool last = l + 1 == layers;
     const std::int64_t out = last ? num_classes : config.hidden;
     // Between layers the model's activation; after the last none, or APPNP's propagation.
     const Activation between = last ? Activation::kNone : config.activation;
     switch (config.kind) {
       case ModelKind::kGcn:
-        add_layer(std::make_unique<GcnLayer>(width, out, config.seed, next_index()), config.dropout, between);
+        add_layer(std::make_unique<GcnLayer>(width, out, config.seed, next_index()), config.dropout, between, l);
         break;
       case ModelKind::kGat: {
         GatShape shape;
@@ -109,21 +126,22 @@ Model::Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_cl
         shape.channels = static_cast<int>(out);
         shape.concat = !last;
         shape.attention_dropout = config.attention_dropout;
-        add_layer(std::make_unique<GatLayer>(width, shape, config.seed, next_index()), config.dropout, between);
+        add_layer(std::make_unique<GatLayer>(width, shape, config.seed, next_index()), config.dropout, between, l);
         break;
       }
       case ModelKind::kSage:
-        add_layer(std::make_unique<SageLayer>(width, out, config.seed, next_index()), config.dropout, between);
+        add_layer(std::make_unique<SageLayer>(width, out, config.seed, next_index()), config.dropout, between, l);
         break;
       case ModelKind::kGin:
         // The MLP's first Linear rides in the GIN layer's transform (it commutes with the sum), its second follows.
         add_layer(std::make_unique<GinLayer>(width, config.hidden, config.gin_eps, config.gin_train_eps, config.seed,
                                              next_index()),
-                  config.dropout, Activation::kRelu);
-        add_layer(std::make_unique<DenseLayer>(config.hidden, out, config.seed, next_index()), 0.0F, between);
+                  config.dropout, Activation::kRelu, l);
+        add_layer(std::make_unique<DenseLayer>(config.hidden, out, config.seed, next_index()), 0.0F, between, l,
+                  "linear2");
         break;
       case ModelKind::kAppnp:
-        add_layer(std::make_unique<DenseLayer>(width, out, config.seed, next_index()), config.dropout, between);
+        add_layer(std::make_unique<DenseLayer>(width, out, config.seed, next_index()), config.dropout, between, l);
         break;
       case ModelKind::kCustom: break;  // refused above
     }
@@ -133,7 +151,7 @@ Model::Model(const ModelConfig& config, std::int64_t in_dim, std::int64_t num_cl
     for (int k = 0; k < config.propagation_steps; ++k) {
       add_layer(
           std::make_unique<PropagationLayer>(num_classes, config.teleport, k == 0, k + 1 == config.propagation_steps),
-          0.0F, Activation::kNone);
+          0.0F, Activation::kNone, layers);
     }
   }
   check_layers();
@@ -144,10 +162,11 @@ Model::Model(std::vector<ModelLayer> layers, GraphForm form, std::uint64_t seed)
   config_.kind = ModelKind::kCustom;
   config_.layers = static_cast<int>(layers.size());
   config_.seed = seed;
+  num_model_layers_ = layers.size();
   for (ModelLayer& l : layers) {
     NJ_REQUIRE(l.layer != nullptr, "layer {} of the model is missing", layers_.size() + 1);
     NJ_REQUIRE(l.dropout >= 0.0F && l.dropout < 1.0F, "dropout must be in [0, 1), got {}", l.dropout);
-    add_layer(std::move(l.layer), l.dropout, l.activation);
+    add_layer(std::move(l.layer), l.dropout, l.activation, layers_.size());
   }
   check_layers();
 }
@@ -166,10 +185,25 @@ void Model::check_layers() const {
   }
 }
 
-void Model::add_layer(std::unique_ptr<Layer> layer, float dropout, Activation activation) {
+void Model::add_layer(std::unique_ptr<Layer> layer, float dropout, Activation activation, std::size_t model_layer,
+                      const std::string& part) {
+  const std::string prefix = model_layer_name(model_layer) + "." + (part.empty() ? "" : part + ".");
+  for (Parameter* p : layer->parameters()) p->name = prefix + p->name;
   layers_.push_back(std::move(layer));
   dropout_before_.push_back(dropout);
   activation_after_.push_back(activation);
+  model_layer_of_.push_back(model_layer);
+}
+
+std::size_t Model::output_of_model_layer(std::size_t m) const {
+  NJ_EXPECTS(m < num_model_layers_, "model layer {} of {}", m, num_model_layers_);
+  return static_cast<std::size_t>(std::upper_bound(model_layer_of_.begin(), model_layer_of_.end(), m) -
+                                  model_layer_of_.begin()) -
+         1;
+}
+
+std::string Model::model_layer_name(std::size_t m) const {
+  return fmt::format("layer{:0{}}", m + 1, std::to_string(num_model_layers_).size());
 }
 
 std::vector<Parameter*> Model::parameters() {

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <regex>
 
 #include "nj/core/printable.hpp"
@@ -91,6 +93,63 @@ void write_model_options(hdf5::File& file, const ModelConfig& model) {
   file.set_attribute("model_propagation_steps", std::int64_t{model.propagation_steps});
   file.set_attribute("model_teleport", double{model.teleport});
   file.set_attribute("model_seed", static_cast<std::int64_t>(model.seed));  // the seed's 64 bits
+}
+
+void warn_graph_not_recorded(const std::string& path) {
+  spdlog::warn("{}: records no graph (a checkpoint of format 2 or older): cannot check that it was trained on this one",
+               path);
+}
+
+// "graph 'cora' (2708 vertices, 10556 edges)"
+std::string describe_graph(const GraphIdentity& graph) {
+  return fmt::format("{} ({} vertices, {} edges)",
+                     graph.name.empty() ? std::string("a graph without a name") : fmt::format("graph '{}'", graph.name),
+                     graph.vertices, graph.edges);
+}
+
+// "c.h5 was trained on graph 'cora' (...), not on graph 'citeseer' (...): the name, vertex count and edge count
+// differ", or, where only the edges tell two graphs apart, that the structure differs.
+std::string graph_difference(const std::string& path, const GraphIdentity& trained, const GraphIdentity& here) {
+  std::vector<std::string> parts;
+  if (trained.name != here.name) parts.emplace_back("name");
+  if (trained.vertices != here.vertices) parts.emplace_back("vertex count");
+  // Edges of another count are another structure: it is named where the counts cannot tell.
+  if (trained.edges != here.edges) {
+    parts.emplace_back("edge count");
+  } else if (trained.structure != here.structure) {
+    parts.emplace_back("structure");
+  }
+  const bool structure_alone = parts.size() == 1 && parts.front() == "structure";
+  const std::string what =
+      parts.size() == 1 ? parts.front()
+                        : fmt::format("{} and {}", fmt::join(parts.begin(), parts.end() - 1, ", "), parts.back());
+  return fmt::format("{} was trained on {}, not on {}: the {} {}", path, describe_graph(trained),
+                     structure_alone ? std::string("this graph of the same name and counts") : describe_graph(here),
+                     what, parts.size() == 1 ? "differs" : "differ");
+}
+
+// The graph's identity, one attribute each; the structure hash as 16 hexadecimal digits, as nj prints it.
+void write_graph(hdf5::File& file, const GraphIdentity& graph) {
+  file.set_attribute("graph_name", graph.name);
+  file.set_attribute("graph_vertices", graph.vertices);
+  file.set_attribute("graph_edges", graph.edges);
+  file.set_attribute("graph_structure", fmt::format("{:016x}", graph.structure));
+}
+
+std::optional<GraphIdentity> read_graph(const hdf5::File& file) {
+  if (!file.has_attribute("graph_name")) return std::nullopt;
+  GraphIdentity graph;
+  graph.name = printable(file.string_attribute("graph_name"));
+  graph.vertices = file.int_attribute("graph_vertices");
+  graph.edges = file.int_attribute("graph_edges");
+  const std::string structure = file.string_attribute("graph_structure");
+  const auto [end, error] = std::from_chars(structure.data(), structure.data() + structure.size(), graph.structure, 16);
+  NJ_REQUIRE(graph.vertices >= 0 && graph.edges >= 0 && structure.size() == 16 && error == std::errc() &&
+                 end == structure.data() + structure.size(),
+             "{}: attributes graph_vertices, graph_edges and graph_structure must be counts and 16 hexadecimal "
+             "digits, got {}, {} and '{}'",
+             file.path(), graph.vertices, graph.edges, printable(structure));
+  return graph;
 }
 
 int positive_int_attribute(const hdf5::File& file, const std::string& key) {
@@ -182,10 +241,24 @@ int format_of(const hdf5::File& file) {
   NJ_REQUIRE(format.starts_with(kFormatPrefix), "{}: not a NeutronJittor checkpoint (no '{}N' format attribute)",
              file.path(), kFormatPrefix);
   const std::string number = format.substr(kFormatPrefix.size());
-  NJ_REQUIRE(number == "1" || number == std::to_string(kCheckpointFormat),
+  int parsed = 0;
+  const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), parsed);
+  NJ_REQUIRE(error == std::errc() && end == number.data() + number.size() && parsed >= 1 && parsed <= kCheckpointFormat,
              "{}: checkpoint format '{}' is not one this build reads (1 to {}): written by a newer nj?", file.path(),
              printable(number), kCheckpointFormat);
-  return std::stoi(number);
+  return parsed;
+}
+
+// Each parameter's name in a checkpoint of `format` written for a model of `config`: before format 3, the layers were
+// numbered as built (names_by_built_layer).
+std::vector<std::string> names_in_file(const std::vector<Parameter*>& params, int format, const ModelConfig& config) {
+  const auto before = format >= 3 ? std::map<std::string, std::string>() : names_by_built_layer(config);
+  std::vector<std::string> names;
+  for (const Parameter* p : params) {
+    const auto old = before.find(p->name);
+    names.push_back(old == before.end() ? p->name : old->second);
+  }
+  return names;
 }
 
 // Where training stood. Format 1 counted the best validation epoch from 0; this format counts epochs from 1, with
@@ -204,10 +277,54 @@ TrainingProgress read_progress(const hdf5::File& file, int format) {
   return progress;
 }
 
+// The part of `run`'s identity that a checkpoint at `path` must match, after checking its graph as `other_graph`
+// says: another graph allowed (or one not recorded) has its own dataset and partitioning, which are not compared.
+RunIdentity identity_to_compare(const std::string& path, const RunIdentity& checkpoint, const RunIdentity& run,
+                                OtherGraph other_graph) {
+  RunIdentity compared = run;
+  if (other_graph == OtherGraph::kDifferentRun) {
+    if (!checkpoint.graph) warn_graph_not_recorded(path);
+    return compared;
+  }
+  NJ_EXPECTS(run.graph.has_value(), "a run that may go on from another graph knows its own");
+  check_graph(path, checkpoint.graph, *run.graph, other_graph);
+  if (other_graph == OtherGraph::kAllowed && checkpoint.graph != run.graph) {
+    compared.dataset = checkpoint.dataset;
+    compared.partitioning = checkpoint.partitioning;
+    compared.graph = checkpoint.graph;
+  }
+  return compared;
+}
+
 }  // namespace
 
-RunIdentity identify_run(const ModelConfig& model, const Shard& shard, const std::string& feature_norm,
-                         const TrainOptions& options) {
+GraphIdentity identify_graph(const Shard& shard, Communicator& comm) {
+  const std::uint64_t own = owned_edges_hash(shard.local);
+  // Summed in two 32-bit halves, so that no rank count overflows a signed sum; the carry wraps as the hash does.
+  std::vector<std::int64_t> halves = {static_cast<std::int64_t>(own & 0xFFFFFFFFU),
+                                      static_cast<std::int64_t>(own >> 32U)};
+  comm.all_reduce_sum(halves);
+  const std::uint64_t structure =
+      static_cast<std::uint64_t>(halves[0]) + (static_cast<std::uint64_t>(halves[1]) << 32U);
+  return {.name = shard.name, .vertices = shard.global_vertices, .edges = shard.global_edges, .structure = structure};
+}
+
+void check_graph(const std::string& path, const std::optional<GraphIdentity>& trained, const GraphIdentity& here,
+                 OtherGraph policy) {
+  NJ_EXPECTS(policy != OtherGraph::kDifferentRun, "a different run's graph is one of its differences");
+  if (!trained) {
+    if (policy != OtherGraph::kAllowed) warn_graph_not_recorded(path);
+    return;
+  }
+  if (*trained == here) return;
+  const std::string difference = graph_difference(path, *trained, here);
+  if (policy == OtherGraph::kRefused)
+    throw CheckpointMismatch(difference + "; give --allow-other-graph to use it anyway");
+  spdlog::warn("{}; using it anyway (--allow-other-graph)", difference);
+}
+
+RunIdentity identify_run(const ModelConfig& model, const Shard& shard, const GraphIdentity& graph,
+                         const std::string& feature_norm, const TrainOptions& options) {
   RunIdentity run;
   run.model = describe_model(model);
   run.dataset =
@@ -221,6 +338,7 @@ RunIdentity identify_run(const ModelConfig& model, const Shard& shard, const std
   run.optimizer = fmt::format("Adam betas {} {}, eps {}, weight decay {} on {}", options.adam.beta1, options.adam.beta2,
                               options.adam.eps, options.adam.weight_decay,
                               options.decay_scope == WeightDecayScope::kAll ? "all layers" : "the first layer");
+  run.graph = graph;
   run.model_options = model;
   run.lr = options.adam.lr;
   return run;
@@ -234,6 +352,11 @@ std::string describe_differences(const RunIdentity& checkpoint, const RunIdentit
     if (theirs != ours)
       differences.push_back(fmt::format("{}: checkpoint has '{}', this run has '{}'", part.name, theirs, ours));
   }
+  // The dataset's description names the graph and its counts; the structure is the graph's alone.
+  if (checkpoint.graph && run.graph && checkpoint.graph->structure != run.graph->structure) {
+    differences.push_back(fmt::format("graph structure: checkpoint has '{:016x}', this run has '{:016x}'",
+                                      checkpoint.graph->structure, run.graph->structure));
+  }
   return fmt::format("{}", fmt::join(differences, "; "));
 }
 
@@ -244,6 +367,7 @@ void save_checkpoint(const std::string& path, const RunIdentity& run, const Trai
     auto file = hdf5::File::create(partial);
     file.set_attribute("format", fmt::format("{}{}", kFormatPrefix, kCheckpointFormat));
     for (const IdentityPart& part : kIdentityParts) file.set_attribute(part.name, run.*part.field);
+    if (run.graph) write_graph(file, *run.graph);
     write_model_options(file, run.model_options);
     file.set_attribute("lr", double{run.lr});
     file.set_attribute("epochs_done", static_cast<std::int64_t>(progress.next_epoch));
@@ -295,6 +419,7 @@ CheckpointSummary read_checkpoint_summary(const std::string& path) {
     run.lr = static_cast<float>(file.float_attribute("lr"));
   }
   if (summary.model) run.model_options = *summary.model;
+  if (summary.format >= 3) run.graph = read_graph(file);
   summary.progress = read_progress(file, summary.format);
   summary.adam_steps = file.int_attribute("adam_steps");
   NJ_REQUIRE(summary.adam_steps >= 0, "{}: attribute adam_steps must not be negative, got {}", path,
@@ -306,9 +431,11 @@ CheckpointSummary read_checkpoint_summary(const std::string& path) {
   return summary;
 }
 
-TrainingProgress load_checkpoint(const std::string& path, const RunIdentity& run, Adam& optimizer) {
+TrainingProgress load_checkpoint(const std::string& path, const RunIdentity& run, Adam& optimizer,
+                                 OtherGraph other_graph) {
   const CheckpointSummary summary = read_checkpoint_summary(path);
-  const std::string differences = describe_differences(summary.run, run);
+  const std::string differences =
+      describe_differences(summary.run, identity_to_compare(path, summary.run, run, other_graph));
   if (!differences.empty())
     throw CheckpointMismatch(fmt::format("{}: written by a different run: {}", path, differences));
   if (!std::isnan(summary.run.lr) && summary.run.lr != run.lr) {
@@ -320,13 +447,14 @@ TrainingProgress load_checkpoint(const std::string& path, const RunIdentity& run
 
   // Everything is read before anything is replaced, so that a damaged file leaves the model as it was.
   const auto& params = optimizer.parameters();
+  const std::vector<std::string> names = names_in_file(params, summary.format, run.model_options);
   std::vector<std::vector<float>> values(params.size());
   std::vector<std::vector<float>> first(params.size());
   std::vector<std::vector<float>> second(params.size());
   for (std::size_t i = 0; i < params.size(); ++i) {
-    read_matrix(file, "/params/" + params[i]->name, params[i]->value, values[i]);
-    read_matrix(file, "/adam_m/" + params[i]->name, optimizer.first_moments()[i], first[i]);
-    read_matrix(file, "/adam_v/" + params[i]->name, optimizer.second_moments()[i], second[i]);
+    read_matrix(file, "/params/" + names[i], params[i]->value, values[i]);
+    read_matrix(file, "/adam_m/" + names[i], optimizer.first_moments()[i], first[i]);
+    read_matrix(file, "/adam_v/" + names[i], optimizer.second_moments()[i], second[i]);
   }
   for (std::size_t i = 0; i < params.size(); ++i) {
     std::copy(values[i].begin(), values[i].end(), params[i]->value.data());
@@ -344,21 +472,21 @@ std::string feature_norm_of(const RunIdentity& run) {
 void load_weights(const std::string& path, Model& model) {
   const auto file = hdf5::File::open_read(path);
   const std::vector<Parameter*> params = model.parameters();
+  const std::vector<std::string> names = names_in_file(params, format_of(file), model.config());
   // Every shape is checked before anything is read, and everything read before anything is replaced.
-  for (const Parameter* p : params) {
-    const std::string name = "/params/" + p->name;
-    NJ_REQUIRE(file.exists(name), "{}: has no parameter {}: written for another model", path, p->name);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Parameter& p = *params[i];
+    const std::string name = "/params/" + names[i];
+    NJ_REQUIRE(file.exists(name), "{}: has no parameter {}: written for another model", path, names[i]);
     const std::vector<hsize_t> shape = file.shape(name);
-    const std::vector<hsize_t> expected = {static_cast<hsize_t>(p->value.rows()),
-                                           static_cast<hsize_t>(p->value.cols())};
+    const std::vector<hsize_t> expected = {static_cast<hsize_t>(p.value.rows()), static_cast<hsize_t>(p.value.cols())};
     NJ_REQUIRE(shape == expected,
                "{}: its model does not fit this data: parameter {} is {} in the checkpoint and {} here (the input "
                "features and the classes must be the training data's)",
-               path, p->name, fmt::join(shape, "x"), fmt::join(expected, "x"));
+               path, names[i], fmt::join(shape, "x"), fmt::join(expected, "x"));
   }
   std::vector<std::vector<float>> values(params.size());
-  for (std::size_t i = 0; i < params.size(); ++i)
-    read_matrix(file, "/params/" + params[i]->name, params[i]->value, values[i]);
+  for (std::size_t i = 0; i < params.size(); ++i) read_matrix(file, "/params/" + names[i], params[i]->value, values[i]);
   for (std::size_t i = 0; i < params.size(); ++i)
     std::copy(values[i].begin(), values[i].end(), params[i]->value.data());
 }

@@ -77,6 +77,59 @@ TEST_F(CheckpointCli, ModelOptionsNotGivenComeFromTheCheckpoint) {
       << other.output;
 }
 
+// --load-checkpoint refuses a checkpoint trained on another graph, saying what differs, unless --allow-other-graph
+// is given (fine-tuning, transfer): then one warning says so, and the dataset and partitioning are not compared.
+TEST_F(CheckpointCli, AnotherGraphsCheckpointIsRefusedUnlessAllowed) {
+  ASSERT_EQ(train("--epochs 2 --save-checkpoint " + shell_quote(checkpoint_)).exit_code, 0);
+  const Dataset data = read_dataset(dataset_);
+  const std::string trained_on = checkpoint_ + " was trained on graph 'random' (200 vertices, " +
+                                 std::to_string(data.graph.num_edges()) + " edges)";
+  const std::string shifted = dir_.file("shifted.h5");
+  write_dataset(shifted, test::with_edges_shifted(data));
+  const auto load = [&](const std::string& path, const std::string& options) {
+    return test::run_nj("train " + shell_quote(path) + " --threads 1 --epochs 3 --load-checkpoint " +
+                        shell_quote(checkpoint_) + " " + options);
+  };
+  EXPECT_EQ(test::the_error_line(load(shifted, "")),
+            "nj: error: " + trained_on +
+                ", not on this graph of the same name and counts: the structure differs; give --allow-other-graph to "
+                "use it anyway");
+  Dataset other = test::random_dataset(150, 600, 8, 3, 4);
+  other.name = "other";
+  const std::string other_path = dir_.file("other.h5");
+  write_dataset(other_path, other);
+  const std::string difference = trained_on + ", not on graph 'other' (150 vertices, " +
+                                 std::to_string(other.graph.num_edges()) +
+                                 " edges): the name, vertex count and edge count differ";
+  EXPECT_EQ(test::the_error_line(load(other_path, "")),
+            "nj: error: " + difference + "; give --allow-other-graph to use it anyway");
+  const auto allowed = load(other_path, "--allow-other-graph");
+  ASSERT_EQ(allowed.exit_code, 0) << allowed.output;
+  EXPECT_NE(allowed.output.find(difference + "; using it anyway (--allow-other-graph)\n"), std::string::npos)
+      << allowed.output;
+  EXPECT_NE(allowed.output.find("resumed from " + checkpoint_ + ": 2 epochs done, continuing at epoch 3"),
+            std::string::npos)
+      << allowed.output;
+  // Allowed or not, the model must be the checkpoint's.
+  EXPECT_NE(test::the_error_line(load(other_path, "--allow-other-graph --hidden 32"))
+                .find("written by a different run: model: "),
+            std::string::npos);
+}
+
+// A checkpoint nj wrote before format 3 records no graph: it is taken with a warning that it cannot be checked, and
+// its arrays, named by the layers as the model built them, go on training.
+TEST_F(CheckpointCli, AFormatTwoCheckpointGoesOnWithAWarning) {
+  const std::string fixtures = std::string(NJ_SOURCE_DIR) + "/tests/fixtures/format2/";
+  const auto run = test::run_nj("train " + shell_quote(fixtures + "graph.h5") + " --threads 1 --epochs 4 " +
+                                "--load-checkpoint " + shell_quote(fixtures + "gin.h5"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("gin.h5: records no graph (a checkpoint of format 2 or older): cannot check that it was "
+                            "trained on this one"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("gin.h5: 3 epochs done, continuing at epoch 4"), std::string::npos) << run.output;
+}
+
 TEST_F(CheckpointCli, NothingLeftToTrainIsOneLineAndSuccess) {
   ASSERT_EQ(train("--epochs 3 --save-checkpoint " + shell_quote(checkpoint_)).exit_code, 0);
   for (const std::string epochs : {"3", "2"}) {

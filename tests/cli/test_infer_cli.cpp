@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <regex>
 
@@ -16,6 +17,7 @@
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/hdf5.hpp"
 #include "nj/io/shard_file.hpp"
+#include "nj/train/checkpoint.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
@@ -200,7 +202,8 @@ TEST_F(InferCli, RowsFollowTheDatasetsOwnVertexIds) {
   const std::string a_out = dir_.file("a.h5");
   const std::string b_out = dir_.file("b.h5");
   ASSERT_EQ(infer(shell_quote(dataset_), a_out).exit_code, 0);
-  ASSERT_EQ(infer(shell_quote(shuffled), b_out).exit_code, 0);
+  // The same graph under other ids is another structure in the ids a checkpoint records: it must be allowed.
+  ASSERT_EQ(infer(shell_quote(shuffled), b_out, "--allow-other-graph").exit_code, 0);
   const Inferred a = read_inferred(a_out);
   const Inferred b = read_inferred(b_out);
   double scale = 1.0;
@@ -231,6 +234,8 @@ TEST_F(MultiRankInferCli, RanksGiveTheRowsOfOneProcess) {
         test::run_nj_ranks(ranks, "infer " + shell_quote(checkpoint_) + " " + data +
                                       " --threads 1 --embeddings all --device-memory 1M -o " + shell_quote(out));
     ASSERT_EQ(run.exit_code, 0) << run.output;
+    // The ranks' graph is the one process's that trained: nothing to warn of.
+    EXPECT_EQ(run.output.find("was trained on"), std::string::npos) << run.output;
     const Inferred inferred = read_inferred(out, 2);
     EXPECT_LT(relative_difference(expected.logits, inferred.logits), 1e-6);
     EXPECT_LT(relative_difference(expected.embeddings[0], inferred.embeddings[0]), 1e-6);
@@ -278,8 +283,9 @@ TEST_F(MultiRankInferCli, ShardsWithSpreadIdsTrainAndInferAsTheDatasetsOwn) {
   ASSERT_EQ(infer(shell_quote(dataset_), one).exit_code, 0);
   const Inferred expected = read_inferred(one);
   const std::string out = dir_.file("spread.h5");
+  // Other ids make another structure of the graph the checkpoint records: it must be allowed.
   const auto run = test::run_nj_ranks(2, "infer " + shell_quote(checkpoint_) + " --partitions " + shell_quote(spread) +
-                                             " --threads 1 -o " + shell_quote(out));
+                                             " --threads 1 --allow-other-graph -o " + shell_quote(out));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Inferred inferred = read_inferred(out);
   const auto ids = hdf5::File::open_read(out).read<gid_t>("/vertex_ids").values;
@@ -296,6 +302,124 @@ TEST_F(MultiRankInferCli, ShardsWithSpreadIdsTrainAndInferAsTheDatasetsOwn) {
   }
   EXPECT_EQ(expected.test, inferred.test);
   EXPECT_EQ(hdf5::File::open_read(one).read<gid_t>("/vertex_ids").values.back(), 299);
+}
+
+// Ranks record in a checkpoint the graph one process records: its edges' hash is in the dataset's ids, whatever the
+// partition, from a dataset file or a partition folder.
+TEST_F(MultiRankInferCli, RanksRecordTheGraphOfOneProcess) {
+  if (!test::have_mpirun()) GTEST_SKIP() << "no mpirun";
+  const std::optional<GraphIdentity> one = read_checkpoint_summary(checkpoint_).run.graph;
+  ASSERT_TRUE(one.has_value());
+  const std::string folder = dir_.file("parts3");
+  ASSERT_EQ(test::run_nj("partition " + shell_quote(dataset_) + " --parts 3 -o " + shell_quote(folder)).exit_code, 0);
+  for (const auto& [ranks, data] :
+       {std::pair{2, shell_quote(dataset_)}, std::pair{3, "--partitions " + shell_quote(folder)}}) {
+    SCOPED_TRACE(fmt::format("{} ranks", ranks));
+    const std::string saved = dir_.file(fmt::format("ranks{}.h5", ranks));
+    const auto run = test::run_nj_ranks(ranks, "train " + data + " --threads 1 --model sage --hidden 16 --epochs 1 " +
+                                                   "--device-memory 1M --save-checkpoint " + shell_quote(saved));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_EQ(read_checkpoint_summary(saved).run.graph, one);
+  }
+}
+
+// A checkpoint trained on another graph is refused in one line saying what differs, unless --allow-other-graph is
+// given, which warns once and infers.
+TEST_F(InferCli, AnotherGraphIsRefusedSayingWhatDiffersUnlessAllowed) {
+  const std::string out = dir_.file("out.h5");
+  const std::string edges = std::to_string(data_.graph.num_edges());
+  // The same name and counts, another structure: the graph under other vertex ids.
+  std::vector<vid_t> new_id(300);
+  std::iota(new_id.begin(), new_id.end(), 0);
+  std::shuffle(new_id.begin(), new_id.end(), std::mt19937(5));
+  const std::string shuffled = dir_.file("shuffled.h5");
+  write_dataset(shuffled, renamed(data_, new_id));
+  EXPECT_EQ(test::the_error_line(infer(shell_quote(shuffled), out)),
+            "nj: error: " + checkpoint_ + " was trained on graph 'random' (300 vertices, " + edges +
+                " edges), not on this graph of the same name and counts: the structure differs; give "
+                "--allow-other-graph to use it anyway");
+  // Another name and counts, the same widths.
+  Dataset other = test::random_dataset(120, 500, 12, 4, 3);
+  other.name = "other";
+  const std::string other_path = dir_.file("other.h5");
+  write_dataset(other_path, other);
+  const std::string difference = checkpoint_ + " was trained on graph 'random' (300 vertices, " + edges +
+                                 " edges), not on graph 'other' (120 vertices, " +
+                                 std::to_string(other.graph.num_edges()) +
+                                 " edges): the name, vertex count and edge count differ";
+  EXPECT_EQ(test::the_error_line(infer(shell_quote(other_path), out)),
+            "nj: error: " + difference + "; give --allow-other-graph to use it anyway");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const auto allowed = infer(shell_quote(other_path), out, "--allow-other-graph");
+  ASSERT_EQ(allowed.exit_code, 0) << allowed.output;
+  const std::string warning = difference + "; using it anyway (--allow-other-graph)\n";
+  const std::size_t at = allowed.output.find(warning);
+  ASSERT_NE(at, std::string::npos) << allowed.output;
+  EXPECT_EQ(allowed.output.find(warning, at + 1), std::string::npos) << "warned more than once\n" << allowed.output;
+  EXPECT_EQ(read_inferred(out).logits.shape, (std::vector<hsize_t>{120, 4}));
+}
+
+// /embeddings/layer<L> is the output of the model's L-th layer as its user counts them: GIN's whole layer, its MLP
+// included, and APPNP's MLP layers with its propagation as one more; --embeddings counts so too.
+TEST_F(InferCli, EmbeddingsAreTheModelsLayers) {
+  for (const auto& [model, widths] : {std::pair{std::string("gin"), std::vector<hsize_t>{16, 4}},
+                                      std::pair{std::string("appnp"), std::vector<hsize_t>{16, 4, 4}}}) {
+    SCOPED_TRACE(model);
+    const std::string checkpoint = dir_.file(model + ".h5");
+    const std::string out = dir_.file(model + "-out.h5");
+    ASSERT_EQ(test::run_nj("train " + shell_quote(dataset_) + " --threads 1 --model " + model +
+                           " --layers 2 --hidden 16 --epochs 2 --save-checkpoint " + shell_quote(checkpoint))
+                  .exit_code,
+              0);
+    const auto run = test::run_nj("infer " + shell_quote(checkpoint) + " " + shell_quote(dataset_) +
+                                  " --threads 1 --embeddings all -o " + shell_quote(out));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const auto file = hdf5::File::open_read(out);
+    std::vector<std::string> expected;
+    for (std::size_t l = 1; l <= widths.size(); ++l) expected.push_back(fmt::format("layer{}", l));
+    ASSERT_EQ(file.members("/embeddings"), expected);
+    const Inferred inferred = read_inferred(out, static_cast<int>(widths.size()));
+    for (std::size_t l = 0; l < widths.size(); ++l) {
+      EXPECT_EQ(inferred.embeddings[l].shape, (std::vector<hsize_t>{300, widths[l]})) << "layer " << l + 1;
+    }
+    EXPECT_EQ(relative_difference(inferred.logits, inferred.embeddings.back()), 0.0)
+        << "the last layer's are the logits";
+  }
+  EXPECT_EQ(test::expect_one_line_error(test::run_nj("infer " + shell_quote(dir_.file("appnp.h5")) + " " +
+                                                     shell_quote(dataset_) + " --embeddings 4 -o " +
+                                                     shell_quote(dir_.file("out.h5")))),
+            "nj: error: --embeddings 4: give layer numbers from 1 to 3 (this model's layers), or all\n");
+}
+
+// Checkpoints that nj wrote before format 3 record no graph and name their arrays by the layers as the model built
+// them: they infer what that build inferred, with a warning, and its embeddings under the model's layer numbers
+// (GIN's layer 2 was its fourth built layer, APPNP's propagation its fifth).
+TEST(InferFormat2Cli, ACheckpointWithoutAGraphInfersWhatItsBuildInferred) {
+  const std::string fixtures = std::string(NJ_SOURCE_DIR) + "/tests/fixtures/format2/";
+  const test::TempDir dir;
+  for (const auto& [model, built] : {std::pair{std::string("gin"), std::vector<int>{2, 4}},
+                                     std::pair{std::string("appnp"), std::vector<int>{1, 2, 5}}}) {
+    SCOPED_TRACE(model);
+    const std::string out = dir.file(model + ".h5");
+    const auto run =
+        test::run_nj("infer " + shell_quote(fixtures + model + ".h5") + " " + shell_quote(fixtures + "graph.h5") +
+                     " --threads 1 --embeddings all -o " + shell_quote(out));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_NE(run.output.find(model + ".h5: records no graph (a checkpoint of format 2 or older): cannot check that "
+                                      "it was trained on this one"),
+              std::string::npos)
+        << run.output;
+    const auto then = hdf5::File::open_read(fixtures + model + "-pred.h5");
+    const auto now = hdf5::File::open_read(out);
+    EXPECT_LT(relative_difference(then.read<float>("/logits"), now.read<float>("/logits")), 1e-6);
+    ASSERT_EQ(now.members("/embeddings").size(), built.size());
+    for (std::size_t l = 0; l < built.size(); ++l) {
+      EXPECT_LT(relative_difference(then.read<float>(fmt::format("/embeddings/layer{}", built[l])),
+                                    now.read<float>(fmt::format("/embeddings/layer{}", l + 1))),
+                1e-6)
+          << "layer " << l + 1;
+    }
+  }
 }
 
 // A training run's configuration file and command line infer as they are: the model comes from the checkpoint, and
@@ -316,10 +440,12 @@ TEST_F(InferCli, MistakesAreOneLine) {
   const Dataset other = test::random_dataset(100, 400, 5, 4, 3);
   const std::string other_path = dir_.file("other.h5");
   write_dataset(other_path, other);
-  // Found once the data is loaded, after its log lines.
-  EXPECT_NE(
-      test::the_error_line(infer(shell_quote(other_path), out)).find("its model does not fit this data: parameter"),
-      std::string::npos);
+  // Found once the data is loaded, after its log lines; another graph's, it says so first.
+  EXPECT_NE(test::the_error_line(infer(shell_quote(other_path), out)).find("give --allow-other-graph to use it anyway"),
+            std::string::npos);
+  EXPECT_NE(test::the_error_line(infer(shell_quote(other_path), out, "--allow-other-graph"))
+                .find("its model does not fit this data: parameter"),
+            std::string::npos);
   EXPECT_NE(test::expect_one_line_error(infer(shell_quote(dataset_), out, "--embeddings 3"))
                 .find("--embeddings 3: give layer numbers from 1 to 2"),
             std::string::npos);

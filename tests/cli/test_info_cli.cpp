@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "nj/graph/shard.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "support/test_support.hpp"
 
@@ -58,13 +59,18 @@ TEST_F(InfoCli, SaysWhatACheckpointHolds) {
   ASSERT_EQ(trained.exit_code, 0) << trained.output;
   const auto text = test::run_nj("info " + test::shell_quote(checkpoint));
   ASSERT_EQ(text.exit_code, 0) << text.output;
-  for (const std::string expected :
-       {"checkpoint:      format 2, 3 epochs done, 3 Adam steps\n",
-        "model:           gat, 2 layers, hidden 4, heads 2, output heads 1, activation elu, dropout 0.5, attention "
-        "dropout 0.6, seed 0\n",
-        "dataset:         'small-world': 600 vertices, ", "partitioning:    one rank, the whole graph\n",
-        "optimizer:       Adam betas 0.9 0.999, eps 1e-08, weight decay 0.0005 on all layers, trained at lr 0.02\n",
-        "best validation: ", "parameters:      "}) {
+  const Dataset data = read_dataset(path_);
+  const std::int64_t edges = data.graph.num_edges();
+  const std::uint64_t structure = owned_edges_hash(whole_local_graph(data.graph));
+  for (const std::string& expected : std::vector<std::string>{
+           "checkpoint:      format 3, 3 epochs done, 3 Adam steps\n",
+           "model:           gat, 2 layers, hidden 4, heads 2, output heads 1, activation elu, dropout 0.5, attention "
+           "dropout 0.6, seed 0\n",
+           "dataset:         'small-world': 600 vertices, ",
+           fmt::format("graph:           'small-world': 600 vertices, {} edges, structure {:016x}\n", edges, structure),
+           "partitioning:    one rank, the whole graph\n",
+           "optimizer:       Adam betas 0.9 0.999, eps 1e-08, weight decay 0.0005 on all layers, trained at lr 0.02\n",
+           "best validation: ", "parameters:      "}) {
     EXPECT_NE(text.output.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << text.output;
   }
   const auto json = test::run_nj("info --json " + test::shell_quote(checkpoint));
@@ -76,6 +82,21 @@ TEST_F(InfoCli, SaysWhatACheckpointHolds) {
   EXPECT_EQ(held["model"]["heads"], 2);
   EXPECT_FLOAT_EQ(held["lr"].get<float>(), 0.02F);
   EXPECT_EQ(held["parameters"].size(), 8U);  // per layer: the weight, the two attention vectors and the bias
+  EXPECT_EQ(held["graph"], nlohmann::json({{"name", "small-world"},
+                                           {"vertices", 600},
+                                           {"edges", edges},
+                                           {"structure", fmt::format("{:016x}", structure)}}));
+}
+
+TEST_F(InfoCli, SaysThatACheckpointOfAnOlderFormatRecordsNoGraph) {
+  const auto text =
+      test::run_nj("info " + test::shell_quote(std::string(NJ_SOURCE_DIR) + "/tests/fixtures/format2/appnp.h5"));
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  for (const std::string expected : {"checkpoint:      format 2, 3 epochs done",
+                                     "graph:           not recorded (checkpoints record it from format 3)\n",
+                                     "layer0.weight 6x8, layer1.bias 1x3, layer1.weight 8x3\n"}) {
+    EXPECT_NE(text.output.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << text.output;
+  }
 }
 
 TEST_F(InfoCli, TruncatedFileGivesOneErrorLine) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "nj/io/dataset_file.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
@@ -158,6 +159,18 @@ TEST_F(ResumeRefusalCli, ADifferentDatasetIsRefused) {
   ASSERT_EQ(test::run_nj(train("")).exit_code, 0);
   const auto line = test::the_error_line(test::run_nj(train("--feature-norm row --resume")));
   EXPECT_NE(line.find("dataset: checkpoint has "), std::string::npos) << line;
+}
+
+// A graph of the same name and counts is another run's where its edges differ: --resume must be the same run, and
+// no option allows another graph there.
+TEST_F(ResumeRefusalCli, AnotherStructureIsRefused) {
+  ASSERT_EQ(test::run_nj(train("")).exit_code, 0);
+  write_dataset(dataset_, test::with_edges_shifted(read_dataset(dataset_)));
+  const auto line = test::the_error_line(test::run_nj(train("--epochs 3 --resume --allow-other-graph")));
+  EXPECT_NE(line.find("checkpoint-000002.h5: written by a different run: graph structure: checkpoint has '"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("dataset:"), std::string::npos) << line;
 }
 
 TEST_F(ResumeRefusalCli, ADifferentPartitioningIsRefused) {

@@ -6,7 +6,7 @@
 
 namespace {
 
-const nj::RunIdentity kRun{"gcn", "dataset", "one rank", "Adam"};
+const nj::RunIdentity kRun{"gcn", "dataset", "one rank", "Adam", nj::GraphIdentity{}};
 
 nj::ModelConfig small_gcn() {
   nj::ModelConfig config;

@@ -18,10 +18,12 @@
 #include "nj/exec/executor.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
+#include "nj/graph/vertex_order.hpp"
 #include "nj/io/plain_text.hpp"
 #include "nj/io/shard_file.hpp"
 #include "nj/partition/partition.hpp"
 #include "nj/runtime/rank_communicator.hpp"
+#include "nj/train/checkpoint.hpp"
 #include "nj/train/loss.hpp"
 #include "nj/train/trainer.hpp"
 #include "support/backends.hpp"
@@ -557,6 +559,19 @@ INSTANTIATE_TEST_SUITE_P(Models, MultiRankSpreadIds,
                            return fmt::format("{}_{}", test::backend_name(std::get<0>(test_info.param)),
                                               to_string(std::get<1>(test_info.param)));
                          });
+
+// Every rank computes the identity of the graph that one process computes (what a checkpoint records): its edges'
+// hash is in global ids, whatever the partition and the vertex order.
+TEST(GraphIdentityOverRanks, IsOneProcesses) {
+  Communicator& comm = test::job();
+  const Dataset data = test::random_dataset(200, 1200, 4, 3, 6);
+  const GraphIdentity whole = identify_graph(whole_graph_shard(Dataset(data)), *make_single_process_communicator());
+  for (const PartitionMethod method : {PartitionMethod::kMetis, PartitionMethod::kRandom}) {
+    Shard shard = rank_shard(data, method, comm);
+    order_vertices(shard, VertexOrder::kCommunity);
+    EXPECT_EQ(identify_graph(shard, comm), whole) << to_string(method);
+  }
+}
 
 // Ranks whose features differ in density decide alike whether the first layer takes them as sparse rows: by the
 // whole graph's density, and dense where any rank's file stores them dense.

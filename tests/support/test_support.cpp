@@ -175,6 +175,20 @@ Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature
   return d;
 }
 
+Dataset with_edges_shifted(Dataset data) {
+  const vid_t n = data.num_vertices();
+  std::vector<vid_t> src;
+  std::vector<vid_t> dst;
+  for (vid_t v = 0; v < n; ++v) {
+    for (const vid_t u : data.graph.in_neighbors(v)) {
+      src.push_back((u + 1) % n);
+      dst.push_back((v + 1) % n);
+    }
+  }
+  data.graph = build_csr(n, src, dst);
+  return data;
+}
+
 Dataset grid_dataset(vid_t rows, vid_t cols, std::uint64_t seed) {
   Dataset d = random_dataset(rows * cols, 0, 12, 4, seed);
   std::vector<vid_t> src;

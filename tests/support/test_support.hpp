@@ -123,6 +123,9 @@ constexpr gid_t spread_id(std::int64_t v) { return ((1 + v % 3) << 32) + 11 * v 
 // A small random dataset with features, labels and all three splits; deterministic by seed.
 Dataset random_dataset(vid_t num_vertices, eid_t num_edges, std::int64_t feature_width, std::int32_t num_classes,
                        std::uint64_t seed);
+// `data` with every edge u -> v moved to u + 1 -> v + 1 (modulo the vertex count), its name, counts and rows kept:
+// a graph of the same shape and another structure.
+Dataset with_edges_shifted(Dataset data);
 
 // Expects analytic[i], the gradient of the model's i-th parameter, to match central finite differences of
 // loss() element by element.

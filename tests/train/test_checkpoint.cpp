@@ -3,9 +3,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
+#include "nj/graph/vertex_order.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/hdf5.hpp"
+#include "nj/partition/partition.hpp"
 #include "nj/train/checkpoint.hpp"
 #include "support/test_support.hpp"
 
@@ -43,7 +46,33 @@ struct TrainingState {
   TrainingProgress progress;
 };
 
-const RunIdentity kRun{"gcn", "cora", "one rank", "Adam"};
+const GraphIdentity kCora{"cora", 2708, 10556, 0x0123456789ABCDEFULL};
+const RunIdentity kRun{"gcn", "cora", "one rank", "Adam", kCora};
+
+// A graph's identity as one process computes it.
+GraphIdentity graph_of(const Shard& shard) { return identify_graph(shard, *make_single_process_communicator()); }
+
+// Checkpoints that nj wrote before format 3, of a GIN and an APPNP on the graph beside them.
+const std::string kFormat2 = std::string(NJ_SOURCE_DIR) + "/tests/fixtures/format2/";
+
+// Renames a GCN's checkpoint's arrays as builds before format 3 named them, with layers counted from 0.
+void name_layers_from_zero(const std::string& path) {
+  std::vector<std::pair<std::string, std::string>> renames;
+  for (const char* group : {"/params/", "/adam_m/", "/adam_v/"}) {
+    for (const std::string& name : hdf5::File::open_read(path).members(group)) {
+      const std::size_t dot = name.find('.');
+      const std::size_t digits = std::string("layer").size();
+      const int layer = std::stoi(name.substr(digits, dot - digits));
+      renames.emplace_back(group + name, fmt::format("{}layer{}{}", group, layer - 1, name.substr(dot)));
+    }
+  }
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  for (const auto& [from, to] : renames) {
+    EXPECT_GE(H5Lmove(file, from.c_str(), file, to.c_str(), H5P_DEFAULT, H5P_DEFAULT), 0) << from;
+  }
+  H5Fclose(file);
+}
 
 std::string message_of(const std::function<void()>& action) {
   try {
@@ -100,46 +129,134 @@ TEST_F(CheckpointTest, IdentityTellsModelsDatasetsPartitionsAndOptimizersApart) 
   const Dataset data = test::random_dataset(40, 160, 6, 3, 1);
   const Shard shard = whole_graph_shard(Dataset(data));
   const TrainOptions options;
-  const RunIdentity base = identify_run(gcn(), shard, "none", options);
-  EXPECT_EQ(describe_differences(base, identify_run(gcn(), shard, "none", options)), "");
+  const GraphIdentity graph = graph_of(shard);
+  const RunIdentity base = identify_run(gcn(), shard, graph, "none", options);
+  EXPECT_EQ(describe_differences(base, identify_run(gcn(), shard, graph, "none", options)), "");
 
   ModelConfig wider = gcn();
   wider.hidden = 8;
-  EXPECT_TRUE(describe_differences(base, identify_run(wider, shard, "none", options)).starts_with("model: "));
-  EXPECT_TRUE(describe_differences(base, identify_run(gcn(), shard, "row", options)).starts_with("dataset: "));
+  EXPECT_TRUE(describe_differences(base, identify_run(wider, shard, graph, "none", options)).starts_with("model: "));
+  EXPECT_TRUE(describe_differences(base, identify_run(gcn(), shard, graph, "row", options)).starts_with("dataset: "));
   TrainOptions decayed = options;
   decayed.adam.weight_decay = 0.5F;
-  EXPECT_TRUE(describe_differences(base, identify_run(gcn(), shard, "none", decayed)).starts_with("optimizer: "));
+  EXPECT_TRUE(
+      describe_differences(base, identify_run(gcn(), shard, graph, "none", decayed)).starts_with("optimizer: "));
   Shard part = whole_graph_shard(Dataset(data));
   part.partition.parts = 2;
   part.partition.method = "metis";
-  EXPECT_TRUE(describe_differences(base, identify_run(gcn(), part, "none", options)).starts_with("partitioning: "));
+  EXPECT_TRUE(
+      describe_differences(base, identify_run(gcn(), part, graph, "none", options)).starts_with("partitioning: "));
   // Training for more epochs is what resuming is for, and at another learning rate what fine-tuning is.
   TrainOptions longer = options;
   longer.epochs = options.epochs + 100;
   longer.adam.lr = 0.5F;
-  EXPECT_EQ(describe_differences(base, identify_run(gcn(), shard, "none", longer)), "");
+  EXPECT_EQ(describe_differences(base, identify_run(gcn(), shard, graph, "none", longer)), "");
 }
 
 // A GCN has no heads and no attention: options only a GAT uses do not tell GCN runs apart.
 TEST_F(CheckpointTest, IdentityOfAModelLeavesOutTheOptionsItsKindDoesNotUse) {
   const Shard shard = whole_graph_shard(test::random_dataset(40, 160, 6, 3, 1));
+  const GraphIdentity graph = graph_of(shard);
   const TrainOptions options;
   ModelConfig other_heads = gcn();
   other_heads.heads = 3;
   other_heads.output_heads = 2;
   other_heads.attention_dropout = 0.1F;
-  EXPECT_EQ(describe_differences(identify_run(gcn(), shard, "none", options),
-                                 identify_run(other_heads, shard, "none", options)),
+  EXPECT_EQ(describe_differences(identify_run(gcn(), shard, graph, "none", options),
+                                 identify_run(other_heads, shard, graph, "none", options)),
             "");
   ModelConfig gat = other_heads;
   gat.kind = ModelKind::kGat;
   ModelConfig gat_heads = gat;
   gat_heads.heads = 4;
-  EXPECT_TRUE(
-      describe_differences(identify_run(gat, shard, "none", options), identify_run(gat_heads, shard, "none", options))
-          .starts_with("model: "));
+  EXPECT_TRUE(describe_differences(identify_run(gat, shard, graph, "none", options),
+                                   identify_run(gat_heads, shard, graph, "none", options))
+                  .starts_with("model: "));
   EXPECT_EQ(describe_model(gcn()), "gcn, 2 layers, hidden 4, activation relu, dropout 0.5, seed 0");
+}
+
+// The hash of a graph's edges in its global ids: the parts of any partition add up to the whole graph's, in any
+// vertex order, and another graph of the same counts, or the same edges one of them reversed, hash apart.
+TEST(GraphIdentity, IsTheWholeGraphsWhateverThePartitionAndVertexOrder) {
+  const Dataset data = test::random_dataset(60, 300, 4, 3, 5);
+  Shard whole = whole_graph_shard(Dataset(data));
+  const GraphIdentity graph = graph_of(whole);
+  EXPECT_EQ(graph.name, "random");
+  EXPECT_EQ(graph.vertices, 60);
+  EXPECT_EQ(graph.edges, data.graph.num_edges());
+  order_vertices(whole, VertexOrder::kCommunity);
+  EXPECT_EQ(graph_of(whole), graph);
+  for (const int parts : {2, 3}) {
+    PartitionOptions options;
+    options.method = PartitionMethod::kRandom;
+    options.parts = parts;
+    PartitionInfo info;
+    const std::vector<std::int32_t> part_of = assign_parts(data, options, info);
+    std::uint64_t sum = 0;
+    for (int part = 0; part < parts; ++part) sum += owned_edges_hash(make_shard(data, part_of, part, info).local);
+    EXPECT_EQ(sum, graph.structure) << parts << " parts";
+  }
+  // One edge u -> v turned into v -> u, which the graph did not hold: the same counts, another structure.
+  Dataset reversed = data;
+  CsrGraph& g = reversed.graph;
+  const vid_t v = 0;
+  const vid_t u = g.in_neighbors(v).front();
+  std::vector<vid_t> src;
+  std::vector<vid_t> dst;
+  for (vid_t d = 0; d < g.num_vertices(); ++d) {
+    for (const vid_t s : g.in_neighbors(d)) {
+      const bool turned = s == u && d == v;
+      src.push_back(turned ? v : s);
+      dst.push_back(turned ? u : d);
+    }
+  }
+  g = build_csr(g.num_vertices(), src, dst);
+  ASSERT_EQ(g.num_edges(), data.graph.num_edges());
+  EXPECT_NE(graph_of(whole_graph_shard(std::move(reversed))).structure, graph.structure);
+}
+
+// nj infer and --load-checkpoint refuse a checkpoint of another graph, saying what differs, unless allowed; --resume
+// counts another structure among the differences of a different run.
+TEST_F(CheckpointTest, AnotherGraphIsRefusedSayingWhatDiffersUnlessAllowed) {
+  TrainingState state(gcn(), 1.0F);
+  const std::string path = dir.file("c.h5");
+  save_checkpoint(path, kRun, state.progress, state.adam);
+  EXPECT_EQ(read_checkpoint_summary(path).run.graph, kCora);
+  const GraphIdentity citeseer{"citeseer", 3327, 9104, 7};
+  GraphIdentity rewired = kCora;
+  rewired.structure += 1;
+  EXPECT_EQ(
+      message_of([&] { check_graph(path, kCora, citeseer, OtherGraph::kRefused); }),
+      path +
+          " was trained on graph 'cora' (2708 vertices, 10556 edges), not on graph 'citeseer' (3327 vertices, 9104 "
+          "edges): the name, vertex count and edge count differ; give --allow-other-graph to use it anyway");
+  EXPECT_EQ(message_of([&] { check_graph(path, kCora, rewired, OtherGraph::kRefused); }),
+            path +
+                " was trained on graph 'cora' (2708 vertices, 10556 edges), not on this graph of the same name and "
+                "counts: the structure differs; give --allow-other-graph to use it anyway");
+  GraphIdentity unnamed = kCora;
+  unnamed.name.clear();
+  EXPECT_EQ(message_of([&] { check_graph(path, kCora, unnamed, OtherGraph::kRefused); }),
+            path +
+                " was trained on graph 'cora' (2708 vertices, 10556 edges), not on a graph without a name (2708 "
+                "vertices, 10556 edges): the name differs; give --allow-other-graph to use it anyway");
+  EXPECT_EQ(message_of([&] { check_graph(path, kCora, kCora, OtherGraph::kRefused); }), "no error");
+  EXPECT_EQ(message_of([&] { check_graph(path, kCora, citeseer, OtherGraph::kAllowed); }), "no error");
+  EXPECT_EQ(message_of([&] { check_graph(path, std::nullopt, citeseer, OtherGraph::kRefused); }), "no error");
+
+  RunIdentity other = kRun;
+  other.graph = rewired;
+  EXPECT_THROW(load_checkpoint(path, other, state.adam, OtherGraph::kRefused), CheckpointMismatch);
+  const std::string resumed = message_of([&] { load_checkpoint(path, other, state.adam); });
+  EXPECT_NE(resumed.find("graph structure: checkpoint has '0123456789abcdef', this run has '0123456789abcdf0'"),
+            std::string::npos)
+      << resumed;
+  // Allowed, the graph's own dataset and partitioning may differ too, but not the model.
+  other.dataset = "citeseer";
+  other.partitioning = "2 ranks";
+  EXPECT_EQ(load_checkpoint(path, other, state.adam, OtherGraph::kAllowed).next_epoch, 5U);
+  other.model = "gat";
+  EXPECT_THROW(load_checkpoint(path, other, state.adam, OtherGraph::kAllowed), CheckpointMismatch);
 }
 
 // The summary gives every model option, the learning rate and the progress with epochs counted from 1 in the
@@ -177,7 +294,7 @@ TEST_F(CheckpointTest, AFormatOneCheckpointStillLoads) {
   const Shard shard = whole_graph_shard(test::random_dataset(40, 160, 6, 3, 1));
   TrainOptions options;
   options.adam.lr = 0.02F;
-  const RunIdentity run = identify_run(gcn(), shard, "none", options);
+  const RunIdentity run = identify_run(gcn(), shard, graph_of(shard), "none", options);
   TrainingState saved(gcn(), 1.0F);
   save_checkpoint(dir.file("c.h5"), run, saved.progress, saved.adam);
   {
@@ -190,8 +307,10 @@ TEST_F(CheckpointTest, AFormatOneCheckpointStillLoads) {
     file.set_attribute("next_epoch", std::int64_t{5});
     file.set_attribute("best_val_epoch", std::int64_t{1});  // counted from 0
   }
+  name_layers_from_zero(dir.file("c.h5"));
   const CheckpointSummary summary = read_checkpoint_summary(dir.file("c.h5"));
   EXPECT_EQ(summary.format, 1);
+  EXPECT_FALSE(summary.run.graph.has_value());
   EXPECT_EQ(summary.run.model, run.model);
   EXPECT_EQ(summary.run.lr, 0.02F);
   ASSERT_TRUE(summary.model.has_value());
@@ -206,6 +325,72 @@ TEST_F(CheckpointTest, AFormatOneCheckpointStillLoads) {
   EXPECT_NE(
       message_of([&] { read_checkpoint_summary(dir.file("c.h5")); }).find("format '9' is not one this build reads"),
       std::string::npos);
+}
+
+// Parameters are named by the model's layers, counted from 1, and within a layer by their part and role: GIN's ε
+// and its MLP's two Linear maps, APPNP's MLP layers (its propagation has none). Numbers have the digits of the
+// largest, so that the names sort as the layers do.
+TEST_F(CheckpointTest, ParametersAreNamedByTheModelsLayers) {
+  const auto names_of = [&](const ModelConfig& config) {
+    TrainingState state(config, 1.0F);
+    save_checkpoint(dir.file("names.h5"), kRun, state.progress, state.adam);
+    std::vector<std::string> names;
+    for (const auto& [name, shape] : read_checkpoint_summary(dir.file("names.h5")).parameters) names.push_back(name);
+    return names;
+  };
+  ModelConfig gin = gcn();
+  gin.kind = ModelKind::kGin;
+  gin.gin_train_eps = true;
+  EXPECT_EQ(names_of(gin), (std::vector<std::string>{"layer1.eps", "layer1.linear1.bias", "layer1.linear1.weight",
+                                                     "layer1.linear2.bias", "layer1.linear2.weight", "layer2.eps",
+                                                     "layer2.linear1.bias", "layer2.linear1.weight",
+                                                     "layer2.linear2.bias", "layer2.linear2.weight"}));
+  ModelConfig appnp = gcn();
+  appnp.kind = ModelKind::kAppnp;
+  EXPECT_EQ(names_of(appnp),
+            (std::vector<std::string>{"layer1.bias", "layer1.weight", "layer2.bias", "layer2.weight"}));
+  ModelConfig deep = gcn();
+  deep.layers = 10;
+  const std::vector<std::string> deep_names = names_of(deep);
+  ASSERT_EQ(deep_names.size(), 20U);
+  EXPECT_EQ(deep_names.front(), "layer01.bias");
+  EXPECT_EQ(deep_names[17], "layer09.weight");
+  EXPECT_EQ(deep_names.back(), "layer10.weight");
+}
+
+// A checkpoint of format 2 records no graph and names its arrays by the layers as the model built them, from 0:
+// its weights load into the layers they were trained in, under this build's names.
+TEST_F(CheckpointTest, AFormatTwoCheckpointLoadsIntoTheLayersItsNamesCounted) {
+  const CheckpointSummary summary = read_checkpoint_summary(kFormat2 + "gin.h5");
+  EXPECT_EQ(summary.format, 2);
+  EXPECT_FALSE(summary.run.graph.has_value());
+  ASSERT_TRUE(summary.model.has_value());
+  EXPECT_EQ(summary.model->kind, ModelKind::kGin);
+  EXPECT_TRUE(summary.model->gin_train_eps);
+  Model model(*summary.model, 6, 3);
+  load_weights(kFormat2 + "gin.h5", model);
+  const auto file = hdf5::File::open_read(kFormat2 + "gin.h5");
+  std::map<std::string, const Parameter*> by_name;
+  for (const Parameter* p : model.parameters()) by_name[p->name] = p;
+  // Layer l of the GIN was built as layers 2(l - 1) (ε and the first Linear) and 2(l - 1) + 1 (the second).
+  for (const auto& [old, name] :
+       std::vector<std::pair<std::string, std::string>>{{"layer0.weight", "layer1.linear1.weight"},
+                                                        {"layer0.eps", "layer1.eps"},
+                                                        {"layer1.weight", "layer1.linear2.weight"},
+                                                        {"layer1.bias", "layer1.linear2.bias"},
+                                                        {"layer2.weight", "layer2.linear1.weight"},
+                                                        {"layer3.bias", "layer2.linear2.bias"}}) {
+    ASSERT_TRUE(by_name.contains(name)) << name;
+    const auto stored = file.read<float>("/params/" + old);
+    EXPECT_EQ(stored.values, std::vector<float>(by_name[name]->value.span().begin(), by_name[name]->value.span().end()))
+        << old << " as " << name;
+  }
+  // And with its optimizer's state, as --load-checkpoint reads it.
+  Adam adam(model.parameters(), {});
+  RunIdentity run = summary.run;
+  run.graph = kCora;
+  EXPECT_EQ(load_checkpoint(kFormat2 + "gin.h5", run, adam, OtherGraph::kRefused).next_epoch, 3U);
+  EXPECT_EQ(adam.steps(), 3);
 }
 
 TEST_F(CheckpointTest, DamagedFilesAreOneLineErrorsThatLeaveTheModelAsItWas) {

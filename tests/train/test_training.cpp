@@ -56,7 +56,7 @@ TrainingRun train(DeviceKind kind, const Dataset& data, const ModelConfig& confi
     run.weights = weights_of(model);
     return run;
   }
-  const RunIdentity identity{"model", "dataset", "partitioning", "optimizer"};
+  const RunIdentity identity{"model", "dataset", "partitioning", "optimizer", GraphIdentity{}};
   TrainOptions first_part = options;
   first_part.epochs = checkpoint_at;
   Trainer first(model, executor, *comm, targets_of(data), first_part);

@@ -50,6 +50,11 @@ struct LocalGraph {
 // A local graph of the whole graph: every vertex owned, global id = local id, no peers.
 LocalGraph whole_local_graph(CsrGraph graph);
 
+// A hash of the in-edges of `local`'s owned vertices, each edge hashed by its ends' global ids and the hashes added
+// modulo 2^64. Every edge of a partitioned graph is one owner's in-edge and a sum does not depend on its order, so
+// the parts' hashes add up to the whole graph's, whatever the partition, the vertex order or the number of ranks.
+std::uint64_t owned_edges_hash(const LocalGraph& local);
+
 // How a partition was made and what it cost; recorded in every shard and in the manifest.
 struct PartitionInfo {
   std::string method = "none";  // metis, random, contiguous; none for the whole graph

@@ -12,9 +12,9 @@
 
 namespace nj {
 
-// One layer's output rows: layer is counted from 1, as nj plan and nj info count them.
+// One model layer's output rows, under the model's name for the layer (Model::model_layer_name: "layer1").
 struct LayerEmbedding {
-  int layer = 0;
+  std::string layer;
   Matrix rows;
 };
 
@@ -36,7 +36,7 @@ inline constexpr const char* kInferenceFormat = "nj-inference-1";
 
 // Writes `output` to `path` (replacing it) under a temporary name, renamed once complete: /vertex_ids, /logits,
 // /probabilities (the logits' softmax), /predictions (each row's class, the first of its largest logits) and
-// /embeddings/layer<L>.
+// /embeddings/<layer>.
 void write_inference(const std::string& path, const InferenceOutput& output);
 
 }  // namespace nj

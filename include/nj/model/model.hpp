@@ -1,5 +1,6 @@
 #pragma once
 // A stack of GNN layers, each with its dropout before it and its activation after it.
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,8 @@ Activation default_activation(ModelKind kind);
 //   gcn, gat, sage: `layers` layers of GcnLayer, GatLayer or SageLayer;
 //   gin:   `layers` GIN layers, each a GinLayer and the DenseLayer that completes its MLP (ReLU between them);
 //   appnp: an MLP of `layers` DenseLayers, then `propagation_steps` PropagationLayers.
+// Its user counts its layers otherwise (Model::num_model_layers): a GIN layer is one, and APPNP's propagation one
+// more after its MLP's.
 struct ModelConfig {
   ModelKind kind = ModelKind::kGcn;
   int layers = 2;        // appnp: the layers of its MLP
@@ -49,6 +52,12 @@ std::optional<ModelKind> kind_reading_option(std::string_view option);
 
 // "gcn, 2 layers, hidden 16, activation relu, dropout 0.5, seed 0": the options that `model`'s kind uses.
 std::string describe_model(const ModelConfig& model);
+
+// The name each parameter of a built-in model of `config` had where the layers were numbered as built, from 0, and a
+// parameter named by its role alone ("layer2.weight": a GIN's second layer's first Linear), by its name now
+// (Model::model_layer_name): how checkpoints before format 3 named them. None for a custom model, whose layers named
+// their parameters themselves.
+std::map<std::string, std::string> names_by_built_layer(const ModelConfig& config);
 
 // How a model prepares the graph its layers read (Model::prepare).
 enum class GraphForm {
@@ -88,6 +97,7 @@ class Model {
   Model(std::vector<ModelLayer> layers, GraphForm form, std::uint64_t seed);
 
   const ModelConfig& config() const { return config_; }
+  // The layers as built: what the executors run, numbered from 0.
   std::size_t num_layers() const { return layers_.size(); }
   Layer& layer(std::size_t l) { return *layers_[l]; }
   const Layer& layer(std::size_t l) const { return *layers_[l]; }
@@ -98,13 +108,28 @@ class Model {
   // Dropout probability on layer l's input rows, in training.
   float dropout_before(std::size_t l) const { return dropout_before_[l]; }
 
+  // The layers as the model's user counts them (--layers, nj infer's --embeddings, the parameters' names): one per
+  // GCN, GAT or SAGE layer and per layer of a custom model; a GIN layer with the DenseLayer that completes its MLP;
+  // APPNP's MLP layers, and its propagation steps as one more.
+  std::size_t num_model_layers() const { return num_model_layers_; }
+  // The built layer whose output is model layer m's (both from 0): the last of those it is made of.
+  std::size_t output_of_model_layer(std::size_t m) const;
+  // Model layer m's name (m from 0): "layer" and its number from 1, with as many digits as the largest needs
+  // ("layer01" of 12), so that the names sort as the layers do. Its parameters are named within it, by their role
+  // ("layer1.weight"; GIN's "layer1.eps" and its MLP's "layer1.linear1.weight" and "layer1.linear2.weight"), and
+  // nj infer names its output so.
+  std::string model_layer_name(std::size_t m) const;
+
   // The graph as the layers read it, in the model's GraphForm. Degrees are the whole graph's, so that every rank
   // weighs an edge as a single process would.
   PreparedGraph prepare(const LocalGraph& local) const;
   GraphForm graph_form() const { return graph_form_; }
 
  private:
-  void add_layer(std::unique_ptr<Layer> layer, float dropout, Activation activation);
+  // Adds a built layer as part of model layer `model_layer`, naming its parameters within that layer (and within
+  // `part` of it, where given).
+  void add_layer(std::unique_ptr<Layer> layer, float dropout, Activation activation, std::size_t model_layer,
+                 const std::string& part = "");
   // Every layer reads what the one before it writes, and reads the graph as the model prepares it.
   void check_layers() const;
 
@@ -112,6 +137,8 @@ class Model {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<float> dropout_before_;
   std::vector<Activation> activation_after_;
+  std::size_t num_model_layers_ = 0;
+  std::vector<std::size_t> model_layer_of_;  // per built layer
   GraphForm graph_form_ = GraphForm::kGcnNormalised;
 };
 
