@@ -10,7 +10,9 @@ from typing import Any, Dict, List, Optional
 import h5py
 import numpy as np
 
-INFERENCE_FORMAT = "nj-inference-1"
+# Format 2 numbers the embeddings by the model's layers; format 1 by the layers as nj built them (GIN's MLP and APPNP's
+# propagation steps each counted), which is what a file of that format's embeddings keep.
+INFERENCE_FORMATS = ("nj-inference-1", "nj-inference-2")
 
 
 @dataclass
@@ -46,7 +48,7 @@ def read_predictions(path: str | os.PathLike, node_ids: Any = None) -> Predictio
     are already in their order)."""
     with h5py.File(path, "r") as f:
         attributes = {key: _attribute(value) for key, value in f.attrs.items()}
-        if attributes.get("format") != INFERENCE_FORMAT:
+        if attributes.get("format") not in INFERENCE_FORMATS:
             raise ValueError(f"{os.fspath(path)}: not an nj infer output (format {attributes.get('format')!r})")
         embeddings = {}
         if "embeddings" in f:

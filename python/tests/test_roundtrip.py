@@ -100,7 +100,7 @@ def test_the_output_reads_with_h5py_alone(tmp_path, graph):
     nj.train(path, epochs=2, threads=1, save_checkpoint=str(tmp_path / "c.h5"))
     nj.infer(str(tmp_path / "c.h5"), path, output=str(tmp_path / "p.h5"), threads=1, embeddings=[1])
     with h5py.File(tmp_path / "p.h5") as f:
-        assert f.attrs["format"] == "nj-inference-1"
+        assert f.attrs["format"] == "nj-inference-2"
         assert f["predictions"].dtype == np.int32
         assert f["embeddings/layer1"].shape[0] == len(y)
 

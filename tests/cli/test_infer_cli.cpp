@@ -154,7 +154,7 @@ TEST_F(InferCli, PredictionsAreTheTrainingRunsFinalEvaluation) {
   // Another reader of HDF5 reads it too.
   const auto dumped = test::run_shell("h5dump -A " + shell_quote(out));
   ASSERT_EQ(dumped.exit_code, 0) << dumped.output;
-  for (const char* name : {"\"logits\"", "\"probabilities\"", "\"predictions\"", "\"layer1\"", "\"nj-inference-1\""}) {
+  for (const char* name : {"\"logits\"", "\"probabilities\"", "\"predictions\"", "\"layer1\"", "\"nj-inference-2\""}) {
     EXPECT_NE(dumped.output.find(name), std::string::npos) << name << "\n" << dumped.output;
   }
 }

@@ -32,7 +32,9 @@ struct InferenceOutput {
   double test_accuracy = std::nan("");
 };
 
-inline constexpr const char* kInferenceFormat = "nj-inference-1";
+// Format 2 numbers /embeddings by the model's layers (docs/inference.md); format 1 numbered them as the executors built
+// the layers, which differs for GIN and APPNP.
+inline constexpr const char* kInferenceFormat = "nj-inference-2";
 
 // Writes `output` to `path` (replacing it) under a temporary name, renamed once complete: /vertex_ids, /logits,
 // /probabilities (the logits' softmax), /predictions (each row's class, the first of its largest logits) and
