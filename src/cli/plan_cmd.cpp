@@ -189,7 +189,7 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
     std::cout << fmt::format("{:>4} {:>10} {:>10} {:>12} {:>12} {:>14} {:>12} {:>12}\n", "rank", "owned", "mirrors",
                              "h2d", "d2h", "exchange sent", "device peak", "host peak");
   }
-  std::vector<ExchangeForecast> layers;  // every rank's layers send the same side
+  std::vector<std::string> sides;  // every rank's layers send the same side
   for (std::size_t part = 0; part < manifest.shard_files.size(); ++part) {
     const std::string path = (std::filesystem::path(manifest.directory) / manifest.shard_files[part]).string();
     Shard shard = read_shard(path);
@@ -198,7 +198,12 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
     const RankForecast f =
         forecast_rank(args, choice, model, shard.local, shard.features.view(), sparse, shard.train_mask,
                       shape_of(shard.local, shard.features.cols(), shard.num_classes, stored_nonzeros(path)));
-    layers = f.run.exchange;
+    sides.clear();
+    for (std::size_t l = 0; l < f.run.exchange.size(); ++l) {
+      const ExchangeForecast& e = f.run.exchange[l];
+      sides.push_back(fmt::format("layer {} its {} ({} floats a row)", model.layer_label(l), to_string(e.side),
+                                  e.row_width));
+    }
     ranks.push_back(rank_json(part, shard.local, f));
     if (!args.json) {
       std::cout << fmt::format("{:>4} {:>10} {:>10} {:>12} {:>12} {:>14} {:>12} {:>12}\n", part, shard.local.num_owned,
@@ -210,11 +215,6 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
   if (args.json) {
     std::cout << plan_json(manifest.dataset_name, choice, std::move(ranks)).dump() << "\n";
     return;
-  }
-  std::vector<std::string> sides;
-  for (std::size_t l = 0; l < layers.size(); ++l) {
-    sides.push_back(
-        fmt::format("layer {} its {} ({} floats a row)", l + 1, to_string(layers[l].side), layers[l].row_width));
   }
   std::cout << fmt::format("exchange sends: {}\n", fmt::join(sides, ", "));
 }
@@ -259,7 +259,7 @@ void print_layers(const Model& model, bool first_layer_sums_inputs) {
       if (traits.structural_coefficients) aggregation += ", weighted";
       if (traits.backward_reads_rows) aggregation += ", backward reads Z";
     }
-    std::cout << fmt::format("  {:<6} {:>7} {:>8} {:>8} {:<5} {:<34} {:>7}  {}\n", l + 1, layer.in_dim(),
+    std::cout << fmt::format("  {:<6} {:>7} {:>8} {:>8} {:<5} {:<34} {:>7}  {}\n", model.layer_label(l), layer.in_dim(),
                              aggregated_width(model, l, sums_inputs), layer.out_dim(), sums_inputs ? "no" : "yes",
                              aggregation, model.dropout_before(l), to_string(model.activation_after(l)));
   }
@@ -316,12 +316,12 @@ void print_policies(const PlanArguments& args, const ExecutorChoice& choice, Mod
   }
 }
 
-void print_subgraphs(const EpochPlan& plan) {
+void print_subgraphs(const Model& model, const EpochPlan& plan) {
   for (const Pass& pass : plan.passes) {
     for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
       for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
         const PartSize& s = pass.layer_parts[l][k];
-        std::cout << fmt::format("layer {} subgraph {}: {} destinations, {} sources, {} edges\n", l + 1, k,
+        std::cout << fmt::format("layer {} subgraph {}: {} destinations, {} sources, {} edges\n", model.layer_label(l), k,
                                  pass.destinations(l, k).size(), s.num_src, s.num_edges);
       }
     }
@@ -364,7 +364,7 @@ LoadedForPlan load_for_plan(const std::string& dataset, VertexOrder order, bool 
 void print_forecast(const PlanArguments& args, const ExecutorChoice& choice, Model& model, const LoadedForPlan& loaded,
                     ConstRows features, bool sparse, const RankForecast& f) {
   const LocalGraph& local = loaded.shard.local;
-  if (f.run.plan) log_plan(*f.run.plan);
+  if (f.run.plan) log_plan(model, *f.run.plan);
   std::cout << fmt::format("execution: {}{}\n", execution_name(choice),
                            choice.in_memory ? " (the whole graph on the device; --device-memory plans a budget)" : "");
   print_layers(model, f.run.first_layer_sums_inputs);
@@ -381,7 +381,7 @@ void print_forecast(const PlanArguments& args, const ExecutorChoice& choice, Mod
                            f.host.describe());
   if (!f.run.plan) return;
   const EpochPlan& plan = *f.run.plan;
-  if (args.list_subgraphs) print_subgraphs(plan);
+  if (args.list_subgraphs) print_subgraphs(model, plan);
   print_policies(args, choice, model, local, features, sparse, loaded.shard.train_mask, plan);
 }
 

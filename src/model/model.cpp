@@ -206,6 +206,14 @@ std::string Model::model_layer_name(std::size_t m) const {
   return fmt::format("layer{:0{}}", m + 1, std::to_string(num_model_layers_).size());
 }
 
+std::string Model::layer_label(std::size_t l) const {
+  const std::size_t m = model_layer_of_.at(l);
+  const auto first = std::lower_bound(model_layer_of_.begin(), model_layer_of_.end(), m);
+  const auto end = std::upper_bound(first, model_layer_of_.end(), m);
+  if (end - first == 1) return std::to_string(m + 1);
+  return fmt::format("{}.{}", m + 1, l - static_cast<std::size_t>(first - model_layer_of_.begin()) + 1);
+}
+
 std::vector<Parameter*> Model::parameters() {
   std::vector<Parameter*> all;
   for (auto& layer : layers_) {

@@ -130,7 +130,7 @@ std::unique_ptr<Executor> make_executor(PlannedRun run, Resources& resources, Mo
     const SparseRows* sparse = run.sparse_inputs ? &*run.sparse_inputs : nullptr;
     return std::make_unique<InMemoryExecutor>(resources, model, shard.local, shard.features.view(), sparse, &comm);
   }
-  log_plan(*run.plan);
+  log_plan(model, *run.plan);
   auto executor = std::make_unique<SubgraphExecutor>(resources, model, shard.local, shard.features.view(),
                                                      std::move(*run.plan), std::move(run.sparse_inputs), &comm);
   // The executor holds what it reads of the graph (its plan, and the graph with self-loops that its steps build
@@ -182,14 +182,14 @@ void set_up_rank_device(RankDevice& rank, const ExecutorChoice& choice, int thre
   }
 }
 
-void log_plan(const EpochPlan& plan) {
+void log_plan(const Model& model, const EpochPlan& plan) {
   std::string parts;
   if (plan.options.mode == ExecutionMode::kRecompute) {
     parts = fmt::format("{} subgraphs, each a pass over its closure", plan.closures.size());
   } else {
     const auto& layer_parts = plan.passes.front().layer_parts;
     for (std::size_t l = 0; l < layer_parts.size(); ++l) {
-      parts += fmt::format("{}layer {}: {} subgraphs", l == 0 ? "" : ", ", l + 1, layer_parts[l].size());
+      parts += fmt::format("{}layer {}: {} subgraphs", l == 0 ? "" : ", ", model.layer_label(l), layer_parts[l].size());
     }
   }
   const bool unlimited = plan.options.device_budget == kUnlimited;
@@ -238,7 +238,7 @@ void log_plan(const EpochPlan& plan) {
     std::string chained;
     for (std::size_t l = 0; l < pass.chained.size(); ++l) {
       if (!pass.chained_to_next(l)) continue;
-      chained += fmt::format("{}{} to {}{}", chained.empty() ? "" : ", ", l + 1, l + 2,
+      chained += fmt::format("{}{} to {}{}", chained.empty() ? "" : ", ", model.layer_label(l), model.layer_label(l + 1),
                              pass.output_recomputed(l) ? " (outputs computed again backward)" : "");
     }
     if (!chained.empty()) {

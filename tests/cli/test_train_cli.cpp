@@ -143,7 +143,8 @@ TEST_F(TrainCli, EveryModelTrainsWithItsOptionsInMemoryWithinABudgetAndResumed) 
 }
 
 // nj plan lists each layer as the model declares it: widths, the tensors the cache plans (Z and its gradient), what
-// its aggregation reads, its dropout and activation.
+// its aggregation reads, its dropout and activation; numbered as the user counts them: APPNP's two MLP layers, then
+// its propagation as layer 3, run as two steps.
 TEST_F(TrainCli, PlanListsEveryLayersDeclaration) {
   const auto result = test::run_nj("plan " + shell_quote(dataset) +
                                    " --model appnp --propagation-steps 2 --hidden 5 --device-memory 1M");
@@ -152,8 +153,8 @@ TEST_F(TrainCli, PlanListsEveryLayersDeclaration) {
       R"(layers: appnp, 2 layers, hidden 5, propagation steps 2, teleport 0\.1.*\n.*layer.*Z width.*\n)"
       R"( +1 +8 +5 +5 +yes +its own row only +0\.5 +relu\n)"
       R"( +2 +5 +3 +3 +yes +its own row only +0\.5 +none\n)"
-      R"( +3 +3 +6 +6 +yes +in-edges, weighted +0 +none\n)"
-      R"( +4 +6 +6 +3 +yes +in-edges, weighted +0 +none\n)");
+      R"( +3\.1 +3 +6 +6 +yes +in-edges, weighted +0 +none\n)"
+      R"( +3\.2 +6 +6 +3 +yes +in-edges, weighted +0 +none\n)");
   EXPECT_TRUE(std::regex_search(result.output, table)) << result.output;
 }
 

@@ -119,6 +119,10 @@ class Model {
   // ("layer1.weight"; GIN's "layer1.eps" and its MLP's "layer1.linear1.weight" and "layer1.linear2.weight"), and
   // nj infer names its output so.
   std::string model_layer_name(std::size_t m) const;
+  // Built layer l as its user counts it: its model layer's number from 1, and where that model layer is built of
+  // several, which of them from 1 ("1.2": the second half of GIN's first layer). What nj plan and the plan's log
+  // call it.
+  std::string layer_label(std::size_t l) const;
 
   // The graph as the layers read it, in the model's GraphForm. Degrees are the whole graph's, so that every rank
   // weighs an edge as a single process would.

@@ -111,7 +111,7 @@ struct RankDevice {
 void set_up_rank_device(RankDevice& rank, const ExecutorChoice& choice, int threads, bool deterministic,
                         Communicator& comm);
 
-// Logs a plan's subgraphs, pool and step budgets and predicted traffic.
-void log_plan(const EpochPlan& plan);
+// Logs a plan's subgraphs, pool and step budgets and forecast traffic; layers as `model`'s user counts them.
+void log_plan(const Model& model, const EpochPlan& plan);
 
 }  // namespace nj
