@@ -82,9 +82,12 @@ RankForecast forecast_rank(const PlanArguments& args, const ExecutorChoice& choi
                          .recompute = choice.options.mode == ExecutionMode::kRecompute,
                          .threads = args.threads,
                          .inference = args.inference};
-  const std::int64_t process = resident_at_start();
+  // nj plan's own process has no MPI; a rank of several does.
+  const std::int64_t process = resident_at_start() + (local.peers.empty() ? 0 : kMpiInitBytes);
+  RunHostUse use = forecast.run.host_use(process);
+  if (!local.peers.empty()) use.mpi_bytes = kMpiExchangeBytes;
   forecast.host = peak_host_footprint(loading_host_footprint(shape, process),
-                                      running_host_footprint(model, shape, layout, forecast.run.host_use(process)));
+                                      running_host_footprint(model, shape, layout, use));
   return forecast;
 }
 

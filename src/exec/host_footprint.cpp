@@ -138,6 +138,7 @@ HostFootprint running_host_footprint(const Model& model, const RankShape& shape,
                                      const RunHostUse& use) {
   HostFootprint footprint{.phase = layout.inference ? "inference" : "training",
                           .parts = {{"process", use.process_bytes}}};
+  if (use.mpi_bytes > 0) footprint.parts.push_back({"MPI", use.mpi_bytes});
   const bool bounded = !layout.in_memory && layout.device_budget != kUnlimited;
   // The subgraph executor's rank frees the loaded graph's in-edges once planned, before its rows fill.
   footprint.parts.push_back({"dataset", shard_bytes(shape) - (layout.in_memory ? 0 : shard_in_edge_bytes(shape))});

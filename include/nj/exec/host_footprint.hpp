@@ -74,6 +74,13 @@ struct RunLayout {
   bool inference = false;  // nj infer's forward pass: no gradients
 };
 
+// What Open MPI holds in a rank of several beyond the process's code: about 8 MiB from MPI_Init on (which a rank's
+// resident_at_start counts, and nj plan's own process does not) and about 8 MiB more of shared-memory buffers once the
+// ranks exchange. Measured with Debian 12's Open MPI 4.1 on 2 to 4 ranks of one machine: 8 to 10 MiB and 7.5 MiB;
+// Forecasts.EqualWhatTrainingMeasures checks the forecasts that count them.
+inline constexpr std::int64_t kMpiInitBytes = std::int64_t{8} << 20;
+inline constexpr std::int64_t kMpiExchangeBytes = std::int64_t{8} << 20;
+
 // What a planned run holds beside its loaded data, as planning measured or forecast it (nj/run/rank_setup.hpp,
 // PlannedRun).
 struct RunHostUse {
@@ -83,6 +90,7 @@ struct RunHostUse {
   std::int64_t executor_bytes = 0;      // executor_host_bytes
   std::int64_t sparse_input_bytes = 0;  // the first layer's inputs as sparse rows, where it takes them so
   std::int64_t staging_bytes = 0;       // the most one copy stages (MemoryForecast::largest_copy_bytes)
+  std::int64_t mpi_bytes = 0;           // what MPI holds beyond process_bytes, with several ranks
   bool first_layer_sums_inputs = false;
 };
 
