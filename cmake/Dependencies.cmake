@@ -33,6 +33,20 @@ add_library(nj_metis INTERFACE)
 target_link_libraries(nj_metis INTERFACE ${METIS_LIBRARY})
 target_include_directories(nj_metis SYSTEM INTERFACE ${METIS_INCLUDE_DIR})
 
+# PT-Scotch, the distributed partitioner, in Debian's 64-bit flavour (libptscotch-dev's scotch-int64): every count of a
+# whole graph may pass 2^31. Linked statically: the shared libraries of every flavour share one soname, and the loader
+# would find the 32-bit ones first.
+set(NJ_SCOTCH_DIR "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/scotch-int64")
+find_path(NJ_PTSCOTCH_INCLUDE_DIR ptscotch.h PATHS /usr/include/scotch-int64 NO_DEFAULT_PATH REQUIRED)
+foreach(library ptscotch scotch ptscotcherr)
+  find_library(NJ_${library}_LIBRARY NAMES lib${library}.a PATHS "${NJ_SCOTCH_DIR}" NO_DEFAULT_PATH REQUIRED)
+endforeach()
+find_package(Threads REQUIRED)
+add_library(nj_ptscotch INTERFACE)
+target_link_libraries(nj_ptscotch INTERFACE ${NJ_ptscotch_LIBRARY} ${NJ_scotch_LIBRARY} ${NJ_ptscotcherr_LIBRARY}
+                                            MPI::MPI_C Threads::Threads m)
+target_include_directories(nj_ptscotch SYSTEM INTERFACE ${NJ_PTSCOTCH_INCLUDE_DIR})
+
 add_library(nj_hdf5 INTERFACE)
 target_link_libraries(nj_hdf5 INTERFACE ${HDF5_C_LIBRARIES} MPI::MPI_C)
 target_include_directories(nj_hdf5 SYSTEM INTERFACE ${HDF5_C_INCLUDE_DIRS})

@@ -92,10 +92,11 @@ std::vector<std::int32_t> contiguous_parts(vid_t n, int parts) {
 
 }  // namespace
 
-constexpr EnumNames<PartitionMethod, 3> kPartitionMethodNames{"partition method",
+constexpr EnumNames<PartitionMethod, 4> kPartitionMethodNames{"partition method",
                                                               {{{PartitionMethod::kMetis, "metis"},
                                                                 {PartitionMethod::kRandom, "random"},
-                                                                {PartitionMethod::kContiguous, "contiguous"}}}};
+                                                                {PartitionMethod::kContiguous, "contiguous"},
+                                                                {PartitionMethod::kScotch, "scotch"}}}};
 
 const char* to_string(PartitionMethod method) { return kPartitionMethodNames.name(method); }
 PartitionMethod parse_partition_method(const std::string& text) { return kPartitionMethodNames.parse(text); }
@@ -104,12 +105,13 @@ void require_fits_metis(const std::string& what, std::int64_t vertices, std::int
   constexpr std::int64_t kLimit = std::numeric_limits<idx_t>::max();
   NJ_REQUIRE(vertices <= kLimit && adjacency_entries <= kLimit,
              "{}: {} vertices and {} adjacency entries (twice the undirected edges) exceed METIS's 32-bit idx_t "
-             "(at most {} each); use --method random or contiguous",
+             "(at most {} each); use --method scotch",
              what, vertices, adjacency_entries, kLimit);
 }
 
 std::vector<std::int32_t> assign_parts(const Dataset& dataset, const PartitionOptions& options, PartitionInfo& info) {
   const vid_t n = dataset.num_vertices();
+  NJ_EXPECTS(options.method != PartitionMethod::kScotch, "scotch partitions through partition_in_parallel");
   NJ_REQUIRE(options.parts >= 1 && options.parts <= n,
              "{}: cannot split {} vertices into {} parts (parts must be between 1 and the number of vertices)",
              name_of(dataset), n, options.parts);

@@ -12,6 +12,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   openmpi-bin libopenmpi-dev
   libmetis-dev
+  libptscotch-dev # nj partition on many ranks: PT-Scotch's 64-bit flavour (scotch-int64)
   libhdf5-openmpi-dev
   libopenblas-openmp-dev # nj links the OpenMP build (NJ_OPENBLAS_VARIANT)
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev zlib1g-dev

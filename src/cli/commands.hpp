@@ -20,7 +20,8 @@ void add_train_command(CLI::App& app, Communicator& comm);
 // Inference too: each rank infers its own rows, and rank 0 writes them all.
 void add_infer_command(CLI::App& app, Communicator& comm);
 void add_plan_command(CLI::App& app);
-void add_partition_command(CLI::App& app);
+// Partitioning runs in one process, or on every rank of the job that `comm` spans.
+void add_partition_command(CLI::App& app, Communicator& comm);
 
 // What the commands that write a dataset file decide about it: --community-order / --no-community-order (on by
 // default) and --feature-storage.

@@ -101,11 +101,12 @@ int run_command_line(int argc, char** argv) {
   nj::cli::add_train_command(app, *comm);
   nj::cli::add_infer_command(app, *comm);
   nj::cli::add_plan_command(app);
-  nj::cli::add_partition_command(app);
-  // Only training and inference run as many ranks; under a launcher every other command would run once per rank,
-  // writing the same files.
+  nj::cli::add_partition_command(app, *comm);
+  // Only training, inference and partitioning run as many ranks; under a launcher every other command would run once
+  // per rank, writing the same files.
   for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
-    if (command->get_name() == "train" || command->get_name() == "infer") continue;
+    const std::string name = command->get_name();
+    if (name == "train" || name == "infer" || name == "partition") continue;
     command->parse_complete_callback([command, &comm] {
       if (comm->size() == 1) return;
       throw nj::JobError(fmt::format("nj {} runs as one process: start it without mpirun or srun", command->get_name()),

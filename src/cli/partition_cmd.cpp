@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -10,6 +11,7 @@
 #include "nj/core/error.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/shard_file.hpp"
+#include "nj/partition/parallel.hpp"
 #include "nj/partition/partition.hpp"
 
 namespace nj::cli {
@@ -18,7 +20,7 @@ namespace {
 struct PartitionArgs {
   std::string input;
   std::string output;
-  std::string method = "metis";
+  std::string method = "auto";
   PartitionOptions options;
 };
 
@@ -34,49 +36,88 @@ void log_partition(const PartitionInfo& info) {
   }
 }
 
-void run_partition(PartitionArgs& args) {
-  args.options.method = parse_partition_method(args.method);
-  // Checked first, so that a long read does not fail only at its end.
-  NJ_REQUIRE(!std::filesystem::exists(args.output) || std::filesystem::is_directory(args.output),
-             "{}: exists and is not a folder", args.output);
-  require_dataset_file(args.input, PartitionFolders::kNotRead);
-  const auto start = std::chrono::steady_clock::now();
+// auto: METIS in one process where the graph fits its 32-bit indices (its adjacency holds at most twice the stored
+// edges), else PT-Scotch, which runs on every rank of the job.
+PartitionMethod chosen_method(const PartitionArgs& args, int ranks) {
+  if (args.method != "auto") return parse_partition_method(args.method);
+  if (ranks > 1) return PartitionMethod::kScotch;
+  const DatasetHeader header = read_dataset_header(args.input);
+  constexpr std::int64_t kMetisLimit = std::numeric_limits<std::int32_t>::max();
+  return header.num_vertices <= kMetisLimit && 2 * header.num_edges <= kMetisLimit ? PartitionMethod::kMetis
+                                                                                   : PartitionMethod::kScotch;
+}
+
+// One process holding the whole dataset: METIS, random or contiguous.
+void partition_in_one_process(const PartitionArgs& args) {
   const Dataset dataset = read_dataset(args.input);
   ProgressDisplay progress("partition");
   PartitionInfo info;
-  progress.update(args.method, 0, 1);  // METIS is one call: its stage ends when it returns
+  const char* method = to_string(args.options.method);
+  progress.update(method, 0, 1);  // METIS is one call: its stage ends when it returns
   const auto part_of = assign_parts(dataset, args.options, info);
-  progress.update(args.method, 1, 1);
+  progress.update(method, 1, 1);
   progress.clear();
   spdlog::info("{}: {} vertices, {} edges into {} parts by {} (seed {}) in {:.2f} s", dataset.name,
                dataset.num_vertices(), dataset.graph.num_edges(), info.parts, info.method, info.seed, info.seconds);
   log_partition(info);
   write_partition(dataset, args.input, part_of, info, args.output, progress.callback());
   progress.clear();
+}
+
+void run_partition(PartitionArgs& args, Communicator& comm) {
+  // Checked first, so that a long read does not fail only at its end; every rank checks, and one reports.
+  agree_on_failure(comm, [&] {
+    require_dataset_file(args.input, PartitionFolders::kNotRead);
+    args.options.method = chosen_method(args, comm.size());
+    NJ_USAGE(comm.size() == 1 || runs_in_parallel(args.options.method),
+             "--method {} runs in one process; under mpirun or srun use --method scotch or contiguous",
+             to_string(args.options.method));
+    NJ_REQUIRE(!std::filesystem::exists(args.output) || std::filesystem::is_directory(args.output),
+               "{}: exists and is not a folder", args.output);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  if (args.options.method == PartitionMethod::kScotch || comm.size() > 1) {
+    const PartitionManifest manifest = write_partition_in_parallel(args.input, args.options, comm, args.output);
+    const PartitionInfo& info = manifest.partition;
+    if (comm.rank() == 0) {
+      spdlog::info("{}: {} vertices, {} edges into {} parts by {} on {} ranks (seed {}) in {:.2f} s",
+                   manifest.dataset_name, manifest.global_vertices, manifest.global_edges, info.parts, info.method,
+                   comm.size(), info.seed, info.seconds);
+      log_partition(info);
+    }
+  } else {
+    partition_in_one_process(args);
+  }
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  spdlog::info("wrote {} shards and {} to {} in {:.1f} s", info.parts, kManifestFileName, args.output, elapsed.count());
+  if (comm.rank() == 0) {
+    spdlog::info("wrote {} shards and {} to {} in {:.1f} s", args.options.parts, kManifestFileName, args.output,
+                 elapsed.count());
+  }
 }
 
 }  // namespace
 
-void add_partition_command(CLI::App& app) {
+void add_partition_command(CLI::App& app, Communicator& comm) {
   auto args = std::make_shared<PartitionArgs>();
   auto* command = app.add_subcommand(
       "partition",
       "Split a dataset into one shard file per rank (part-<k>.h5: owned vertices with all their in-edges, "
-      "mirrors, exchange lists) and a manifest.json, and report the edge cut and balance");
+      "mirrors, exchange lists) and a manifest.json, and report the edge cut and balance. Under mpirun or srun the "
+      "ranks each read a slice of the dataset and partition it together (scotch or contiguous)");
   command->add_option("input", args->input, "Dataset file (HDF5)")->required();
   command->add_option("--parts,-p", args->options.parts, "Number of parts, one per rank")->required();
   command
       ->add_option("--method", args->method,
-                   "metis: METIS k-way, fewest cut edges with vertices and training vertices balanced; random: "
-                   "balanced random assignment; contiguous: blocks of consecutive vertex ids")
-      ->check(one_of({"metis", "random", "contiguous"}))
+                   "auto: metis in one process where the graph fits METIS's 32-bit indices, else scotch; metis: METIS "
+                   "k-way, fewest cut edges with vertices and training vertices balanced; scotch: PT-Scotch (64-bit), "
+                   "on every rank of the job; random: balanced random assignment; contiguous: blocks of consecutive "
+                   "vertex ids")
+      ->check(one_of({"auto", "metis", "scotch", "random", "contiguous"}))
       ->capture_default_str();
   command->add_option("--seed", args->options.seed, "Seed of METIS or of the random assignment")->capture_default_str();
   command->add_option("--output,-o", args->output, "Folder to write the shards and manifest.json to (created)")
       ->required();
-  command->callback([args] { run_partition(*args); });
+  command->callback([args, &comm] { run_partition(*args, comm); });
 }
 
 }  // namespace nj::cli

@@ -74,6 +74,10 @@ class MpiPendingExchange final : public PendingExchange {
   std::vector<MPI_Request> requests_;
 };
 
+// Apart from the boundary exchanges' tags (2 per layer) and the gather's (30000), so that a redistribution never meets
+// a message of theirs.
+constexpr int kAllToAllTag = 30001;
+
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator() : limit_(message_limit()) {
@@ -92,6 +96,33 @@ class MpiCommunicator final : public Communicator {
     in_pieces(bytes.size(), limit_, [&](std::size_t offset, int count) {
       check(MPI_Bcast(bytes.data() + offset, count, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
     });
+  }
+
+  std::vector<std::vector<std::byte>> all_to_all(std::vector<std::vector<std::byte>> to_each) override {
+    NJ_EXPECTS(static_cast<int>(to_each.size()) == size_, "{} messages for {} ranks", to_each.size(), size_);
+    std::vector<std::int64_t> sizes(to_each.size());
+    std::vector<std::int64_t> incoming(to_each.size());
+    for (std::size_t q = 0; q < to_each.size(); ++q) sizes[q] = static_cast<std::int64_t>(to_each[q].size());
+    check(MPI_Alltoall(sizes.data(), 1, MPI_INT64_T, incoming.data(), 1, MPI_INT64_T, MPI_COMM_WORLD), "MPI_Alltoall");
+    std::vector<std::vector<std::byte>> from_each(to_each.size());
+    std::vector<MPI_Request> requests;
+    for (std::size_t q = 0; q < to_each.size(); ++q) {
+      from_each[q].resize(static_cast<std::size_t>(incoming[q]));
+      in_pieces(from_each[q].size(), limit_, [&](std::size_t offset, int count) {
+        check(MPI_Irecv(from_each[q].data() + offset, count, MPI_BYTE, static_cast<int>(q), kAllToAllTag,
+                        MPI_COMM_WORLD, &requests.emplace_back()),
+              "MPI_Irecv");
+      });
+    }
+    for (std::size_t q = 0; q < to_each.size(); ++q) {
+      in_pieces(to_each[q].size(), limit_, [&](std::size_t offset, int count) {
+        check(MPI_Isend(to_each[q].data() + offset, count, MPI_BYTE, static_cast<int>(q), kAllToAllTag, MPI_COMM_WORLD,
+                        &requests.emplace_back()),
+              "MPI_Isend");
+      });
+    }
+    MpiPendingExchange(std::move(requests)).wait();
+    return from_each;
   }
 
   std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <limits>
+#include <numeric>
 
 #include "nj/core/error.hpp"
 #include "nj/graph/vertex_order.hpp"
@@ -45,24 +46,54 @@ void write_dataset(const std::string& path, const Dataset& dataset, FeatureStora
 
 namespace {
 
-// Reads all but the feature values, and checks the features' shape; returns their width.
-std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::string& path, Dataset& d) {
+// The root attributes, checked; the counts are those of /graph and of the stored features.
+DatasetHeader read_header(const hdf5::File& file, const std::string& path) {
   const auto version = file.int_attribute("format_version");
   NJ_REQUIRE(version == kDatasetFormatVersion, "{}: format_version {} is not supported (this build reads {})", path,
              version, kDatasetFormatVersion);
-  d.name = file.has_attribute("name") ? file.string_attribute("name") : "";
+  DatasetHeader header;
+  header.name = file.has_attribute("name") ? file.string_attribute("name") : "";
   // Checked before narrowing to 32 bits, which would turn 2^32 + 3 into 3.
   const auto num_classes = file.int_attribute("num_classes");
   NJ_REQUIRE(num_classes > 0 && num_classes <= std::numeric_limits<std::int32_t>::max(),
              "{}: attribute num_classes must be in [1, {}], got {}", path, std::numeric_limits<std::int32_t>::max(),
              num_classes);
-  d.num_classes = static_cast<std::int32_t>(num_classes);
-  d.symmetrized = file.int_attribute("symmetrized") != 0;
+  header.num_classes = static_cast<std::int32_t>(num_classes);
+  header.symmetrized = file.int_attribute("symmetrized") != 0;
   try {
-    d.self_loops = parse_self_loop_policy(file.string_attribute("self_loops"));
+    header.self_loops = parse_self_loop_policy(file.string_attribute("self_loops"));
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: attribute self_loops: {}", path, e.what()));
   }
+  const std::vector<hsize_t> indptr = file.shape("/graph/indptr");
+  NJ_REQUIRE(indptr.size() == 1 && indptr[0] >= 1, "{}: /graph/indptr: must have num_vertices + 1 entries", path);
+  header.num_vertices = static_cast<std::int64_t>(indptr[0]) - 1;
+  const std::vector<hsize_t> indices = file.shape("/graph/indices");
+  NJ_REQUIRE(indices.size() == 1, "{}: /graph/indices: expected 1 dimension, found {}", path, indices.size());
+  header.num_edges = static_cast<std::int64_t>(indices[0]);
+  for (const auto& [key, actual] : {std::pair<const char*, std::int64_t>{"num_vertices", header.num_vertices},
+                                    std::pair<const char*, std::int64_t>{"num_edges", header.num_edges}}) {
+    if (file.has_attribute(key)) {
+      const auto declared = file.int_attribute(key);
+      NJ_REQUIRE(declared == actual, "{}: attribute {} = {} but /graph holds {}", path, key, declared, actual);
+    }
+  }
+  const StoredFeatures stored = stored_features(file);
+  NJ_REQUIRE(stored.rows == header.num_vertices, "{}: {}: {} rows but the graph has {} vertices", path, stored.object(),
+             stored.rows, header.num_vertices);
+  header.feature_width = stored.width;
+  header.features_stored_sparse = stored.sparse;
+  return header;
+}
+
+// Reads all but the feature values, and checks the features' shape; returns their width.
+std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::string& path, Dataset& d) {
+  const DatasetHeader header = read_header(file, path);
+  d.name = header.name;
+  d.num_classes = header.num_classes;
+  d.symmetrized = header.symmetrized;
+  d.self_loops = header.self_loops;
+  d.features_stored_sparse = header.features_stored_sparse;
 
   d.graph.offsets = hdf5::read_vector<eid_t>(file, "/graph/indptr", -1);
   NJ_REQUIRE(!d.graph.offsets.empty(), "{}: /graph/indptr: must have num_vertices + 1 entries, found 0", path);
@@ -80,17 +111,6 @@ std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::stri
                    kCommunityOrderVersion);
     }
   }
-  for (const auto& [key, actual] : {std::pair<const char*, std::int64_t>{"num_vertices", n},
-                                    std::pair<const char*, std::int64_t>{"num_edges", d.graph.num_edges()}}) {
-    if (file.has_attribute(key)) {
-      const auto declared = file.int_attribute(key);
-      NJ_REQUIRE(declared == actual, "{}: attribute {} = {} but /graph holds {}", path, key, declared, actual);
-    }
-  }
-
-  const StoredFeatures stored = stored_features(file);
-  d.features_stored_sparse = stored.sparse;
-  NJ_REQUIRE(stored.rows == n, "{}: {}: {} rows but the graph has {} vertices", path, stored.object(), stored.rows, n);
 
   d.labels = hdf5::read_vector<std::int32_t>(file, "/labels", n);
   for (auto [name, mask] : {std::pair{"/masks/train", &d.train_mask}, std::pair{"/masks/val", &d.val_mask},
@@ -101,7 +121,7 @@ std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::stri
       NJ_REQUIRE(m <= 1, "{}: {}: mask entries must be 0 or 1, found {}", path, name, m);
     }
   }
-  return stored.width;
+  return header.feature_width;
 }
 
 }  // namespace
@@ -121,6 +141,67 @@ DatasetWithoutFeatures read_dataset_without_features(const std::string& path) {
   read.feature_width = read_all_but_feature_values(file, path, read.dataset);
   read.dataset.validate_all_but_features(path);
   return read;
+}
+
+DatasetHeader read_dataset_header(const std::string& path) { return read_header(hdf5::File::open_read(path), path); }
+
+namespace {
+
+void check_rows(const std::string& path, const DatasetRows& read) {
+  const std::int64_t n = read.header.num_vertices;
+  for (std::int64_t r = 0; r < read.rows(); ++r) {
+    const auto v = static_cast<std::size_t>(r);
+    NJ_REQUIRE(read.offsets[v] <= read.offsets[v + 1], "{}: /graph/indptr: decreases at vertex {}", path,
+               read.first + r);
+    const auto label = read.labels[v];
+    NJ_REQUIRE(label >= -1 && label < read.header.num_classes, "{}: /labels: vertex {} has label {} outside [0, {})",
+               path, read.first + r, label, read.header.num_classes);
+    for (const auto& [mask_name, mask] :
+         {std::pair{"train", &read.train_mask}, std::pair{"val", &read.val_mask}, std::pair{"test", &read.test_mask}}) {
+      NJ_REQUIRE((*mask)[v] <= 1, "{}: /masks/{}: mask entries must be 0 or 1, found {}", path, mask_name, (*mask)[v]);
+      NJ_REQUIRE(label != -1 || (*mask)[v] == 0, "{}: /masks/{}: vertex {} is in the split but has no label", path,
+                 mask_name, read.first + r);
+    }
+  }
+  for (const gid_t s : read.sources) {
+    NJ_REQUIRE(s >= 0 && s < n, "{}: /graph/indices: source {} outside [0, {})", path, s, n);
+  }
+}
+
+}  // namespace
+
+DatasetRows read_dataset_rows(const std::string& path, std::int64_t first, std::int64_t rows) {
+  const auto file = hdf5::File::open_read(path);
+  DatasetRows read;
+  read.header = read_header(file, path);
+  NJ_REQUIRE(first >= 0 && rows >= 0 && first + rows <= read.header.num_vertices, "{}: vertices {} to {} asked of {}",
+             path, first, first + rows, read.header.num_vertices);
+  read.first = first;
+  read.offsets = file.read_rows<eid_t>("/graph/indptr", first, rows + 1).values;
+  const eid_t base = read.offsets.front();
+  NJ_REQUIRE(base >= 0 && base <= read.offsets.back() && read.offsets.back() <= read.header.num_edges,
+             "{}: /graph/indptr: vertices {} to {} span edges {} to {} of {}", path, first, first + rows, base,
+             read.offsets.back(), read.header.num_edges);
+  NJ_REQUIRE(first > 0 || base == 0, "{}: /graph/indptr: must start at 0, found {}", path, base);
+  NJ_REQUIRE(first + rows < read.header.num_vertices || read.offsets.back() == read.header.num_edges,
+             "{}: /graph/indptr: must end at the {} edges, found {}", path, read.header.num_edges, read.offsets.back());
+  for (eid_t& offset : read.offsets) offset -= base;
+  read.sources = file.read_rows<gid_t>("/graph/indices", base, read.offsets.back()).values;
+  read.labels = file.read_rows<std::int32_t>("/labels", first, rows).values;
+  read.train_mask = file.read_rows<std::uint8_t>("/masks/train", first, rows).values;
+  read.val_mask = file.read_rows<std::uint8_t>("/masks/val", first, rows).values;
+  read.test_mask = file.read_rows<std::uint8_t>("/masks/test", first, rows).values;
+  check_rows(path, read);
+  return read;
+}
+
+Matrix read_dataset_feature_rows(const std::string& path, std::int64_t first, std::int64_t rows) {
+  const auto file = hdf5::File::open_read(path);
+  Matrix features = read_feature_rows(file, first, rows);
+  std::vector<gid_t> vertices(static_cast<std::size_t>(rows));
+  std::iota(vertices.begin(), vertices.end(), first);
+  require_finite_features(features, path, vertices);
+  return features;
 }
 
 }  // namespace nj

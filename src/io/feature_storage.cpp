@@ -24,6 +24,14 @@ std::int64_t count_nonzeros(const Matrix& features) {
   return std::count_if(features.span().begin(), features.span().end(), [](float x) { return x != 0.0F; });
 }
 
+// The message of hdf5::read_vector, for a reader of some of the entries.
+void require_entries(const hdf5::File& file, const char* object, std::int64_t expected) {
+  const std::vector<hsize_t> shape = file.shape(object);
+  NJ_REQUIRE(shape.size() == 1, "{}: {}: expected 1 dimension, found {}", file.path(), object, shape.size());
+  NJ_REQUIRE(static_cast<std::int64_t>(shape[0]) == expected, "{}: {}: expected {} entries, found {}", file.path(),
+             object, expected, shape[0]);
+}
+
 }  // namespace
 
 FeatureStorage parse_feature_storage(const std::string& text) { return kStorageNames.parse(text); }
@@ -73,7 +81,8 @@ StoredFeatures stored_features(const hdf5::File& file) {
              dense ? "holds both /features and /features_sparse: one of them only"
                    : "/features: missing (and no /features_sparse)");
   if (dense) {
-    const std::vector<hsize_t> shape = file.check_readable<float>(kDenseName);
+    const std::vector<hsize_t> shape =
+        file.check_readable<float>(kDenseName, 0);  // the type: read_rows checks the memory
     NJ_REQUIRE(shape.size() == 2, "{}: /features: expected 2 dimensions, found {}", file.path(), shape.size());
     return {static_cast<std::int64_t>(shape[0]), static_cast<std::int64_t>(shape[1]), false, 0};
   }
@@ -86,31 +95,42 @@ StoredFeatures stored_features(const hdf5::File& file) {
   return {shape[0], shape[1], true, static_cast<std::int64_t>(entries[0])};
 }
 
-Matrix read_features(const hdf5::File& file) {
+Matrix read_features(const hdf5::File& file) { return read_feature_rows(file, 0, stored_features(file).rows); }
+
+Matrix read_feature_rows(const hdf5::File& file, std::int64_t first, std::int64_t count) {
   const StoredFeatures stored = stored_features(file);
+  NJ_REQUIRE(first >= 0 && count >= 0 && first + count <= stored.rows, "{}: {}: rows {} to {} asked of {}", file.path(),
+             stored.object(), first, first + count, stored.rows);
   if (!stored.sparse) {
-    auto dense = file.read<float>(kDenseName);
-    return Matrix(stored.rows, stored.width, std::move(dense.values));
+    auto dense = file.read_rows<float>(kDenseName, first, count);
+    return Matrix(count, stored.width, std::move(dense.values));
   }
-  const auto indptr = hdf5::read_vector<std::int64_t>(file, kIndptr, stored.rows + 1);
-  const auto indices = hdf5::read_vector<std::int32_t>(file, kIndices, -1);
-  const auto values = hdf5::read_vector<float>(file, kValues, static_cast<std::int64_t>(indices.size()));
-  NJ_REQUIRE(indptr.front() == 0 && indptr.back() == static_cast<std::int64_t>(indices.size()),
+  const auto indptr = file.read_rows<std::int64_t>(kIndptr, first, count + 1).values;
+  const std::int64_t base = indptr.front();
+  require_entries(file, kIndptr, stored.rows + 1);
+  NJ_REQUIRE((first > 0 || base == 0) && (first + count < stored.rows || indptr.back() == stored.nonzeros),
              "{}: {}: must start at 0 and end at the {} stored entries, found {} and {}", file.path(), kIndptr,
-             indices.size(), indptr.front(), indptr.back());
-  Matrix features(stored.rows, stored.width);
+             stored.nonzeros, base, indptr.back());
+  NJ_REQUIRE(base >= 0 && base <= indptr.back() && indptr.back() <= stored.nonzeros,
+             "{}: {}: rows {} to {} span entries {} to {} of {}", file.path(), kIndptr, first, first + count, base,
+             indptr.back(), stored.nonzeros);
+  const auto indices = file.read_rows<std::int32_t>(kIndices, base, indptr.back() - base).values;
+  require_entries(file, kValues, stored.nonzeros);
+  const auto values = file.read_rows<float>(kValues, base, indptr.back() - base).values;
+  Matrix features(count, stored.width);
   const Rows view = features.view();
-  for (std::int64_t r = 0; r < stored.rows; ++r) {
-    const std::int64_t begin = indptr[static_cast<std::size_t>(r)];
-    const std::int64_t end = indptr[static_cast<std::size_t>(r) + 1];
+  for (std::int64_t r = 0; r < count; ++r) {
+    const std::int64_t begin = indptr[static_cast<std::size_t>(r)] - base;
+    const std::int64_t end = indptr[static_cast<std::size_t>(r) + 1] - base;
     NJ_REQUIRE(begin <= end && end <= static_cast<std::int64_t>(indices.size()),
-               "{}: {}: row {} spans entries {} to {} of {}", file.path(), kIndptr, r, begin, end, indices.size());
+               "{}: {}: row {} spans entries {} to {} of {}", file.path(), kIndptr, first + r, begin + base, end + base,
+               stored.nonzeros);
     std::int32_t previous = -1;
     for (std::int64_t e = begin; e < end; ++e) {
       const std::int32_t column = indices[static_cast<std::size_t>(e)];
       NJ_REQUIRE(column > previous && column < stored.width,
-                 "{}: {}: row {} has column {} (columns must be ascending, in [0, {}))", file.path(), kIndices, r,
-                 column, stored.width);
+                 "{}: {}: row {} has column {} (columns must be ascending, in [0, {}))", file.path(), kIndices,
+                 first + r, column, stored.width);
       view.row(r)[column] = values[static_cast<std::size_t>(e)];
       previous = column;
     }

@@ -178,7 +178,7 @@ void File::write(const std::string& dataset, std::span<const T> values, const st
 }
 
 template <typename T>
-std::vector<hsize_t> File::check_readable(const std::string& dataset) const {
+std::vector<hsize_t> File::check_readable(const std::string& dataset, std::int64_t rows) const {
   std::vector<hsize_t> dims = shape(dataset);
   const Handle ds(H5Dopen2(handle_.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
   const Handle type(H5Dget_type(ds.get()), H5Tclose);
@@ -191,8 +191,10 @@ std::vector<hsize_t> File::check_readable(const std::string& dataset) const {
     fail(dataset, fmt::format("stored as {}-byte numbers (at most {} in this format)", H5Tget_size(type.get()),
                               kMaxNumberBytes));
   }
-  require_input_memory(element_count(dims), sizeof(T), fmt::format("{}: {}", path_, dataset),
-                       fmt::format("{} values", fmt::join(dims, " x ")));
+  std::vector<hsize_t> read = dims;
+  if (rows >= 0 && !read.empty()) read[0] = std::min(read[0], static_cast<hsize_t>(rows));
+  require_input_memory(element_count(read), sizeof(T), fmt::format("{}: {}", path_, dataset),
+                       fmt::format("{} values", fmt::join(read, " x ")));
   return dims;
 }
 
@@ -209,6 +211,29 @@ Array<T> File::read(const std::string& dataset) const {
   return out;
 }
 
+template <typename T>
+Array<T> File::read_rows(const std::string& dataset, std::int64_t first, std::int64_t count) const {
+  std::vector<hsize_t> dims = check_readable<T>(dataset, count);
+  if (dims.empty() || first < 0 || count < 0 || static_cast<hsize_t>(first + count) > dims[0]) {
+    fail(dataset, fmt::format("rows {} to {} asked of {}", first, first + count, dims.empty() ? 0 : dims[0]));
+  }
+  Array<T> out;
+  out.shape = dims;
+  out.shape[0] = static_cast<hsize_t>(count);
+  out.values.resize(static_cast<std::size_t>(element_count(out.shape)));
+  if (out.values.empty()) return out;
+  const Handle ds(H5Dopen2(handle_.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  const Handle file_space(H5Dget_space(ds.get()), H5Sclose);
+  std::vector<hsize_t> start(dims.size(), 0);
+  start[0] = static_cast<hsize_t>(first);
+  const Handle memory_space(H5Screate_simple(static_cast<int>(out.shape.size()), out.shape.data(), nullptr), H5Sclose);
+  if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, out.shape.data(), nullptr) < 0 ||
+      H5Dread(ds.get(), native_type<T>(), memory_space.get(), file_space.get(), H5P_DEFAULT, out.values.data()) < 0) {
+    fail(dataset, fmt::format("read of rows {} to {} failed (truncated or corrupt file?)", first, first + count));
+  }
+  return out;
+}
+
 template void File::write<float>(const std::string&, std::span<const float>, const std::vector<hsize_t>&, hsize_t);
 template void File::write<double>(const std::string&, std::span<const double>, const std::vector<hsize_t>&, hsize_t);
 template void File::write<std::int32_t>(const std::string&, std::span<const std::int32_t>, const std::vector<hsize_t>&,
@@ -217,12 +242,16 @@ template void File::write<std::int64_t>(const std::string&, std::span<const std:
                                         hsize_t);
 template void File::write<std::uint8_t>(const std::string&, std::span<const std::uint8_t>, const std::vector<hsize_t>&,
                                         hsize_t);
-template std::vector<hsize_t> File::check_readable<float>(const std::string&) const;
+template std::vector<hsize_t> File::check_readable<float>(const std::string&, std::int64_t) const;
 template Array<float> File::read<float>(const std::string&) const;
 template Array<double> File::read<double>(const std::string&) const;
 template Array<std::int32_t> File::read<std::int32_t>(const std::string&) const;
 template Array<std::int64_t> File::read<std::int64_t>(const std::string&) const;
 template Array<std::uint8_t> File::read<std::uint8_t>(const std::string&) const;
+template Array<float> File::read_rows<float>(const std::string&, std::int64_t, std::int64_t) const;
+template Array<std::int32_t> File::read_rows<std::int32_t>(const std::string&, std::int64_t, std::int64_t) const;
+template Array<std::int64_t> File::read_rows<std::int64_t>(const std::string&, std::int64_t, std::int64_t) const;
+template Array<std::uint8_t> File::read_rows<std::uint8_t>(const std::string&, std::int64_t, std::int64_t) const;
 
 namespace {
 

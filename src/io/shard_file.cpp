@@ -58,7 +58,7 @@ void write_counts(hdf5::File& file, const std::string& name, const std::vector<s
 }
 
 bool known_method(const std::string& method) {
-  return method == "metis" || method == "random" || method == "contiguous" || method == "none";
+  return method == "metis" || method == "scotch" || method == "random" || method == "contiguous" || method == "none";
 }
 
 // The value of `key` in a JSON object, with errors that name the file (and object) and the key.
@@ -178,8 +178,9 @@ Shard read_shard(const std::string& path) {
 
   PartitionInfo& info = shard.partition;
   info.method = file.string_attribute("partition_method");
-  NJ_REQUIRE(known_method(info.method), "{}: attribute partition_method '{}' is not metis, random, contiguous or none",
-             path, printable(info.method));
+  NJ_REQUIRE(known_method(info.method),
+             "{}: attribute partition_method '{}' is not metis, scotch, random, contiguous or none", path,
+             printable(info.method));
   const auto parts = file.int_attribute("partition_parts");
   NJ_REQUIRE(parts >= 1 && parts <= std::numeric_limits<int>::max(),
              "{}: attribute partition_parts must be positive, got {}", path, parts);
@@ -324,7 +325,7 @@ PartitionManifest read_manifest(const std::string& path) {
 
   PartitionInfo& info = manifest.partition;
   info.method = field<std::string>(document, "method", where);
-  NJ_REQUIRE(known_method(info.method), "{}: method '{}' is not metis, random, contiguous or none", where,
+  NJ_REQUIRE(known_method(info.method), "{}: method '{}' is not metis, scotch, random, contiguous or none", where,
              printable(info.method));
   info.parts = field<int>(document, "parts", where);
   NJ_REQUIRE(info.parts >= 1, "{}: parts must be positive, got {}", where, info.parts);
@@ -370,12 +371,21 @@ void remove_shards_beyond(const std::string& directory, int parts) {
 
 }  // namespace
 
-PartitionManifest write_partition(const Dataset& dataset, const std::string& dataset_path,
-                                  std::span<const std::int32_t> part_of, const PartitionInfo& info,
-                                  const std::string& directory, const ProgressCallback& progress) {
+void start_partition_folder(const std::string& directory) {
   fs::create_directories(directory);
   // A stale manifest would name shards this run is replacing; the new one is written once they all are.
   fs::remove(fs::path(directory) / kManifestFileName);
+}
+
+void finish_partition_folder(const std::string& directory, const PartitionManifest& manifest) {
+  write_manifest(directory, manifest);
+  remove_shards_beyond(directory, manifest.partition.parts);
+}
+
+PartitionManifest write_partition(const Dataset& dataset, const std::string& dataset_path,
+                                  std::span<const std::int32_t> part_of, const PartitionInfo& info,
+                                  const std::string& directory, const ProgressCallback& progress) {
+  start_partition_folder(directory);
   PartitionManifest manifest;
   manifest.dataset_name = dataset.name;
   manifest.dataset_path = dataset_path.empty() ? "" : fs::absolute(dataset_path).lexically_normal().string();
@@ -391,8 +401,7 @@ PartitionManifest write_partition(const Dataset& dataset, const std::string& dat
     ticks.tick(part + 1);
   }
   ticks.finish();
-  write_manifest(directory, manifest);
-  remove_shards_beyond(directory, info.parts);
+  finish_partition_folder(directory, manifest);
   return manifest;
 }
 

@@ -191,11 +191,11 @@ TEST_F(MultiRankCli, ShardsOfDifferentPartitionsAreAnError) {
   EXPECT_NE(test::the_error_line(result).find("different partitions"), std::string::npos) << result.output;
 }
 
-TEST_F(MultiRankCli, OnlyTrainingRunsAsSeveralRanks) {
-  const auto result =
-      test::run_nj_ranks(2, "partition " + shell_quote(dataset_) + " --parts 2 -o " + shell_quote(parts_));
-  EXPECT_NE(test::the_error_line(result).find("nj partition runs as one process"), std::string::npos) << result.output;
-  EXPECT_FALSE(std::filesystem::exists(parts_)) << "a rank wrote shards";
+TEST_F(MultiRankCli, OnlyTrainingInferenceAndPartitioningRunAsSeveralRanks) {
+  const auto written = dir_.file("written.h5");
+  const auto result = test::run_nj_ranks(2, "generate --vertices 100 --edges 400 -o " + shell_quote(written));
+  EXPECT_NE(test::the_error_line(result).find("nj generate runs as one process"), std::string::npos) << result.output;
+  EXPECT_FALSE(std::filesystem::exists(written)) << "a rank wrote the dataset";
 }
 
 TEST_F(MultiRankCli, PartCountOtherThanRanksIsOneLineNamingBoth) {

@@ -102,6 +102,10 @@ class TwoRankJob final : public Communicator {
     EXPECT_EQ(root, 0);
     broadcast_bytes += bytes.size();
   }
+  std::vector<std::vector<std::byte>> all_to_all(std::vector<std::vector<std::byte>> /*to_each*/) override {
+    ADD_FAILURE() << "a device test redistributed bytes";
+    return {};
+  }
   std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> /*sends*/,
                                                   std::span<const ReceiveBuffer> /*receives*/, int /*tag*/) override {
     ADD_FAILURE() << "a device exchange reached the job's communicator";

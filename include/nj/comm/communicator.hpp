@@ -60,6 +60,10 @@ class Communicator {
   // Copies `root`'s bytes into every other rank's, in host memory: what one reader of a file (a checkpoint)
   // hands to the ranks that may not see it.
   virtual void broadcast(std::span<std::byte> bytes, int root) = 0;
+  // Sends to_each[q] to rank q and returns from_each, where from_each[q] is what rank q sent this one: bytes of any
+  // count (64-bit; pieces of at most an int's count travel apart). What ranks that each hold a slice of something
+  // redistribute it with (a parallel partition). Collective, blocking.
+  virtual std::vector<std::vector<std::byte>> all_to_all(std::vector<std::vector<std::byte>> to_each) = 0;
   // Starts every send and receive at once (grouped point-to-point), without blocking. `tag` tells apart
   // exchanges that may be in flight together; every rank must start its exchanges of one tag in the same order.
   virtual std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
@@ -83,6 +87,9 @@ class ForwardingCommunicator : public Communicator {
   void all_reduce_max(std::span<double> values) override { inner_.all_reduce_max(values); }
   void all_reduce_sum_on_device(DeviceSpan<float> values) override { inner_.all_reduce_sum_on_device(values); }
   void broadcast(std::span<std::byte> bytes, int root) override { inner_.broadcast(bytes, root); }
+  std::vector<std::vector<std::byte>> all_to_all(std::vector<std::vector<std::byte>> to_each) override {
+    return inner_.all_to_all(std::move(to_each));
+  }
   std::unique_ptr<PendingExchange> start_exchange(std::span<const SendBuffer> sends,
                                                   std::span<const ReceiveBuffer> receives, int tag) override {
     return inner_.start_exchange(sends, receives, tag);

@@ -22,4 +22,38 @@ struct DatasetWithoutFeatures {
 };
 DatasetWithoutFeatures read_dataset_without_features(const std::string& path);
 
+// What a dataset file says of the whole graph, read without its arrays: what every rank of a parallel partition reads
+// before its rows.
+struct DatasetHeader {
+  std::string name;
+  std::int64_t num_vertices = 0;
+  std::int64_t num_edges = 0;
+  std::int32_t num_classes = 0;
+  std::int64_t feature_width = 0;
+  bool features_stored_sparse = false;
+  bool symmetrized = false;
+  SelfLoopPolicy self_loops = SelfLoopPolicy::kKept;
+};
+DatasetHeader read_dataset_header(const std::string& path);
+
+// Vertices [first, first + rows) of a dataset and all of their in-edges, read as hyperslabs, so that ranks that each
+// read a slice of the file never hold the whole graph. Sources are global ids. Checked as read_dataset checks the
+// whole file, as far as a slice tells (an empty training split is the caller's to find).
+struct DatasetRows {
+  DatasetHeader header;
+  std::int64_t first = 0;
+  std::vector<eid_t> offsets;  // rows + 1, from 0
+  std::vector<gid_t> sources;
+  std::vector<std::int32_t> labels;
+  std::vector<std::uint8_t> train_mask;
+  std::vector<std::uint8_t> val_mask;
+  std::vector<std::uint8_t> test_mask;
+
+  std::int64_t rows() const { return static_cast<std::int64_t>(offsets.size()) - 1; }
+};
+DatasetRows read_dataset_rows(const std::string& path, std::int64_t first, std::int64_t rows);
+// Their feature rows, dense however the file stores them; read apart, so that a caller can hold them after it has
+// let the graph go.
+Matrix read_dataset_feature_rows(const std::string& path, std::int64_t first, std::int64_t rows);
+
 }  // namespace nj

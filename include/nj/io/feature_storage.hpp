@@ -36,5 +36,7 @@ StoredFeatures stored_features(const hdf5::File& file);
 // The features, dense; every error names the file and the object (column ids out of range or not ascending within a
 // row, offsets that do not add up).
 Matrix read_features(const hdf5::File& file);
+// Rows [first, first + count) of them, dense, reading only those rows (and, stored sparse, only their entries).
+Matrix read_feature_rows(const hdf5::File& file, std::int64_t first, std::int64_t count);
 
 }  // namespace nj

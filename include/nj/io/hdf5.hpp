@@ -56,10 +56,14 @@ class File {
   // one as an integer type.
   template <typename T>
   Array<T> read(const std::string& dataset) const;
-  // What read<T> checks before it reads (the type, and the memory its values would take), without reading;
-  // returns the shape.
+  // Reads rows [first, first + count) along the first axis (an HDF5 hyperslab), with every other axis whole: what a
+  // rank of several reads of a file too large for one process. Fails, naming the object, past the last row.
   template <typename T>
-  std::vector<hsize_t> check_readable(const std::string& dataset) const;
+  Array<T> read_rows(const std::string& dataset, std::int64_t first, std::int64_t count) const;
+  // What read<T> checks before it reads (the type, and the memory its values would take: of `rows` rows where that is
+  // not negative, else of them all), without reading; returns the shape.
+  template <typename T>
+  std::vector<hsize_t> check_readable(const std::string& dataset, std::int64_t rows = -1) const;
 
   void set_attribute(const std::string& key, const std::string& value);
   void set_attribute(const std::string& key, std::int64_t value);

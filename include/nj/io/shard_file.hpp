@@ -50,6 +50,12 @@ void write_manifest(const std::string& directory, const PartitionManifest& manif
 // Reads `<path>/manifest.json` when `path` is a folder, else `path` itself; errors name the file and the key.
 PartitionManifest read_manifest(const std::string& path);
 
+// The two ends of writing a partition into `directory`: before the first shard, the folder made and any manifest in it
+// removed (it would name shards being replaced); after the last, the manifest written and the shard files an earlier
+// partition into more parts left there removed.
+void start_partition_folder(const std::string& directory);
+void finish_partition_folder(const std::string& directory, const PartitionManifest& manifest);
+
 // Writes every part's shard of `dataset` (one at a time, so that only one shard is in memory) and then the
 // manifest into `directory`, which is created if missing, telling `progress` of each shard; removes the shard files
 // an earlier partition into more parts left there. Returns the manifest written.

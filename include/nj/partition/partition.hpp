@@ -11,9 +11,9 @@
 
 namespace nj {
 
-enum class PartitionMethod { kMetis, kRandom, kContiguous };
+enum class PartitionMethod { kMetis, kRandom, kContiguous, kScotch };
 const char* to_string(PartitionMethod method);
-// "metis", "random" or "contiguous"; anything else is an InputError.
+// "metis", "random", "contiguous" or "scotch"; anything else is an InputError.
 PartitionMethod parse_partition_method(const std::string& text);
 
 struct PartitionOptions {
@@ -22,7 +22,8 @@ struct PartitionOptions {
   std::uint64_t seed = 0;  // METIS's seed, or the random assignment's; the result is a function of it
 };
 
-// The part of every vertex (in [0, parts)). Fills info: method, parts, seed, the seconds the assignment took,
+// The part of every vertex (in [0, parts)), by metis, random or contiguous (scotch partitions through
+// partition_in_parallel, nj/partition/parallel.hpp, on one rank or many). Fills info: method, parts, seed, the seconds the assignment took,
 // and through fill_part_counts the per-part counts and the edge cut. Throws nj::InputError when parts is not
 // in [1, number of vertices] or, for METIS, when the graph is beyond METIS's 32-bit indices.
 std::vector<std::int32_t> assign_parts(const Dataset& dataset, const PartitionOptions& options, PartitionInfo& info);

@@ -1,0 +1,128 @@
+#include "scotch.hpp"
+
+#include <mpi.h>
+// scotch.h and ptscotch.h are those of the 64-bit flavour (the build's include path): SCOTCH_Num is int64_t.
+#include <scotch.h>
+// ptscotch.h after scotch.h and mpi.h, which it needs.
+#include <ptscotch.h>
+
+#include <type_traits>
+
+#include "nj/core/error.hpp"
+
+namespace nj {
+namespace {
+
+static_assert(std::is_same_v<SCOTCH_Num, std::int64_t>, "nj links Scotch's 64-bit flavour (scotch-int64)");
+
+// Imbalance Scotch may leave: each part at most 1.03 times the mean weight, as METIS's default.
+constexpr double kImbalance = 0.03;
+
+void check(int status, const char* call) { NJ_REQUIRE(status == 0, "{} failed (Scotch returned {})", call, status); }
+
+// Scotch reads its input arrays without writing them, but takes them through pointers to non-const.
+SCOTCH_Num* in(std::span<const std::int64_t> values) { return const_cast<SCOTCH_Num*>(values.data()); }
+
+// Owns a strategy built for `parts`, favouring the cut over speed.
+class Strategy {
+ public:
+  explicit Strategy(int parts, bool distributed) {
+    check(SCOTCH_stratInit(&strategy_), "SCOTCH_stratInit");
+    const SCOTCH_Num flags = SCOTCH_STRATQUALITY;
+    if (distributed) {
+      check(SCOTCH_stratDgraphMapBuild(&strategy_, flags, parts, parts, kImbalance), "SCOTCH_stratDgraphMapBuild");
+    } else {
+      check(SCOTCH_stratGraphMapBuild(&strategy_, flags, parts, kImbalance), "SCOTCH_stratGraphMapBuild");
+    }
+  }
+  Strategy(const Strategy&) = delete;
+  Strategy& operator=(const Strategy&) = delete;
+  ~Strategy() { SCOTCH_stratExit(&strategy_); }
+  SCOTCH_Strat* get() { return &strategy_; }
+
+ private:
+  SCOTCH_Strat strategy_{};
+};
+
+// Owns a context of Scotch's with its own generator, seeded, and deterministic (the same result whatever the threads'
+// timing): a graph bound to it partitions the same way every time for one seed (and number of ranks).
+class Context {
+ public:
+  explicit Context(std::uint64_t seed) {
+    check(SCOTCH_contextInit(&context_), "SCOTCH_contextInit");
+    check(SCOTCH_contextOptionSetNum(&context_, SCOTCH_OPTIONNUMDETERMINISTIC, 1), "SCOTCH_contextOptionSetNum");
+    // A generator of the context's own, so that seeding it leaves the library's shared one alone.
+    check(SCOTCH_contextRandomClone(&context_), "SCOTCH_contextRandomClone");
+    SCOTCH_contextRandomSeed(&context_, static_cast<SCOTCH_Num>(seed & 0x7FFFFFFFFFFFFFFFULL));
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context() { SCOTCH_contextExit(&context_); }
+  SCOTCH_Context* get() { return &context_; }
+
+ private:
+  SCOTCH_Context context_{};
+};
+
+// A Scotch graph object (SCOTCH_Graph or SCOTCH_Dgraph) freed with its exit function however the scope ends.
+template <typename Graph, void (*Exit)(Graph*)>
+struct Owned {
+  Owned() = default;
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  ~Owned() {
+    if (initialised) Exit(&graph);
+  }
+  Graph graph{};
+  bool initialised = false;
+};
+
+std::vector<std::int32_t> whole_graph_parts(const SliceAdjacency& whole, std::span<const std::int64_t> weights,
+                                            int parts, std::uint64_t seed) {
+  Owned<SCOTCH_Graph, SCOTCH_graphExit> graph;
+  Owned<SCOTCH_Graph, SCOTCH_graphExit> bound;
+  Context context(seed);
+  check(SCOTCH_graphInit(&graph.graph), "SCOTCH_graphInit");
+  graph.initialised = true;
+  check(SCOTCH_graphBuild(&graph.graph, 0, whole.rows(), in(whole.offsets), nullptr, in(weights), nullptr,
+                          static_cast<SCOTCH_Num>(whole.neighbours.size()), in(whole.neighbours), nullptr),
+        "SCOTCH_graphBuild");
+  check(SCOTCH_graphInit(&bound.graph), "SCOTCH_graphInit");
+  bound.initialised = true;
+  check(SCOTCH_contextBindGraph(context.get(), &graph.graph, &bound.graph), "SCOTCH_contextBindGraph");
+  Strategy strategy(parts, false);
+  std::vector<SCOTCH_Num> part(static_cast<std::size_t>(whole.rows()));
+  check(SCOTCH_graphPart(&bound.graph, parts, strategy.get(), part.data()), "SCOTCH_graphPart");
+  return {part.begin(), part.end()};
+}
+
+std::vector<std::int32_t> distributed_parts(const SliceAdjacency& slice, std::span<const std::int64_t> weights,
+                                            int parts, std::uint64_t seed) {
+  Owned<SCOTCH_Dgraph, SCOTCH_dgraphExit> graph;
+  Owned<SCOTCH_Dgraph, SCOTCH_dgraphExit> bound;
+  Context context(seed);
+  check(SCOTCH_dgraphInit(&graph.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
+  graph.initialised = true;
+  const auto arcs = static_cast<SCOTCH_Num>(slice.neighbours.size());
+  check(SCOTCH_dgraphBuild(&graph.graph, 0, slice.rows(), slice.rows(), in(slice.offsets), nullptr, in(weights),
+                           nullptr, arcs, arcs, in(slice.neighbours), nullptr, nullptr),
+        "SCOTCH_dgraphBuild");
+  check(SCOTCH_dgraphInit(&bound.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
+  bound.initialised = true;
+  check(SCOTCH_contextBindDgraph(context.get(), &graph.graph, &bound.graph), "SCOTCH_contextBindDgraph");
+  Strategy strategy(parts, true);
+  std::vector<SCOTCH_Num> part(static_cast<std::size_t>(slice.rows()));
+  check(SCOTCH_dgraphPart(&bound.graph, parts, strategy.get(), part.data()), "SCOTCH_dgraphPart");
+  return {part.begin(), part.end()};
+}
+
+}  // namespace
+
+std::vector<std::int32_t> scotch_parts(const SliceAdjacency& slice, std::span<const std::int64_t> weights, int parts,
+                                       std::uint64_t seed, int ranks) {
+  NJ_EXPECTS(static_cast<std::int64_t>(weights.size()) == slice.rows(), "{} weights for {} vertices", weights.size(),
+             slice.rows());
+  return ranks > 1 ? distributed_parts(slice, weights, parts, seed) : whole_graph_parts(slice, weights, parts, seed);
+}
+
+}  // namespace nj

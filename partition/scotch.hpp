@@ -1,0 +1,27 @@
+#pragma once
+// Scotch's graph partitioning, 64-bit (Debian's scotch-int64 flavour): the part of each vertex of a rank's slice of a
+// distributed graph.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace nj {
+
+// A slice of an undirected graph: vertices [first, first + rows) of the whole, each with its neighbours (global ids),
+// where every edge is listed at both of its ends.
+struct SliceAdjacency {
+  std::int64_t first = 0;
+  std::vector<std::int64_t> offsets{0};  // rows + 1
+  std::vector<std::int64_t> neighbours;
+
+  std::int64_t rows() const { return static_cast<std::int64_t>(offsets.size()) - 1; }
+};
+
+// The part of each of the slice's vertices, balancing the vertex weights within 3 %. On several ranks (`ranks` > 1,
+// MPI up) PT-Scotch's SCOTCH_dgraphPart over MPI_COMM_WORLD, every rank passing its own slice (slices ascending by
+// rank); on one, Scotch's SCOTCH_graphPart on the whole graph. The seed makes the result a function of the graph, the
+// seed and the number of ranks. Throws Error naming the call where Scotch fails.
+std::vector<std::int32_t> scotch_parts(const SliceAdjacency& slice, std::span<const std::int64_t> weights, int parts,
+                                       std::uint64_t seed, int ranks);
+
+}  // namespace nj

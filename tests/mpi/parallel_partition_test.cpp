@@ -1,0 +1,188 @@
+// Partitioning by ranks that each read a slice of the dataset file: the redistribution of bytes between every pair of
+// ranks, and shards equal, field by field, to those one process cuts from the whole dataset for the same parts. Runs
+// on 1 to 4 ranks (and with MPI messages cut into pieces of 100 elements) as the rest of this suite.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "mpi/job.hpp"
+#include "nj/graph/generate.hpp"
+#include "nj/io/dataset_file.hpp"
+#include "nj/io/feature_storage.hpp"
+#include "nj/partition/parallel.hpp"
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+// What rank `from` sends rank `to`: a length and bytes that name both, none between some pairs.
+std::vector<std::byte> message(int from, int to) {
+  const std::size_t length = static_cast<std::size_t>((from * 7 + to * 3) % 5) * 97;
+  std::vector<std::byte> bytes(length);
+  for (std::size_t i = 0; i < length; ++i) bytes[i] = static_cast<std::byte>((from * 31 + to * 17 + i) % 251);
+  return bytes;
+}
+
+TEST(AllToAll, EveryRankReceivesWhatEachRankSentIt) {
+  Communicator& comm = test::job();
+  std::vector<std::vector<std::byte>> to_each;
+  for (int q = 0; q < comm.size(); ++q) to_each.push_back(message(comm.rank(), q));
+  const auto from_each = comm.all_to_all(std::move(to_each));
+  ASSERT_EQ(static_cast<int>(from_each.size()), comm.size());
+  for (int q = 0; q < comm.size(); ++q) EXPECT_EQ(from_each[static_cast<std::size_t>(q)], message(q, comm.rank())) << q;
+}
+
+// A folder every rank of the job names alike: rank 0's temporary folder, its path broadcast.
+std::string shared_folder(Communicator& comm, const test::TempDir& mine) {
+  std::string path = mine.path().string();
+  auto length = static_cast<std::int64_t>(path.size());
+  comm.broadcast(std::as_writable_bytes(std::span(&length, 1)), 0);
+  path.resize(static_cast<std::size_t>(length));
+  comm.broadcast(std::as_writable_bytes(std::span(path)), 0);
+  return path;
+}
+
+void expect_same_shard(const Shard& got, const Shard& expected) {
+  EXPECT_EQ(got.name, expected.name);
+  EXPECT_EQ(got.part, expected.part);
+  EXPECT_EQ(got.global_vertices, expected.global_vertices);
+  EXPECT_EQ(got.global_edges, expected.global_edges);
+  EXPECT_EQ(got.global_train, expected.global_train);
+  const PartitionInfo& a = got.partition;
+  const PartitionInfo& b = expected.partition;
+  EXPECT_EQ(a.method, b.method);
+  EXPECT_EQ(a.parts, b.parts);
+  EXPECT_EQ(a.undirected_edges, b.undirected_edges);
+  EXPECT_EQ(a.edge_cut, b.edge_cut);
+  EXPECT_EQ(a.owned, b.owned);
+  EXPECT_EQ(a.mirrors, b.mirrors);
+  EXPECT_EQ(a.train, b.train);
+  EXPECT_EQ(a.in_edges, b.in_edges);
+  EXPECT_EQ(got.local.num_owned, expected.local.num_owned);
+  EXPECT_EQ(got.local.graph.offsets, expected.local.graph.offsets);
+  EXPECT_EQ(got.local.graph.sources, expected.local.graph.sources);
+  EXPECT_EQ(got.local.global_id, expected.local.global_id);
+  EXPECT_EQ(got.local.global_in_degree, expected.local.global_in_degree);
+  EXPECT_EQ(got.local.global_self_loop, expected.local.global_self_loop);
+  ASSERT_EQ(got.local.peers.size(), expected.local.peers.size());
+  for (std::size_t p = 0; p < got.local.peers.size(); ++p) {
+    EXPECT_EQ(got.local.peers[p].peer, expected.local.peers[p].peer);
+    EXPECT_EQ(got.local.peers[p].send, expected.local.peers[p].send) << "peer " << got.local.peers[p].peer;
+    EXPECT_EQ(got.local.peers[p].receive, expected.local.peers[p].receive) << "peer " << got.local.peers[p].peer;
+  }
+  ASSERT_EQ(got.features.rows(), expected.features.rows());
+  ASSERT_EQ(got.features.cols(), expected.features.cols());
+  EXPECT_TRUE(std::ranges::equal(got.features.span(), expected.features.span()));
+  EXPECT_EQ(got.labels, expected.labels);
+  EXPECT_EQ(got.num_classes, expected.num_classes);
+  EXPECT_EQ(got.train_mask, expected.train_mask);
+  EXPECT_EQ(got.val_mask, expected.val_mask);
+  EXPECT_EQ(got.test_mask, expected.test_mask);
+  EXPECT_EQ(got.symmetrized, expected.symmetrized);
+  EXPECT_EQ(got.self_loops, expected.self_loops);
+  EXPECT_EQ(got.features_stored_sparse, expected.features_stored_sparse);
+}
+
+// A directed generated graph with self-loops on some vertices and a few repeated edges, so that the simple undirected
+// graph (the cut's) differs from the stored one, and in-degrees and self-loops must travel with the rows.
+Dataset directed_dataset() {
+  GeneratorOptions options;
+  options.vertices = 600;
+  options.edges = 5000;
+  options.features = 12;
+  options.classes = 4;
+  options.seed = 5;
+  Dataset dataset = generate_dataset(options);
+  std::vector<vid_t> src;
+  std::vector<vid_t> dst;
+  for (vid_t v = 0; v < dataset.num_vertices(); ++v) {
+    for (const vid_t s : dataset.graph.in_neighbors(v)) {
+      if ((s + 2 * v) % 3 == 0) continue;  // one direction of some edges dropped
+      src.push_back(s);
+      dst.push_back(v);
+    }
+    if (v % 7 == 0) {
+      src.push_back(v);
+      dst.push_back(v);
+    }
+    if (v % 11 == 0 && v > 0) {
+      src.push_back(v - 1);
+      dst.push_back(v);
+    }
+  }
+  dataset.graph = build_csr(dataset.num_vertices(), src, dst);
+  dataset.symmetrized = false;
+  dataset.community_order.clear();
+  return dataset;
+}
+
+// Contiguous parts: the parallel partition's shards equal make_shard's for every part count, with features stored
+// dense and sparse (each rank reads its slice of the rows and of the entries).
+TEST(ParallelPartition, ShardsEqualThoseOfOneProcessForTheSameParts) {
+  Communicator& comm = test::job();
+  const test::TempDir mine;
+  const std::string folder = shared_folder(comm, mine);
+  const Dataset dataset = directed_dataset();
+  for (const FeatureStorage storage : {FeatureStorage::kDense, FeatureStorage::kSparse}) {
+    const std::string path = folder + "/directed.h5";
+    if (comm.rank() == 0) write_dataset(path, dataset, storage);
+    std::vector<std::int64_t> written{0};
+    comm.all_reduce_sum(written);
+    const Dataset read = read_dataset(path);
+    for (const int parts : {1, 2, 3, 5}) {
+      SCOPED_TRACE(testing::Message() << to_string(storage) << ", " << parts << " parts");
+      PartitionOptions options{.method = PartitionMethod::kContiguous, .parts = parts};
+      PartitionInfo info;
+      const auto part_of = assign_parts(read, options, info);
+      int built = 0;
+      const PartitionManifest manifest = partition_in_parallel(path, options, comm, [&](Shard&& shard) {
+        EXPECT_EQ(builder_of_part(shard.part, comm.size()), comm.rank());
+        expect_same_shard(shard, make_shard(read, part_of, shard.part, info));
+        ++built;
+      });
+      EXPECT_EQ(built, (parts - comm.rank() + comm.size() - 1) / comm.size());
+      EXPECT_EQ(manifest.partition.owned, info.owned);
+      EXPECT_EQ(manifest.partition.mirrors, info.mirrors);
+      EXPECT_EQ(manifest.partition.edge_cut, info.edge_cut);
+      EXPECT_EQ(manifest.global_train, count(read.train_mask));
+    }
+    comm.all_reduce_sum(written);  // every rank has read the file before it is replaced
+  }
+}
+
+// Scotch: every vertex owned by exactly one part, the counts agree with the shards, and the same seed and ranks give
+// the same parts again.
+TEST(ParallelPartition, ScotchOwnsEveryVertexOnceAndRepeatsWithItsSeed) {
+  Communicator& comm = test::job();
+  const test::TempDir mine;
+  const std::string folder = shared_folder(comm, mine);
+  const std::string path = folder + "/directed.h5";
+  if (comm.rank() == 0) write_dataset(path, directed_dataset());
+  std::vector<std::int64_t> written{0};
+  comm.all_reduce_sum(written);
+  const PartitionOptions options{.method = PartitionMethod::kScotch, .parts = 4, .seed = 9};
+  std::vector<std::vector<gid_t>> owned_by_part(4);
+  const PartitionManifest manifest = partition_in_parallel(path, options, comm, [&](Shard&& shard) {
+    shard.validate("parallel shard");
+    const auto ids = std::span(shard.local.global_id).first(static_cast<std::size_t>(shard.num_owned()));
+    owned_by_part[static_cast<std::size_t>(shard.part)].assign(ids.begin(), ids.end());
+  });
+  EXPECT_LT(manifest.partition.vertex_imbalance(), 1.05);
+  std::vector<std::int64_t> owners(600, 0);
+  for (int part = 0; part < 4; ++part) {
+    for (const gid_t v : owned_by_part[static_cast<std::size_t>(part)]) ++owners[static_cast<std::size_t>(v)];
+    if (builder_of_part(part, comm.size()) == comm.rank()) {
+      EXPECT_EQ(static_cast<std::int64_t>(owned_by_part[static_cast<std::size_t>(part)].size()),
+                manifest.partition.owned[static_cast<std::size_t>(part)]);
+    }
+  }
+  comm.all_reduce_sum(owners);
+  EXPECT_TRUE(std::ranges::all_of(owners, [](std::int64_t n) { return n == 1; }));
+  const PartitionManifest again = partition_in_parallel(path, options, comm, [](Shard&&) {});
+  EXPECT_EQ(again.partition.owned, manifest.partition.owned);
+  EXPECT_EQ(again.partition.edge_cut, manifest.partition.edge_cut);
+  comm.all_reduce_sum(written);
+}
+
+}  // namespace
+}  // namespace nj
