@@ -4,6 +4,7 @@
 
 #include "cli/validators.hpp"
 #include "nj/comm/communicator.hpp"
+#include "nj/partition/partition.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/graph/vertex_order.hpp"
@@ -67,7 +68,7 @@ struct TrainingOnlyArguments {
   bool resume = false;
   bool allow_other_graph = false;  // --load-checkpoint (and nj infer) from a checkpoint trained on another graph
   bool keep_best = false;          // also keep the checkpoint of the best validation accuracy in checkpoint_dir
-  std::string partition_method = "metis";
+  std::string partition_method = "scotch";
   std::string host_memory;  // --host-memory; empty: what the machine has available
   TrainingOnlyArguments() { options.adam.weight_decay = 5e-4F; }
 };
@@ -125,9 +126,10 @@ std::vector<std::string> unused_option_warnings(const CLI::App& command, const M
 void warn_unused_options(const CLI::App& command, const ModelConfig& model, const ExecutorChoice& choice,
                          const RunContext& context);
 
-// What rank `rank` of `ranks` will load, from a dataset file or a partition folder, read from the files' shapes
-// and the manifest without loading them.
-RankShape rank_shape(const std::string& dataset, const std::string& partitions, int rank, int ranks);
+// What rank `rank` of `ranks` will load, from a dataset file (partitioned by `method` on several ranks) or a partition
+// folder, read from the files' shapes and the manifest without loading them.
+RankShape rank_shape(const std::string& dataset, const std::string& partitions, int rank, int ranks,
+                     PartitionMethod method);
 // The host memory a rank may use: --host-memory where given, else what the machine has available (the least of
 // MemAvailable and the cgroup's limit) shared among the ranks on this node; -1 where unknown.
 struct HostMemoryLimit {

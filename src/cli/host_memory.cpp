@@ -8,6 +8,7 @@
 #include "nj/io/feature_storage.hpp"
 #include "nj/io/hdf5.hpp"
 #include "nj/io/shard_file.hpp"
+#include "nj/partition/parallel.hpp"
 #include "nj/runtime/resources.hpp"
 
 namespace nj::cli {
@@ -22,7 +23,8 @@ std::int64_t first_dimension(const hdf5::File& file, const std::string& dataset,
 
 }  // namespace
 
-RankShape rank_shape(const std::string& dataset, const std::string& partitions, int rank, int ranks) {
+RankShape rank_shape(const std::string& dataset, const std::string& partitions, int rank, int ranks,
+                     PartitionMethod method) {
   RankShape shape;
   if (!partitions.empty()) {
     const PartitionManifest manifest = read_manifest(partitions);
@@ -49,9 +51,10 @@ RankShape rank_shape(const std::string& dataset, const std::string& partitions, 
   shape.stored_nonzeros = features.sparse ? features.nonzeros : -1;
   shape.classes = file.int_attribute("num_classes");
   if (ranks > 1) {
-    // Partitioned in memory: the whole dataset is read first; a part's mirrors are not known before.
-    shape.whole_dataset_bytes = shard_bytes(shape);
-    shape.stored_nonzeros = -1;  // read with the whole dataset, and gone before the run
+    // Partitioned in memory, the whole dataset is read first; in parallel, a slice of it. A part's mirrors are not
+    // known before.
+    if (!runs_in_parallel(method)) shape.whole_dataset_bytes = shard_bytes(shape);
+    shape.stored_nonzeros = -1;  // read with the dataset, and gone before the run
     shape.owned = (shape.owned + ranks - 1) / ranks;
     shape.local = shape.owned;
     shape.in_edges = (shape.in_edges + ranks - 1) / ranks;

@@ -31,8 +31,9 @@ void add_training_only_options(CLI::App& command, TrainingOnlyArguments& args, c
     return command.add_option(name, value, help)->group(group);
   };
   add("--partition-method", args.partition_method,
-      "How several ranks partition a dataset given without --partitions (in memory, on every rank)")
-      ->check(one_of({"metis", "random", "contiguous"}))
+      "How several ranks partition a dataset given without --partitions: scotch or contiguous in parallel, each rank "
+      "reading a slice of the file; metis or random in memory, each rank reading the whole file")
+      ->check(one_of({"scotch", "contiguous", "metis", "random"}))
       ->capture_default_str();
   add("--host-memory", args.host_memory,
       "Host memory this rank may use, e.g. 16G (default: what the machine has available, shared by the ranks on "

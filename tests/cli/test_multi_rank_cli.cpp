@@ -2,6 +2,7 @@
 // of what one process holds, errors are one line, and several ranks print the losses one process prints.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -231,18 +232,18 @@ TEST_F(MultiRankCli, TwoRanksPrintTheLossesOfOneProcessAndRecordThePartition) {
     const auto expected = printed_losses(single.output);
     ASSERT_EQ(expected.size(), 5U) << single.output;
 
-    const auto from_shards = dir_.file("shards.jsonl");
-    const auto from_in_memory = dir_.file("in-memory.jsonl");
-    const std::vector<std::pair<std::string, std::string>> runs = {
-        {"--partitions " + shell_quote(parts_), from_shards},
-        {shell_quote(dataset_) + " --partition-method metis", from_in_memory}};
-    for (const auto& [input, metrics] : runs) {
+    // From the shards of nj partition, partitioned in memory by every rank, and by default in parallel.
+    const std::vector<std::array<std::string, 3>> runs = {
+        {"--partitions " + shell_quote(parts_), dir_.file("shards.jsonl"), "metis"},
+        {shell_quote(dataset_) + " --partition-method metis", dir_.file("in-memory.jsonl"), "metis"},
+        {shell_quote(dataset_), dir_.file("parallel.jsonl"), "scotch"}};
+    for (const auto& [input, metrics, method] : runs) {
       SCOPED_TRACE(input);
       const auto result = test::run_nj_ranks(2, "train " + input + common + shell_quote(metrics));
       ASSERT_EQ(result.exit_code, 0) << result.output;
       EXPECT_EQ(printed_losses(result.output), expected) << result.output;
       const auto partition = summary_of(metrics)["partition"];
-      EXPECT_EQ(partition["method"], "metis") << partition;
+      EXPECT_EQ(partition["method"], method) << partition;
       EXPECT_EQ(partition["parts"], 2) << partition;
       EXPECT_EQ(partition["ranks"], 2) << partition;
       EXPECT_GT(partition["edge_cut"].get<std::int64_t>(), 0) << partition;

@@ -177,7 +177,7 @@ TEST_F(ResumeRefusalCli, ADifferentPartitioningIsRefused) {
   NJ_SKIP_WITHOUT_MPIRUN();
   ASSERT_EQ(test::run_nj_ranks(2, train("--threads 1"), std::chrono::seconds(120)).exit_code, 0);
   const auto line = test::the_error_line(test::run_nj(train("--resume")));
-  EXPECT_NE(line.find("partitioning: checkpoint has '2 ranks, metis partition"), std::string::npos) << line;
+  EXPECT_NE(line.find("partitioning: checkpoint has '2 ranks, scotch partition"), std::string::npos) << line;
   EXPECT_NE(line.find("this run has 'one rank, the whole graph'"), std::string::npos) << line;
 }
 

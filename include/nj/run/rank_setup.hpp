@@ -33,13 +33,15 @@ struct ExecutorChoice {
 struct DataSource {
   std::string dataset;
   std::string partitions;
-  // Several ranks over a dataset file partition it in memory, each computing the same partition.
-  PartitionMethod partition_method = PartitionMethod::kMetis;
+  // How several ranks over a dataset file partition it: scotch and contiguous in parallel, each rank reading a slice
+  // of the file (nj/partition/parallel.hpp); metis and random in memory, each rank reading the whole file and
+  // computing the same partition.
+  PartitionMethod partition_method = PartitionMethod::kScotch;
   bool normalize_rows = false;  // divide each feature row by its sum
 };
 
 // The part of the graph this rank runs on: its shard of the partition folder, its part of the dataset partitioned
-// in memory, or, on one rank, the whole dataset; numbered in `order` and its features normalised as `source`
+// in parallel or in memory, or, on one rank, the whole dataset; numbered in `order` and its features normalised as `source`
 // asks. Logs what was loaded and how long it took.
 Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator& comm);
 
