@@ -383,6 +383,13 @@ Shard shard_of(PartRows rows, LocalGraph local, const DatasetHeader& header, con
   return shard;
 }
 
+// Logs (at debug level) this rank's resident memory at the end of a phase of the partition.
+void log_memory(const Communicator& comm, const char* phase) {
+  const ResidentMemory memory = resident_memory();
+  spdlog::debug("rank {}: after {}: resident {}, peak {}", comm.rank(), phase, format_bytes(memory.current),
+                format_bytes(memory.peak));
+}
+
 // Reads the slice and assigns its vertices' parts; fills the manifest's partition and counts but the mirrors.
 struct AssignedSlice {
   DatasetRows rows;
@@ -396,8 +403,11 @@ AssignedSlice assign_slice(const std::string& path, const PartitionOptions& opti
              "{}: cannot split {} vertices into {} parts (parts must be between 1 and the number of vertices)", path,
              header.num_vertices, options.parts);
   const auto start = std::chrono::steady_clock::now();
+  log_memory(comm, "reading the slice");
   const SliceAdjacency adjacency = simple_adjacency(slice.rows, slices, comm);
+  log_memory(comm, "the undirected graph");
   slice.facts = facts_of_slice(slice.rows, slice_parts(options, slice.rows, adjacency, comm.size()));
+  log_memory(comm, "assigning parts");
   std::vector<double> seconds{seconds_since(start)};
   comm.all_reduce_max(seconds);
   PartitionInfo& info = manifest.partition;
@@ -435,6 +445,7 @@ PartitionManifest partition_in_parallel(const std::string& dataset_path, const P
     const Matrix features = read_dataset_feature_rows(dataset_path, slice.rows.first, slice.rows.rows());
     parts = gather_part_rows(slice.rows, features, slice.facts, options.parts, comm);
   }
+  log_memory(comm, "sending the rows");
   std::vector<std::vector<gid_t>> mirrors;
   std::vector<gid_t> all_mirrors;
   PartitionInfo& info = manifest.partition;
@@ -461,6 +472,7 @@ PartitionManifest partition_in_parallel(const std::string& dataset_path, const P
     shards.push_back(shard_of(std::move(parts[i]), std::move(local), header, manifest));
   }
   add_send_lists(shards, comm.size(), comm);
+  log_memory(comm, "building the shards");
   for (Shard& shard : shards) take(std::move(shard));
   return manifest;
 }

@@ -2,6 +2,7 @@
 // HDF5 dataset file.
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -10,11 +11,17 @@
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
+#include "nj/core/bytes.hpp"
 #include "nj/core/error.hpp"
+#include "nj/core/host_memory.hpp"
+#include "nj/core/stopwatch.hpp"
+#include "nj/graph/vertex_order.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/edge_list.hpp"
+#include "nj/io/hdf5.hpp"
 #include "nj/io/ogb.hpp"
 #include "nj/io/plain_text.hpp"
+#include "nj/io/sorted_edge_list.hpp"
 #include "nj/io/text_reader.hpp"
 
 namespace nj::cli {
@@ -34,6 +41,8 @@ struct ConvertArgs {
   CLI::Option* num_vertices = nullptr;
   CLI::Option* ogb_split_option = nullptr;
   CLI::Option* split_ratio_option = nullptr;
+  std::string memory;   // --memory: what an edge list's sort may hold
+  std::string scratch;  // --scratch: where its sorted runs go
 };
 
 // The input's name without folders and extensions: `../data/soc-Slashdot0902.txt.gz` -> `soc-Slashdot0902`.
@@ -49,7 +58,7 @@ void require_format(const CLI::Option* option, const ConvertArgs& args, const st
   NJ_USAGE(option->count() == 0 || args.format == format, "{} applies only to --format {}", option->get_name(), format);
 }
 
-Dataset read_input(ConvertArgs& args) {
+void check_options(ConvertArgs& args) {
   require_convert_input(args.format, args.input);
   require_format(args.one_based, args, "edgelist");
   require_format(args.relabel, args, "edgelist");
@@ -60,11 +69,54 @@ Dataset read_input(ConvertArgs& args) {
   if (args.split_ratio_option->count() > 0) {
     options.data.split_ratio = SplitRatio{args.split_ratio[0], args.split_ratio[1], args.split_ratio[2]};
   }
-  ProgressDisplay display("convert");
-  const ReadProgress reading(display.callback());
-  if (args.format == "plain") return read_plain_folder(args.input, options);
-  if (args.format == "ogb") return read_ogb(args.input, options, args.ogb_split);
-  return build_dataset(read_edge_list(args.input, options.ids), options);
+}
+
+// The bytes an edge list's sorted runs may take: half of --memory (the rest holds the per-vertex arrays and the
+// merge's buffers), by default half of what the machine has available.
+std::int64_t run_bytes(const std::string& memory) {
+  const std::int64_t limit = memory.empty() ? available_host_bytes() / 2 : parse_byte_size(memory);
+  return limit > 0 ? limit / 2 : std::int64_t{1} << 30;
+}
+
+// The community order needs the whole graph: read back from the file where its edges fit within the sort's bytes.
+void store_community_order_within(Dataset& dataset, const hdf5::File& file, std::int64_t bytes) {
+  const std::int64_t edges = dataset.graph.offsets.back();
+  if (edges * static_cast<std::int64_t>(sizeof(vid_t)) > bytes) {
+    spdlog::info("community order not stored: the graph's {} edges take more than the sort's {}", edges,
+                 format_bytes(bytes));
+    return;
+  }
+  dataset.graph.sources = hdf5::read_vector<vid_t>(file, "/graph/indices", edges);
+  const auto start = std::chrono::steady_clock::now();
+  store_community_order(dataset);
+  spdlog::info("community order of {} vertices found in {:.2f} s", dataset.num_vertices(), seconds_since(start));
+  dataset.graph.sources = {};
+}
+
+// An edge list: its graph sorted on disk and streamed into the file, never held whole.
+Dataset convert_edge_list(const ConvertArgs& args, hdf5::File& file) {
+  const ConvertOptions& options = args.options;
+  file.create_group("/graph");
+  SortedGraph graph = write_sorted_edge_list(args.input, options.ids, options.graph,
+                                             {.run_bytes = run_bytes(args.memory), .scratch = args.scratch}, file);
+  spdlog::debug("{} edges sorted in {} run{}", graph.num_edges(), graph.runs, graph.runs == 1 ? "" : "s");
+  Dataset dataset;
+  dataset.name = options.name;
+  dataset.graph.offsets = std::move(graph.offsets);  // the vertex count; the edges are in the file
+  dataset.symmetrized = graph.symmetrized;
+  dataset.self_loops = graph.self_loops;
+  attach_vertex_data(dataset, options.data, graph.ids);
+  if (args.output_options.community_order) store_community_order_within(dataset, file, run_bytes(args.memory));
+  write_dataset_vertex_data(file, dataset, dataset.graph.offsets.back(),
+                            parse_feature_storage(args.output_options.feature_storage));
+  return dataset;
+}
+
+Dataset convert_in_memory(ConvertArgs& args) {
+  Dataset dataset = args.format == "plain" ? read_plain_folder(args.input, args.options)
+                                           : read_ogb(args.input, args.options, args.ogb_split);
+  write_dataset_output(dataset, args.output, args.output_options);
+  return dataset;
 }
 
 void run(ConvertArgs& args) {
@@ -72,13 +124,34 @@ void run(ConvertArgs& args) {
   const auto output_folder = std::filesystem::absolute(args.output).parent_path();
   NJ_REQUIRE(std::filesystem::is_directory(output_folder), "{}: the folder {} does not exist", args.output,
              output_folder.string());
-  auto dataset = read_input(args);
-  write_dataset_output(dataset, args.output, args.output_options);
+  check_options(args);
+  ProgressDisplay display("convert");
+  const ReadProgress reading(display.callback());
+  Dataset dataset;
+  std::int64_t edges = 0;
+  if (args.format == "edgelist") {
+    // Written under a temporary name, so that a conversion that fails half-way leaves no file that looks whole.
+    const std::string partial = args.output + ".partial";
+    try {
+      {
+        auto file = hdf5::File::create(partial);
+        dataset = convert_edge_list(args, file);
+      }
+      std::filesystem::rename(partial, args.output);
+    } catch (...) {
+      std::filesystem::remove(partial);
+      throw;
+    }
+    edges = dataset.graph.offsets.back();
+  } else {
+    dataset = convert_in_memory(args);
+    edges = dataset.graph.num_edges();
+  }
   spdlog::info("{}: {} vertices, {} edges ({}, self-loops {}), {} features, {} classes, split {}/{}/{} -> {}",
-               dataset.name, dataset.num_vertices(), dataset.graph.num_edges(),
-               dataset.symmetrized ? "symmetric" : "directed", to_string(dataset.self_loops), dataset.features.cols(),
-               dataset.num_classes, count(dataset.train_mask), count(dataset.val_mask), count(dataset.test_mask),
-               args.output);
+               dataset.name, dataset.num_vertices(), edges, dataset.symmetrized ? "symmetric" : "directed",
+               to_string(dataset.self_loops), dataset.features.cols(), dataset.num_classes, count(dataset.train_mask),
+               count(dataset.val_mask), count(dataset.test_mask), args.output);
+  spdlog::info("peak resident memory {}", format_bytes(resident_memory().peak));
 }
 
 }  // namespace
@@ -146,6 +219,13 @@ void add_convert_command(CLI::App& app) {
                                ->excludes(args->split_ratio_option)
                                ->excludes(train);
 
+  cmd->add_option("--memory", args->memory,
+                  "edgelist: memory the sort of the edges may take (its runs take half), e.g. 4G (default: half of "
+                  "what the machine has available)")
+      ->check(byte_size());
+  cmd->add_option("--scratch", args->scratch,
+                  "edgelist: folder for the sorted runs of edges, removed when done (default: the system's temporary "
+                  "folder)");
   add_dataset_output_options(*cmd, args->output_options);
   cmd->callback([args] { run(*args); });
 }

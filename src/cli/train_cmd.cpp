@@ -218,8 +218,7 @@ void set_up_training(const TrainArguments& args, Communicator& comm, RankTrainin
   const RunLayout layout = run_layout(rank.choice, rank.hardware.device.kind == DeviceKind::kCpu, args.threads);
   RunHostUse use = planned.host_use(resident_at_start());  // MPI_Init's part in it, where there are ranks
   if (comm.size() > 1) use.mpi_bytes = kMpiExchangeBytes;
-  const HostFootprint host =
-      peak_host_footprint(rank.loading, running_host_footprint(*rank.model, shape, layout, use));
+  const HostFootprint host = peak_host_footprint(rank.loading, running_host_footprint(*rank.model, shape, layout, use));
   require_host_memory(host, rank.memory_limit.bytes, comm.size() > 1 ? "this rank" : "this run",
                       rank.memory_limit.source);
   spdlog::info("host memory: forecast peak {} while {} ({}) of {} {}", format_bytes(host.total()), host.phase,

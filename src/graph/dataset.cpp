@@ -34,6 +34,10 @@ void Dataset::validate(const std::string& where) const {
 
 void Dataset::validate_all_but_features(const std::string& where) const {
   graph.validate(where + ": graph");
+  validate_vertex_data(where);
+}
+
+void Dataset::validate_vertex_data(const std::string& where) const {
   const auto n = static_cast<std::int64_t>(num_vertices());
   NJ_REQUIRE(static_cast<std::int64_t>(labels.size()) == n, "{}: {} labels for {} vertices", where, labels.size(), n);
   NJ_REQUIRE(num_classes > 0, "{}: number of classes must be positive, got {}", where, num_classes);

@@ -15,16 +15,10 @@ namespace {
 
 constexpr hsize_t kFeatureRowsPerChunk = 4096;
 
-}  // namespace
-
-void write_dataset(const std::string& path, const Dataset& dataset, FeatureStorage features) {
-  dataset.validate("dataset to write to " + path);
-  auto file = hdf5::File::create(path);
+void write_checked_vertex_data(hdf5::File& file, const Dataset& dataset, std::int64_t num_edges,
+                               FeatureStorage features) {
   const auto n = static_cast<hsize_t>(dataset.num_vertices());
-  file.create_group("/graph");
-  file.write<eid_t>("/graph/indptr", dataset.graph.offsets, {n + 1});
-  file.write<vid_t>("/graph/indices", dataset.graph.sources, {static_cast<hsize_t>(dataset.graph.num_edges())},
-                    1U << 20U);
+
   if (!dataset.community_order.empty()) {
     file.write<vid_t>("/graph/community_order", dataset.community_order, {n});
     file.set_attribute("community_order_version", kCommunityOrderVersion);
@@ -39,9 +33,31 @@ void write_dataset(const std::string& path, const Dataset& dataset, FeatureStora
   file.set_attribute("name", dataset.name);
   file.set_attribute("num_classes", static_cast<std::int64_t>(dataset.num_classes));
   file.set_attribute("num_vertices", static_cast<std::int64_t>(n));
-  file.set_attribute("num_edges", static_cast<std::int64_t>(dataset.graph.num_edges()));
+  file.set_attribute("num_edges", num_edges);
   file.set_attribute("symmetrized", static_cast<std::int64_t>(dataset.symmetrized ? 1 : 0));
   file.set_attribute("self_loops", std::string(to_string(dataset.self_loops)));
+}
+
+}  // namespace
+
+void write_dataset(const std::string& path, const Dataset& dataset, FeatureStorage features) {
+  dataset.validate("dataset to write to " + path);
+  auto file = hdf5::File::create(path);
+  file.create_group("/graph");
+  file.write<eid_t>("/graph/indptr", dataset.graph.offsets, {dataset.graph.offsets.size()});
+  file.write<vid_t>("/graph/indices", dataset.graph.sources, {static_cast<hsize_t>(dataset.graph.num_edges())},
+                    1U << 20U);
+  write_checked_vertex_data(file, dataset, dataset.graph.num_edges(), features);
+}
+
+void write_dataset_vertex_data(hdf5::File& file, const Dataset& dataset, std::int64_t num_edges,
+                               FeatureStorage features) {
+  const std::string where = "dataset to write to " + file.path();
+  dataset.validate_vertex_data(where);
+  NJ_REQUIRE(dataset.features.rows() == dataset.num_vertices(), "{}: /features: {} rows but the graph has {} vertices",
+             where, dataset.features.rows(), dataset.num_vertices());
+  require_finite_features(dataset.features, where);
+  write_checked_vertex_data(file, dataset, num_edges, features);
 }
 
 namespace {

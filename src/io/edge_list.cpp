@@ -1,6 +1,8 @@
 #include "nj/io/edge_list.hpp"
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <limits>
 
 #include "nj/core/printable.hpp"
@@ -18,22 +20,13 @@ bool is_symmetric(const CsrGraph& graph) {
   return std::equal(graph.sources.begin(), graph.sources.end(), out.destinations.begin());
 }
 
-SelfLoopPolicy policy_of(SelfLoops self_loops) {
-  switch (self_loops) {
-    case SelfLoops::kKeep: return SelfLoopPolicy::kKept;
-    case SelfLoops::kRemove: return SelfLoopPolicy::kRemoved;
-    case SelfLoops::kAddMissing: return SelfLoopPolicy::kAdded;
-  }
-  NJ_EXPECTS(false, "unknown self-loop option {}", static_cast<int>(self_loops));
-}
+}  // namespace
 
 std::vector<std::int64_t> sorted_distinct(std::vector<std::int64_t> ids) {
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
 }
-
-}  // namespace
 
 VertexIds::VertexIds(std::int64_t count, bool one_based, std::vector<std::int64_t> sorted_ids)
     : count_(count), one_based_(one_based), sorted_ids_(std::move(sorted_ids)) {
@@ -76,38 +69,59 @@ vid_t VertexIds::vertex(std::int64_t id, const TextReader& at) const {
 
 vid_t VertexIds::resolve(std::string_view field, const TextReader& at) const { return vertex(parse(field, at), at); }
 
-EdgeList read_edge_list(const std::string& path, const VertexIdOptions& options) {
+std::int64_t for_each_edge_id(const std::string& path, const VertexIdOptions& options,
+                              const std::function<void(std::int64_t, std::int64_t)>& edge) {
   NJ_REQUIRE(!(options.relabel && options.num_vertices >= 0),
              "a vertex count cannot be given with relabelled ids (the distinct ids define it)");
   // Until every id is seen, only a given vertex count can be checked, so ids are kept as written.
   const auto given = VertexIds::dense(std::max<std::int64_t>(options.num_vertices, 0), options.one_based);
-  std::vector<std::int64_t> ends;  // src0, dst0, src1, dst1, ...
   TextReader reader(path);
   std::string_view line;
+  std::int64_t edges = 0;
+  std::array<std::int64_t, 2> ends{};
   while (reader.next_record(line)) {
     Fields fields(line, kWhitespaceOrComma);
     std::string_view field;
-    for (int side = 0; side < 2; ++side) {
+    for (std::int64_t& id : ends) {
       if (!fields.next(field)) reader.fail("expected two vertex ids `src dst`, found '{}'", printable(line));
-      const auto id = given.parse(field, reader);
+      id = given.parse(field, reader);
       if (options.num_vertices >= 0) given.vertex(id, reader);
-      ends.push_back(id);
     }
+    edge(ends[0], ends[1]);
+    ++edges;
   }
-  NJ_REQUIRE(!ends.empty() || options.num_vertices > 0, "{}: no edges found", path);
+  NJ_REQUIRE(edges > 0 || options.num_vertices > 0, "{}: no edges found", path);
+  return edges;
+}
 
-  EdgeList edges{given, {}, {}};
+VertexIds dense_vertex_ids(const std::string& path, const VertexIdOptions& options, std::int64_t largest) {
+  if (options.num_vertices >= 0) return VertexIds::dense(options.num_vertices, options.one_based);
+  // Compared before adding 1, which would overflow for an id near the int64 maximum.
+  NJ_REQUIRE(largest < kMaxVertices,
+             "{}: vertex id {} is beyond the {} vertices this build supports; are the ids sparse names (--relabel)?",
+             path, largest, kMaxVertices);
+  const auto count = options.one_based ? largest : largest + 1;
+  require_vertex_count(count, path);
+  return VertexIds::dense(count, options.one_based);
+}
+
+SelfLoopPolicy self_loop_policy_of(SelfLoops self_loops) {
+  switch (self_loops) {
+    case SelfLoops::kKeep: return SelfLoopPolicy::kKept;
+    case SelfLoops::kRemove: return SelfLoopPolicy::kRemoved;
+    case SelfLoops::kAddMissing: return SelfLoopPolicy::kAdded;
+  }
+  NJ_EXPECTS(false, "unknown self-loop option {}", static_cast<int>(self_loops));
+}
+
+EdgeList read_edge_list(const std::string& path, const VertexIdOptions& options) {
+  std::vector<std::int64_t> ends;  // src0, dst0, src1, dst1, ...
+  for_each_edge_id(path, options, [&](std::int64_t src, std::int64_t dst) { ends.insert(ends.end(), {src, dst}); });
+  EdgeList edges{VertexIds::dense(0, options.one_based), {}, {}};
   if (options.relabel) {
     edges.ids = VertexIds::relabelled(sorted_distinct(ends), options.one_based);
-  } else if (options.num_vertices < 0) {
-    const auto largest = *std::max_element(ends.begin(), ends.end());
-    // Compared before adding 1, which would overflow for an id near the int64 maximum.
-    NJ_REQUIRE(largest < kMaxVertices,
-               "{}: vertex id {} is beyond the {} vertices this build supports; are the ids sparse names (--relabel)?",
-               path, largest, kMaxVertices);
-    const auto count = options.one_based ? largest : largest + 1;
-    require_vertex_count(count, path);
-    edges.ids = VertexIds::dense(count, options.one_based);
+  } else {
+    edges.ids = dense_vertex_ids(path, options, ends.empty() ? 0 : *std::max_element(ends.begin(), ends.end()));
   }
   const auto num_edges = ends.size() / 2;
   edges.src.resize(num_edges);
@@ -128,7 +142,7 @@ void require_vertex_count(std::int64_t count, const std::string& where) {
 void set_graph(Dataset& dataset, const EdgeList& edges, const EdgeListOptions& options) {
   dataset.graph = build_csr(edges.ids.count(), edges.src, edges.dst, options);
   dataset.symmetrized = options.symmetrize || is_symmetric(dataset.graph);
-  dataset.self_loops = policy_of(options.self_loops);
+  dataset.self_loops = self_loop_policy_of(options.self_loops);
 }
 
 }  // namespace nj

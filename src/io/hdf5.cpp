@@ -157,10 +157,7 @@ std::vector<hsize_t> File::shape(const std::string& dataset) const {
 }
 
 template <typename T>
-void File::write(const std::string& dataset, std::span<const T> values, const std::vector<hsize_t>& shape,
-                 hsize_t rows_per_chunk) {
-  const hsize_t total = std::accumulate(shape.begin(), shape.end(), hsize_t{1}, std::multiplies<>());
-  NJ_EXPECTS(total == values.size(), "{}: {} values for shape of {}", dataset, values.size(), total);
+void File::create(const std::string& dataset, const std::vector<hsize_t>& shape, hsize_t rows_per_chunk) {
   const Handle space(H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr), H5Sclose);
   const Handle props(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   if (rows_per_chunk > 0 && !shape.empty() && shape[0] > 0) {
@@ -172,9 +169,37 @@ void File::write(const std::string& dataset, std::span<const T> values, const st
       H5Dcreate2(handle_.get(), dataset.c_str(), native_type<T>(), space.get(), H5P_DEFAULT, props.get(), H5P_DEFAULT),
       H5Dclose);
   if (ds.get() < 0) fail(dataset, "cannot create dataset");
-  if (total > 0 && H5Dwrite(ds.get(), native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0) {
+}
+
+template <typename T>
+void File::write_rows(const std::string& dataset, std::int64_t first, std::span<const T> values) {
+  std::vector<hsize_t> count = shape(dataset);
+  if (count.empty()) fail(dataset, "a scalar has no rows to write");
+  const hsize_t rows = count.front();
+  const hsize_t row = std::accumulate(count.begin() + 1, count.end(), hsize_t{1}, std::multiplies<>());
+  NJ_EXPECTS(
+      row > 0 && values.size() % row == 0 && first >= 0 && static_cast<hsize_t>(first) + values.size() / row <= rows,
+      "{}: {} values from row {} of {} rows of {}", dataset, values.size(), first, rows, row);
+  if (values.empty()) return;
+  std::vector<hsize_t> start(count.size(), 0);
+  start.front() = static_cast<hsize_t>(first);
+  count.front() = values.size() / row;
+  const Handle ds(H5Dopen2(handle_.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  const Handle file_space(H5Dget_space(ds.get()), H5Sclose);
+  const Handle memory_space(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose);
+  if (H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0 ||
+      H5Dwrite(ds.get(), native_type<T>(), memory_space.get(), file_space.get(), H5P_DEFAULT, values.data()) < 0) {
     fail(dataset, "write failed");
   }
+}
+
+template <typename T>
+void File::write(const std::string& dataset, std::span<const T> values, const std::vector<hsize_t>& shape,
+                 hsize_t rows_per_chunk) {
+  const hsize_t total = std::accumulate(shape.begin(), shape.end(), hsize_t{1}, std::multiplies<>());
+  NJ_EXPECTS(total == values.size(), "{}: {} values for shape of {}", dataset, values.size(), total);
+  create<T>(dataset, shape, rows_per_chunk);
+  if (total > 0) write_rows<T>(dataset, 0, values);
 }
 
 template <typename T>
@@ -234,12 +259,22 @@ Array<T> File::read_rows(const std::string& dataset, std::int64_t first, std::in
   return out;
 }
 
+template void File::create<float>(const std::string&, const std::vector<hsize_t>&, hsize_t);
+template void File::write_rows<float>(const std::string&, std::int64_t, std::span<const float>);
 template void File::write<float>(const std::string&, std::span<const float>, const std::vector<hsize_t>&, hsize_t);
+template void File::create<double>(const std::string&, const std::vector<hsize_t>&, hsize_t);
+template void File::write_rows<double>(const std::string&, std::int64_t, std::span<const double>);
 template void File::write<double>(const std::string&, std::span<const double>, const std::vector<hsize_t>&, hsize_t);
+template void File::create<std::int32_t>(const std::string&, const std::vector<hsize_t>&, hsize_t);
+template void File::write_rows<std::int32_t>(const std::string&, std::int64_t, std::span<const std::int32_t>);
 template void File::write<std::int32_t>(const std::string&, std::span<const std::int32_t>, const std::vector<hsize_t>&,
                                         hsize_t);
+template void File::create<std::int64_t>(const std::string&, const std::vector<hsize_t>&, hsize_t);
+template void File::write_rows<std::int64_t>(const std::string&, std::int64_t, std::span<const std::int64_t>);
 template void File::write<std::int64_t>(const std::string&, std::span<const std::int64_t>, const std::vector<hsize_t>&,
                                         hsize_t);
+template void File::create<std::uint8_t>(const std::string&, const std::vector<hsize_t>&, hsize_t);
+template void File::write_rows<std::uint8_t>(const std::string&, std::int64_t, std::span<const std::uint8_t>);
 template void File::write<std::uint8_t>(const std::string&, std::span<const std::uint8_t>, const std::vector<hsize_t>&,
                                         hsize_t);
 template std::vector<hsize_t> File::check_readable<float>(const std::string&, std::int64_t) const;

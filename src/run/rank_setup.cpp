@@ -251,8 +251,9 @@ void log_plan(const Model& model, const EpochPlan& plan) {
     std::string chained;
     for (std::size_t l = 0; l < pass.chained.size(); ++l) {
       if (!pass.chained_to_next(l)) continue;
-      chained += fmt::format("{}{} to {}{}", chained.empty() ? "" : ", ", model.layer_label(l), model.layer_label(l + 1),
-                             pass.output_recomputed(l) ? " (outputs computed again backward)" : "");
+      chained +=
+          fmt::format("{}{} to {}{}", chained.empty() ? "" : ", ", model.layer_label(l), model.layer_label(l + 1),
+                      pass.output_recomputed(l) ? " (outputs computed again backward)" : "");
     }
     if (!chained.empty()) {
       spdlog::info("plan: layers chained, each transforming the previous one's outputs as they are aggregated: {}",

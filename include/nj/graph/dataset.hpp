@@ -37,6 +37,9 @@ struct Dataset {
   void validate(const std::string& where) const;
   // The same for all but the features (for a dataset read without their values).
   void validate_all_but_features(const std::string& where) const;
+  // The labels, masks and community order against the vertex count (graph.offsets), the graph's edges unchecked (a
+  // graph streamed to the file rather than held).
+  void validate_vertex_data(const std::string& where) const;
 };
 
 // Count of set entries in a mask.

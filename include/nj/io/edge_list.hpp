@@ -2,6 +2,7 @@
 // Edge-list files (SNAP style and plain): one edge `src dst` per line, separated by tabs, spaces or a comma;
 // further columns are ignored; `#` and `%` lines are comments; blank lines are skipped; `.gz` is read as is.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,18 @@ struct EdgeList {
 };
 
 EdgeList read_edge_list(const std::string& path, const VertexIdOptions& options);
+
+// Calls `edge(src, dst)` with the ids of every edge of the file as written (parsed, and checked against a given vertex
+// count); returns the number of edges. Every reader of edge lists goes through it.
+std::int64_t for_each_edge_id(const std::string& path, const VertexIdOptions& options,
+                              const std::function<void(std::int64_t, std::int64_t)>& edge);
+// The vertex ids of a dense edge list once its largest id is known: `options.num_vertices` where given, else up to the
+// largest; InputError, naming `path`, beyond this build's vertex ids.
+VertexIds dense_vertex_ids(const std::string& path, const VertexIdOptions& options, std::int64_t largest);
+// The distinct ids, ascending: what relabelled ids are numbered by.
+std::vector<std::int64_t> sorted_distinct(std::vector<std::int64_t> ids);
+// The policy recorded for a dataset built with `self_loops`.
+SelfLoopPolicy self_loop_policy_of(SelfLoops self_loops);
 
 // Throws InputError naming `where` (the file that gave the count) when a graph of `count` vertices is beyond this
 // build's vertex ids or its offsets beyond the input memory limit (input_limits.hpp).

@@ -48,6 +48,13 @@ class File {
   std::vector<std::string> members(const std::string& group) const;
   std::vector<hsize_t> shape(const std::string& dataset) const;
 
+  // Creates a dataset of the given shape, its values written later by write_rows; rows_per_chunk > 0 stores it chunked
+  // along the first axis. What a writer of more rows than it holds at once starts with.
+  template <typename T>
+  void create(const std::string& dataset, const std::vector<hsize_t>& shape, hsize_t rows_per_chunk = 0);
+  // Writes whole rows from row `first` on (an HDF5 hyperslab) into a created dataset.
+  template <typename T>
+  void write_rows(const std::string& dataset, std::int64_t first, std::span<const T> values);
   // Writes a dataset of the given shape; rows_per_chunk > 0 stores it chunked along the first axis.
   template <typename T>
   void write(const std::string& dataset, std::span<const T> values, const std::vector<hsize_t>& shape,
