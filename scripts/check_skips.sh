@@ -10,7 +10,7 @@ allowed='/cuda(_[a-z0-9_]+)?$|^Models/CrossBackendGradientTest\.'
 allowed+='|^HugeVector\.LargeArraysAreAdvisedToTakeHugePages$|^BlasKernels\.NjRunsTheKernelsTheCpuRuns$'
 if [[ "${1:-}" == --sanitizer ]]; then
   allowed+='|^CpuDevice\.AllocationsLieWhereTheArenaPlacesThem$'
-  allowed+='|^GpuBundle\.RunsInACleanRoot$'
+  allowed+='|^GpuBundle\.RunsInACleanRoot$|^MemoryCaps\.FourRanksTrainWhatOneProcessCannot$'
   shift
 fi
 [[ $# -eq 1 && -f "$1" ]] || { echo "usage: scripts/check_skips.sh [--sanitizer] CTEST_OUTPUT" >&2; exit 2; }
