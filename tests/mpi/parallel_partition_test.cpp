@@ -87,7 +87,7 @@ void expect_same_shard(const Shard& got, const Shard& expected) {
 // graph (the cut's) differs from the stored one, and in-degrees and self-loops must travel with the rows.
 Dataset directed_dataset() {
   GeneratorOptions options;
-  options.vertices = 600;
+  options.vertices = 601;  // not a multiple of the ranks: slices of unequal size
   options.edges = 5000;
   options.features = 12;
   options.classes = 4;
@@ -167,8 +167,9 @@ TEST(ParallelPartition, ScotchOwnsEveryVertexOnceAndRepeatsWithItsSeed) {
     const auto ids = std::span(shard.local.global_id).first(static_cast<std::size_t>(shard.num_owned()));
     owned_by_part[static_cast<std::size_t>(shard.part)].assign(ids.begin(), ids.end());
   });
-  EXPECT_LT(manifest.partition.vertex_imbalance(), 1.05);
-  std::vector<std::int64_t> owners(600, 0);
+  // Scotch balances the weights within 3 %; a training vertex weighs 2, so the vertices balance a little less.
+  EXPECT_LT(manifest.partition.vertex_imbalance(), 1.1);
+  std::vector<std::int64_t> owners(601, 0);
   for (int part = 0; part < 4; ++part) {
     for (const gid_t v : owned_by_part[static_cast<std::size_t>(part)]) ++owners[static_cast<std::size_t>(v)];
     if (builder_of_part(part, comm.size()) == comm.rank()) {
