@@ -12,7 +12,7 @@ parts="${3:-4}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 OMP_NUM_THREADS=1
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%F)"
+echo "machine: $(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(date -u +%F)"
 seconds() { awk '/in [0-9.]+ s$/ && /parts by/ {print $(NF-1)}' "$1"; }
 peaks() { sed -nE 's/.*rank ([0-9]+): peak resident memory (.*)/rank \1 \2/p' "$1" | sort | paste -sd' '; }
 
