@@ -85,9 +85,10 @@ SliceAdjacency simple_adjacency(const DatasetRows& rows, const Slices& slices, C
   return adjacency;
 }
 
-// What a shard records of a vertex that only its owner's slice knows: its part, its in-degree and whether it has a
-// self-loop, as stored.
+// What a shard records of a vertex that only its owner's slice knows: its name, its part, its in-degree and whether
+// it has a self-loop, as stored.
 struct VertexFacts {
+  std::vector<gid_t> name;  // its global id in the shards: the dataset's vertex id (Dataset::vertex_ids)
   std::vector<std::int32_t> part;
   std::vector<std::int64_t> in_degree;
   std::vector<std::uint8_t> self_loop;
@@ -97,6 +98,7 @@ VertexFacts facts_of_slice(const DatasetRows& rows, std::vector<std::int32_t> pa
   VertexFacts facts;
   facts.part = std::move(part);
   for (std::int64_t r = 0; r < rows.rows(); ++r) {
+    facts.name.push_back(rows.vertex_ids.empty() ? rows.first + r : rows.vertex_ids[static_cast<std::size_t>(r)]);
     const auto begin = rows.sources.begin() + rows.offsets[static_cast<std::size_t>(r)];
     const auto end = rows.sources.begin() + rows.offsets[static_cast<std::size_t>(r) + 1];
     facts.in_degree.push_back(end - begin);
@@ -119,10 +121,12 @@ VertexFacts look_up(std::span<const gid_t> ids, const VertexFacts& mine, std::in
     VertexFacts answer;
     for (const gid_t id : Reader(questions[q]).take<gid_t>()) {
       const auto i = static_cast<std::size_t>(id - first);
+      answer.name.push_back(mine.name[i]);
       answer.part.push_back(mine.part[i]);
       answer.in_degree.push_back(mine.in_degree[i]);
       answer.self_loop.push_back(mine.self_loop[i]);
     }
+    answers[q].put(answer.name);
     answers[q].put(answer.part);
     answers[q].put(answer.in_degree);
     answers[q].put(answer.self_loop);
@@ -131,6 +135,8 @@ VertexFacts look_up(std::span<const gid_t> ids, const VertexFacts& mine, std::in
   VertexFacts facts;
   for (const auto& message : exchange(answers, comm)) {
     Reader reader(message);
+    const auto names = reader.take<gid_t>();
+    facts.name.insert(facts.name.end(), names.begin(), names.end());
     const auto parts = reader.take<std::int32_t>();
     facts.part.insert(facts.part.end(), parts.begin(), parts.end());
     const auto degrees = reader.take<std::int64_t>();
@@ -202,7 +208,8 @@ void count_slice(const DatasetRows& rows, const SliceAdjacency& adjacency, const
 // The rows of one part, in ascending global id, as the rank that builds its shard receives them.
 struct PartRows {
   int part = 0;
-  std::vector<gid_t> ids;
+  std::vector<gid_t> ids;    // vertex indices in the dataset file
+  std::vector<gid_t> names;  // their global ids in the shard
   std::vector<eid_t> offsets{0};
   std::vector<gid_t> sources;
   std::vector<std::int32_t> labels;
@@ -218,6 +225,7 @@ std::vector<PartRows> gather_part_rows(const DatasetRows& rows, const Matrix& fe
   const int ranks = comm.size();
   struct Outgoing {
     std::vector<gid_t> ids;
+    std::vector<gid_t> names;
     std::vector<std::int32_t> part;
     std::vector<std::int64_t> degree;
     std::vector<gid_t> sources;
@@ -230,6 +238,7 @@ std::vector<PartRows> gather_part_rows(const DatasetRows& rows, const Matrix& fe
     const auto i = static_cast<std::size_t>(r);
     Outgoing& o = out[static_cast<std::size_t>(builder_of_part(facts.part[i], ranks))];
     o.ids.push_back(rows.first + r);
+    o.names.push_back(facts.name[i]);
     o.part.push_back(facts.part[i]);
     o.degree.push_back(facts.in_degree[i]);
     o.sources.insert(o.sources.end(), rows.sources.begin() + rows.offsets[i],
@@ -242,6 +251,7 @@ std::vector<PartRows> gather_part_rows(const DatasetRows& rows, const Matrix& fe
   for (std::size_t q = 0; q < out.size(); ++q) {
     Outgoing o = std::move(out[q]);
     writers[q].put(o.ids);
+    writers[q].put(o.names);
     writers[q].put(o.part);
     writers[q].put(o.degree);
     writers[q].put(o.sources);
@@ -255,6 +265,7 @@ std::vector<PartRows> gather_part_rows(const DatasetRows& rows, const Matrix& fe
   for (const auto& message : exchange(writers, comm)) {
     Reader reader(message);
     const auto ids = reader.take<gid_t>();
+    const auto names = reader.take<gid_t>();
     const auto part = reader.take<std::int32_t>();
     const auto degree = reader.take<std::int64_t>();
     const auto sources = reader.take<gid_t>();
@@ -265,6 +276,7 @@ std::vector<PartRows> gather_part_rows(const DatasetRows& rows, const Matrix& fe
     for (std::size_t i = 0; i < ids.size(); ++i) {
       PartRows& into = built[static_cast<std::size_t>(part[i] / ranks)];
       into.ids.push_back(ids[i]);
+      into.names.push_back(names[i]);
       into.sources.insert(into.sources.end(), sources.begin() + static_cast<std::ptrdiff_t>(edge),
                           sources.begin() + static_cast<std::ptrdiff_t>(edge) + degree[i]);
       edge += static_cast<std::size_t>(degree[i]);
@@ -313,7 +325,7 @@ LocalGraph local_graph(const PartRows& rows, std::span<const gid_t> mirrors, con
     }
     std::sort(graph.sources.begin() + static_cast<std::ptrdiff_t>(first), graph.sources.end());
     graph.offsets.push_back(graph.num_edges());
-    local.global_id.push_back(rows.ids[i]);
+    local.global_id.push_back(rows.names[i]);
     local.global_in_degree.push_back(rows.offsets[i + 1] - rows.offsets[i]);
     const auto sources = std::span(rows.sources)
                              .subspan(static_cast<std::size_t>(rows.offsets[i]),
@@ -322,7 +334,7 @@ LocalGraph local_graph(const PartRows& rows, std::span<const gid_t> mirrors, con
   }
   for (const std::size_t m : order) {
     graph.offsets.push_back(graph.num_edges());
-    local.global_id.push_back(mirrors[m]);
+    local.global_id.push_back(mirror_facts.name[m]);
     local.global_in_degree.push_back(mirror_facts.in_degree[m]);
     local.global_self_loop.push_back(mirror_facts.self_loop[m]);
     const int peer = mirror_facts.part[m];
@@ -464,6 +476,7 @@ PartitionManifest partition_in_parallel(const std::string& dataset_path, const P
     VertexFacts facts;
     for (const gid_t id : mirrors[i]) {
       const std::size_t at = index_in(all_mirrors, id);
+      facts.name.push_back(all_facts.name[at]);
       facts.part.push_back(all_facts.part[at]);
       facts.in_degree.push_back(all_facts.in_degree[at]);
       facts.self_loop.push_back(all_facts.self_loop[at]);

@@ -105,6 +105,7 @@ Dataset convert_edge_list(const ConvertArgs& args, hdf5::File& file) {
   dataset.graph.offsets = std::move(graph.offsets);  // the vertex count; the edges are in the file
   dataset.symmetrized = graph.symmetrized;
   dataset.self_loops = graph.self_loops;
+  dataset.vertex_ids = graph.ids.relabelled_ids();  // relabelled: the ids as the input wrote them, to name the rows
   attach_vertex_data(dataset, options.data, graph.ids);
   if (args.output_options.community_order) store_community_order_within(dataset, file, run_bytes(args.memory));
   write_dataset_vertex_data(file, dataset, dataset.graph.offsets.back(),

@@ -72,6 +72,15 @@ void Dataset::validate_vertex_data(const std::string& where) const {
       seen[static_cast<std::size_t>(v)] = 1;
     }
   }
+  if (!vertex_ids.empty()) {
+    NJ_REQUIRE(static_cast<std::int64_t>(vertex_ids.size()) == n, "{}: /graph/vertex_ids: {} entries for {} vertices",
+               where, vertex_ids.size(), n);
+    for (std::size_t v = 0; v < vertex_ids.size(); ++v) {
+      NJ_REQUIRE(vertex_ids[v] >= 0 && (v == 0 || vertex_ids[v] > vertex_ids[v - 1]),
+                 "{}: /graph/vertex_ids: entry {} is {} (ids must be non-negative and ascending)", where, v,
+                 vertex_ids[v]);
+    }
+  }
 }
 
 void require_finite_features(const Matrix& features, const std::string& where, std::span<const gid_t> vertex_ids) {

@@ -156,6 +156,7 @@ Shard whole_graph_shard(Dataset dataset) {
   shard.partition.train = {shard.global_train};
   shard.partition.in_edges = {shard.global_edges};
   shard.local = whole_local_graph(std::move(dataset.graph));
+  if (!dataset.vertex_ids.empty()) shard.local.global_id = std::move(dataset.vertex_ids);
   shard.features = std::move(dataset.features);
   shard.labels = std::move(dataset.labels);
   shard.num_classes = dataset.num_classes;
@@ -219,7 +220,7 @@ Shard make_shard(const Dataset& dataset, std::span<const std::int32_t> part_of, 
   }
   std::fill(local.graph.offsets.begin() + num_owned + 1, local.graph.offsets.end(), local.graph.num_edges());
   for (const vid_t v : vertices) {
-    local.global_id.push_back(v);
+    local.global_id.push_back(dataset.vertex_id(v));
     local.global_in_degree.push_back(g.in_degree(v));
     local.global_self_loop.push_back(has_self_loop(g, v) ? 1 : 0);
   }

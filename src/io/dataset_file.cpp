@@ -19,6 +19,7 @@ void write_checked_vertex_data(hdf5::File& file, const Dataset& dataset, std::in
                                FeatureStorage features) {
   const auto n = static_cast<hsize_t>(dataset.num_vertices());
 
+  if (!dataset.vertex_ids.empty()) file.write<gid_t>("/graph/vertex_ids", dataset.vertex_ids, {n});
   if (!dataset.community_order.empty()) {
     file.write<vid_t>("/graph/community_order", dataset.community_order, {n});
     file.set_attribute("community_order_version", kCommunityOrderVersion);
@@ -116,6 +117,7 @@ std::int64_t read_all_but_feature_values(const hdf5::File& file, const std::stri
   const auto n = static_cast<std::int64_t>(d.graph.offsets.size()) - 1;
   d.graph.sources = hdf5::read_vector<vid_t>(file, "/graph/indices", -1);
   d.graph.validate(path + ": /graph");
+  if (file.exists("/graph/vertex_ids")) d.vertex_ids = hdf5::read_vector<gid_t>(file, "/graph/vertex_ids", n);
   if (file.exists("/graph/community_order")) {
     // An order from another version of the search is not what this build would search for: searched again.
     const std::int64_t order_version =
@@ -179,6 +181,11 @@ void check_rows(const std::string& path, const DatasetRows& read) {
                  mask_name, read.first + r);
     }
   }
+  for (std::size_t r = 0; r < read.vertex_ids.size(); ++r) {
+    NJ_REQUIRE(read.vertex_ids[r] >= 0 && (r == 0 || read.vertex_ids[r] > read.vertex_ids[r - 1]),
+               "{}: /graph/vertex_ids: entry {} is {} (ids must be non-negative and ascending)", path,
+               read.first + static_cast<std::int64_t>(r), read.vertex_ids[r]);
+  }
   for (const gid_t s : read.sources) {
     NJ_REQUIRE(s >= 0 && s < n, "{}: /graph/indices: source {} outside [0, {})", path, s, n);
   }
@@ -203,6 +210,11 @@ DatasetRows read_dataset_rows(const std::string& path, std::int64_t first, std::
              "{}: /graph/indptr: must end at the {} edges, found {}", path, read.header.num_edges, read.offsets.back());
   for (eid_t& offset : read.offsets) offset -= base;
   read.sources = file.read_rows<gid_t>("/graph/indices", base, read.offsets.back()).values;
+  if (file.exists("/graph/vertex_ids")) {
+    NJ_REQUIRE(file.shape("/graph/vertex_ids") == std::vector<hsize_t>{static_cast<hsize_t>(read.header.num_vertices)},
+               "{}: /graph/vertex_ids: expected {} entries", path, read.header.num_vertices);
+    read.vertex_ids = file.read_rows<gid_t>("/graph/vertex_ids", first, rows).values;
+  }
   read.labels = file.read_rows<std::int32_t>("/labels", first, rows).values;
   read.train_mask = file.read_rows<std::uint8_t>("/masks/train", first, rows).values;
   read.val_mask = file.read_rows<std::uint8_t>("/masks/val", first, rows).values;

@@ -3,11 +3,15 @@
 // trains.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "nj/graph/generate.hpp"
+#include "nj/io/dataset_file.hpp"
+#include "nj/io/hdf5.hpp"
 #include "nj/io/shard_file.hpp"
 #include "support/test_support.hpp"
 
@@ -81,6 +85,109 @@ TEST(MultiRankPartitionCli, AMethodThatNeedsTheWholeGraphIsAUsageErrorOnSeveralR
         << result.output;
     EXPECT_FALSE(std::filesystem::exists(dir.file("p"))) << "a rank wrote shards";
   }
+}
+
+}  // namespace
+}  // namespace nj
+
+namespace nj {
+namespace {
+
+// A vertex's id in the raw files: 2^33 apart and more, ascending with the vertex, far above 2^32.
+gid_t spread(std::int64_t v) { return (v << 33) + 7 * v + 1; }
+
+// Rows of `name` in an inference file, in file order.
+template <typename T>
+std::vector<T> read_inference(const std::string& path, const std::string& name) {
+  return hdf5::read_vector<T>(hdf5::File::open_read(path), name, -1);
+}
+
+// A graph whose raw files name its vertices by ids above 2^32 goes through convert (relabelled, the ids kept as the
+// vertices' names), partition (METIS in one process, PT-Scotch on 2 ranks), train (2 ranks train the losses of one
+// process) and infer (every rank's rows come back under the raw ids, with the predictions of one process).
+TEST(SixtyFourBitCli, IdsAboveTwoToTheThirtyTwoGoFromTheRawFilesToInference) {
+  NJ_SKIP_WITHOUT_MPIRUN();
+  test::TempDir dir;
+  GeneratorOptions options;
+  options.vertices = 1500;
+  options.edges = 12000;
+  options.features = 8;
+  options.classes = 3;
+  options.seed = 6;
+  const Dataset source = generate_dataset(options);
+  {
+    std::ofstream edges(dir.file("edges.txt"));
+    std::ofstream features(dir.file("features.txt"));
+    std::ofstream labels(dir.file("labels.txt"));
+    std::ofstream train(dir.file("train.txt"));
+    std::ofstream val(dir.file("val.txt"));
+    std::ofstream test(dir.file("test.txt"));
+    // --relabel names the vertices an edge names: those without an edge are left out of every file.
+    for (vid_t v = 0; v < source.num_vertices(); ++v) {
+      if (source.graph.in_degree(v) == 0) continue;  // the generated graph is symmetric
+      for (const vid_t s : source.graph.in_neighbors(v)) edges << spread(s) << ' ' << spread(v) << '\n';
+      for (std::int64_t c = 0; c < source.features.cols(); ++c) features << source.features.row(v)[c] << ' ';
+      features << '\n';
+      labels << spread(v) << ' ' << source.labels[static_cast<std::size_t>(v)] << '\n';
+      const auto i = static_cast<std::size_t>(v);
+      (source.train_mask[i] != 0 ? train : source.val_mask[i] != 0 ? val : test) << spread(v) << '\n';
+    }
+  }
+  const auto dataset = dir.file("spread.h5");
+  const auto converted =
+      test::run_nj("convert --format edgelist " + shell_quote(dir.file("edges.txt")) + " --relabel --features " +
+                   shell_quote(dir.file("features.txt")) + " --labels " + shell_quote(dir.file("labels.txt")) +
+                   " --train " + shell_quote(dir.file("train.txt")) + " --val " + shell_quote(dir.file("val.txt")) +
+                   " --test " + shell_quote(dir.file("test.txt")) + " --memory 1M -o " + shell_quote(dataset));
+  ASSERT_EQ(converted.exit_code, 0) << converted.output;
+  std::vector<gid_t> raw_ids;
+  for (vid_t v = 0; v < source.num_vertices(); ++v) {
+    if (source.graph.in_degree(v) > 0) raw_ids.push_back(spread(v));
+  }
+  ASSERT_EQ(read_dataset(dataset).vertex_ids, raw_ids);
+
+  const auto metis = dir.file("metis");
+  const auto scotch = dir.file("scotch");
+  ASSERT_EQ(test::run_nj("partition " + shell_quote(dataset) + " --parts 2 --method metis -o " + shell_quote(metis))
+                .exit_code,
+            0);
+  const auto partitioned =
+      test::run_nj_ranks(2, "partition " + shell_quote(dataset) + " --parts 2 -o " + shell_quote(scotch));
+  ASSERT_EQ(partitioned.exit_code, 0) << partitioned.output;
+  for (const auto& folder : {metis, scotch}) {
+    for (int part = 0; part < 2; ++part) {
+      for (const gid_t id : load_part(folder, part, 2).local.global_id) {
+        ASSERT_TRUE(std::binary_search(raw_ids.begin(), raw_ids.end(), id)) << folder << ": global id " << id;
+      }
+    }
+  }
+
+  const std::string common = " --epochs 4 --threads 1 --hidden 8";
+  const auto one =
+      test::run_nj("train " + shell_quote(dataset) + common + " --metrics-out " + shell_quote(dir.file("one.jsonl")) +
+                   " --save-checkpoint " + shell_quote(dir.file("one.ckpt")));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto expected = losses_of(dir.file("one.jsonl"));
+  for (const auto& folder : {metis, scotch}) {
+    const auto ranks = test::run_nj_ranks(2, "train --partitions " + shell_quote(folder) + common + " --metrics-out " +
+                                                 shell_quote(dir.file("two.jsonl")));
+    ASSERT_EQ(ranks.exit_code, 0) << ranks.output;
+    const auto got = losses_of(dir.file("two.jsonl"));
+    ASSERT_EQ(got.size(), expected.size());
+    for (std::size_t e = 0; e < got.size(); ++e)
+      EXPECT_NEAR(got[e], expected[e], 1e-5) << folder << ", epoch " << e + 1;
+  }
+
+  const auto inferred = test::run_nj("infer " + shell_quote(dir.file("one.ckpt")) + " " + shell_quote(dataset) +
+                                     " -o " + shell_quote(dir.file("one-out.h5")));
+  ASSERT_EQ(inferred.exit_code, 0) << inferred.output;
+  const auto on_ranks = test::run_nj_ranks(2, "infer " + shell_quote(dir.file("one.ckpt")) + " --partitions " +
+                                                  shell_quote(scotch) + " -o " + shell_quote(dir.file("two-out.h5")));
+  ASSERT_EQ(on_ranks.exit_code, 0) << on_ranks.output;
+  EXPECT_EQ(read_inference<gid_t>(dir.file("one-out.h5"), "/vertex_ids"), raw_ids);
+  EXPECT_EQ(read_inference<gid_t>(dir.file("two-out.h5"), "/vertex_ids"), raw_ids);
+  EXPECT_EQ(read_inference<std::int32_t>(dir.file("two-out.h5"), "/predictions"),
+            read_inference<std::int32_t>(dir.file("one-out.h5"), "/predictions"));
 }
 
 }  // namespace

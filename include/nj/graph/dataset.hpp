@@ -31,8 +31,14 @@ struct Dataset {
   // and nj generate store it so that a single-process run reads it instead of searching for it; empty if the
   // file holds none. A permutation of the vertices.
   std::vector<vid_t> community_order;
+  // The ids the input named the vertices by, where they were relabelled 0..n-1 (nj convert --relabel): ascending, so
+  // that they order the vertices as their indices do, and 64-bit (ids above 2^32 stay as they were). Every shard's
+  // global ids are these, and so are inference's vertex ids. Empty: the vertices are named 0..n-1.
+  std::vector<gid_t> vertex_ids;
 
   vid_t num_vertices() const { return graph.num_vertices(); }
+  // The name of vertex v: vertex_ids[v], or v.
+  gid_t vertex_id(vid_t v) const { return vertex_ids.empty() ? v : vertex_ids[static_cast<std::size_t>(v)]; }
   // Throws nj::InputError (prefixed with `where`) when any part is inconsistent with another.
   void validate(const std::string& where) const;
   // The same for all but the features (for a dataset read without their values).

@@ -50,6 +50,7 @@ struct DatasetRows {
   std::int64_t first = 0;
   std::vector<eid_t> offsets;  // rows + 1, from 0
   std::vector<gid_t> sources;
+  std::vector<gid_t> vertex_ids;  // the rows' names (Dataset::vertex_ids); empty where the file names none
   std::vector<std::int32_t> labels;
   std::vector<std::uint8_t> train_mask;
   std::vector<std::uint8_t> val_mask;

@@ -30,6 +30,8 @@ class VertexIds {
   static VertexIds relabelled(std::vector<std::int64_t> sorted_ids, bool one_based);
 
   vid_t count() const { return static_cast<vid_t>(count_); }
+  // The relabelled ids, ascending (vertex i's is the i-th); empty for dense ids.
+  const std::vector<std::int64_t>& relabelled_ids() const { return sorted_ids_; }
   // Parses an id as written (a non-negative integer, or positive with one_based ids) without looking it up.
   std::int64_t parse(std::string_view field, const TextReader& at) const;
   // The vertex an id names, or -1 when it names none.
