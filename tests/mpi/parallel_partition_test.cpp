@@ -42,47 +42,6 @@ std::string shared_folder(Communicator& comm, const test::TempDir& mine) {
   return path;
 }
 
-void expect_same_shard(const Shard& got, const Shard& expected) {
-  EXPECT_EQ(got.name, expected.name);
-  EXPECT_EQ(got.part, expected.part);
-  EXPECT_EQ(got.global_vertices, expected.global_vertices);
-  EXPECT_EQ(got.global_edges, expected.global_edges);
-  EXPECT_EQ(got.global_train, expected.global_train);
-  const PartitionInfo& a = got.partition;
-  const PartitionInfo& b = expected.partition;
-  EXPECT_EQ(a.method, b.method);
-  EXPECT_EQ(a.parts, b.parts);
-  EXPECT_EQ(a.undirected_edges, b.undirected_edges);
-  EXPECT_EQ(a.edge_cut, b.edge_cut);
-  EXPECT_EQ(a.owned, b.owned);
-  EXPECT_EQ(a.mirrors, b.mirrors);
-  EXPECT_EQ(a.train, b.train);
-  EXPECT_EQ(a.in_edges, b.in_edges);
-  EXPECT_EQ(got.local.num_owned, expected.local.num_owned);
-  EXPECT_EQ(got.local.graph.offsets, expected.local.graph.offsets);
-  EXPECT_EQ(got.local.graph.sources, expected.local.graph.sources);
-  EXPECT_EQ(got.local.global_id, expected.local.global_id);
-  EXPECT_EQ(got.local.global_in_degree, expected.local.global_in_degree);
-  EXPECT_EQ(got.local.global_self_loop, expected.local.global_self_loop);
-  ASSERT_EQ(got.local.peers.size(), expected.local.peers.size());
-  for (std::size_t p = 0; p < got.local.peers.size(); ++p) {
-    EXPECT_EQ(got.local.peers[p].peer, expected.local.peers[p].peer);
-    EXPECT_EQ(got.local.peers[p].send, expected.local.peers[p].send) << "peer " << got.local.peers[p].peer;
-    EXPECT_EQ(got.local.peers[p].receive, expected.local.peers[p].receive) << "peer " << got.local.peers[p].peer;
-  }
-  ASSERT_EQ(got.features.rows(), expected.features.rows());
-  ASSERT_EQ(got.features.cols(), expected.features.cols());
-  EXPECT_TRUE(std::ranges::equal(got.features.span(), expected.features.span()));
-  EXPECT_EQ(got.labels, expected.labels);
-  EXPECT_EQ(got.num_classes, expected.num_classes);
-  EXPECT_EQ(got.train_mask, expected.train_mask);
-  EXPECT_EQ(got.val_mask, expected.val_mask);
-  EXPECT_EQ(got.test_mask, expected.test_mask);
-  EXPECT_EQ(got.symmetrized, expected.symmetrized);
-  EXPECT_EQ(got.self_loops, expected.self_loops);
-  EXPECT_EQ(got.features_stored_sparse, expected.features_stored_sparse);
-}
-
 // A directed generated graph with self-loops on some vertices and a few repeated edges, so that the simple undirected
 // graph (the cut's) differs from the stored one, and in-degrees and self-loops must travel with the rows.
 Dataset directed_dataset() {
@@ -137,7 +96,8 @@ TEST(ParallelPartition, ShardsEqualThoseOfOneProcessForTheSameParts) {
       int built = 0;
       const PartitionManifest manifest = partition_in_parallel(path, options, comm, [&](Shard&& shard) {
         EXPECT_EQ(builder_of_part(shard.part, comm.size()), comm.rank());
-        expect_same_shard(shard, make_shard(read, part_of, shard.part, info));
+        test::expect_same_shard(shard, make_shard(read, part_of, shard.part, info));
+        EXPECT_EQ(shard.features_stored_sparse, read.features_stored_sparse);
         ++built;
       });
       EXPECT_EQ(built, (parts - comm.rank() + comm.size() - 1) / comm.size());

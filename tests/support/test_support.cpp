@@ -120,6 +120,36 @@ std::string the_error_line(const CommandResult& result) {
 
 std::string shell_quote(const std::string& path) { return "'" + path + "'"; }
 
+void expect_same_shard(const Shard& a, const Shard& b) {
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.part, b.part);
+  EXPECT_EQ(a.partition.method, b.partition.method);
+  EXPECT_EQ(a.partition.parts, b.partition.parts);
+  EXPECT_EQ(a.partition.seed, b.partition.seed);
+  EXPECT_EQ(a.partition.undirected_edges, b.partition.undirected_edges);
+  EXPECT_EQ(a.partition.edge_cut, b.partition.edge_cut);
+  EXPECT_EQ(a.partition.owned, b.partition.owned);
+  EXPECT_EQ(a.partition.mirrors, b.partition.mirrors);
+  EXPECT_EQ(a.partition.train, b.partition.train);
+  EXPECT_EQ(a.partition.in_edges, b.partition.in_edges);
+  EXPECT_EQ(a.global_vertices, b.global_vertices);
+  EXPECT_EQ(a.global_edges, b.global_edges);
+  EXPECT_EQ(a.global_train, b.global_train);
+  EXPECT_EQ(a.local.graph.offsets, b.local.graph.offsets);
+  EXPECT_EQ(a.local.graph.sources, b.local.graph.sources);
+  EXPECT_EQ(a.local.num_owned, b.local.num_owned);
+  EXPECT_EQ(a.local.global_id, b.local.global_id);
+  EXPECT_EQ(a.local.global_in_degree, b.local.global_in_degree);
+  EXPECT_EQ(a.local.global_self_loop, b.local.global_self_loop);
+  ASSERT_EQ(a.local.peers.size(), b.local.peers.size());
+  for (std::size_t i = 0; i < a.local.peers.size(); ++i) {
+    EXPECT_EQ(a.local.peers[i].peer, b.local.peers[i].peer);
+    EXPECT_EQ(a.local.peers[i].send, b.local.peers[i].send);
+    EXPECT_EQ(a.local.peers[i].receive, b.local.peers[i].receive);
+  }
+  test::expect_same_vertex_data(a, b);
+}
+
 void expect_same_dataset(const Dataset& a, const Dataset& b) {
   EXPECT_EQ(a.graph.offsets, b.graph.offsets);
   EXPECT_EQ(a.graph.sources, b.graph.sources);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nj/graph/dataset.hpp"
+#include "nj/graph/shard.hpp"
 #include "nj/model/model.hpp"
 
 namespace nj::test {
@@ -111,6 +112,8 @@ void expect_same_vertex_data(const VertexData& a, const VertexData& b) {
 
 // Expects every part of two datasets (name excepted) to be equal, feature values bit for bit.
 void expect_same_dataset(const Dataset& a, const Dataset& b);
+// Expects two shards to be equal in every part but the seconds their partition took (the features bit for bit).
+void expect_same_shard(const Shard& a, const Shard& b);
 
 // A small model of `kind` whose training exercises every random stream: input and attention dropout, ELU after
 // GAT layers (ReLU after GCN's), two heads.
