@@ -23,14 +23,17 @@ void check(int status, const char* call) { NJ_REQUIRE(status == 0, "{} failed (S
 // Scotch reads its input arrays without writing them, but takes them through pointers to non-const.
 SCOTCH_Num* in(std::span<const std::int64_t> values) { return const_cast<SCOTCH_Num*>(values.data()); }
 
-// Owns a strategy built for `parts`, favouring the cut over speed.
+// Owns a strategy built for `parts` on `ranks` processes (one: Scotch's sequential strategy), favouring the cut over
+// speed. PT-Scotch's refines each bisection on a band of vertices around the separator that it gathers onto every
+// process: where a graph has no small separator the band holds much of the graph, and so does every rank for a while
+// (docs/performance.md, "Partitioning on many ranks").
 class Strategy {
  public:
-  explicit Strategy(int parts, bool distributed) {
+  Strategy(int parts, int ranks) {
     check(SCOTCH_stratInit(&strategy_), "SCOTCH_stratInit");
     const SCOTCH_Num flags = SCOTCH_STRATQUALITY;
-    if (distributed) {
-      check(SCOTCH_stratDgraphMapBuild(&strategy_, flags, parts, parts, kImbalance), "SCOTCH_stratDgraphMapBuild");
+    if (ranks > 1) {
+      check(SCOTCH_stratDgraphMapBuild(&strategy_, flags, ranks, parts, kImbalance), "SCOTCH_stratDgraphMapBuild");
     } else {
       check(SCOTCH_stratGraphMapBuild(&strategy_, flags, parts, kImbalance), "SCOTCH_stratGraphMapBuild");
     }
@@ -90,14 +93,14 @@ std::vector<std::int32_t> whole_graph_parts(const SliceAdjacency& whole, std::sp
   check(SCOTCH_graphInit(&bound.graph), "SCOTCH_graphInit");
   bound.initialised = true;
   check(SCOTCH_contextBindGraph(context.get(), &graph.graph, &bound.graph), "SCOTCH_contextBindGraph");
-  Strategy strategy(parts, false);
+  Strategy strategy(parts, 1);
   std::vector<SCOTCH_Num> part(static_cast<std::size_t>(whole.rows()));
   check(SCOTCH_graphPart(&bound.graph, parts, strategy.get(), part.data()), "SCOTCH_graphPart");
   return {part.begin(), part.end()};
 }
 
 std::vector<std::int32_t> distributed_parts(const SliceAdjacency& slice, std::span<const std::int64_t> weights,
-                                            int parts, std::uint64_t seed) {
+                                            int parts, std::uint64_t seed, int ranks) {
   Owned<SCOTCH_Dgraph, SCOTCH_dgraphExit> graph;
   Owned<SCOTCH_Dgraph, SCOTCH_dgraphExit> bound;
   Context context(seed);
@@ -110,7 +113,7 @@ std::vector<std::int32_t> distributed_parts(const SliceAdjacency& slice, std::sp
   check(SCOTCH_dgraphInit(&bound.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
   bound.initialised = true;
   check(SCOTCH_contextBindDgraph(context.get(), &graph.graph, &bound.graph), "SCOTCH_contextBindDgraph");
-  Strategy strategy(parts, true);
+  Strategy strategy(parts, ranks);
   std::vector<SCOTCH_Num> part(static_cast<std::size_t>(slice.rows()));
   check(SCOTCH_dgraphPart(&bound.graph, parts, strategy.get(), part.data()), "SCOTCH_dgraphPart");
   return {part.begin(), part.end()};
@@ -122,7 +125,8 @@ std::vector<std::int32_t> scotch_parts(const SliceAdjacency& slice, std::span<co
                                        std::uint64_t seed, int ranks) {
   NJ_EXPECTS(static_cast<std::int64_t>(weights.size()) == slice.rows(), "{} weights for {} vertices", weights.size(),
              slice.rows());
-  return ranks > 1 ? distributed_parts(slice, weights, parts, seed) : whole_graph_parts(slice, weights, parts, seed);
+  return ranks > 1 ? distributed_parts(slice, weights, parts, seed, ranks)
+                   : whole_graph_parts(slice, weights, parts, seed);
 }
 
 }  // namespace nj
