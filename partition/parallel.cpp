@@ -14,6 +14,7 @@
 #include "nj/core/stopwatch.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "scotch.hpp"
+#include "training_balance.hpp"
 
 namespace nj {
 namespace {
@@ -176,6 +177,17 @@ std::vector<std::int32_t> slice_parts(const PartitionOptions& options, const Dat
   return scotch_parts(adjacency, weights, options.parts, options.seed, ranks);
 }
 
+// The part of each entry of the adjacency's neighbours, asked of the ranks that hold them.
+std::vector<std::int32_t> neighbour_parts(const SliceAdjacency& adjacency, const VertexFacts& facts,
+                                          const Slices& slices, Communicator& comm) {
+  const std::vector<gid_t> neighbours = sorted_unique(adjacency.neighbours);
+  const VertexFacts theirs = look_up(neighbours, facts, adjacency.first, slices, comm);
+  std::vector<std::int32_t> parts;
+  parts.reserve(adjacency.neighbours.size());
+  for (const gid_t neighbour : adjacency.neighbours) parts.push_back(theirs.part[index_in(neighbours, neighbour)]);
+  return parts;
+}
+
 // The partition's counts that the slices hold: owned, training and in-edges per part, and the edge cut.
 void count_slice(const DatasetRows& rows, const SliceAdjacency& adjacency, const VertexFacts& facts,
                  const Slices& slices, Communicator& comm, PartitionInfo& info) {
@@ -189,15 +201,13 @@ void count_slice(const DatasetRows& rows, const SliceAdjacency& adjacency, const
     info.train[p] += rows.train_mask[r];
     info.in_edges[p] += facts.in_degree[r];
   }
-  const std::vector<gid_t> neighbours = sorted_unique(adjacency.neighbours);
-  const VertexFacts theirs = look_up(neighbours, facts, rows.first, slices, comm);
+  const std::vector<std::int32_t> neighbour_part = neighbour_parts(adjacency, facts, slices, comm);
   std::vector<std::int64_t> edges{0, 0};  // adjacency entries, and those between parts: twice the edges
   for (std::int64_t r = 0; r < adjacency.rows(); ++r) {
     for (auto e = adjacency.offsets[static_cast<std::size_t>(r)];
          e < adjacency.offsets[static_cast<std::size_t>(r) + 1]; ++e) {
-      const std::size_t i = index_in(neighbours, adjacency.neighbours[static_cast<std::size_t>(e)]);
       ++edges[0];
-      edges[1] += theirs.part[i] != facts.part[static_cast<std::size_t>(r)] ? 1 : 0;
+      edges[1] += neighbour_part[static_cast<std::size_t>(e)] != facts.part[static_cast<std::size_t>(r)] ? 1 : 0;
     }
   }
   for (auto* counts : {&info.owned, &info.train, &info.in_edges, &edges}) comm.all_reduce_sum(*counts);
@@ -419,6 +429,10 @@ AssignedSlice assign_slice(const std::string& path, const PartitionOptions& opti
   const SliceAdjacency adjacency = simple_adjacency(slice.rows, slices, comm);
   log_memory(comm, "the undirected graph");
   slice.facts = facts_of_slice(slice.rows, slice_parts(options, slice.rows, adjacency, comm.size()));
+  if (options.method == PartitionMethod::kScotch && options.parts > 1) {
+    balance_training_vertices(slice.facts.part, slice.rows.train_mask, adjacency,
+                              neighbour_parts(adjacency, slice.facts, slices, comm), options.parts, comm);
+  }
   log_memory(comm, "assigning parts");
   std::vector<double> seconds{seconds_since(start)};
   comm.all_reduce_max(seconds);

@@ -110,8 +110,8 @@ TEST(ParallelPartition, ShardsEqualThoseOfOneProcessForTheSameParts) {
   }
 }
 
-// Scotch: every vertex owned by exactly one part, the counts agree with the shards, and the same seed and ranks give
-// the same parts again.
+// Scotch: every vertex owned by exactly one part, the training vertices as even as METIS makes them, the counts agree
+// with the shards, and the same seed and ranks give the same parts again.
 TEST(ParallelPartition, ScotchOwnsEveryVertexOnceAndRepeatsWithItsSeed) {
   Communicator& comm = test::job();
   const test::TempDir mine;
@@ -129,6 +129,8 @@ TEST(ParallelPartition, ScotchOwnsEveryVertexOnceAndRepeatsWithItsSeed) {
   });
   // Scotch balances the weights within 3 %; a training vertex weighs 2, so the vertices balance a little less.
   EXPECT_LT(manifest.partition.vertex_imbalance(), 1.1);
+  // Scotch's parts, their training vertices then evened out (partition/training_balance.hpp).
+  EXPECT_LE(manifest.partition.train_imbalance(), 1.05);
   std::vector<std::int64_t> owners(601, 0);
   for (int part = 0; part < 4; ++part) {
     for (const gid_t v : owned_by_part[static_cast<std::size_t>(part)]) ++owners[static_cast<std::size_t>(v)];
