@@ -97,8 +97,10 @@ void store_community_order_within(Dataset& dataset, const hdf5::File& file, std:
 Dataset convert_edge_list(const ConvertArgs& args, hdf5::File& file) {
   const ConvertOptions& options = args.options;
   file.create_group("/graph");
+  // Read once: what the machine has available changes as the conversion runs.
+  const std::int64_t sort_bytes = run_bytes(args.memory);
   SortedGraph graph = write_sorted_edge_list(args.input, options.ids, options.graph,
-                                             {.run_bytes = run_bytes(args.memory), .scratch = args.scratch}, file);
+                                             {.run_bytes = sort_bytes, .scratch = args.scratch}, file);
   spdlog::debug("{} edges sorted in {} run{}", graph.num_edges(), graph.runs, graph.runs == 1 ? "" : "s");
   Dataset dataset;
   dataset.name = options.name;
@@ -107,7 +109,7 @@ Dataset convert_edge_list(const ConvertArgs& args, hdf5::File& file) {
   dataset.self_loops = graph.self_loops;
   dataset.vertex_ids = graph.ids.relabelled_ids();  // relabelled: the ids as the input wrote them, to name the rows
   attach_vertex_data(dataset, options.data, graph.ids);
-  if (args.output_options.community_order) store_community_order_within(dataset, file, run_bytes(args.memory));
+  if (args.output_options.community_order) store_community_order_within(dataset, file, sort_bytes);
   write_dataset_vertex_data(file, dataset, dataset.graph.offsets.back(),
                             parse_feature_storage(args.output_options.feature_storage));
   return dataset;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "nj/core/mix64.hpp"
+
 namespace nj {
 namespace {
 
@@ -28,14 +30,6 @@ std::vector<T> rows_of(const std::vector<T>& values, std::span<const vid_t> vert
   return out;
 }
 
-// SplitMix64's finaliser: a bijection of 64-bit words whose every output bit depends on every input bit.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27U)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31U);
-}
-
 }  // namespace
 
 std::uint64_t owned_edges_hash(const LocalGraph& local) {
@@ -44,9 +38,9 @@ std::uint64_t owned_edges_hash(const LocalGraph& local) {
 #pragma omp parallel for reduction(+ : sum) schedule(static)
   for (vid_t v = 0; v < local.num_owned; ++v) {
     // Destination and source hashed in turn, so that an edge and its reverse hash apart.
-    const std::uint64_t destination = mix(static_cast<std::uint64_t>(local.global_id[static_cast<std::size_t>(v)]));
+    const std::uint64_t destination = mix64(static_cast<std::uint64_t>(local.global_id[static_cast<std::size_t>(v)]));
     for (const vid_t s : local.graph.in_neighbors(v)) {
-      sum += mix(destination ^ static_cast<std::uint64_t>(local.global_id[static_cast<std::size_t>(s)]));
+      sum += mix64(destination ^ static_cast<std::uint64_t>(local.global_id[static_cast<std::size_t>(s)]));
     }
   }
   return sum;

@@ -7,6 +7,7 @@
 #include <queue>
 
 #include "nj/core/error.hpp"
+#include "nj/core/mix64.hpp"
 
 namespace nj {
 namespace {
@@ -126,14 +127,6 @@ class Merge {
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap_;
 };
 
-// SplitMix64's finaliser, to hash an edge for the symmetry test.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27U)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31U);
-}
-
 // The merged edges as build_csr keeps them, each destination's sources ascending, written to a scratch file of
 // sources while the offsets are counted. Also adds up a hash of every edge and of its reverse: the graph is symmetric
 // (every edge's reverse there as often) exactly when the multisets agree, which equal sums tell with certainty but
@@ -171,8 +164,8 @@ class CsrWriter {
     self_loop_seen_ = self_loop_seen_ || source == destination;
     buffer_.push_back(source);
     ++offsets_[static_cast<std::size_t>(destination) + 1];
-    forward_hash_ += mix(key_of(source, destination));
-    reverse_hash_ += mix(key_of(destination, source));
+    forward_hash_ += mix64(key_of(source, destination));
+    reverse_hash_ += mix64(key_of(destination, source));
     if (buffer_.size() == kMergeBufferKeys) flush();
   }
   void end_destination() {
