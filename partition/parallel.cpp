@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <numeric>
 
-#include "messages.hpp"
+#include "nj/comm/slice_messages.hpp"
 #include "nj/core/bytes.hpp"
 #include "nj/core/error.hpp"
 #include "nj/core/host_memory.hpp"
@@ -20,33 +20,6 @@ namespace nj {
 namespace {
 
 namespace fs = std::filesystem;
-using partition_messages::Reader;
-using partition_messages::Writer;
-
-// The ranks' slices of the vertices: rank r reads vertices [first(r), first(r + 1)).
-class Slices {
- public:
-  Slices(std::int64_t vertices, int ranks) : vertices_(vertices), ranks_(ranks) {}
-  std::int64_t first(int rank) const { return vertices_ * rank / ranks_; }
-  std::int64_t rows(int rank) const { return first(rank + 1) - first(rank); }
-  int owner(gid_t v) const {
-    auto rank = static_cast<int>(v * ranks_ / vertices_);
-    while (first(rank + 1) <= v) ++rank;
-    return rank;
-  }
-  int ranks() const { return ranks_; }
-
- private:
-  std::int64_t vertices_;
-  int ranks_;
-};
-
-std::vector<std::vector<std::byte>> exchange(std::vector<Writer>& writers, Communicator& comm) {
-  std::vector<std::vector<std::byte>> to_each;
-  to_each.reserve(writers.size());
-  for (Writer& writer : writers) to_each.push_back(writer.take());
-  return comm.all_to_all(std::move(to_each));
-}
 
 // The slice's vertices in the simple undirected graph (symmetrised, without self-loops or repeats): what Scotch
 // partitions and where the edge cut is counted, as simple_undirected_graph is for one process. Each in-edge s -> v

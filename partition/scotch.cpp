@@ -24,9 +24,9 @@ void check(int status, const char* call) { NJ_REQUIRE(status == 0, "{} failed (S
 SCOTCH_Num* in(std::span<const std::int64_t> values) { return const_cast<SCOTCH_Num*>(values.data()); }
 
 // Owns a strategy built for `parts` on `ranks` processes (one: Scotch's sequential strategy), favouring the cut over
-// speed. PT-Scotch's refines each bisection on a band of vertices around the separator that it gathers onto every
-// process: where a graph has no small separator the band holds much of the graph, and so does every rank for a while
-// (docs/performance.md, "Partitioning on many ranks").
+// speed. Its memory is that of its coarser graphs: where edges barely merge as a graph coarsens (random graphs), each
+// level holds nearly as many as the graph itself, and the coarsest is gathered onto every rank (docs/performance.md,
+// "Partitioning on many ranks").
 class Strategy {
  public:
   Strategy(int parts, int ranks) {

@@ -14,7 +14,7 @@
 namespace nj::cli {
 
 void add_convert_command(CLI::App& app);
-void add_generate_command(CLI::App& app);
+void add_generate_command(CLI::App& app, Communicator& comm);
 void add_info_command(CLI::App& app);
 // Training runs on every rank of the job that `comm` spans.
 void add_train_command(CLI::App& app, Communicator& comm);

@@ -93,13 +93,13 @@ void store_community_order_within(Dataset& dataset, const hdf5::File& file, std:
   dataset.graph.sources = {};
 }
 
-// An edge list: its graph sorted on disk and streamed into the file, never held whole.
-Dataset convert_edge_list(const ConvertArgs& args, hdf5::File& file) {
-  const ConvertOptions& options = args.options;
+// An edge list (or an OGB folder's): its graph sorted on disk and streamed into the file, never held whole.
+Dataset convert_edge_list(const ConvertArgs& args, const std::string& edges, const ConvertOptions& options,
+                          hdf5::File& file) {
   file.create_group("/graph");
   // Read once: what the machine has available changes as the conversion runs.
   const std::int64_t sort_bytes = run_bytes(args.memory);
-  SortedGraph graph = write_sorted_edge_list(args.input, options.ids, options.graph,
+  SortedGraph graph = write_sorted_edge_list(edges, options.ids, options.graph,
                                              {.run_bytes = sort_bytes, .scratch = args.scratch}, file);
   spdlog::debug("{} edges sorted in {} run{}", graph.num_edges(), graph.runs, graph.runs == 1 ? "" : "s");
   Dataset dataset;
@@ -116,8 +116,7 @@ Dataset convert_edge_list(const ConvertArgs& args, hdf5::File& file) {
 }
 
 Dataset convert_in_memory(ConvertArgs& args) {
-  Dataset dataset = args.format == "plain" ? read_plain_folder(args.input, args.options)
-                                           : read_ogb(args.input, args.options, args.ogb_split);
+  Dataset dataset = read_plain_folder(args.input, args.options);
   write_dataset_output(dataset, args.output, args.output_options);
   return dataset;
 }
@@ -132,13 +131,15 @@ void run(ConvertArgs& args) {
   const ReadProgress reading(display.callback());
   Dataset dataset;
   std::int64_t edges = 0;
-  if (args.format == "edgelist") {
+  if (args.format == "edgelist" || args.format == "ogb") {
     // Written under a temporary name, so that a conversion that fails half-way leaves no file that looks whole.
     const std::string partial = args.output + ".partial";
     try {
       {
+        const OgbFiles files = args.format == "ogb" ? ogb_files(args.input, args.options, args.ogb_split)
+                                                    : OgbFiles{.edges = args.input, .options = args.options};
         auto file = hdf5::File::create(partial);
-        dataset = convert_edge_list(args, file);
+        dataset = convert_edge_list(args, files.edges, files.options, file);
       }
       std::filesystem::rename(partial, args.output);
     } catch (...) {
@@ -222,13 +223,15 @@ void add_convert_command(CLI::App& app) {
                                ->excludes(args->split_ratio_option)
                                ->excludes(train);
 
-  cmd->add_option("--memory", args->memory,
-                  "edgelist: memory the sort of the edges may take (its runs take half), e.g. 4G (default: half of "
-                  "what the machine has available)")
+  cmd->add_option(
+         "--memory", args->memory,
+         "edgelist, ogb: memory the sort of the edges may take (its runs take half), e.g. 4G (default: half of "
+         "what the machine has available)")
       ->check(byte_size());
-  cmd->add_option("--scratch", args->scratch,
-                  "edgelist: folder for the sorted runs of edges, removed when done (default: the system's temporary "
-                  "folder)");
+  cmd->add_option(
+      "--scratch", args->scratch,
+      "edgelist, ogb: folder for the sorted runs of edges, removed when done (default: the system's temporary "
+      "folder)");
   add_dataset_output_options(*cmd, args->output_options);
   cmd->callback([args] { run(*args); });
 }

@@ -1,4 +1,5 @@
-// nj generate: writes a synthetic dataset (see nj/graph/generate.hpp for the model).
+// nj generate: writes a synthetic dataset (see nj/graph/generate.hpp for the model); under mpirun the ranks write it
+// between them (nj/run/parallel_generate.hpp).
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -6,12 +7,25 @@
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
+#include "nj/core/bytes.hpp"
+#include "nj/core/error.hpp"
+#include "nj/core/host_memory.hpp"
 #include "nj/graph/generate.hpp"
 #include "nj/graph/statistics.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/run/parallel_generate.hpp"
 
 namespace nj::cli {
 namespace {
+
+void log_generated(const GeneratorOptions& options, const GeneratedGraph& graph, const std::string& output,
+                   double seconds) {
+  spdlog::info(
+      "{}: {} vertices, {} edges (symmetric, self-loops removed; {} requested), edge homophily {:.3f}, "
+      "{} features, {} classes, split {}/{}/{} -> {} in {:.1f} s",
+      options.name, graph.vertices, graph.edges, options.edges, graph.edge_homophily, options.features, options.classes,
+      graph.train, graph.val, graph.test, output, seconds);
+}
 
 void run_generate(const GeneratorOptions& options, const std::string& output, const DatasetOutputArguments& written) {
   const auto start = std::chrono::steady_clock::now();
@@ -21,18 +35,44 @@ void run_generate(const GeneratorOptions& options, const std::string& output, co
     dataset = generate_dataset(options, progress.callback());
   }
   write_dataset_output(dataset, output, written);
-  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  spdlog::info(
-      "{}: {} vertices, {} edges (symmetric, self-loops {}; {} requested), edge homophily {:.3f}, "
-      "{} features, {} classes, split {}/{}/{} -> {} in {:.1f} s",
-      dataset.name, dataset.num_vertices(), dataset.graph.num_edges(), to_string(dataset.self_loops), options.edges,
-      edge_homophily(dataset.graph, dataset.labels), dataset.features.cols(), dataset.num_classes,
-      count(dataset.train_mask), count(dataset.val_mask), count(dataset.test_mask), output, elapsed.count());
+  const GeneratedGraph graph{.vertices = dataset.num_vertices(),
+                             .edges = dataset.graph.num_edges(),
+                             .edge_homophily = edge_homophily(dataset.graph, dataset.labels),
+                             .train = count(dataset.train_mask),
+                             .val = count(dataset.val_mask),
+                             .test = count(dataset.test_mask)};
+  log_generated(options, graph, output,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+// The ranks write the file between them: the same file as one process, without the community order, which needs the
+// whole graph in one place, and with the features dense.
+void run_generate_in_parallel(const GeneratorOptions& options, const std::string& output,
+                              const DatasetOutputArguments& written, const CLI::App& command, Communicator& comm) {
+  agree_on_failure(comm, [&] {
+    NJ_USAGE(written.feature_storage != "sparse",
+             "--feature-storage sparse applies to one process; {} ranks write "
+             "the features dense",
+             comm.size());
+    NJ_USAGE(command.count("--community-order") == 0,
+             "--community-order needs the whole graph in one process; "
+             "{} ranks write the file without it",
+             comm.size());
+    validate(options);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const GeneratedGraph graph = generate_in_parallel(options, output, comm);
+  if (comm.rank() == 0) {
+    spdlog::info("{}: no community order stored (one process searches for it when it trains on the file)", output);
+    log_generated(options, graph, output,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  spdlog::info("rank {}: peak resident memory {}", comm.rank(), format_bytes(resident_memory().peak));
 }
 
 }  // namespace
 
-void add_generate_command(CLI::App& app) {
+void add_generate_command(CLI::App& app, Communicator& comm) {
   auto options = std::make_shared<GeneratorOptions>();
   auto output = std::make_shared<std::string>();
   auto* command = app.add_subcommand(
@@ -69,7 +109,13 @@ void add_generate_command(CLI::App& app) {
       ->capture_default_str();
   auto written = std::make_shared<DatasetOutputArguments>();
   add_dataset_output_options(*command, *written);
-  command->callback([options, output, written] { run_generate(*options, *output, *written); });
+  command->callback([options, output, written, command, &comm] {
+    if (comm.size() > 1) {
+      run_generate_in_parallel(*options, *output, *written, *command, comm);
+    } else {
+      run_generate(*options, *output, *written);
+    }
+  });
 }
 
 }  // namespace nj::cli

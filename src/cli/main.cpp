@@ -96,17 +96,17 @@ int run_command_line(int argc, char** argv) {
   app.parse_complete_callback([&] { nj::cli::set_up_logging(log_level, color); });
 
   nj::cli::add_convert_command(app);
-  nj::cli::add_generate_command(app);
+  nj::cli::add_generate_command(app, *comm);
   nj::cli::add_info_command(app);
   nj::cli::add_train_command(app, *comm);
   nj::cli::add_infer_command(app, *comm);
   nj::cli::add_plan_command(app);
   nj::cli::add_partition_command(app, *comm);
-  // Only training, inference and partitioning run as many ranks; under a launcher every other command would run once
-  // per rank, writing the same files.
+  // Only generating, partitioning, training and inference run as many ranks; under a launcher every other command
+  // would run once per rank, writing the same files.
   for (CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
     const std::string name = command->get_name();
-    if (name == "train" || name == "infer" || name == "partition") continue;
+    if (name == "train" || name == "infer" || name == "partition" || name == "generate") continue;
     command->parse_complete_callback([command, &comm] {
       if (comm->size() == 1) return;
       throw nj::JobError(fmt::format("nj {} runs as one process: start it without mpirun or srun", command->get_name()),

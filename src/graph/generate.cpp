@@ -8,6 +8,7 @@
 #include <limits>
 #include <numbers>
 #include <span>
+#include <tuple>
 
 #include "nj/core/error.hpp"
 #include "nj/core/philox.hpp"
@@ -81,13 +82,33 @@ std::vector<double> draw_degree_weights(const Draws& draws, vid_t n, double expo
   return weight;
 }
 
+// Class means with unit expected norm, so that `signal` alone sets how far apart the classes are.
+Matrix draw_class_means(const Draws& draws, const GeneratorOptions& options) {
+  Matrix means(options.classes, options.features);
+  const double scale = options.signal / std::sqrt(static_cast<double>(options.features));
+  for (std::int64_t c = 0; c < means.rows(); ++c) {
+    for (std::int64_t j = 0; j < means.cols(); j += 4) {
+      const auto z =
+          normals(draws.block(Draw::kClassMean, static_cast<std::uint64_t>(c), static_cast<std::uint32_t>(j / 4)));
+      for (std::int64_t k = j; k < std::min(j + 4, means.cols()); ++k) {
+        means(c, k) = static_cast<float>(scale * z[static_cast<std::size_t>(k - j)]);
+      }
+    }
+  }
+  return means;
+}
+
+bool in_closed_unit_interval(double x) { return x >= 0.0 && x <= 1.0; }
+
+}  // namespace
+
 // Draws vertices with probability proportional to their weight, from one class or from all classes but one,
 // in constant time: a class by binary search over the (few) class weights, then a vertex of that class from
 // its alias table (Vose's method), which costs one memory access where a search over all vertices would
 // miss the cache at every step.
-class EndpointSampler {
+class SyntheticModel::Sampler {
  public:
-  EndpointSampler(const std::vector<std::int32_t>& label, const std::vector<double>& weight, std::int32_t classes)
+  Sampler(const std::vector<std::int32_t>& label, const std::vector<double>& weight, std::int32_t classes)
       : class_begin_(static_cast<std::size_t>(classes) + 1, 0),
         class_cumulative_(static_cast<std::size_t>(classes) + 1, 0.0),
         slots_(label.size()) {
@@ -186,82 +207,114 @@ class EndpointSampler {
   std::vector<Slot> slots_;  // grouped by class, in class_begin_ order
 };
 
-// Chung-Lu pairs with communities, one Philox block per endpoint: the source by weight over all vertices;
-// the destination by weight inside the source's class with probability `homophily`, else in another class.
-// The edge list lives only in this function, so its memory is gone before the features are made.
-CsrGraph draw_graph(const Draws& draws, const GeneratorOptions& options, const std::vector<std::int32_t>& label,
-                    const ProgressCallback& progress) {
-  const auto n = static_cast<vid_t>(options.vertices);
-  const EndpointSampler sampler(label, draw_degree_weights(draws, n, options.degree_exponent), options.classes);
-  const std::int64_t pairs = options.edges / 2;
-  std::vector<vid_t> src(static_cast<std::size_t>(pairs));
-  std::vector<vid_t> dst(static_cast<std::size_t>(pairs));
-  ProgressTicks ticks(progress, "edges", pairs);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < pairs; ++i) {
-    if (omp_get_thread_num() == 0) ticks.tick(i * omp_get_num_threads());
-    const auto source = draws.block(Draw::kEdge, static_cast<std::uint64_t>(i), 0);
-    const auto destination = draws.block(Draw::kEdge, static_cast<std::uint64_t>(i), 1);
-    const vid_t s = sampler.in_class(sampler.any_class(source[0]), source[1], source[2]);
-    const std::int32_t c = label[static_cast<std::size_t>(s)];
-    const bool same_class = unit(source[3]) < options.homophily;
-    src[static_cast<std::size_t>(i)] = s;
-    dst[static_cast<std::size_t>(i)] =
-        sampler.in_class(same_class ? c : sampler.other_class(c, destination[0]), destination[1], destination[2]);
-  }
-  ticks.finish();
-  return build_csr(n, src, dst,
-                   {.symmetrize = true, .self_loops = SelfLoops::kRemove, .duplicates = Duplicates::kRemove});
+SyntheticModel::SyntheticModel(const GeneratorOptions& options) : options_(options) {
+  validate(options_);
+  const Draws draws(options_.seed);
+  const auto n = static_cast<vid_t>(options_.vertices);
+  labels_ = draw_classes(draws, n, options_.classes);
+  sampler_ = std::make_unique<const Sampler>(labels_, draw_degree_weights(draws, n, options_.degree_exponent),
+                                             options_.classes);
+  class_means_ = draw_class_means(draws, options_);
 }
 
-// Class means with unit expected norm, so that `signal` alone sets how far apart the classes are.
-Matrix draw_class_means(const Draws& draws, const GeneratorOptions& options) {
-  Matrix means(options.classes, options.features);
-  const double scale = options.signal / std::sqrt(static_cast<double>(options.features));
-  for (std::int64_t c = 0; c < means.rows(); ++c) {
-    for (std::int64_t j = 0; j < means.cols(); j += 4) {
-      const auto z =
-          normals(draws.block(Draw::kClassMean, static_cast<std::uint64_t>(c), static_cast<std::uint32_t>(j / 4)));
-      for (std::int64_t k = j; k < std::min(j + 4, means.cols()); ++k) {
-        means(c, k) = static_cast<float>(scale * z[static_cast<std::size_t>(k - j)]);
-      }
-    }
-  }
-  return means;
+SyntheticModel::~SyntheticModel() = default;
+
+// Chung-Lu pairs with communities, one Philox block per endpoint: the source by weight over all vertices; the
+// destination by weight inside the source's class with probability `homophily`, else in another class.
+std::pair<vid_t, vid_t> SyntheticModel::pair(std::int64_t i) const {
+  const Draws draws(options_.seed);
+  const auto source = draws.block(Draw::kEdge, static_cast<std::uint64_t>(i), 0);
+  const auto destination = draws.block(Draw::kEdge, static_cast<std::uint64_t>(i), 1);
+  const vid_t s = sampler_->in_class(sampler_->any_class(source[0]), source[1], source[2]);
+  const std::int32_t c = labels_[static_cast<std::size_t>(s)];
+  const bool same_class = unit(source[3]) < options_.homophily;
+  return {
+      s, sampler_->in_class(same_class ? c : sampler_->other_class(c, destination[0]), destination[1], destination[2])};
 }
 
-Matrix draw_features(const Draws& draws, const GeneratorOptions& options, const std::vector<std::int32_t>& label,
-                     const ProgressCallback& progress) {
-  const Matrix means = draw_class_means(draws, options);
-  Matrix features(options.vertices, options.features);
-  const std::int64_t width = options.features;
-  ProgressTicks ticks(progress, "features", features.rows());
+Matrix SyntheticModel::features(std::int64_t first, std::int64_t rows) const {
+  const Draws draws(options_.seed);
+  Matrix features(rows, options_.features);
+  const std::int64_t width = options_.features;
 #pragma omp parallel for schedule(static)
-  for (std::int64_t v = 0; v < features.rows(); ++v) {
-    if (omp_get_thread_num() == 0) ticks.tick(v * omp_get_num_threads());
-    float* row = features.row(v);
-    const float* mean = means.row(label[static_cast<std::size_t>(v)]);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t v = first + r;
+    float* row = features.row(r);
+    const float* mean = class_means_.row(labels_[static_cast<std::size_t>(v)]);
     for (std::int64_t j = 0; j < width; j += 4) {
       const auto z =
           normals(draws.block(Draw::kNoise, static_cast<std::uint64_t>(v), static_cast<std::uint32_t>(j / 4)));
       for (std::int64_t k = j; k < std::min(j + 4, width); ++k) row[k] = mean[k] + z[static_cast<std::size_t>(k - j)];
     }
   }
-  ticks.finish();
   return features;
 }
 
-// Splits of exact sizes: vertices ordered by a random key (ties impossible, the id is in the low bits).
-void draw_splits(const Draws& draws, const GeneratorOptions& options, Dataset& dataset) {
-  const auto n = static_cast<std::size_t>(options.vertices);
+// The vertex id in the low bits makes keys distinct.
+std::uint64_t SyntheticModel::split_key(std::int64_t v) const {
+  const Draws draws(options_.seed);
+  return (static_cast<std::uint64_t>(draws.block(Draw::kSplit, static_cast<std::uint64_t>(v))[0]) << 32U) |
+         static_cast<std::uint64_t>(v);
+}
+
+std::int64_t SyntheticModel::train_size() const {
+  return std::max<std::int64_t>(1, std::llround(options_.train_fraction * static_cast<double>(options_.vertices)));
+}
+
+std::int64_t SyntheticModel::val_size() const {
+  return std::min(
+      options_.vertices - train_size(),
+      static_cast<std::int64_t>(std::llround(options_.val_fraction * static_cast<double>(options_.vertices))));
+}
+
+void validate(const GeneratorOptions& options) {
+  NJ_USAGE(options.classes >= 2, "--classes must be at least 2, got {}", options.classes);
+  NJ_USAGE(options.vertices >= options.classes && options.vertices <= std::numeric_limits<vid_t>::max(),
+           "--vertices must be at least --classes ({}) and at most {}, got {}", options.classes,
+           std::numeric_limits<vid_t>::max(), options.vertices);
+  NJ_USAGE(options.edges >= 0 && options.edges <= options.vertices * (options.vertices - 1),
+           "--edges must be in [0, vertices * (vertices - 1) = {}], got {}", options.vertices * (options.vertices - 1),
+           options.edges);
+  NJ_USAGE(options.features >= 1, "--features must be at least 1, got {}", options.features);
+  NJ_USAGE(in_closed_unit_interval(options.homophily), "--homophily must be in [0, 1], got {}", options.homophily);
+  NJ_USAGE(std::isfinite(options.signal) && options.signal >= 0.0, "--signal must be finite and non-negative, got {}",
+           options.signal);
+  NJ_USAGE(std::isfinite(options.degree_exponent) && options.degree_exponent > 1.0,
+           "--degree-exponent must be finite and greater than 1, got {}", options.degree_exponent);
+  NJ_USAGE(options.train_fraction > 0.0 && options.train_fraction <= 1.0, "--train-fraction must be in (0, 1], got {}",
+           options.train_fraction);
+  NJ_USAGE(in_closed_unit_interval(options.val_fraction), "--val-fraction must be in [0, 1], got {}",
+           options.val_fraction);
+  NJ_USAGE(options.train_fraction + options.val_fraction <= 1.0,
+           "--train-fraction + --val-fraction must be at most 1, got {} + {}", options.train_fraction,
+           options.val_fraction);
+}
+
+namespace {
+
+CsrGraph draw_graph(const SyntheticModel& model, const ProgressCallback& progress) {
+  const std::int64_t pairs = model.pairs();
+  std::vector<vid_t> src(static_cast<std::size_t>(pairs));
+  std::vector<vid_t> dst(static_cast<std::size_t>(pairs));
+  ProgressTicks ticks(progress, "edges", pairs);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < pairs; ++i) {
+    if (omp_get_thread_num() == 0) ticks.tick(i * omp_get_num_threads());
+    std::tie(src[static_cast<std::size_t>(i)], dst[static_cast<std::size_t>(i)]) = model.pair(i);
+  }
+  ticks.finish();
+  return build_csr(static_cast<vid_t>(model.options().vertices), src, dst,
+                   {.symmetrize = true, .self_loops = SelfLoops::kRemove, .duplicates = Duplicates::kRemove});
+}
+
+void draw_splits(const SyntheticModel& model, Dataset& dataset) {
+  const auto n = static_cast<std::size_t>(model.options().vertices);
   std::vector<std::uint64_t> key(n);
 #pragma omp parallel for schedule(static)
-  for (std::size_t v = 0; v < n; ++v) key[v] = (static_cast<std::uint64_t>(draws.block(Draw::kSplit, v)[0]) << 32U) | v;
+  for (std::size_t v = 0; v < n; ++v) key[v] = model.split_key(static_cast<std::int64_t>(v));
   std::sort(key.begin(), key.end());
-  const auto train =
-      std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(options.train_fraction * static_cast<double>(n))));
-  const auto val =
-      std::min(n - train, static_cast<std::size_t>(std::llround(options.val_fraction * static_cast<double>(n))));
+  const auto train = static_cast<std::size_t>(model.train_size());
+  const auto val = static_cast<std::size_t>(model.val_size());
   dataset.train_mask.assign(n, 0);
   dataset.val_mask.assign(n, 0);
   dataset.test_mask.assign(n, 0);
@@ -271,45 +324,34 @@ void draw_splits(const Draws& draws, const GeneratorOptions& options, Dataset& d
   }
 }
 
-bool in_closed_unit_interval(double x) { return x >= 0.0 && x <= 1.0; }
+// Every vertex's features, a block of rows at a time, so that progress is heard as they are drawn.
+Matrix draw_features(const SyntheticModel& model, const ProgressCallback& progress) {
+  constexpr std::int64_t kRowsPerBlock = 4096;
+  const std::int64_t n = model.options().vertices;
+  Matrix features(n, model.options().features);
+  ProgressTicks ticks(progress, "features", n);
+  for (std::int64_t first = 0; first < n; first += kRowsPerBlock) {
+    const Matrix block = model.features(first, std::min(kRowsPerBlock, n - first));
+    std::copy(block.span().begin(), block.span().end(), features.row(first));
+    ticks.tick(first + block.rows());
+  }
+  ticks.finish();
+  return features;
+}
 
 }  // namespace
 
-void validate(const GeneratorOptions& options) {
-  NJ_REQUIRE(options.classes >= 2, "--classes must be at least 2, got {}", options.classes);
-  NJ_REQUIRE(options.vertices >= options.classes && options.vertices <= std::numeric_limits<vid_t>::max(),
-             "--vertices must be at least --classes ({}) and at most {}, got {}", options.classes,
-             std::numeric_limits<vid_t>::max(), options.vertices);
-  NJ_REQUIRE(options.edges >= 0 && options.edges <= options.vertices * (options.vertices - 1),
-             "--edges must be in [0, vertices * (vertices - 1) = {}], got {}",
-             options.vertices * (options.vertices - 1), options.edges);
-  NJ_REQUIRE(options.features >= 1, "--features must be at least 1, got {}", options.features);
-  NJ_REQUIRE(in_closed_unit_interval(options.homophily), "--homophily must be in [0, 1], got {}", options.homophily);
-  NJ_REQUIRE(std::isfinite(options.signal) && options.signal >= 0.0, "--signal must be finite and non-negative, got {}",
-             options.signal);
-  NJ_REQUIRE(std::isfinite(options.degree_exponent) && options.degree_exponent > 1.0,
-             "--degree-exponent must be finite and greater than 1, got {}", options.degree_exponent);
-  NJ_REQUIRE(options.train_fraction > 0.0 && options.train_fraction <= 1.0,
-             "--train-fraction must be in (0, 1], got {}", options.train_fraction);
-  NJ_REQUIRE(in_closed_unit_interval(options.val_fraction), "--val-fraction must be in [0, 1], got {}",
-             options.val_fraction);
-  NJ_REQUIRE(options.train_fraction + options.val_fraction <= 1.0,
-             "--train-fraction + --val-fraction must be at most 1, got {} + {}", options.train_fraction,
-             options.val_fraction);
-}
-
 Dataset generate_dataset(const GeneratorOptions& options, const ProgressCallback& progress) {
-  validate(options);
-  const Draws draws(options.seed);
+  const SyntheticModel model(options);
   Dataset dataset;
   dataset.name = options.name;
   dataset.num_classes = options.classes;
-  dataset.labels = draw_classes(draws, static_cast<vid_t>(options.vertices), options.classes);
-  dataset.graph = draw_graph(draws, options, dataset.labels, progress);
+  dataset.labels = model.labels();
+  dataset.graph = draw_graph(model, progress);
   dataset.symmetrized = true;
   dataset.self_loops = SelfLoopPolicy::kRemoved;
-  dataset.features = draw_features(draws, options, dataset.labels, progress);
-  draw_splits(draws, options, dataset);
+  dataset.features = draw_features(model, progress);
+  draw_splits(model, dataset);
   return dataset;
 }
 

@@ -14,6 +14,19 @@ namespace nj {
 namespace {
 
 constexpr hsize_t kFeatureRowsPerChunk = 4096;
+// Where write_features puts dense features.
+constexpr const char* kDenseFeatures = "/features";
+
+// The root attributes every dataset file has.
+void set_root_attributes(hdf5::File& file, const DatasetHeader& header) {
+  file.set_attribute("format_version", kDatasetFormatVersion);
+  file.set_attribute("name", header.name);
+  file.set_attribute("num_classes", static_cast<std::int64_t>(header.num_classes));
+  file.set_attribute("num_vertices", header.num_vertices);
+  file.set_attribute("num_edges", header.num_edges);
+  file.set_attribute("symmetrized", static_cast<std::int64_t>(header.symmetrized ? 1 : 0));
+  file.set_attribute("self_loops", std::string(to_string(header.self_loops)));
+}
 
 void write_checked_vertex_data(hdf5::File& file, const Dataset& dataset, std::int64_t num_edges,
                                FeatureStorage features) {
@@ -30,13 +43,12 @@ void write_checked_vertex_data(hdf5::File& file, const Dataset& dataset, std::in
   file.write<std::uint8_t>("/masks/train", dataset.train_mask, {n});
   file.write<std::uint8_t>("/masks/val", dataset.val_mask, {n});
   file.write<std::uint8_t>("/masks/test", dataset.test_mask, {n});
-  file.set_attribute("format_version", kDatasetFormatVersion);
-  file.set_attribute("name", dataset.name);
-  file.set_attribute("num_classes", static_cast<std::int64_t>(dataset.num_classes));
-  file.set_attribute("num_vertices", static_cast<std::int64_t>(n));
-  file.set_attribute("num_edges", num_edges);
-  file.set_attribute("symmetrized", static_cast<std::int64_t>(dataset.symmetrized ? 1 : 0));
-  file.set_attribute("self_loops", std::string(to_string(dataset.self_loops)));
+  set_root_attributes(file, {.name = dataset.name,
+                             .num_vertices = static_cast<std::int64_t>(n),
+                             .num_edges = num_edges,
+                             .num_classes = dataset.num_classes,
+                             .symmetrized = dataset.symmetrized,
+                             .self_loops = dataset.self_loops});
 }
 
 }  // namespace
@@ -230,6 +242,33 @@ Matrix read_dataset_feature_rows(const std::string& path, std::int64_t first, st
   std::iota(vertices.begin(), vertices.end(), first);
   require_finite_features(features, path, vertices);
   return features;
+}
+
+void create_dataset_file(hdf5::File& file, const DatasetHeader& header) {
+  const auto n = static_cast<hsize_t>(header.num_vertices);
+  file.create_group("/graph");
+  file.create<eid_t>("/graph/indptr", {n + 1}, 1U << 20U);
+  file.create<vid_t>("/graph/indices", {static_cast<hsize_t>(header.num_edges)}, 1U << 20U);
+  file.create<float>(kDenseFeatures, {n, static_cast<hsize_t>(header.feature_width)}, kFeatureRowsPerChunk);
+  file.create<std::int32_t>("/labels", {n});
+  file.create_group("/masks");
+  for (const char* mask : {"/masks/train", "/masks/val", "/masks/test"}) file.create<std::uint8_t>(mask, {n});
+  set_root_attributes(file, header);
+}
+
+void write_dataset_rows(hdf5::File& file, const DatasetRows& rows, std::int64_t first_edge, const Matrix& features) {
+  NJ_EXPECTS(features.rows() == rows.rows(), "{} feature rows for {} vertices", features.rows(), rows.rows());
+  std::vector<eid_t> offsets(rows.offsets.size());
+  for (std::size_t r = 0; r < offsets.size(); ++r) offsets[r] = first_edge + rows.offsets[r];
+  file.write_rows<eid_t>("/graph/indptr", rows.first, offsets);
+  // Sources fit the file's 32-bit /graph/indices: a dataset has at most 2^31 - 1 vertices (vid_t).
+  const std::vector<vid_t> sources(rows.sources.begin(), rows.sources.end());
+  file.write_rows<vid_t>("/graph/indices", first_edge, sources);
+  file.write_rows<float>(kDenseFeatures, rows.first, features.span());
+  file.write_rows<std::int32_t>("/labels", rows.first, rows.labels);
+  file.write_rows<std::uint8_t>("/masks/train", rows.first, rows.train_mask);
+  file.write_rows<std::uint8_t>("/masks/val", rows.first, rows.val_mask);
+  file.write_rows<std::uint8_t>("/masks/test", rows.first, rows.test_mask);
 }
 
 }  // namespace nj

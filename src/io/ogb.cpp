@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <utility>
 
 #include "nj/core/error.hpp"
 #include "nj/io/edge_list.hpp"
@@ -48,7 +49,7 @@ fs::path split_folder(const fs::path& split_root, const std::string& scheme) {
 
 }  // namespace
 
-Dataset read_ogb(const std::string& folder, ConvertOptions options, const std::string& split_scheme) {
+OgbFiles ogb_files(const std::string& folder, ConvertOptions options, const std::string& split_scheme) {
   const fs::path dir(folder);
   const auto raw = dir / "raw";
   NJ_REQUIRE(fs::is_directory(raw), "{}: no raw/ folder (expected an OGB node-property-prediction dataset)", folder);
@@ -68,7 +69,12 @@ Dataset read_ogb(const std::string& folder, ConvertOptions options, const std::s
     data.val = required_csv_file(split, "valid");
     data.test = required_csv_file(split, "test");
   }
-  return build_dataset(read_edge_list(required_csv_file(raw, "edge"), options.ids), options);
+  return {.edges = required_csv_file(raw, "edge"), .options = std::move(options)};
+}
+
+Dataset read_ogb(const std::string& folder, ConvertOptions options, const std::string& split_scheme) {
+  const OgbFiles files = ogb_files(folder, std::move(options), split_scheme);
+  return build_dataset(read_edge_list(files.edges, files.options.ids), files.options);
 }
 
 }  // namespace nj

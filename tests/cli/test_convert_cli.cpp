@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -146,6 +147,14 @@ TEST(ConvertCli, OgbFolderRoundTrip) {
   EXPECT_EQ(undirected.graph.sources, (std::vector<vid_t>{1, 2, 0, 2, 0, 1, 4, 3}));
   EXPECT_TRUE(undirected.symmetrized);
   EXPECT_EQ(undirected.self_loops, SelfLoopPolicy::kRemoved);
+
+  // Its edges sorted on disk in runs of two (16 bytes of the 32 --memory gives): the same dataset.
+  const auto output = dir.file("sorted.h5");
+  const auto sorted = test::run_nj("--log-level debug convert --format ogb " + shell_quote(folder) +
+                                   " --undirected --self-loops remove --memory 32 --output " + shell_quote(output));
+  ASSERT_EQ(sorted.exit_code, 0) << sorted.output;
+  EXPECT_TRUE(std::regex_search(sorted.output, std::regex(R"(edges sorted in [2-9] runs)"))) << sorted.output;
+  test::expect_same_dataset(read_dataset(output), undirected);
 }
 
 TEST(ConvertCli, OgbSplitSchemeMustBeChosenAmongSeveral) {

@@ -192,10 +192,13 @@ TEST_F(MultiRankCli, ShardsOfDifferentPartitionsAreAnError) {
   EXPECT_NE(test::the_error_line(result).find("different partitions"), std::string::npos) << result.output;
 }
 
-TEST_F(MultiRankCli, OnlyTrainingInferenceAndPartitioningRunAsSeveralRanks) {
+TEST_F(MultiRankCli, OnlyGeneratingPartitioningTrainingAndInferenceRunAsSeveralRanks) {
+  const auto edges = dir_.file("edges.txt");
+  std::ofstream(edges) << "0 1\n1 2\n";
   const auto written = dir_.file("written.h5");
-  const auto result = test::run_nj_ranks(2, "generate --vertices 100 --edges 400 -o " + shell_quote(written));
-  EXPECT_NE(test::the_error_line(result).find("nj generate runs as one process"), std::string::npos) << result.output;
+  const auto result =
+      test::run_nj_ranks(2, "convert --format edgelist " + shell_quote(edges) + " -o " + shell_quote(written));
+  EXPECT_NE(test::the_error_line(result).find("nj convert runs as one process"), std::string::npos) << result.output;
   EXPECT_FALSE(std::filesystem::exists(written)) << "a rank wrote the dataset";
 }
 

@@ -1,6 +1,6 @@
-// nj partition under mpirun as a user runs it: ranks that each read a slice of the dataset file partition it with
-// PT-Scotch and write the shards, which the reader accepts and on which as many ranks train the function one process
-// trains.
+// nj generate and nj partition under mpirun as a user runs them: ranks write a generated dataset between them, ranks
+// that each read a slice of it partition it with PT-Scotch and write the shards, which the reader accepts and on which
+// as many ranks train the function one process trains.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,9 +35,12 @@ TEST(MultiRankPartitionCli, FourRanksPartitionWithScotchAndTrainAsOneProcess) {
   test::TempDir dir;
   const auto dataset = dir.file("graph.h5");
   const auto parts = dir.file("parts");
-  const auto generated = test::run_nj("generate --vertices 3000 --edges 30000 --features 16 --classes 4 --seed 4 -o " +
-                                      shell_quote(dataset));
+  const auto generated = test::run_nj_ranks(
+      4, "generate --vertices 3000 --edges 30000 --features 16 --classes 4 --seed 4 -o " + shell_quote(dataset));
   ASSERT_EQ(generated.exit_code, 0) << generated.output;
+  EXPECT_EQ(
+      read_dataset(dataset).graph.num_edges(),
+      generate_dataset({.vertices = 3000, .edges = 30000, .features = 16, .classes = 4, .seed = 4}).graph.num_edges());
   // --method auto: PT-Scotch, since the job has several ranks.
   const auto partitioned =
       test::run_nj_ranks(4, "partition " + shell_quote(dataset) + " --parts 4 -o " + shell_quote(parts));
@@ -84,6 +87,22 @@ TEST(MultiRankPartitionCli, AMethodThatNeedsTheWholeGraphIsAUsageErrorOnSeveralR
     EXPECT_NE(test::the_error_line(result).find("--method " + method + " runs in one process"), std::string::npos)
         << result.output;
     EXPECT_FALSE(std::filesystem::exists(dir.file("p"))) << "a rank wrote shards";
+  }
+}
+
+TEST(MultiRankPartitionCli, WhatNeedsTheWholeGraphInOneProcessIsAUsageErrorOfGenerateOnSeveralRanks) {
+  NJ_SKIP_WITHOUT_MPIRUN();
+  test::TempDir dir;
+  const auto dataset = dir.file("graph.h5");
+  for (const auto& [option, error] : {std::pair{"--feature-storage sparse", "--feature-storage sparse applies to one"},
+                                      std::pair{"--community-order", "--community-order needs the whole graph"},
+                                      std::pair{"--homophily 2", "--homophily must be in [0, 1]"}}) {
+    const auto result =
+        test::run_nj_ranks(2, "generate --vertices 300 --edges 2000 " + std::string(option) + " -o " + dataset);
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(test::the_error_line(result).find(error), std::string::npos) << result.output;
+    EXPECT_FALSE(std::filesystem::exists(dataset)) << option;
+    EXPECT_FALSE(std::filesystem::exists(dataset + ".partial")) << option;
   }
 }
 

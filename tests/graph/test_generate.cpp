@@ -177,7 +177,7 @@ TEST(Generate, RejectsBadOptions) {
     try {
       generate_dataset(options);
       ADD_FAILURE() << "accepted a bad " << flag;
-    } catch (const InputError& e) {
+    } catch (const UsageError& e) {
       EXPECT_EQ(std::string(e.what()).rfind(flag, 0), 0U) << e.what();
     }
   }

@@ -1,9 +1,15 @@
 #pragma once
+#include <string>
+
 #include "nj/comm/communicator.hpp"
+#include "support/test_support.hpp"
 
 namespace nj::test {
 
 // The communicator of the job this test binary runs in: every rank of mpirun, or one process.
 Communicator& job();
+
+// A folder every rank of the job names alike: rank 0's `mine`, its path broadcast.
+std::string shared_folder(Communicator& comm, const TempDir& mine);
 
 }  // namespace nj::test

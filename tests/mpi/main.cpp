@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <span>
+#include <string>
 
 #include "mpi/job.hpp"
 
@@ -12,6 +14,15 @@ Communicator* job_communicator = nullptr;
 }  // namespace
 
 Communicator& job() { return *job_communicator; }
+
+std::string shared_folder(Communicator& comm, const TempDir& mine) {
+  std::string path = mine.path().string();
+  auto length = static_cast<std::int64_t>(path.size());
+  comm.broadcast(std::as_writable_bytes(std::span(&length, 1)), 0);
+  path.resize(static_cast<std::size_t>(length));
+  comm.broadcast(std::as_writable_bytes(std::span(path)), 0);
+  return path;
+}
 
 }  // namespace nj::test
 

@@ -32,16 +32,6 @@ TEST(AllToAll, EveryRankReceivesWhatEachRankSentIt) {
   for (int q = 0; q < comm.size(); ++q) EXPECT_EQ(from_each[static_cast<std::size_t>(q)], message(q, comm.rank())) << q;
 }
 
-// A folder every rank of the job names alike: rank 0's temporary folder, its path broadcast.
-std::string shared_folder(Communicator& comm, const test::TempDir& mine) {
-  std::string path = mine.path().string();
-  auto length = static_cast<std::int64_t>(path.size());
-  comm.broadcast(std::as_writable_bytes(std::span(&length, 1)), 0);
-  path.resize(static_cast<std::size_t>(length));
-  comm.broadcast(std::as_writable_bytes(std::span(path)), 0);
-  return path;
-}
-
 // A directed generated graph with self-loops on some vertices and a few repeated edges, so that the simple undirected
 // graph (the cut's) differs from the stored one, and in-degrees and self-loops must travel with the rows.
 Dataset directed_dataset() {
@@ -80,7 +70,7 @@ Dataset directed_dataset() {
 TEST(ParallelPartition, ShardsEqualThoseOfOneProcessForTheSameParts) {
   Communicator& comm = test::job();
   const test::TempDir mine;
-  const std::string folder = shared_folder(comm, mine);
+  const std::string folder = test::shared_folder(comm, mine);
   const Dataset dataset = directed_dataset();
   for (const FeatureStorage storage : {FeatureStorage::kDense, FeatureStorage::kSparse}) {
     const std::string path = folder + "/directed.h5";
@@ -115,7 +105,7 @@ TEST(ParallelPartition, ShardsEqualThoseOfOneProcessForTheSameParts) {
 TEST(ParallelPartition, ScotchOwnsEveryVertexOnceAndRepeatsWithItsSeed) {
   Communicator& comm = test::job();
   const test::TempDir mine;
-  const std::string folder = shared_folder(comm, mine);
+  const std::string folder = test::shared_folder(comm, mine);
   const std::string path = folder + "/directed.h5";
   if (comm.rank() == 0) write_dataset(path, directed_dataset());
   std::vector<std::int64_t> written{0};

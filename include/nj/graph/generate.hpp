@@ -5,7 +5,10 @@
 // is a Philox draw addressed by what it is for, so the result depends only on the options, never on the
 // number of threads.
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "nj/core/progress.hpp"
 #include "nj/graph/dataset.hpp"
@@ -32,8 +35,41 @@ struct GeneratorOptions {
   double val_fraction = 0.1;  // the rest is the test split
 };
 
-// Throws nj::InputError naming the offending flag of `nj generate`.
+// Throws nj::UsageError naming the offending flag of `nj generate`.
 void validate(const GeneratorOptions& options);
+
+// The model's draws, each addressed by what it is for: what one process builds the whole dataset from, and what each
+// rank of several builds its slice from (nj/run/parallel_generate.hpp), so that both write the same file. It holds
+// every vertex's class and its slot in the sampling tables (16 bytes a vertex), never the edges.
+class SyntheticModel {
+ public:
+  // Validates the options; draws every vertex's class and expected degree.
+  explicit SyntheticModel(const GeneratorOptions& options);
+  ~SyntheticModel();
+  SyntheticModel(const SyntheticModel&) = delete;
+  SyntheticModel& operator=(const SyntheticModel&) = delete;
+
+  const GeneratorOptions& options() const { return options_; }
+  const std::vector<std::int32_t>& labels() const { return labels_; }
+  // Pairs drawn: each is an edge the graph holds both ways, unless it is a self-loop or repeats another.
+  std::int64_t pairs() const { return options_.edges / 2; }
+  // Pair i's endpoints (source, destination).
+  std::pair<vid_t, vid_t> pair(std::int64_t i) const;
+  // Feature rows [first, first + rows).
+  Matrix features(std::int64_t first, std::int64_t rows) const;
+  // Vertex v's place in the random order that deals out the splits: the train split is the vertices with the
+  // train_size() smallest keys, the validation split the val_size() next. Keys are distinct.
+  std::uint64_t split_key(std::int64_t v) const;
+  std::int64_t train_size() const;
+  std::int64_t val_size() const;
+
+ private:
+  class Sampler;
+  GeneratorOptions options_;
+  std::vector<std::int32_t> labels_;
+  std::unique_ptr<const Sampler> sampler_;
+  Matrix class_means_;
+};
 
 // Validates the options and builds the dataset: symmetrized, without self-loops or duplicate edges, every
 // vertex labelled, splits of exactly round(fraction * vertices) vertices (at least one in train).

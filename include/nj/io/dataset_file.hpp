@@ -63,4 +63,11 @@ DatasetRows read_dataset_rows(const std::string& path, std::int64_t first, std::
 // let the graph go.
 Matrix read_dataset_feature_rows(const std::string& path, std::int64_t first, std::int64_t rows);
 
+// A dataset file written by slices of rows, as ranks that each hold one write it in turn. create_dataset_file makes
+// every array at its full size, the features dense, with the root attributes; write_dataset_rows then fills vertices
+// [rows.first, rows.first + rows.rows()), their in-edges from edge `first_edge` on, and the /graph/indptr entry that
+// ends the slice. Every vertex must be written once for the file to be whole.
+void create_dataset_file(hdf5::File& file, const DatasetHeader& header);
+void write_dataset_rows(hdf5::File& file, const DatasetRows& rows, std::int64_t first_edge, const Matrix& features);
+
 }  // namespace nj

@@ -1,6 +1,7 @@
 #pragma once
-// Typed arrays packed into the byte messages of Communicator::all_to_all, and read back in the order they were packed:
-// each array is its length and then its values.
+// What ranks that each hold a slice of the vertices send one another: typed arrays packed into the byte messages of
+// Communicator::all_to_all and read back in the order they were packed (each array is its length and then its values),
+// and the slices themselves.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -8,10 +9,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "nj/comm/communicator.hpp"
 #include "nj/core/error.hpp"
+#include "nj/core/types.hpp"
 
-namespace nj::partition_messages {
+namespace nj {
 
+// Packs arrays into one message.
 class Writer {
  public:
   template <typename T>
@@ -60,4 +64,30 @@ class Reader {
   std::size_t at_ = 0;
 };
 
-}  // namespace nj::partition_messages
+// One message to each rank, written by writers[rank], exchanged.
+inline std::vector<std::vector<std::byte>> exchange(std::vector<Writer>& writers, Communicator& comm) {
+  std::vector<std::vector<std::byte>> to_each;
+  to_each.reserve(writers.size());
+  for (Writer& writer : writers) to_each.push_back(writer.take());
+  return comm.all_to_all(std::move(to_each));
+}
+
+// The ranks' slices of the vertices: rank r holds vertices [first(r), first(r + 1)), as even as whole rows allow.
+class Slices {
+ public:
+  Slices(std::int64_t vertices, int ranks) : vertices_(vertices), ranks_(ranks) {}
+  std::int64_t first(int rank) const { return vertices_ * rank / ranks_; }
+  std::int64_t rows(int rank) const { return first(rank + 1) - first(rank); }
+  int owner(gid_t v) const {
+    auto rank = static_cast<int>(v * ranks_ / vertices_);
+    while (first(rank + 1) <= v) ++rank;
+    return rank;
+  }
+  int ranks() const { return ranks_; }
+
+ private:
+  std::int64_t vertices_;
+  int ranks_;
+};
+
+}  // namespace nj
