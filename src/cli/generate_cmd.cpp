@@ -43,6 +43,7 @@ void run_generate(const GeneratorOptions& options, const std::string& output, co
                              .test = count(dataset.test_mask)};
   log_generated(options, graph, output,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  spdlog::info("peak resident memory {}", format_bytes(resident_memory().peak));
 }
 
 // The ranks write the file between them: the same file as one process, without the community order, which needs the

@@ -8,7 +8,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
+#include "nj/core/bytes.hpp"
 #include "nj/core/error.hpp"
+#include "nj/core/host_memory.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/shard_file.hpp"
 #include "nj/partition/parallel.hpp"
@@ -87,6 +89,7 @@ void run_partition(PartitionArgs& args, Communicator& comm) {
     }
   } else {
     partition_in_one_process(args);
+    spdlog::info("peak resident memory {}", format_bytes(resident_memory().peak));
   }
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   if (comm.rank() == 0) {

@@ -387,6 +387,8 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
 
   const TrainSummary summary = train_epochs(args, comm, rank);
   log_resident_memory("trained");
+  spdlog::info("{}peak resident memory {}", comm.size() > 1 ? fmt::format("rank {}: ", comm.rank()) : "",
+               format_bytes(resident_memory().peak));
   // Host memory each rank took for its data and training, above what it held before loading.
   const OverRanks host_bytes = over_ranks(comm, {static_cast<double>(resident_memory().peak - baseline_rss)}).front();
   auto record = to_json(summary);

@@ -148,7 +148,10 @@ GeneratedGraph generate_in_parallel(const GeneratorOptions& options, const std::
   const SyntheticModel model(options);
   const Slices slices(options.vertices, comm.size());
   const DatasetRows rows = slice_rows(model, slices, comm);
-  const auto [first_edge, edges] = edge_range(rows, comm);
+  // Named, not bound: lambdas below capture them.
+  const std::pair<std::int64_t, std::int64_t> range = edge_range(rows, comm);
+  const std::int64_t first_edge = range.first;
+  const std::int64_t edges = range.second;
   const Matrix features = model.features(rows.first, rows.rows());
   const std::string partial = path + ".partial";
   // One rank at a time opens the file, so that HDF5 needs no parallel driver; each turn ends in an agreement, so that
