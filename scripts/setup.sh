@@ -27,6 +27,7 @@ if [[ $scope == all ]]; then
     slurm-wlm munge
     clang libclang-rt-14-dev # scripts/fuzz.sh: libFuzzer and the sanitizer runtimes
     libomp-dev # the tsan preset (scripts/test-sanitizers.sh): LLVM's OpenMP runtime and Archer, which TSan understands
+    time # MemoryLogsCli and the benchmarks: GNU time's maxrss of a finished process
   )
 fi
 # Extra packages for optional tasks, e.g. NJ_SETUP_EXTRA="python3-torch" for the PyTorch baseline benchmark.

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 
 #include "cli/commands.hpp"
@@ -46,8 +47,8 @@ void run_generate(const GeneratorOptions& options, const std::string& output, co
   spdlog::info("peak resident memory {}", format_bytes(resident_memory().peak));
 }
 
-// The ranks write the file between them: the same file as one process, without the community order, which needs the
-// whole graph in one place, and with the features dense.
+// The ranks write the file between them: the dataset one process writes, without the community order, which needs
+// the whole graph in one place, and with the features dense.
 void run_generate_in_parallel(const GeneratorOptions& options, const std::string& output,
                               const DatasetOutputArguments& written, const CLI::App& command, Communicator& comm) {
   agree_on_failure(comm, [&] {
@@ -55,10 +56,10 @@ void run_generate_in_parallel(const GeneratorOptions& options, const std::string
              "--feature-storage sparse applies to one process; {} ranks write "
              "the features dense",
              comm.size());
-    NJ_USAGE(command.count("--community-order") == 0,
-             "--community-order needs the whole graph in one process; "
-             "{} ranks write the file without it",
-             comm.size());
+    NJ_USAGE(command.count("--community-order") == 0 || !written.community_order,
+             "--community-order needs the whole graph in one process; {} ranks write the file without it", comm.size());
+    const auto folder = std::filesystem::absolute(output).parent_path();
+    NJ_REQUIRE(std::filesystem::is_directory(folder), "{}: the folder {} does not exist", output, folder.string());
     validate(options);
   });
   const auto start = std::chrono::steady_clock::now();

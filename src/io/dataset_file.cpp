@@ -14,8 +14,6 @@ namespace nj {
 namespace {
 
 constexpr hsize_t kFeatureRowsPerChunk = 4096;
-// Where write_features puts dense features.
-constexpr const char* kDenseFeatures = "/features";
 
 // The root attributes every dataset file has.
 void set_root_attributes(hdf5::File& file, const DatasetHeader& header) {
@@ -249,7 +247,7 @@ void create_dataset_file(hdf5::File& file, const DatasetHeader& header) {
   file.create_group("/graph");
   file.create<eid_t>("/graph/indptr", {n + 1}, 1U << 20U);
   file.create<vid_t>("/graph/indices", {static_cast<hsize_t>(header.num_edges)}, 1U << 20U);
-  file.create<float>(kDenseFeatures, {n, static_cast<hsize_t>(header.feature_width)}, kFeatureRowsPerChunk);
+  file.create<float>(kDenseFeaturesPath, {n, static_cast<hsize_t>(header.feature_width)}, kFeatureRowsPerChunk);
   file.create<std::int32_t>("/labels", {n});
   file.create_group("/masks");
   for (const char* mask : {"/masks/train", "/masks/val", "/masks/test"}) file.create<std::uint8_t>(mask, {n});
@@ -264,7 +262,7 @@ void write_dataset_rows(hdf5::File& file, const DatasetRows& rows, std::int64_t 
   // Sources fit the file's 32-bit /graph/indices: a dataset has at most 2^31 - 1 vertices (vid_t).
   const std::vector<vid_t> sources(rows.sources.begin(), rows.sources.end());
   file.write_rows<vid_t>("/graph/indices", first_edge, sources);
-  file.write_rows<float>(kDenseFeatures, rows.first, features.span());
+  file.write_rows<float>(kDenseFeaturesPath, rows.first, features.span());
   file.write_rows<std::int32_t>("/labels", rows.first, rows.labels);
   file.write_rows<std::uint8_t>("/masks/train", rows.first, rows.train_mask);
   file.write_rows<std::uint8_t>("/masks/val", rows.first, rows.val_mask);

@@ -9,7 +9,6 @@
 namespace nj {
 namespace {
 
-constexpr const char* kDenseName = "/features";
 constexpr const char* kSparseGroup = "/features_sparse";
 constexpr const char* kShape = "/features_sparse/shape";
 constexpr const char* kIndptr = "/features_sparse/indptr";
@@ -48,7 +47,7 @@ void write_features(hdf5::File& file, const Matrix& features, FeatureStorage sto
   const auto rows = static_cast<hsize_t>(features.rows());
   const auto width = static_cast<hsize_t>(features.cols());
   if (!stores_sparse(features, storage)) {
-    file.write<float>(kDenseName, features.span(), {rows, width}, rows_per_chunk);
+    file.write<float>(kDenseFeaturesPath, features.span(), {rows, width}, rows_per_chunk);
     return;
   }
   std::vector<std::int64_t> indptr{0};
@@ -75,14 +74,14 @@ void write_features(hdf5::File& file, const Matrix& features, FeatureStorage sto
 }
 
 StoredFeatures stored_features(const hdf5::File& file) {
-  const bool dense = file.exists(kDenseName);
+  const bool dense = file.exists(kDenseFeaturesPath);
   const bool sparse = file.exists(kSparseGroup);
   NJ_REQUIRE(dense != sparse, "{}: {}", file.path(),
              dense ? "holds both /features and /features_sparse: one of them only"
                    : "/features: missing (and no /features_sparse)");
   if (dense) {
     const std::vector<hsize_t> shape =
-        file.check_readable<float>(kDenseName, 0);  // the type: read_rows checks the memory
+        file.check_readable<float>(kDenseFeaturesPath, 0);  // the type: read_rows checks the memory
     NJ_REQUIRE(shape.size() == 2, "{}: /features: expected 2 dimensions, found {}", file.path(), shape.size());
     return {static_cast<std::int64_t>(shape[0]), static_cast<std::int64_t>(shape[1]), false, 0};
   }
@@ -102,7 +101,7 @@ Matrix read_feature_rows(const hdf5::File& file, std::int64_t first, std::int64_
   NJ_REQUIRE(first >= 0 && count >= 0 && first + count <= stored.rows, "{}: {}: rows {} to {} asked of {}", file.path(),
              stored.object(), first, first + count, stored.rows);
   if (!stored.sparse) {
-    auto dense = file.read_rows<float>(kDenseName, first, count);
+    auto dense = file.read_rows<float>(kDenseFeaturesPath, first, count);
     return Matrix(count, stored.width, std::move(dense.values));
   }
   const auto indptr = file.read_rows<std::int64_t>(kIndptr, first, count + 1).values;

@@ -72,9 +72,4 @@ OgbFiles ogb_files(const std::string& folder, ConvertOptions options, const std:
   return {.edges = required_csv_file(raw, "edge"), .options = std::move(options)};
 }
 
-Dataset read_ogb(const std::string& folder, ConvertOptions options, const std::string& split_scheme) {
-  const OgbFiles files = ogb_files(folder, std::move(options), split_scheme);
-  return build_dataset(read_edge_list(files.edges, files.options.ids), files.options);
-}
-
 }  // namespace nj

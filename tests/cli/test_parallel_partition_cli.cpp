@@ -38,9 +38,9 @@ TEST(MultiRankPartitionCli, FourRanksPartitionWithScotchAndTrainAsOneProcess) {
   const auto generated = test::run_nj_ranks(
       4, "generate --vertices 3000 --edges 30000 --features 16 --classes 4 --seed 4 -o " + shell_quote(dataset));
   ASSERT_EQ(generated.exit_code, 0) << generated.output;
-  EXPECT_EQ(
-      read_dataset(dataset).graph.num_edges(),
-      generate_dataset({.vertices = 3000, .edges = 30000, .features = 16, .classes = 4, .seed = 4}).graph.num_edges());
+  test::expect_same_dataset(
+      read_dataset(dataset),
+      generate_dataset({.vertices = 3000, .edges = 30000, .features = 16, .classes = 4, .seed = 4}));
   // --method auto: PT-Scotch, since the job has several ranks.
   const auto partitioned =
       test::run_nj_ranks(4, "partition " + shell_quote(dataset) + " --parts 4 -o " + shell_quote(parts));
@@ -90,10 +90,14 @@ TEST(MultiRankPartitionCli, AMethodThatNeedsTheWholeGraphIsAUsageErrorOnSeveralR
   }
 }
 
-TEST(MultiRankPartitionCli, WhatNeedsTheWholeGraphInOneProcessIsAUsageErrorOfGenerateOnSeveralRanks) {
+TEST(MultiRankPartitionCli, GenerateOnSeveralRanksRefusesWhatNeedsOneProcessAndAMissingFolderAtOnce) {
   NJ_SKIP_WITHOUT_MPIRUN();
   test::TempDir dir;
   const auto dataset = dir.file("graph.h5");
+  const auto declined =
+      test::run_nj_ranks(2, "generate --vertices 300 --edges 2000 --no-community-order -o " + dataset);
+  EXPECT_EQ(declined.exit_code, 0) << "--no-community-order asks for what the ranks do: " << declined.output;
+  std::filesystem::remove(dataset);
   for (const auto& [option, error] : {std::pair{"--feature-storage sparse", "--feature-storage sparse applies to one"},
                                       std::pair{"--community-order", "--community-order needs the whole graph"},
                                       std::pair{"--homophily 2", "--homophily must be in [0, 1]"}}) {
@@ -104,6 +108,11 @@ TEST(MultiRankPartitionCli, WhatNeedsTheWholeGraphInOneProcessIsAUsageErrorOfGen
     EXPECT_FALSE(std::filesystem::exists(dataset)) << option;
     EXPECT_FALSE(std::filesystem::exists(dataset + ".partial")) << option;
   }
+  // Before any rank draws an edge.
+  const auto nowhere = test::run_nj_ranks(2, "generate --vertices 300 --edges 2000 -o " + dir.file("none/graph.h5"));
+  EXPECT_EQ(nowhere.exit_code, 1) << nowhere.output;
+  EXPECT_NE(test::the_error_line(nowhere).find("the folder " + dir.file("none") + " does not exist"), std::string::npos)
+      << nowhere.output;
 }
 
 }  // namespace

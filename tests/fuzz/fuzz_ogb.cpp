@@ -1,11 +1,14 @@
-// Fuzz target of the OGB folder reader, `nj convert --format ogb`: nj::read_ogb, then the dataset checked as
-// convert checks it. The first byte of an input says which of the folder's files exist (bit i for kFiles[i]) and,
-// in bit 7, whether they are plain .csv rather than .csv.gz; the rest, split at 0xff bytes, are their texts in
+// Fuzz target of the OGB folder reader, `nj convert --format ogb`: nj::ogb_files, then the folder's edges read as
+// read_edge_list reads them (what nj convert's sort on disk equals, SortedEdgeList.* checks) and the dataset built and
+// checked as convert checks it. The first byte of an input says which of the folder's files exist (bit i for kFiles[i])
+// and, in bit 7, whether they are plain .csv rather than .csv.gz; the rest, split at 0xff bytes, are their texts in
 // that order (missing pieces are empty), gzipped as OGB ships them.
 #include <array>
 #include <filesystem>
 
+#include "nj/io/edge_list.hpp"
 #include "nj/io/ogb.hpp"
+#include "nj/io/plain_text.hpp"
 #include "target_support.hpp"
 
 namespace {
@@ -34,6 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       write_file(folder / (std::string(kFiles[i]) + ".csv.gz"), gzip(text));
     }
   }
-  expect_clean_outcome(folder.string(), [&] { nj::read_ogb(folder.string(), {}, "").validate(folder.string()); });
+  expect_clean_outcome(folder.string(), [&] {
+    const nj::OgbFiles files = nj::ogb_files(folder.string(), {}, "");
+    nj::build_dataset(nj::read_edge_list(files.edges, files.options.ids), files.options).validate(folder.string());
+  });
   return 0;
 }

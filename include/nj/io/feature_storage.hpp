@@ -16,6 +16,8 @@ enum class FeatureStorage {
   kSparse,  // /features_sparse
 };
 FeatureStorage parse_feature_storage(const std::string& text);  // auto, dense or sparse
+// Where a file stores dense features: a float dataset of rows x columns.
+inline constexpr const char* kDenseFeaturesPath = "/features";
 const char* to_string(FeatureStorage storage);
 
 // Whether `storage` writes `features` sparse.

@@ -21,7 +21,5 @@ struct OgbFiles {
 // split_scheme picks the folder under split/; empty takes the only one there is. Files named in options.data
 // take the place of the folder's own; options.ids does not apply (OGB ids are 0-based and dense).
 OgbFiles ogb_files(const std::string& folder, ConvertOptions options, const std::string& split_scheme);
-// The folder read in memory: its edge list as read_edge_list reads it, and its vertex data.
-Dataset read_ogb(const std::string& folder, ConvertOptions options, const std::string& split_scheme);
 
 }  // namespace nj

@@ -1,6 +1,6 @@
 #pragma once
-// nj generate on ranks that each hold a slice of the vertices: the file one process writes (nj/graph/generate.hpp),
-// without any rank holding the edges of more than its slice. Each rank draws an equal share of the pairs, sends each
+// nj generate on ranks that each hold a slice of the vertices: the dataset one process writes (nj/graph/generate.hpp),
+// every array equal, without any rank holding the edges of more than its slice. Each rank draws an equal share of the pairs, sends each
 // pair's two directed edges to the ranks whose slices hold their destinations, builds its rows' in-edges from what it
 // receives, draws its rows' features and splits, and writes them into the file in turn.
 #include <cstdint>
