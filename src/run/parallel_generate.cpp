@@ -20,17 +20,12 @@ std::uint64_t edge_key(vid_t destination, vid_t source) {
   return (static_cast<std::uint64_t>(destination) << 32U) | static_cast<std::uint64_t>(source);
 }
 
-// Where rank r's share of `count` items starts when `ranks` share them: count · r / ranks, without forming the product,
-// which a count near 2^63 would overflow.
-std::int64_t share_start(std::int64_t count, int rank, int ranks) {
-  return count / ranks * rank + count % ranks * rank / ranks;
-}
-
 // The in-edges of the rank's slice, sorted and without repeats: each pair drawn by any rank arrives at the rank that
 // holds its destination, and reversed at the one that holds its source. Self-loops are dropped where drawn.
 std::vector<std::uint64_t> slice_edges(const SyntheticModel& model, const Slices& slices, Communicator& comm) {
-  const std::int64_t first_pair = share_start(model.pairs(), comm.rank(), comm.size());
-  const std::int64_t last_pair = share_start(model.pairs(), comm.rank() + 1, comm.size());
+  const Slices pair_shares(model.pairs(), comm.size());
+  const std::int64_t first_pair = pair_shares.first(comm.rank());
+  const std::int64_t last_pair = pair_shares.first(comm.rank() + 1);
   std::vector<std::vector<std::uint64_t>> to_rank(static_cast<std::size_t>(comm.size()));
   for (std::int64_t i = first_pair; i < last_pair; ++i) {
     const auto [source, destination] = model.pair(i);

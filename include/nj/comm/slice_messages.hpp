@@ -72,11 +72,13 @@ inline std::vector<std::vector<std::byte>> exchange(std::vector<Writer>& writers
   return comm.all_to_all(std::move(to_each));
 }
 
-// The ranks' slices of the vertices: rank r holds vertices [first(r), first(r + 1)), as even as whole rows allow.
+// The ranks' slices of the vertices (or of any items they share): rank r holds [first(r), first(r + 1)), as even as
+// whole items allow.
 class Slices {
  public:
   Slices(std::int64_t vertices, int ranks) : vertices_(vertices), ranks_(ranks) {}
-  std::int64_t first(int rank) const { return vertices_ * rank / ranks_; }
+  // vertices · rank / ranks, without forming the product, which a count near 2^63 (pairs drawn) would overflow.
+  std::int64_t first(int rank) const { return vertices_ / ranks_ * rank + vertices_ % ranks_ * rank / ranks_; }
   std::int64_t rows(int rank) const { return first(rank + 1) - first(rank); }
   int owner(gid_t v) const {
     auto rank = static_cast<int>(v * ranks_ / vertices_);
