@@ -4,10 +4,10 @@
 
 #include "cli/validators.hpp"
 #include "nj/comm/communicator.hpp"
-#include "nj/partition/partition.hpp"
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/graph/vertex_order.hpp"
+#include "nj/partition/partition.hpp"
 #include "nj/run/rank_setup.hpp"
 #include "nj/train/trainer.hpp"
 
@@ -137,7 +137,12 @@ struct HostMemoryLimit {
   std::string source;  // "available on this machine", ...
 };
 HostMemoryLimit host_memory_limit(const std::string& option);
-RunLayout run_layout(const ExecutorChoice& choice, bool device_in_host_memory, int threads);
+// A rank's host memory at its peak for `run`, planned as `choice` on a device it completed (device_is_gpu): the
+// larger of `loading` and the run's (its process holding `process_bytes`, and MPI's exchange buffers where it has
+// peers). The forecast nj plan prints and nj train meets (HostBudget).
+HostFootprint host_forecast(const Model& model, const RankShape& shape, const HostFootprint& loading,
+                            const ExecutorChoice& choice, const PlannedRun& run, std::int64_t process_bytes,
+                            bool has_peers, int threads);
 // "h2d 1.2M (+ graph 0.1M) d2h 0.3M (+ parameters 0.1M)": what moved each way, rows first, the rest by what it carried.
 std::string format_copies(const ExecutionMetrics& metrics);
 // " | h2d ... | hit 93.1% | rows computed 1.00x | peak 4.0M | wait 0.001 s" for an epoch's console line.

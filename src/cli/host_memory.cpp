@@ -72,13 +72,18 @@ HostMemoryLimit host_memory_limit(const std::string& option) {
                                               ranks_here, format_bytes(available))};
 }
 
-RunLayout run_layout(const ExecutorChoice& choice, bool device_in_host_memory, int threads) {
-  return {.in_memory = choice.in_memory,
-          .device_in_host_memory = device_in_host_memory,
-          .device_budget = choice.options.device_budget,
-          .recompute = choice.options.mode == ExecutionMode::kRecompute,
-          .threads = threads,
-          .inference = choice.options.forward_only};
+HostFootprint host_forecast(const Model& model, const RankShape& shape, const HostFootprint& loading,
+                            const ExecutorChoice& choice, const PlannedRun& run, std::int64_t process_bytes,
+                            bool has_peers, int threads) {
+  const RunLayout layout{.in_memory = choice.in_memory,
+                         .device_in_host_memory = !choice.options.device_is_gpu,
+                         .device_budget = choice.options.device_budget,
+                         .recompute = choice.options.mode == ExecutionMode::kRecompute,
+                         .threads = threads,
+                         .inference = choice.options.forward_only};
+  RunHostUse use = run.host_use(process_bytes);
+  if (has_peers) use.mpi_bytes = kMpiExchangeBytes;
+  return peak_host_footprint(loading, running_host_footprint(model, shape, layout, use));
 }
 
 }  // namespace nj::cli

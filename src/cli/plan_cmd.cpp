@@ -56,38 +56,43 @@ ExecutorChoice planned_choice(const PlanArguments& args) {
   return choice;
 }
 
-// One rank's forecast: its planned run and its host memory at the peak.
+// One rank's forecast: its planned run, as the host budget had it planned, and its host memory at the peak.
 struct RankForecast {
   PlannedRun run;
+  ExecutorChoice choice;             // what `run` was planned as
+  std::vector<std::string> lighter;  // what the host budget changed (HostFittedRun::lighter)
   HostFootprint host;
   std::int64_t minimum_budget = 0;  // the smallest --device-memory the subgraph executor plans with
 };
 
 // Plans a rank's run over `local` as nj train would (`features` hold values only where the first layer takes them as
-// sparse rows) and adds up its host memory, the device's forecast peak among it where the device is emulated.
+// sparse rows) within --host-memory where given, and adds up its host memory, the device's forecast peak among it
+// where the device is emulated.
 RankForecast forecast_rank(const PlanArguments& args, const ExecutorChoice& choice, Model& model,
                            const LocalGraph& local, ConstRows features, bool sparse,
                            std::span<const std::uint8_t> train_mask, const RankShape& shape) {
   // Several ranks exchange from device memory: the CPU device's communicator sends straight from it, and so does NCCL
   // with a GPU for each rank.
   const MemorySpace exchange_space = local.peers.empty() ? MemorySpace::kHost : MemorySpace::kDevice;
-  RankForecast forecast{
-      plan_run(choice, model, local, features, sparse, train_mask, args.threads, exchange_space), {}, 0};
+  // nj plan's own process has no MPI; a rank of several does.
+  const std::int64_t process = resident_at_start() + (local.peers.empty() ? 0 : kMpiInitBytes);
+  const HostFootprint loading = loading_host_footprint(shape, process);
+  const HostBudget budget{.bytes = args.ignored.host_memory.empty() ? -1 : parse_byte_size(args.ignored.host_memory),
+                          .source = "given by --host-memory",
+                          .forecast = [&](const ExecutorChoice& planned, const PlannedRun& run) {
+                            return host_forecast(model, shape, loading, planned, run, process, !local.peers.empty(),
+                                                 args.threads);
+                          }};
+  HostFittedRun fitted = plan_within_host_memory(choice, budget, [&](const ExecutorChoice& planned) {
+    return plan_run(planned, model, local, features, sparse, train_mask, args.threads, exchange_space);
+  });
+  RankForecast forecast{.run = std::move(fitted.run),
+                        .choice = fitted.choice,
+                        .lighter = std::move(fitted.lighter),
+                        .host = std::move(fitted.host)};
   const InputShape inputs = input_shape(forecast.run.sparse_inputs);
   forecast.minimum_budget =
       minimum_device_budget(model, local, choice.options.library, choice.options.forward_only, inputs);
-  const RunLayout layout{.in_memory = choice.in_memory,
-                         .device_in_host_memory = !choice.options.device_is_gpu,
-                         .device_budget = choice.options.device_budget,
-                         .recompute = choice.options.mode == ExecutionMode::kRecompute,
-                         .threads = args.threads,
-                         .inference = args.inference};
-  // nj plan's own process has no MPI; a rank of several does.
-  const std::int64_t process = resident_at_start() + (local.peers.empty() ? 0 : kMpiInitBytes);
-  RunHostUse use = forecast.run.host_use(process);
-  if (!local.peers.empty()) use.mpi_bytes = kMpiExchangeBytes;
-  forecast.host = peak_host_footprint(loading_host_footprint(shape, process),
-                                      running_host_footprint(model, shape, layout, use));
   return forecast;
 }
 
@@ -133,6 +138,7 @@ nlohmann::json rank_json(std::size_t rank, const LocalGraph& local, const RankFo
           {"exchange", exchange},
           {"host_peak_bytes", f.host.total()},
           {"host_peak_phase", f.host.phase},
+          {"host_budget_choices", f.lighter},
           {"host", host_parts}};
 }
 
@@ -204,8 +210,8 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
     sides.clear();
     for (std::size_t l = 0; l < f.run.exchange.size(); ++l) {
       const ExchangeForecast& e = f.run.exchange[l];
-      sides.push_back(fmt::format("layer {} its {} ({} floats a row)", model.layer_label(l), to_string(e.side),
-                                  e.row_width));
+      sides.push_back(
+          fmt::format("layer {} its {} ({} floats a row)", model.layer_label(l), to_string(e.side), e.row_width));
     }
     ranks.push_back(rank_json(part, shard.local, f));
     if (!args.json) {
@@ -324,8 +330,8 @@ void print_subgraphs(const Model& model, const EpochPlan& plan) {
     for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
       for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
         const PartSize& s = pass.layer_parts[l][k];
-        std::cout << fmt::format("layer {} subgraph {}: {} destinations, {} sources, {} edges\n", model.layer_label(l), k,
-                                 pass.destinations(l, k).size(), s.num_src, s.num_edges);
+        std::cout << fmt::format("layer {} subgraph {}: {} destinations, {} sources, {} edges\n", model.layer_label(l),
+                                 k, pass.destinations(l, k).size(), s.num_src, s.num_edges);
       }
     }
   }
@@ -382,6 +388,10 @@ void print_forecast(const PlanArguments& args, const ExecutorChoice& choice, Mod
   std::cout << fmt::format("per {}: {}\n", args.inference ? "inference" : "epoch", format_copies(moved));
   std::cout << fmt::format("host memory: peak {} while {} ({})\n", format_bytes(f.host.total()), f.host.phase,
                            f.host.describe());
+  if (!f.lighter.empty()) {
+    std::cout << fmt::format("host memory: within --host-memory {} by {}\n", args.ignored.host_memory,
+                             fmt::join(f.lighter, "; "));
+  }
   if (!f.run.plan) return;
   const EpochPlan& plan = *f.run.plan;
   if (args.list_subgraphs) print_subgraphs(model, plan);
@@ -421,7 +431,7 @@ void run_plan(PlanArguments& args, CLI::App& command) {
     std::cout << plan_json(loaded.shard.name, choice, nlohmann::json::array({rank_json(0, local, f)})).dump() << "\n";
     return;
   }
-  print_forecast(args, choice, model, loaded, features, sparse, f);
+  print_forecast(args, f.choice, model, loaded, features, sparse, f);
 }
 
 }  // namespace
@@ -443,6 +453,8 @@ void add_plan_command(CLI::App& app) {
       ->check(at_least(0))
       ->capture_default_str();
   add_training_only_options(*cmd, args->ignored, kIgnoredGroup);
+  // The host budget is planning's too: nj plan forecasts the plan nj train would choose within it.
+  cmd->get_option("--host-memory")->group(cmd->get_option("--device-memory")->get_group());
   cmd->add_flag("--inference", args->inference,
                 "Plan nj infer's forward pass (no backward pass, no gradients: smaller steps) instead of a training "
                 "epoch");

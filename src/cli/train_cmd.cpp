@@ -81,8 +81,9 @@ struct RankTraining {
   std::optional<ModelConfig> checkpoint_model;
   ModelConfig config;
   ExecutorChoice choice;
-  HostMemoryLimit memory_limit;  // what the rank may use
-  HostFootprint loading;         // its forecast peak while it loads its data
+  HostMemoryLimit memory_limit;           // what the rank may use
+  HostFootprint loading;                  // its forecast peak while it loads its data
+  std::vector<std::string> host_choices;  // what planning within the host memory changed (HostFittedRun::lighter)
   FailurePoint failure;
   Shard shard;
   RankDevice hardware;
@@ -207,24 +208,31 @@ void set_up_training(const TrainArguments& args, Communicator& comm, RankTrainin
   const TrainingOnlyArguments& training = args.training;
   Communicator& training_comm = rank.hardware.exchange_comm(comm);
   rank.model = std::make_unique<Model>(rank.config, shard.features.cols(), shard.num_classes);
-  PlannedRun planned =
-      plan_rank_run(rank.choice, rank.hardware.resources, *rank.model, rank.shard, training_comm, args.threads);
-  // The forecast nj plan prints, checked before the executor allocates anything.
+  // The forecast nj plan prints, met before the executor allocates anything.
   const RankShape shape{.owned = shard.num_owned(),
                         .local = shard.local.num_local(),
                         .in_edges = shard.local.graph.num_edges(),
                         .features = shard.features.cols(),
                         .classes = shard.num_classes};
-  const RunLayout layout = run_layout(rank.choice, rank.hardware.device.kind == DeviceKind::kCpu, args.threads);
-  RunHostUse use = planned.host_use(resident_at_start());  // MPI_Init's part in it, where there are ranks
-  if (comm.size() > 1) use.mpi_bytes = kMpiExchangeBytes;
-  const HostFootprint host = peak_host_footprint(rank.loading, running_host_footprint(*rank.model, shape, layout, use));
+  const std::int64_t process = resident_at_start();  // MPI_Init's part in it, where there are ranks
+  const HostBudget budget{.bytes = rank.memory_limit.bytes,
+                          .source = rank.memory_limit.source,
+                          .forecast = [&](const ExecutorChoice& choice, const PlannedRun& run) {
+                            return host_forecast(*rank.model, shape, rank.loading, choice, run, process,
+                                                 comm.size() > 1, args.threads);
+                          }};
+  HostFittedRun fitted =
+      plan_rank_run(rank.choice, rank.hardware.resources, *rank.model, rank.shard, training_comm, args.threads, budget);
+  const HostFootprint& host = fitted.host;
   require_host_memory(host, rank.memory_limit.bytes, comm.size() > 1 ? "this rank" : "this run",
                       rank.memory_limit.source);
   spdlog::info("host memory: forecast peak {} while {} ({}) of {} {}", format_bytes(host.total()), host.phase,
                host.describe(),
                rank.memory_limit.bytes < 0 ? "an unknown amount" : format_bytes(rank.memory_limit.bytes),
                rank.memory_limit.source);
+  rank.choice = fitted.choice;
+  rank.host_choices = std::move(fitted.lighter);
+  PlannedRun planned = std::move(fitted.run);
   rank.executor = make_executor(std::move(planned), rank.hardware.resources, *rank.model, rank.shard, training_comm);
   log_resident_memory("executor set up");
   if (rank.failure.in_step(comm.rank())) rank.failing = make_failing_executor(*rank.executor, rank.failure);
@@ -405,9 +413,11 @@ void run_train(TrainArguments& args, CLI::App& command, Communicator& comm) {
   record["execution"] = choice.in_memory ? "in-memory" : to_string(choice.options.mode);
   record["device"] = {{"kind", rank.hardware.resources.device->name()},
                       {"budget_bytes", rank.hardware.resources.device->budget_bytes()},
+                      {"planned_budget_bytes", choice.in_memory ? kUnlimited : choice.options.device_budget},
                       {"exchange_from", rank.hardware.device_comm ? "device memory" : "host memory"}};
   record["partition"] = partition_json(shard, comm.size());
   record["host_peak_above_baseline_bytes"] = to_json(host_bytes);
+  record["host_memory_choices"] = rank.host_choices;
   if (args.training.keep_best && summary.best_val_accuracy.valid()) {
     record["kept"] = {{"epoch", summary.best_val_epoch + 1},
                       {"checkpoint", CheckpointFolder(args.training.checkpoint_dir).best_file()}};

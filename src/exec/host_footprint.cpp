@@ -25,9 +25,11 @@ constexpr std::int64_t kThreadWorkspace = std::int64_t{16} << 20;
 // gradients overwrite them in place, except the last layer's, which the loss writes beside the logits), the
 // shared homes of the transformed rows (a first layer's dropped inputs, where it sums them) and their gradients for
 // every local row, and the boundary rows sent and the gradients received (mirrors stand in for the boundary before
-// partitioning is known); the recompute baseline's logits too.
-std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool recompute, bool first_layer_sums_inputs,
+// partitioning is known); the recompute baseline's logits too. Outputs computed again never reach theirs, whose pages
+// are then never touched (HostRows).
+std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool recompute, const RunHostUse& use,
                                 bool bounded) {
+  const bool first_layer_sums_inputs = use.first_layer_sums_inputs;
   std::int64_t bytes = s.owned * s.classes * kFloat * (recompute ? 2 : 1);
   // Within a budget a first layer's sums of its inputs wait on the host for the backward half.
   if (first_layer_sums_inputs && bounded) bytes += s.owned * model.layer(0).input_sums_width() * kFloat;
@@ -38,7 +40,9 @@ std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool rec
     const bool next_transforms_mirrors = l + 1 < model.num_layers() && transforms_mirrors(model, l + 1);
     const std::int64_t exchanged = exchanged_width(model, l, first_layer_sums_inputs) +          // rows out
                                    exchanged_gradient_width(model, l, first_layer_sums_inputs);  // gradients back
-    bytes += kFloat * ((next_transforms_mirrors ? s.local : s.owned) * layer.out_dim() + mirrors * exchanged);
+    const bool computed_again = l < use.outputs_computed_again.size() && use.outputs_computed_again[l] != 0;
+    const std::int64_t output_rows = computed_again ? 0 : next_transforms_mirrors ? s.local : s.owned;
+    bytes += kFloat * (output_rows * layer.out_dim() + mirrors * exchanged);
   }
   for (const std::int64_t width : host_homes(model, first_layer_sums_inputs, bounded && !recompute).width)
     bytes += kFloat * s.local * width;
@@ -69,21 +73,23 @@ HostHomes host_homes(const Model& model, bool first_layer_sums_inputs, bool may_
   // forward phase (or the previous layer's, where they may be chained) to its backward phase where the backward reads
   // them (attention), else through the forward only; their gradients through the backward phase (and the previous
   // layer's).
+  // A first layer that sums its inputs runs no aggregation backward: its tensor 1 has no rows (a view of none).
   const std::size_t layers = model.num_layers();
   struct Span {
     std::size_t tensor, first, last;
   };
-  std::vector<Span> spans(2 * layers);
+  std::vector<Span> spans;
+  HostHomes homes;
+  homes.buffer_of.assign(2 * layers, 0);
+  homes.row_width.assign(2 * layers, 0);
   for (std::size_t l = 0; l < layers; ++l) {
     const std::size_t backward = 2 * layers - 1 - l;
     const std::size_t chained = may_chain && l > 0 ? 1 : 0;
-    spans[2 * l] = {2 * l, l - chained, model.layer(l).aggregation().backward_reads_rows ? backward : l};
-    spans[2 * l + 1] = {2 * l + 1, backward, backward + chained};
+    spans.push_back({2 * l, l - chained, model.layer(l).aggregation().backward_reads_rows ? backward : l});
+    if (l > 0 || !first_layer_sums_inputs) spans.push_back({2 * l + 1, backward, backward + chained});
   }
   std::sort(spans.begin(), spans.end(),
             [](const Span& a, const Span& b) { return a.first != b.first ? a.first < b.first : a.tensor < b.tensor; });
-  HostHomes homes;
-  homes.buffer_of.assign(spans.size(), 0);
   homes.width.assign(spans.size(), 0);
   std::vector<std::size_t> free_after(spans.size(), 0);  // per buffer: the last phase of the tensors in it so far
   std::size_t buffers = 0;
@@ -93,8 +99,8 @@ HostHomes host_homes(const Model& model, bool first_layer_sums_inputs, bool may_
     buffers = std::max(buffers, buffer + 1);
     free_after[buffer] = span.last;
     homes.buffer_of[span.tensor] = buffer;
-    homes.width[buffer] =
-        std::max(homes.width[buffer], aggregated_width(model, span.tensor / 2, first_layer_sums_inputs));
+    homes.row_width[span.tensor] = aggregated_width(model, span.tensor / 2, first_layer_sums_inputs);
+    homes.width[buffer] = std::max(homes.width[buffer], homes.row_width[span.tensor]);
   }
   homes.width.resize(buffers);
   return homes;
@@ -143,9 +149,9 @@ HostFootprint running_host_footprint(const Model& model, const RankShape& shape,
   // The subgraph executor's rank frees the loaded graph's in-edges once planned, before its rows fill.
   footprint.parts.push_back({"dataset", shard_bytes(shape) - (layout.in_memory ? 0 : shard_in_edge_bytes(shape))});
   if (use.sparse_input_bytes > 0) footprint.parts.push_back({"sparse inputs", use.sparse_input_bytes});
-  footprint.parts.push_back({"host rows", layout.in_memory ? 2 * shape.owned * shape.classes * kFloat
-                                                           : subgraph_host_rows(model, shape, layout.recompute,
-                                                                                use.first_layer_sums_inputs, bounded)});
+  footprint.parts.push_back({"host rows", layout.in_memory
+                                              ? 2 * shape.owned * shape.classes * kFloat
+                                              : subgraph_host_rows(model, shape, layout.recompute, use, bounded)});
   if (layout.device_in_host_memory) footprint.parts.push_back({"device (emulated)", use.device_peak_bytes});
   // Copies stage through page-locked memory, one copy's worth at a time (capped: larger copies go in pieces).
   footprint.parts.push_back({"staging", std::min(kStagingCap, use.staging_bytes)});

@@ -67,7 +67,7 @@ struct SubgraphExecutor::State {
         model, sums_inputs, plan.options.device_budget != kUnlimited && plan.options.mode == ExecutionMode::kReuse);
     for (const std::int64_t width : layout.width) home_buffers.emplace_back(rows, width);
     for (std::size_t t = 0; t < 2 * layers; ++t) {
-      homes.push_back(home_buffers[layout.buffer_of[t]].view(aggregated_width(model, t / 2, sums_inputs)));
+      homes.push_back(home_buffers[layout.buffer_of[t]].view(layout.row_width[t]));
       slot_of.emplace_back(static_cast<std::size_t>(rows), -1);
     }
     for (std::size_t l = 0; l < layers; ++l) {
@@ -487,10 +487,11 @@ struct SubgraphExecutor::State {
     backend.bias_activation(out.view(), parameters.layer(l).bias.view().span(), model.activation_after(l), out.view());
     if (pass->output_stays(l, k)) {
       // Within a budget (chained layers) the backward half reads the outputs from the host, where it does not compute
-      // them again.
+      // them again, and an inference plan's caller reads them there (Executor::layer_outputs); an evaluation's next
+      // layer reads them here.
       if (residency.uploads_stay) {
         download_boundary_rows(out.view(), l, k);
-      } else if (!(training && pass->output_recomputed(l))) {
+      } else if (training ? !pass->output_recomputed(l) : plan.options.forward_only) {
         download(out.view(), outputs[l], destinations);
       }
       residency.inputs[{l + 1, k}] = std::move(out);  // the next layer's transform input, where it is
@@ -1318,7 +1319,9 @@ void SubgraphExecutor::start(Resources& resources, Model& model, const LocalGrap
                              Communicator* comm) {
   NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
              local.num_owned);
-  NJ_EXPECTS(resources.device->budget_bytes() == plan_.options.device_budget,
+  // A plan within less than the device's budget (a host budget lowered it: plan_within_host_memory) runs as planned:
+  // first-fit places its allocations where a device of its own budget would.
+  NJ_EXPECTS(plan_.options.device_budget <= resources.device->budget_bytes(),
              "a device budget of {} bytes for a plan of {}", resources.device->budget_bytes(),
              plan_.options.device_budget);
   NJ_EXPECTS(plan_.options.inputs.sparse == sparse_features_.has_value(), "a plan of {} inputs for {} features",

@@ -64,13 +64,20 @@ Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator&
 }
 
 RunHostUse PlannedRun::host_use(std::int64_t process_bytes) const {
+  std::vector<char> computed_again;
+  if (plan && !plan->passes.empty()) {
+    const Pass& pass = plan->passes.front();
+    for (std::size_t l = 0; l < pass.outputs_recomputed.size(); ++l)
+      computed_again.push_back(pass.output_recomputed(l) ? 1 : 0);
+  }
   return {.process_bytes = process_bytes,
           .device_peak_bytes = device.peak_footprint_bytes,
           .plan_bytes = plan_host_bytes,
           .executor_bytes = executor_host_bytes,
           .sparse_input_bytes = sparse_inputs ? sparse_rows_bytes(sparse_inputs->rows(), sparse_inputs->nonzeros()) : 0,
           .staging_bytes = device.largest_copy_bytes,
-          .first_layer_sums_inputs = first_layer_sums_inputs};
+          .first_layer_sums_inputs = first_layer_sums_inputs,
+          .outputs_computed_again = std::move(computed_again)};
 }
 
 namespace {
@@ -120,8 +127,8 @@ PlannedRun plan_run(const ExecutorChoice& choice, Model& model, const LocalGraph
   return run;
 }
 
-PlannedRun plan_rank_run(const ExecutorChoice& choice, const Resources& resources, Model& model, const Shard& shard,
-                         Communicator& comm, int threads) {
+HostFittedRun plan_rank_run(const ExecutorChoice& choice, const Resources& resources, Model& model, const Shard& shard,
+                            Communicator& comm, int threads, const HostBudget& host) {
   if (choice.in_memory && choice.automatic) {
     spdlog::info(
         "execution: in-memory (no --device-memory was given: the whole graph on the device; --execution "
@@ -133,8 +140,10 @@ PlannedRun plan_rank_run(const ExecutorChoice& choice, const Resources& resource
   ExecutorChoice completed = choice;
   completed.options.library = resources.backend->library_memory();
   completed.options.device_is_gpu = resources.backend->name() == "cuda";
-  return plan_run(completed, model, shard.local, shard.features.view(), sparse, shard.train_mask, threads,
-                  comm.exchange_space());
+  return plan_within_host_memory(completed, host, [&](const ExecutorChoice& planned) {
+    return plan_run(planned, model, shard.local, shard.features.view(), sparse, shard.train_mask, threads,
+                    comm.exchange_space());
+  });
 }
 
 std::unique_ptr<Executor> make_executor(PlannedRun run, Resources& resources, Model& model, Shard& shard,
@@ -154,7 +163,7 @@ std::unique_ptr<Executor> make_executor(PlannedRun run, Resources& resources, Mo
 
 std::unique_ptr<Executor> make_executor(const ExecutorChoice& choice, Resources& resources, Model& model, Shard& shard,
                                         Communicator& comm) {
-  return make_executor(plan_rank_run(choice, resources, model, shard, comm, 0), resources, model, shard, comm);
+  return make_executor(plan_rank_run(choice, resources, model, shard, comm, 0).run, resources, model, shard, comm);
 }
 
 void check_same_partition(Communicator& comm, const Shard& shard) {

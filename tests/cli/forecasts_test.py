@@ -92,6 +92,28 @@ def check_case(nj, work, name, data, options, ranks, failures, counted_only):
         failures.append(f"{name}: {p}")
 
 
+def check_host_budget(nj, work, failures, counted_only):
+    """A --host-memory between what two of the planner's lighter choices need, at a quarter budget: nj plan forecasts
+    the plan nj train then chooses (chained outputs computed again, blocks built by each step, and 7/8 of the device
+    budget), within the limit, and training measures what it forecasts. The graph's wide rows put MiBs between the
+    choices, far more than a process's own memory differs from run to run."""
+    path = os.path.join(work, "wide.h5")
+    run([nj, "generate", "--vertices", "20000", "--edges", "200000", "--features", "1024", "--classes", "6",
+         "--output", path])
+    budget = int(budgets(nj, path, ["--model", "gcn"])[0][:-1])  # KiB
+    base = ["--model", "gcn", "--threads", "2"]
+    lightest = ["--recompute-outputs", "on", "--host-blocks", "1K"]
+    blocks_built = plan(nj, path, [*base, "--device-memory", f"{budget}K", *lightest])["ranks"][0]
+    smaller = plan(nj, path, [*base, "--device-memory", f"{budget * 7 // 8}K", *lightest])["ranks"][0]
+    limit = (blocks_built["host_peak_bytes"] + smaller["host_peak_bytes"]) // 2 // 1024
+    options = [*base, "--device-memory", f"{budget}K", "--host-memory", f"{limit}K"]
+    chosen = plan(nj, path, options)["ranks"][0]
+    if len(chosen["host_budget_choices"]) != 3 or chosen["execution"] != smaller["execution"]:
+        failures.append(f"wide gcn within --host-memory {limit}K: planned {chosen['host_peak_bytes']} B by "
+                        f"{chosen['host_budget_choices']}, not as 7/8 of the device budget")
+    check_case(nj, work, f"wide gcn within --host-memory {limit}K", path, options, 1, failures, counted_only)
+
+
 def budgets(nj, data, model_options):
     """The device budgets of 25 % and 10 % of the unlimited subgraph executor's peak, in whole KiB, or the smallest
     budget it plans with where that is more."""
@@ -180,6 +202,8 @@ def main():
         budget = budgets(args.nj, path, options[:4])[0]
         check_case(args.nj, args.work, f"{name} {model} recompute at {budget}", path,
                    [*options, "--device-memory", budget], 1, failures, args.counted_only)
+    if not args.counted_only:
+        check_host_budget(args.nj, args.work, failures, False)
     parts = os.path.join(args.work, "parts")
     run([args.nj, "partition", path, "--parts", "2", "--output", parts])
     for model in MODELS:

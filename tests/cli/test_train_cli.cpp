@@ -234,6 +234,53 @@ TEST_F(TrainCli, ARunThatCannotFitInHostMemoryStopsBeforeItLoadsOrAllocates) {
   EXPECT_EQ(above.exit_code, 0) << above.output;
 }
 
+// Within a device budget, a host budget the fastest plan does not fit is met by a lighter plan, which trains the
+// same model; nj plan forecasts that plan (forecasts_test.py compares it with training). One no plan fits is refused.
+TEST_F(TrainCli, AHostBudgetIsMetByALighterPlanThatTrainsTheSameModel) {
+  const std::string wide = dir.file("wide.h5");
+  ASSERT_EQ(test::run_nj("generate --vertices 20000 --edges 200000 --features 1024 --classes 6 -o " + shell_quote(wide))
+                .exit_code,
+            0);
+  const auto planned = [&](const std::string& options) {
+    const auto result = test::run_nj("plan " + shell_quote(wide) + " --json --log-level off " + options);
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    return nlohmann::json::parse(result.output)["ranks"][0];
+  };
+  const auto budget = planned("--execution reuse")["execution"]["peak_device_footprint_bytes"].get<std::int64_t>() / 4;
+  const std::string budgeted = " --device-memory " + std::to_string(budget / 1024) + "K";
+  const auto fastest_plan = planned(budgeted);
+  const auto fastest = fastest_plan["host_peak_bytes"].get<std::int64_t>();
+  // Room to load, and not to run: a tenth of the budgeted device left at most, and the rows.
+  const auto loaded = fastest_plan["host"]["process"].get<std::int64_t>() +
+                      fastest_plan["host"]["dataset"].get<std::int64_t>() + budget / 10;
+  const std::string limit = " --host-memory " + std::to_string((fastest - (8 << 20)) / 1024) + "K";
+  const auto lighter = planned(budgeted + limit);
+  EXPECT_LE(lighter["host_peak_bytes"].get<std::int64_t>(), fastest - (8 << 20)) << lighter;
+  EXPECT_FALSE(lighter["host_budget_choices"].empty()) << lighter;
+
+  const auto train = [&](const std::string& options, const std::string& metrics) {
+    return test::run_nj("train " + shell_quote(wide) + " --epochs 3 --threads 2" + budgeted + options +
+                        " --metrics-out " + shell_quote(metrics));
+  };
+  const auto as_fast = train("", dir.file("fastest.jsonl"));
+  ASSERT_EQ(as_fast.exit_code, 0) << as_fast.output;
+  const auto within = train(limit, dir.file("lighter.jsonl"));
+  ASSERT_EQ(within.exit_code, 0) << within.output;
+  EXPECT_NE(within.output.find("host memory: planned within the "), std::string::npos) << within.output;
+  const auto a = read_jsonl(dir.file("fastest.jsonl"));
+  const auto b = read_jsonl(dir.file("lighter.jsonl"));
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t e = 0; e + 1 < a.size(); ++e) {
+    EXPECT_NEAR(a[e]["loss"].get<double>(), b[e]["loss"].get<double>(), 1e-5 * a[e]["loss"].get<double>());
+  }
+  EXPECT_TRUE(a.back()["host_memory_choices"].empty());
+  EXPECT_EQ(b.back()["host_memory_choices"], lighter["host_budget_choices"]);
+
+  const auto refused = train(" --host-memory " + std::to_string(loaded / 1024) + "K", dir.file("refused.jsonl"));
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(test::the_error_line(refused).find(" of host memory while training "), std::string::npos) << refused.output;
+}
+
 TEST_F(TrainCli, BudgetedRunsReportTransfersWithinTheBudget) {
   const auto metrics = dir.file("budget.jsonl");
   const auto result = test::run_nj("train " + shell_quote(dataset) + " --epochs 2 --device-memory 32K --metrics-out " +

@@ -13,9 +13,11 @@ namespace nj {
 // How the subgraph executor keeps the trace tensors' rows on the host (tensor 2l: layer l's transformed rows, 2l+1:
 // their gradients; docs/scheduler.md): a tensor's rows live there only during the phases that touch it (its
 // layer's forward phase, and its backward phase where that reads them), so tensors whose phases do not overlap
-// share one buffer. Per tensor, its buffer; per buffer, the widest row it holds.
+// share one buffer. Per tensor, its buffer and its rows' width (0: a tensor no step touches, the input gradients of a
+// first layer that sums its inputs); per buffer, the widest row it holds.
 struct HostHomes {
   std::vector<std::size_t> buffer_of;
+  std::vector<std::int64_t> row_width;
   std::vector<std::int64_t> width;
 };
 // first_layer_sums_inputs: as Pass::first_layer_sums_inputs, where layer 0's tensors hold its inputs' width.
@@ -92,6 +94,9 @@ struct RunHostUse {
   std::int64_t staging_bytes = 0;       // the most one copy stages (MemoryForecast::largest_copy_bytes)
   std::int64_t mpi_bytes = 0;           // what MPI holds beyond process_bytes, with several ranks
   bool first_layer_sums_inputs = false;
+  // Per layer below the last: whether training computes its outputs again where the backward half reads them, so
+  // that they never reach the host (Pass::outputs_recomputed).
+  std::vector<char> outputs_computed_again = {};
 };
 
 // The rank's host memory at the peak of loading its data, from the files' shapes: what nj train checks before it reads

@@ -2,6 +2,7 @@
 // What a command that runs a model on a rank's part of a graph sets up before its first step (nj train, nj plan,
 // and the commands to come): where the data comes from and how the rank's part is loaded and numbered, and which
 // executor runs the model over it. The device and its communicator come from nj/runtime.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -41,8 +42,8 @@ struct DataSource {
 };
 
 // The part of the graph this rank runs on: its shard of the partition folder, its part of the dataset partitioned
-// in parallel or in memory, or, on one rank, the whole dataset; numbered in `order` and its features normalised as `source`
-// asks. Logs what was loaded and how long it took.
+// in parallel or in memory, or, on one rank, the whole dataset; numbered in `order` and its features normalised as
+// `source` asks. Logs what was loaded and how long it took.
 Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator& comm);
 
 // A rank's run, planned before anything of it is allocated: what nj plan reports, and what nj train checks against
@@ -70,6 +71,38 @@ struct PlannedRun {
   RunHostUse host_use(std::int64_t process_bytes) const;
 };
 
+// Host memory as a budget the planner meets, as it meets the device's (src/run/host_budget.cpp): where the fastest
+// plan's forecast does not fit the host memory a rank may use, it is planned again keeping fewer tensors in host
+// memory, one lighter choice at a time, in the order of what each costs an epoch, until one fits.
+struct HostBudget {
+  std::int64_t bytes = -1;  // what the rank may use; < 0: unknown, nothing to meet
+  std::string source;       // "given by --host-memory", ...: for the log
+  // The rank's host memory at its peak for a run planned with a choice: what nj plan prints and nj train checks.
+  std::function<HostFootprint(const ExecutorChoice&, const PlannedRun&)> forecast;
+};
+
+// A run planned within a host budget: the plan, its forecast, and what was given up for it.
+struct HostFittedRun {
+  PlannedRun run;
+  ExecutorChoice choice;  // what `run` was planned as
+  HostFootprint host;
+  // What planning within the budget changed, in the order it was tried ("chained layers' outputs computed again in
+  // the backward half", ...); empty where the fastest plan fits.
+  std::vector<std::string> lighter;
+};
+
+// Plans `choice` with `plan`; where its forecast exceeds `budget`, plans again with each lighter choice that applies,
+// each keeping the previous ones, and returns the first that fits, or the lightest, which the caller refuses
+// (require_host_memory). The choices, lightest last:
+//   1. chained layers' outputs computed again in the backward half, not kept on the host (--recompute-outputs auto
+//      only: an explicit off is kept);
+//   2. subgraph blocks built by each step as it runs, not kept on the host (as a --host-blocks below theirs);
+//   3. on a device whose memory is host memory (the CPU device), a smaller device budget: 7/8 of the one given,
+//      then 6/8, 5/8 and 4/8, while it still plans.
+// In-memory runs plan as they are. Logs each choice made.
+HostFittedRun plan_within_host_memory(const ExecutorChoice& choice, const HostBudget& budget,
+                                      const std::function<PlannedRun(const ExecutorChoice&)>& plan);
+
 // Plans what `choice` runs over `local`: the in-memory executor's step replayed, or the subgraph executor's plan
 // settled (choice.options says what it runs on: the library memory and whether the device is a GPU). `sparse`: whether
 // the first layer takes `features` as sparse rows (then they are built here from `features`, which must hold values;
@@ -79,11 +112,11 @@ struct PlannedRun {
 PlannedRun plan_run(const ExecutorChoice& choice, Model& model, const LocalGraph& local, ConstRows features,
                     bool sparse, std::span<const std::uint8_t> loss_reads, int threads,
                     MemorySpace exchange_space = MemorySpace::kHost);
-// plan_run for this rank's `shard` on `resources`, as `make_executor` runs it: whether the first layer takes the
-// features as sparse rows is decided over every rank of `comm` (a collective, takes_sparse_inputs); a training plan's
-// loss reads the training split's logits only.
-PlannedRun plan_rank_run(const ExecutorChoice& choice, const Resources& resources, Model& model, const Shard& shard,
-                         Communicator& comm, int threads);
+// plan_run for this rank's `shard` on `resources`, as `make_executor` runs it, within `host` (plan_within_host_memory):
+// whether the first layer takes the features as sparse rows is decided over every rank of `comm` (a collective,
+// takes_sparse_inputs), once; a training plan's loss reads the training split's logits only.
+HostFittedRun plan_rank_run(const ExecutorChoice& choice, const Resources& resources, Model& model, const Shard& shard,
+                            Communicator& comm, int threads, const HostBudget& host = {});
 // The executor of a planned run over `shard`, exchanging over `comm`; logs a subgraph executor's plan. The subgraph
 // executor keeps what it reads of the graph: the shard's in-edge copy is dropped.
 std::unique_ptr<Executor> make_executor(PlannedRun run, Resources& resources, Model& model, Shard& shard,

@@ -1,0 +1,110 @@
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "nj/core/bytes.hpp"
+#include "nj/core/error.hpp"
+#include "nj/run/rank_setup.hpp"
+
+namespace nj {
+namespace {
+
+// A device budget is lowered in eighths of the one given, down to half of it: steps that do not hang on the exact
+// forecast (nj plan's process is not nj train's, and must choose alike), each a plan of its own.
+constexpr int kEighthsLeast = 4;
+
+bool keeps_chained_outputs(const ExecutorChoice& choice, const PlannedRun& run) {
+  if (!run.plan || run.plan->passes.empty() || choice.options.recompute_outputs != RecomputeOutputs::kAuto)
+    return false;
+  const Pass& pass = run.plan->passes.front();
+  for (std::size_t l = 0; l < pass.chained.size(); ++l) {
+    if (pass.chained_to_next(l) && !pass.output_recomputed(l)) return true;
+  }
+  return false;
+}
+
+bool keeps_blocks(const PlannedRun& run) {
+  return run.plan && !run.plan->passes.empty() && run.plan->passes.front().keeps_blocks();
+}
+
+class Fitting {
+ public:
+  Fitting(const ExecutorChoice& choice, const HostBudget& budget,
+          const std::function<PlannedRun(const ExecutorChoice&)>& plan)
+      : budget_(budget), plan_(plan) {
+    fitted_.choice = choice;
+    fitted_.run = plan_(choice);
+    if (budget_.forecast) fitted_.host = budget_.forecast(choice, fitted_.run);
+  }
+  std::int64_t overshoot() const {
+    return budget_.bytes < 0 || !budget_.forecast ? 0 : fitted_.host.total() - budget_.bytes;
+  }
+  bool fits() const { return overshoot() <= 0; }
+  const HostFittedRun& fitted() const { return fitted_; }
+  HostFittedRun take() { return std::move(fitted_); }
+
+  // Plans again with `lighter`, which `what` names, and keeps it; in place of the last choice where it `revises` it.
+  void try_choice(const ExecutorChoice& lighter, const std::string& what, bool revises = false) {
+    spdlog::info("host memory: the plan needs {} ({}), more than the {} {}; planning again with {}",
+                 format_bytes(fitted_.host.total()), fitted_.host.describe(), format_bytes(budget_.bytes),
+                 budget_.source, what);
+    fitted_.run = plan_(lighter);
+    fitted_.choice = lighter;
+    fitted_.host = budget_.forecast(lighter, fitted_.run);
+    if (revises) fitted_.lighter.pop_back();
+    fitted_.lighter.push_back(what);
+  }
+
+ private:
+  const HostBudget& budget_;
+  const std::function<PlannedRun(const ExecutorChoice&)>& plan_;
+  HostFittedRun fitted_;
+};
+
+// On the CPU device the device's memory is host memory: a smaller device budget, 7/8 of the one given, then 6/8, ...
+void lower_device_budget(Fitting& fitting) {
+  const std::int64_t given = fitting.fitted().choice.options.device_budget;
+  for (int eighths = 7; eighths >= kEighthsLeast && !fitting.fits(); --eighths) {
+    ExecutorChoice lighter = fitting.fitted().choice;
+    lighter.options.device_budget = given / 8 * eighths / 1024 * 1024;  // whole KiB, as --device-memory takes
+    try {
+      fitting.try_choice(lighter,
+                         fmt::format("a device budget of {} ({}/8 of the one given: the CPU device's memory is host "
+                                     "memory)",
+                                     format_bytes(lighter.options.device_budget), eighths),
+                         eighths < 7);
+    } catch (const InputError& too_small) {
+      spdlog::info("host memory: a device budget of {} does not plan: {}", format_bytes(lighter.options.device_budget),
+                   too_small.what());
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+HostFittedRun plan_within_host_memory(const ExecutorChoice& choice, const HostBudget& budget,
+                                      const std::function<PlannedRun(const ExecutorChoice&)>& plan) {
+  Fitting fitting(choice, budget, plan);
+  if (fitting.fits() || choice.in_memory) return fitting.take();
+  if (!fitting.fits() && keeps_chained_outputs(fitting.fitted().choice, fitting.fitted().run)) {
+    ExecutorChoice lighter = fitting.fitted().choice;
+    lighter.options.recompute_outputs = RecomputeOutputs::kOn;
+    fitting.try_choice(lighter, "chained layers' outputs computed again in the backward half (--recompute-outputs on)");
+  }
+  if (!fitting.fits() && keeps_blocks(fitting.fitted().run)) {
+    ExecutorChoice lighter = fitting.fitted().choice;
+    lighter.options.kept_block_bytes = 0;
+    fitting.try_choice(lighter, "subgraph blocks built by each step as it runs, not kept on the host");
+  }
+  const ExecutorChoice& now = fitting.fitted().choice;
+  if (!fitting.fits() && !now.options.device_is_gpu && now.options.device_budget != kUnlimited) {
+    lower_device_budget(fitting);
+  }
+  if (fitting.fits()) {
+    spdlog::info("host memory: planned within the {} {}: {}", format_bytes(budget.bytes), budget.source,
+                 fmt::join(fitting.fitted().lighter, "; "));
+  }
+  return fitting.take();
+}
+
+}  // namespace nj
