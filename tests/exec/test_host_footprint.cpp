@@ -177,5 +177,33 @@ TEST(HostFootprint, TensorsWhosePhasesDoNotOverlapShareAHome) {
   }
 }
 
+// A first layer that sums its inputs runs no aggregation backward: its tensor 1 gets no rows, and the buffers are no
+// wider than the tensors that use them (the inputs' width once, not twice).
+TEST(HostFootprint, AFirstLayerThatSumsItsInputsHasNoHomeForTheirGradients) {
+  ModelConfig config;
+  config.hidden = 32;
+  const Model gcn(config, 64, 8);
+  const HostHomes homes = host_homes(gcn, true, true);
+  EXPECT_EQ(homes.row_width, (std::vector<std::int64_t>{64, 0, 8, 8}));
+  std::int64_t widths = 0;
+  for (const std::int64_t w : homes.width) widths += w;
+  EXPECT_EQ(widths, 64 + 8);
+}
+
+// A chained layer's outputs computed again never reach the host: their rows are not counted.
+TEST(HostFootprint, OutputsComputedAgainAreNotCounted) {
+  ModelConfig config;
+  config.hidden = 32;
+  const Model model(config, 64, 8);
+  const RankShape shape{.owned = 10000, .local = 10000, .in_edges = 100000, .features = 64, .classes = 8};
+  const RunLayout budgeted{.in_memory = false, .device_budget = 1 << 20};
+  RunHostUse kept{.first_layer_sums_inputs = true, .outputs_computed_again = {0}};
+  RunHostUse again = kept;
+  again.outputs_computed_again = {1};
+  EXPECT_EQ(running_host_footprint(model, shape, budgeted, kept).total() -
+                running_host_footprint(model, shape, budgeted, again).total(),
+            std::int64_t{10000} * 32 * 4);
+}
+
 }  // namespace
 }  // namespace nj
