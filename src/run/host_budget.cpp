@@ -47,7 +47,15 @@ class Fitting {
     spdlog::info("host memory: the plan needs {} ({}), more than the {} {}; planning again with {}",
                  format_bytes(fitted_.host.total()), fitted_.host.describe(), format_bytes(budget_.bytes),
                  budget_.source, what);
-    fitted_.run = plan_(lighter);
+    // One plan at a time: the last one's structures go before the next is built. Where the next does not plan, the
+    // last is planned again, and kept.
+    fitted_.run = PlannedRun{};
+    try {
+      fitted_.run = plan_(lighter);
+    } catch (const InputError&) {
+      fitted_.run = plan_(fitted_.choice);
+      throw;
+    }
     fitted_.choice = lighter;
     fitted_.host = budget_.forecast(lighter, fitted_.run);
     if (revises) fitted_.lighter.pop_back();

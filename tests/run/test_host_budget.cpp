@@ -128,6 +128,18 @@ TEST_F(HostBudgetTest, OnTheCpuDeviceTheDeviceBudgetShrinksNext) {
   EXPECT_GT(gpu.host.total(), limit) << "the lightest plan, for the caller to refuse";
 }
 
+// A device budget that does not plan ends the search: the last plan is planned again and returned, whole.
+TEST_F(HostBudgetTest, ADeviceBudgetThatDoesNotPlanEndsTheSearchWithTheLastPlan) {
+  ExecutorChoice choice = budgeted();
+  choice.options.device_budget = minimum_device_budget(model, local);
+  const HostFittedRun fitted = fit(choice, 1);
+  EXPECT_EQ(fitted.choice.options.device_budget, choice.options.device_budget);
+  ASSERT_TRUE(fitted.run.plan.has_value());
+  EXPECT_EQ(fitted.run.plan->options.device_budget, choice.options.device_budget);
+  EXPECT_EQ(fitted.host.total(), forecast_of(fitted.run));
+  for (const std::string& what : fitted.lighter) EXPECT_EQ(what.find("device budget"), std::string::npos) << what;
+}
+
 // What the user chose explicitly stays; a budget no plan meets returns the lightest plan, for the caller to refuse.
 TEST_F(HostBudgetTest, AnExplicitChoiceStaysAndTheLightestPlanIsReturnedWhereNoneFits) {
   ExecutorChoice choice = budgeted();
