@@ -138,7 +138,7 @@ nlohmann::json rank_json(std::size_t rank, const LocalGraph& local, const RankFo
           {"exchange", exchange},
           {"host_peak_bytes", f.host.total()},
           {"host_peak_phase", f.host.phase},
-          {"host_budget_choices", f.lighter},
+          {"host_memory_choices", f.lighter},
           {"host", host_parts}};
 }
 
@@ -389,8 +389,10 @@ void print_forecast(const PlanArguments& args, const ExecutorChoice& choice, Mod
   std::cout << fmt::format("host memory: peak {} while {} ({})\n", format_bytes(f.host.total()), f.host.phase,
                            f.host.describe());
   if (!f.lighter.empty()) {
-    std::cout << fmt::format("host memory: within --host-memory {} by {}\n", args.ignored.host_memory,
-                             fmt::join(f.lighter, "; "));
+    const bool fits = f.host.total() <= parse_byte_size(args.ignored.host_memory);
+    std::cout << fmt::format("host memory: {} --host-memory {} by {}{}\n", fits ? "within" : "over",
+                             args.ignored.host_memory, fmt::join(f.lighter, "; "),
+                             fits ? "" : ", the lightest plan: nj train would refuse it");
   }
   if (!f.run.plan) return;
   const EpochPlan& plan = *f.run.plan;
@@ -454,7 +456,11 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str();
   add_training_only_options(*cmd, args->ignored, kIgnoredGroup);
   // The host budget is planning's too: nj plan forecasts the plan nj train would choose within it.
-  cmd->get_option("--host-memory")->group(cmd->get_option("--device-memory")->get_group());
+  cmd->get_option("--host-memory")
+      ->group(cmd->get_option("--device-memory")->get_group())
+      ->description(
+          "Host memory a training rank may use, e.g. 16G (default: none, whatever this machine has): plans what nj "
+          "train would within it, keeping fewer tensors in host memory where the fastest plan needs more");
   cmd->add_flag("--inference", args->inference,
                 "Plan nj infer's forward pass (no backward pass, no gradients: smaller steps) instead of a training "
                 "epoch");

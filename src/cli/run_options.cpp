@@ -38,7 +38,7 @@ void add_training_only_options(CLI::App& command, TrainingOnlyArguments& args, c
   add("--host-memory", args.host_memory,
       "Host memory this rank may use, e.g. 16G (default: what the machine has available, shared by the ranks on "
       "it). Where the fastest plan is forecast to need more, the run is planned keeping fewer tensors in host memory "
-      "(the log says what it chose; nj plan takes this option too); a run that cannot fit stops before loading")
+      "(the log says what it chose); a run that cannot fit stops before it loads or allocates")
       ->check(byte_size());
   add("--epochs", args.options.epochs, "Epochs (one optimizer step each)")->check(at_least(1))->capture_default_str();
   add("--lr", args.options.adam.lr, "Adam learning rate (may differ from a checkpoint's: fine-tuning)")

@@ -8,18 +8,19 @@
 namespace nj {
 namespace {
 
-// A device budget is lowered in eighths of the one given, down to half of it: steps that do not hang on the exact
-// forecast (nj plan's process is not nj train's, and must choose alike), each a plan of its own.
+// A device budget is lowered in eighths of the one given, down to half of it: steps a process's own few hundred KiB
+// rarely move a choice across (nj plan's process is not nj train's), each a plan of its own.
 constexpr int kEighthsLeast = 4;
 
-bool keeps_chained_outputs(const ExecutorChoice& choice, const PlannedRun& run) {
-  if (!run.plan || run.plan->passes.empty() || choice.options.recompute_outputs != RecomputeOutputs::kAuto)
+// Whether computing outputs again would spare host rows: a chained first layer that sums its inputs and takes its
+// backward in the second layer's (Pass::first_layer_backward_fused), whose outputs --recompute-outputs auto keeps on
+// the host (on the CPU device). Attention layers, which could be computed again too, are left as they are.
+bool keeps_first_layer_outputs(const ExecutorChoice& choice, const PlannedRun& run) {
+  if (!run.plan || run.plan->passes.empty() || choice.options.recompute_outputs != RecomputeOutputs::kAuto) {
     return false;
-  const Pass& pass = run.plan->passes.front();
-  for (std::size_t l = 0; l < pass.chained.size(); ++l) {
-    if (pass.chained_to_next(l) && !pass.output_recomputed(l)) return true;
   }
-  return false;
+  const Pass& pass = run.plan->passes.front();
+  return pass.chained_to_next(0) && pass.first_layer_backward_fused && !pass.output_recomputed(0);
 }
 
 bool keeps_blocks(const PlannedRun& run) {
@@ -35,10 +36,7 @@ class Fitting {
     fitted_.run = plan_(choice);
     if (budget_.forecast) fitted_.host = budget_.forecast(choice, fitted_.run);
   }
-  std::int64_t overshoot() const {
-    return budget_.bytes < 0 || !budget_.forecast ? 0 : fitted_.host.total() - budget_.bytes;
-  }
-  bool fits() const { return overshoot() <= 0; }
+  bool fits() const { return budget_.bytes < 0 || !budget_.forecast || fitted_.host.total() <= budget_.bytes; }
   const HostFittedRun& fitted() const { return fitted_; }
   HostFittedRun take() { return std::move(fitted_); }
 
@@ -54,6 +52,7 @@ class Fitting {
       fitted_.run = plan_(lighter);
     } catch (const InputError&) {
       fitted_.run = plan_(fitted_.choice);
+      fitted_.host = budget_.forecast(fitted_.choice, fitted_.run);
       throw;
     }
     fitted_.choice = lighter;
@@ -94,10 +93,11 @@ HostFittedRun plan_within_host_memory(const ExecutorChoice& choice, const HostBu
                                       const std::function<PlannedRun(const ExecutorChoice&)>& plan) {
   Fitting fitting(choice, budget, plan);
   if (fitting.fits() || choice.in_memory) return fitting.take();
-  if (!fitting.fits() && keeps_chained_outputs(fitting.fitted().choice, fitting.fitted().run)) {
+  if (keeps_first_layer_outputs(fitting.fitted().choice, fitting.fitted().run)) {
     ExecutorChoice lighter = fitting.fitted().choice;
     lighter.options.recompute_outputs = RecomputeOutputs::kOn;
-    fitting.try_choice(lighter, "chained layers' outputs computed again in the backward half (--recompute-outputs on)");
+    fitting.try_choice(lighter,
+                       "the first layer's outputs computed again in the backward half (--recompute-outputs on)");
   }
   if (!fitting.fits() && keeps_blocks(fitting.fitted().run)) {
     ExecutorChoice lighter = fitting.fitted().choice;

@@ -65,11 +65,7 @@ Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator&
 
 RunHostUse PlannedRun::host_use(std::int64_t process_bytes) const {
   std::vector<char> computed_again;
-  if (plan && !plan->passes.empty()) {
-    const Pass& pass = plan->passes.front();
-    for (std::size_t l = 0; l < pass.outputs_recomputed.size(); ++l)
-      computed_again.push_back(pass.output_recomputed(l) ? 1 : 0);
-  }
+  if (plan && !plan->passes.empty()) computed_again = plan->passes.front().outputs_recomputed;
   return {.process_bytes = process_bytes,
           .device_peak_bytes = device.peak_footprint_bytes,
           .plan_bytes = plan_host_bytes,

@@ -256,7 +256,7 @@ TEST_F(TrainCli, AHostBudgetIsMetByALighterPlanThatTrainsTheSameModel) {
   const std::string limit = " --host-memory " + std::to_string((fastest - (8 << 20)) / 1024) + "K";
   const auto lighter = planned(budgeted + limit);
   EXPECT_LE(lighter["host_peak_bytes"].get<std::int64_t>(), fastest - (8 << 20)) << lighter;
-  EXPECT_FALSE(lighter["host_budget_choices"].empty()) << lighter;
+  EXPECT_FALSE(lighter["host_memory_choices"].empty()) << lighter;
 
   const auto train = [&](const std::string& options, const std::string& metrics) {
     return test::run_nj("train " + shell_quote(wide) + " --epochs 3 --threads 2" + budgeted + options +

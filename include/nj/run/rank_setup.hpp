@@ -86,16 +86,16 @@ struct HostFittedRun {
   PlannedRun run;
   ExecutorChoice choice;  // what `run` was planned as
   HostFootprint host;
-  // What planning within the budget changed, in the order it was tried ("chained layers' outputs computed again in
-  // the backward half", ...); empty where the fastest plan fits.
+  // What planning within the budget changed, in the order it was tried ("the first layer's outputs computed again
+  // in the backward half", ...); empty where the fastest plan fits.
   std::vector<std::string> lighter;
 };
 
 // Plans `choice` with `plan`; where its forecast exceeds `budget`, plans again with each lighter choice that applies,
 // each keeping the previous ones, and returns the first that fits, or the lightest, which the caller refuses
 // (require_host_memory). The choices, lightest last:
-//   1. chained layers' outputs computed again in the backward half, not kept on the host (--recompute-outputs auto
-//      only: an explicit off is kept);
+//   1. the first layer's outputs computed again in the backward half, not kept on the host, where it is chained and
+//      sums its inputs (--recompute-outputs auto only: an explicit off is kept);
 //   2. subgraph blocks built by each step as it runs, not kept on the host (as a --host-blocks below theirs);
 //   3. on a device whose memory is host memory (the CPU device), a smaller device budget: 7/8 of the one given,
 //      then 6/8, 5/8 and 4/8, while it still plans.
