@@ -61,6 +61,7 @@ struct RankForecast {
   PlannedRun run;
   ExecutorChoice choice;             // what `run` was planned as
   std::vector<std::string> lighter;  // what the host budget changed (HostFittedRun::lighter)
+  bool fits = true;                  // within the host budget (HostFittedRun::fits)
   HostFootprint host;
   std::int64_t minimum_budget = 0;  // the smallest --device-memory the subgraph executor plans with
 };
@@ -89,6 +90,7 @@ RankForecast forecast_rank(const PlanArguments& args, const ExecutorChoice& choi
   RankForecast forecast{.run = std::move(fitted.run),
                         .choice = fitted.choice,
                         .lighter = std::move(fitted.lighter),
+                        .fits = fitted.fits,
                         .host = std::move(fitted.host)};
   const InputShape inputs = input_shape(forecast.run.sparse_inputs);
   forecast.minimum_budget =
@@ -389,10 +391,9 @@ void print_forecast(const PlanArguments& args, const ExecutorChoice& choice, Mod
   std::cout << fmt::format("host memory: peak {} while {} ({})\n", format_bytes(f.host.total()), f.host.phase,
                            f.host.describe());
   if (!f.lighter.empty()) {
-    const bool fits = f.host.total() <= parse_byte_size(args.ignored.host_memory);
-    std::cout << fmt::format("host memory: {} --host-memory {} by {}{}\n", fits ? "within" : "over",
+    std::cout << fmt::format("host memory: {} --host-memory {} by {}{}\n", f.fits ? "within" : "over",
                              args.ignored.host_memory, fmt::join(f.lighter, "; "),
-                             fits ? "" : ", the lightest plan: nj train would refuse it");
+                             f.fits ? "" : ", the lightest plan: nj train would refuse it");
   }
   if (!f.run.plan) return;
   const EpochPlan& plan = *f.run.plan;

@@ -38,7 +38,10 @@ class Fitting {
   }
   bool fits() const { return budget_.bytes < 0 || !budget_.forecast || fitted_.host.total() <= budget_.bytes; }
   const HostFittedRun& fitted() const { return fitted_; }
-  HostFittedRun take() { return std::move(fitted_); }
+  HostFittedRun take() {
+    fitted_.fits = fits();
+    return std::move(fitted_);
+  }
 
   // Plans again with `lighter`, which `what` names, and keeps it; in place of the last choice where it `revises` it.
   void try_choice(const ExecutorChoice& lighter, const std::string& what, bool revises = false) {

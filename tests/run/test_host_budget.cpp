@@ -90,6 +90,7 @@ TEST_F(HostBudgetTest, ChainedOutputsAreComputedAgainFirst) {
   EXPECT_EQ(fitted.choice.options.device_budget, choice.options.device_budget);
   EXPECT_TRUE(fitted.run.plan->passes.front().output_recomputed(0));
   EXPECT_LE(fitted.host.total(), needed - 1);
+  EXPECT_TRUE(fitted.fits);
 }
 
 // Then the blocks are built by each step.
@@ -126,6 +127,7 @@ TEST_F(HostBudgetTest, OnTheCpuDeviceTheDeviceBudgetShrinksNext) {
   const HostFittedRun gpu = fit(choice, limit);
   EXPECT_EQ(gpu.choice.options.device_budget, choice.options.device_budget);
   EXPECT_GT(gpu.host.total(), limit) << "the lightest plan, for the caller to refuse";
+  EXPECT_FALSE(gpu.fits);
 }
 
 // A device budget that does not plan ends the search: the last plan is planned again and returned, whole.

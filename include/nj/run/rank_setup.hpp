@@ -89,6 +89,7 @@ struct HostFittedRun {
   // What planning within the budget changed, in the order it was tried ("the first layer's outputs computed again
   // in the backward half", ...); empty where the fastest plan fits.
   std::vector<std::string> lighter;
+  bool fits = true;  // whether `host` is within the budget; else `run` is the lightest plan, which the caller refuses
 };
 
 // Plans `choice` with `plan`; where its forecast exceeds `budget`, plans again with each lighter choice that applies,
