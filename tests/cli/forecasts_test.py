@@ -177,7 +177,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("nj")
     parser.add_argument("work")
-    parser.add_argument("--data", default=os.environ.get("NJ_DATA_DIR"))
+    parser.add_argument("--data", help="the shared data folder (NJ_DATA_DIR, where set, takes its place, as it does for "
+                                       "every other test)")
     parser.add_argument("--counted-only", action="store_true",
                         help="check what is counted (copies, device peak, exchange) on the first graph only, not the "
                              "host peak: for sanitizer builds, whose shadow memory is resident too")
@@ -185,7 +186,7 @@ def main():
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     failures = []
-    found = graphs(args.nj, args.work, args.data)
+    found = graphs(args.nj, args.work, os.environ.get("NJ_DATA_DIR") or args.data)
     for name, path in found[:1] if args.counted_only else found:
         for model in MODELS:
             options = ["--model", model, "--threads", "2"]
