@@ -871,6 +871,23 @@ std::int64_t host_block_bytes(std::int64_t destinations, std::int64_t sources, s
          edges * (kSlot + kSlot + 8 + (weighted ? 2 * kFloat : 0)) + (destinations + 2) * 8;
 }
 
+namespace {
+
+// The sources of the blocks that the first pass makes stay on the device for the run (all of a lasting pass's):
+// where the pass builds its blocks, the executor keeps a copy of each one's for the steps that read it.
+std::int64_t run_block_sources(const Pass* pass) {
+  if (pass == nullptr || pass->keeps_blocks()) return 0;
+  std::int64_t sources = 0;
+  for (std::size_t l = 0; l < pass->layer_parts.size(); ++l) {
+    for (std::size_t k = 0; k < pass->layer_parts[l].size(); ++k) {
+      if (pass->lasting || pass->block_stays(l, k)) sources += pass->layer_parts[l][k].num_src;
+    }
+  }
+  return sources;
+}
+
+}  // namespace
+
 std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int threads) {
   // Where each row of each trace tensor is on the device.
   const std::int64_t rows = plan.largest_pass_rows;
@@ -897,6 +914,8 @@ std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int 
   if (expands) bytes += threads * most_sources * 8;
   const bool builds = !plan.closures.empty() || (!plan.passes.empty() && !plan.passes.front().keeps_blocks());
   if (!builds) return bytes;
+  bytes += run_block_sources(plan.passes.empty() ? nullptr : &plan.passes.front()) *
+           static_cast<std::int64_t>(sizeof(vid_t));
   // The builder: a local id per vertex, a bitmap per thread, another of the destinations, and ranks; the largest
   // block it builds, and a cursor per source of it and thread.
   const std::int64_t words = (rows + 63) / 64;

@@ -7,6 +7,7 @@
 #include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph_executor.hpp"
 #include "nj/graph/shard.hpp"
+#include "support/backends.hpp"
 #include "support/test_support.hpp"
 
 namespace nj {
@@ -107,6 +108,46 @@ TEST(HostFootprint, EachThreadCountsACursorPerSourceOfTheLargestBlockItExpands) 
   const EpochPlan unlimited = plan_epoch(model, local, {});
   ASSERT_TRUE(unlimited.passes.front().keeps_blocks()) << "a builder would count its own cursors";
   EXPECT_EQ(executor_host_bytes(unlimited, 2, 3), executor_host_bytes(unlimited, 2, 1));
+}
+
+// Where the steps build their blocks, the executor keeps a copy of the sources of each block it makes stay on the
+// device for the run, for the steps that read that block: the forecast counts them, and the heap holds them.
+TEST(HostFootprint, TheSourcesOfBlocksBuiltToStayForTheRunAreCounted) {
+  const Dataset data = test::random_dataset(20000, 200000, 8, 4, 3);
+  Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
+  const LocalGraph local = whole_local_graph(data.graph);
+  const std::int64_t budget = 6 * minimum_device_budget(model, local);
+  SubgraphExecutorOptions options{budget, ExecutionMode::kReuse, CachePolicy::kStAware};
+  options.kept_block_bytes = 0;
+  const EpochPlan staying = settled_plan(model, local, data.features.view(), options);
+  const Pass& pass = staying.passes.front();
+  ASSERT_FALSE(pass.keeps_blocks());
+  std::int64_t sources = 0;
+  std::int64_t blocks = 0;
+  for (std::size_t l = 0; l < pass.layer_parts.size(); ++l) {
+    for (std::size_t k = 0; k < pass.layer_parts[l].size(); ++k) {
+      if (pass.block_stays(l, k)) {
+        sources += pass.layer_parts[l][k].num_src;
+        ++blocks;
+      }
+    }
+  }
+  ASSERT_GT(sources, 5000) << "few blocks stay: a larger budget";
+  EpochPlan none = staying;
+  for (auto& layer : none.passes.front().blocks_stay) std::fill(layer.begin(), layer.end(), 0);
+  const std::int64_t counted = executor_host_bytes(staying, 2, 1) - executor_host_bytes(none, 2, 1);
+  EXPECT_EQ(counted, sources * static_cast<std::int64_t>(sizeof(vid_t)));
+  // What constructing the executor leaves on the heap (the emulated device's memory is mapped apart from it).
+  const auto held = [&](EpochPlan plan) {
+    Resources resources = test::backend_resources(DeviceKind::kCpu, budget, 1);
+    const std::int64_t before = heap_bytes_in_use();
+    const SubgraphExecutor executor(resources, model, local, data.features.view(), std::move(plan), std::nullopt);
+    return heap_bytes_in_use() - before;
+  };
+  const std::int64_t measured = held(staying) - held(none);
+  EXPECT_GE(measured, counted);
+  // Beside its sources, a block's bookkeeping: the maps that name it and its device allocations.
+  EXPECT_LE(measured, counted + blocks * 2048) << blocks << " blocks";
 }
 
 TEST(HostFootprint, AFootprintOverTheLimitIsAnErrorNamingItsParts) {

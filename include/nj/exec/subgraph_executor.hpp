@@ -43,7 +43,8 @@ void settle_device_memory(Model& model, const LocalGraph& local, ConstRows featu
 std::int64_t structure_bytes_in_room(const Model& model, const EpochPlan& plan, CachePolicy policy);
 // Host bytes the executor holds beside the plan while it runs: where each row is on the device; within a budget, the
 // CPU device's cursors for expanding packed blocks; and where steps build their subgraphs' blocks, the builder's
-// per-vertex scratch and the largest block (`threads`: OpenMP's).
+// per-vertex scratch, the largest block, and a copy of the sources of each block that stays on the device for the run
+// (`threads`: OpenMP's).
 std::int64_t executor_host_bytes(const EpochPlan& plan, std::size_t layers, int threads);
 // How many bytes the plan's budget lacks for its forecast peak footprint (0: it fits).
 std::int64_t device_memory_shortfall(const EpochPlan& plan);
