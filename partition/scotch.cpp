@@ -1,11 +1,13 @@
 #include "scotch.hpp"
 
+#include <fmt/format.h>
 #include <mpi.h>
 // scotch.h and ptscotch.h are those of the 64-bit flavour (the build's include path): SCOTCH_Num is int64_t.
 #include <scotch.h>
 // ptscotch.h after scotch.h and mpi.h, which it needs.
 #include <ptscotch.h>
 
+#include <string>
 #include <type_traits>
 
 #include "nj/core/error.hpp"
@@ -23,19 +25,42 @@ void check(int status, const char* call) { NJ_REQUIRE(status == 0, "{} failed (S
 // Scotch reads its input arrays without writing them, but takes them through pointers to non-const.
 SCOTCH_Num* in(std::span<const std::int64_t> values) { return const_cast<SCOTCH_Num*>(values.data()); }
 
-// Owns a strategy built for `parts` on `ranks` processes (one: Scotch's sequential strategy), favouring the cut over
-// speed. Its memory is that of its coarser graphs: where edges barely merge as a graph coarsens (random graphs), each
-// level holds nearly as many as the graph itself, and the coarsest is gathered onto every rank (docs/performance.md,
-// "Partitioning on many ranks").
+// The vertices to which the ranks coarsen the distributed graph before each gathers it and bipartitions it alone.
+// SCOTCH_stratDgraphMapBuild stops at max(2000 x ranks, 10000), at most 100000. Where edges barely merge as a graph
+// coarsens (random graphs), the gathered graph keeps up to vert^2 / 2 edges, on every rank: 184 MiB on each of 4 ranks
+// for the generated 1M-vertex graph, growing with the ranks. At 2000 vertices it is at most 2M edges whatever the
+// ranks, and the cuts are as good (docs/performance.md, "Partitioning on many ranks").
+constexpr int kGatheredVertices = 2000;
+
+// PT-Scotch's parallel mapping strategy for SCOTCH_STRATQUALITY, as SCOTCH_stratDgraphMapBuild makes it, but for the
+// coarsest graph's size (kGatheredVertices), which that builder does not take. In Scotch's strategy language:
+// recursive bipartitioning (r), each bipartition multilevel (m) over the ranks, refined in a band around the
+// frontier (b) by diffusion (d), then on one rank with Fiduccia-Mattheyses (q, f), then made exact (x); the coarsest
+// graph, and each part once it is on one rank, bipartitioned sequentially, twice (|), keeping the better.
+std::string parallel_strategy() {
+  const std::string balance = fmt::format("{:f}", kImbalance);
+  const std::string refine = fmt::format("f{{bal={},move=80}}", balance);
+  const std::string sequential =
+      fmt::format("m{{vert=80,low=h{{pass=10}}{0},asc=b{{bnd=(d{{pass=40}}|){0},org={0}}}}}", refine);
+  const std::string sequential_best = fmt::format("({0}|{0})", sequential);
+  const std::string gathered_refine = fmt::format("q{{strat=f}}x{{bal={}}}", balance);
+  const std::string parallel =
+      fmt::format("m{{vert={},asc=b{{bnd=(d{{pass=40}}|){},org={}}},low=q{{strat={}}},seq=q{{strat={}}}}}",
+                  kGatheredVertices, gathered_refine, gathered_refine, sequential_best, sequential_best);
+  return fmt::format("r{{bal={0},sep={1},seq=r{{bal={0},poli=S,sep={2}}}}}", balance, parallel, sequential_best);
+}
+
+// Owns a strategy for `parts` on `ranks` processes (one: Scotch's sequential strategy), favouring the cut over speed.
+// Its memory is that of its coarser graphs: where edges barely merge as a graph coarsens (random graphs), each level
+// holds nearly as many as the graph itself (docs/performance.md, "Partitioning on many ranks").
 class Strategy {
  public:
   Strategy(int parts, int ranks) {
     check(SCOTCH_stratInit(&strategy_), "SCOTCH_stratInit");
-    const SCOTCH_Num flags = SCOTCH_STRATQUALITY;
     if (ranks > 1) {
-      check(SCOTCH_stratDgraphMapBuild(&strategy_, flags, ranks, parts, kImbalance), "SCOTCH_stratDgraphMapBuild");
+      check(SCOTCH_stratDgraphMap(&strategy_, parallel_strategy().c_str()), "SCOTCH_stratDgraphMap");
     } else {
-      check(SCOTCH_stratGraphMapBuild(&strategy_, flags, parts, kImbalance), "SCOTCH_stratGraphMapBuild");
+      check(SCOTCH_stratGraphMapBuild(&strategy_, SCOTCH_STRATQUALITY, parts, kImbalance), "SCOTCH_stratGraphMapBuild");
     }
   }
   Strategy(const Strategy&) = delete;

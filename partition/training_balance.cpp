@@ -3,29 +3,13 @@
 #include <algorithm>
 #include <numeric>
 
+#include "nj/partition/parallel.hpp"
+
 namespace nj {
 namespace {
 
-// So many training vertices go from part `from` to part `to`, and as many other vertices back.
-struct Exchange {
-  int from = 0;
-  int to = 0;
-  std::int64_t count = 0;
-};
-
-// Parts above the mean (rounded up) give down to it, parts below it (rounded down) take up to it, in part order.
-std::vector<Exchange> exchanges_of(const std::vector<std::int64_t>& training) {
-  const auto parts = static_cast<std::int64_t>(training.size());
-  const std::int64_t total = std::accumulate(training.begin(), training.end(), std::int64_t{0});
-  const std::int64_t high = (total + parts - 1) / parts;
-  const std::int64_t low = total / parts;
-  std::vector<std::int64_t> give(training.size());
-  std::vector<std::int64_t> take(training.size());
-  for (std::size_t p = 0; p < training.size(); ++p) {
-    give[p] = std::max<std::int64_t>(0, training[p] - high);
-    take[p] = std::max<std::int64_t>(0, low - training[p]);
-  }
-  std::vector<Exchange> exchanges;
+// Pairs what parts give with what others take, in part order, taking both down.
+void pair_up(std::vector<std::int64_t>& give, std::vector<std::int64_t>& take, std::vector<TrainingExchange>& out) {
   for (std::size_t from = 0, to = 0; from < give.size() && to < take.size();) {
     if (give[from] == 0) {
       ++from;
@@ -33,12 +17,11 @@ std::vector<Exchange> exchanges_of(const std::vector<std::int64_t>& training) {
       ++to;
     } else {
       const std::int64_t count = std::min(give[from], take[to]);
-      exchanges.push_back({static_cast<int>(from), static_cast<int>(to), count});
+      out.push_back({static_cast<int>(from), static_cast<int>(to), count});
       give[from] -= count;
       take[to] -= count;
     }
   }
-  return exchanges;
 }
 
 // Per rank, part and kind (1 training, 0 not), the vertices that may still move: every rank's counts, and how many
@@ -104,6 +87,27 @@ void move_best(std::vector<std::int32_t>& part, std::vector<char>& moved, std::s
 
 }  // namespace
 
+std::vector<TrainingExchange> training_exchanges(std::span<const std::int64_t> training) {
+  const auto parts = static_cast<std::int64_t>(training.size());
+  const std::int64_t total = std::accumulate(training.begin(), training.end(), std::int64_t{0});
+  const std::int64_t high = (total + parts - 1) / parts;
+  const std::int64_t low = total / parts;
+  std::vector<std::int64_t> give(training.size());
+  std::vector<std::int64_t> take_to_low(training.size());
+  std::vector<std::int64_t> take_to_high(training.size());
+  for (std::size_t p = 0; p < training.size(); ++p) {
+    give[p] = std::max<std::int64_t>(0, training[p] - high);
+    take_to_low[p] = std::max<std::int64_t>(0, low - training[p]);
+    take_to_high[p] = high - std::max(low, std::min(training[p], high));
+  }
+  // Where no part is below the mean rounded down (140 over 8 parts: 19 beside 17s and 18s), parts at it take the
+  // rest, so that none stays above the mean rounded up.
+  std::vector<TrainingExchange> exchanges;
+  pair_up(give, take_to_low, exchanges);
+  pair_up(give, take_to_high, exchanges);
+  return exchanges;
+}
+
 void balance_training_vertices(std::vector<std::int32_t>& part, std::span<const std::uint8_t> training,
                                const SliceAdjacency& adjacency, std::span<const std::int32_t> neighbour_part, int parts,
                                Communicator& comm) {
@@ -112,7 +116,7 @@ void balance_training_vertices(std::vector<std::int32_t>& part, std::span<const 
   comm.all_reduce_sum(per_part);
   Candidates candidates(part, training, parts, comm);
   std::vector<char> moved(part.size(), 0);
-  for (const Exchange& exchange : exchanges_of(per_part)) {
+  for (const TrainingExchange& exchange : training_exchanges(per_part)) {
     const std::int64_t count =
         std::min({exchange.count, candidates.left(exchange.from, 1), candidates.left(exchange.to, 0)});
     move_best(part, moved, training, adjacency, neighbour_part, 1, exchange.from, exchange.to,

@@ -2,8 +2,8 @@
 // Scotch balances one weight a vertex, so its parts may hold the training vertices unevenly (up to 1.5 times the mean
 // on Cora at 8 parts), where METIS balances both counts. This evens them out afterwards: parts above the mean give
 // training vertices to parts below it, each in exchange for a vertex outside the training split, so that the vertex
-// counts stay as Scotch balanced them. The vertices that move are those with the most neighbours on the side they
-// go to.
+// counts stay as Scotch balanced them (training_exchanges, nj/partition/parallel.hpp, says which parts and how many).
+// The vertices that move are those with the most neighbours on the side they go to.
 #include <cstdint>
 #include <span>
 #include <vector>

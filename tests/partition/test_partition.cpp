@@ -6,6 +6,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <numeric>
+#include <random>
 #include <set>
 
 #include "nj/io/dataset_file.hpp"
@@ -13,6 +15,7 @@
 #include "nj/io/hdf5.hpp"
 #include "nj/io/plain_text.hpp"
 #include "nj/io/shard_file.hpp"
+#include "nj/partition/parallel.hpp"
 #include "nj/partition/partition.hpp"
 #include "support/test_support.hpp"
 
@@ -396,6 +399,38 @@ TEST(PartitionQuality, Slashdot) {
   // looser balance (UFACTOR), one constraint instead of two nor recursive bisection brings that near a third
   // (partition/README.md).
   expect_metis_beats_random(build_dataset(edges, options), 0.7);
+}
+
+// The training vertices after PT-Scotch: each exchange gives only what a part holds above the mean rounded up, and
+// every part ends at or below it, also where no part is below the mean rounded down to take the excess (Cora at 8
+// parts on 4 ranks: 140 training vertices as 18, 17, 19, 17, 17, 18, 17, 17).
+TEST(TrainingExchanges, EveryPartEndsAtMostAtTheMeanRoundedUp) {
+  const std::vector<std::int64_t> cora{18, 17, 19, 17, 17, 18, 17, 17};
+  const std::vector<TrainingExchange> exchanges = training_exchanges(cora);
+  ASSERT_EQ(exchanges.size(), 1U);
+  EXPECT_EQ(exchanges[0].from, 2);
+  EXPECT_EQ(exchanges[0].to, 1);
+  EXPECT_EQ(exchanges[0].count, 1);
+  std::mt19937 random(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<std::int64_t> training(2 + random() % 9);
+    for (std::int64_t& count : training) count = static_cast<std::int64_t>(random() % 40);
+    const std::int64_t total = std::accumulate(training.begin(), training.end(), std::int64_t{0});
+    const auto parts = static_cast<std::int64_t>(training.size());
+    const std::int64_t high = (total + parts - 1) / parts;
+    const std::int64_t low = total / parts;
+    std::vector<std::int64_t> after = training;
+    for (const TrainingExchange& e : training_exchanges(training)) {
+      ASSERT_GT(e.count, 0);
+      after[static_cast<std::size_t>(e.from)] -= e.count;
+      after[static_cast<std::size_t>(e.to)] += e.count;
+    }
+    for (std::size_t p = 0; p < after.size(); ++p) {
+      EXPECT_LE(after[p], high);
+      EXPECT_GE(after[p], std::min(training[p], low)) << "a part gave below the mean rounded down, or took none";
+      EXPECT_LE(training[p] - after[p], std::max<std::int64_t>(0, training[p] - high)) << "gave more than its excess";
+    }
+  }
 }
 
 }  // namespace

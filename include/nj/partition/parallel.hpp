@@ -3,8 +3,11 @@
 // the distributed undirected graph, assign parts (PT-Scotch, or contiguous blocks), and send every vertex's row, edges,
 // features, label and masks to the rank that builds its part's shard. partition/README.md says how, and what each
 // rank holds.
+#include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "nj/comm/communicator.hpp"
 #include "nj/graph/shard.hpp"
@@ -19,6 +22,19 @@ bool runs_in_parallel(PartitionMethod method);
 
 // The rank of `ranks` that builds part `part`'s shard.
 inline int builder_of_part(int part, int ranks) { return part % ranks; }
+
+// So many training vertices that part `from` gives part `to` after PT-Scotch, each for a vertex outside the training
+// split, so that the vertex counts stay (partition/training_balance.hpp).
+struct TrainingExchange {
+  int from = 0;
+  int to = 0;
+  std::int64_t count = 0;
+};
+
+// The exchanges that even out the training vertices per part (`training`): parts above the mean rounded up give down
+// to it; parts below the mean rounded down take up to it first, then parts below the mean rounded up take up to that,
+// each in part order. Every part then holds at most the mean rounded up.
+std::vector<TrainingExchange> training_exchanges(std::span<const std::int64_t> training);
 
 // Partitions the dataset file at `dataset_path` on every rank of `comm` (a collective). Hands `take` the shard of each
 // part this rank builds, in ascending part; returns the manifest of the partition (without shard files or folder). A
