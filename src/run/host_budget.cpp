@@ -16,15 +16,14 @@ constexpr int kEighthsLeast = 4;
 // backward in the second layer's (Pass::first_layer_backward_fused), whose outputs --recompute-outputs auto keeps on
 // the host (on the CPU device). Attention layers, which could be computed again too, are left as they are.
 bool keeps_first_layer_outputs(const ExecutorChoice& choice, const PlannedRun& run) {
-  if (!run.plan || run.plan->passes.empty() || choice.options.recompute_outputs != RecomputeOutputs::kAuto) {
-    return false;
-  }
-  const Pass& pass = run.plan->passes.front();
-  return pass.chained_to_next(0) && pass.first_layer_backward_fused && !pass.output_recomputed(0);
+  const Pass* pass = run.first_pass();
+  if (pass == nullptr || choice.options.recompute_outputs != RecomputeOutputs::kAuto) return false;
+  return pass->chained_to_next(0) && pass->first_layer_backward_fused && !pass->output_recomputed(0);
 }
 
 bool keeps_blocks(const PlannedRun& run) {
-  return run.plan && !run.plan->passes.empty() && run.plan->passes.front().keeps_blocks();
+  const Pass* pass = run.first_pass();
+  return pass != nullptr && pass->keeps_blocks();
 }
 
 class Fitting {

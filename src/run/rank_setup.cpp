@@ -65,7 +65,7 @@ Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator&
 
 RunHostUse PlannedRun::host_use(std::int64_t process_bytes) const {
   std::vector<char> computed_again;
-  if (plan && !plan->passes.empty()) computed_again = plan->passes.front().outputs_recomputed;
+  if (const Pass* pass = first_pass()) computed_again = pass->outputs_recomputed;
   return {.process_bytes = process_bytes,
           .device_peak_bytes = device.peak_footprint_bytes,
           .plan_bytes = plan_host_bytes,
