@@ -29,14 +29,15 @@ SCOTCH_Num* in(std::span<const std::int64_t> values) { return const_cast<SCOTCH_
 // SCOTCH_stratDgraphMapBuild stops at max(2000 x ranks, 10000), at most 100000. Where edges barely merge as a graph
 // coarsens (random graphs), the gathered graph keeps up to vert^2 / 2 edges, on every rank: 184 MiB on each of 4 ranks
 // for the generated 1M-vertex graph, growing with the ranks. At 2000 vertices it is at most 2M edges whatever the
-// ranks, and the cuts are as good (docs/performance.md, "Partitioning on many ranks").
+// ranks, and the cuts were as good on up to 4 ranks (docs/performance.md, "Partitioning on many ranks").
 constexpr int kGatheredVertices = 2000;
 
 // PT-Scotch's parallel mapping strategy for SCOTCH_STRATQUALITY, as SCOTCH_stratDgraphMapBuild makes it, but for the
 // coarsest graph's size (kGatheredVertices), which that builder does not take. In Scotch's strategy language:
 // recursive bipartitioning (r), each bipartition multilevel (m) over the ranks, refined in a band around the
-// frontier (b) by diffusion (d), then on one rank with Fiduccia-Mattheyses (q, f), then made exact (x); the coarsest
-// graph, and each part once it is on one rank, bipartitioned sequentially, twice (|), keeping the better.
+// frontier (b) by diffusion (d), then by Fiduccia-Mattheyses on the band gathered onto every rank, the best kept
+// (q, f), then made exact (x); the coarsest graph, and each part once it is on one rank, bipartitioned sequentially,
+// twice (|), keeping the better.
 std::string parallel_strategy() {
   const std::string balance = fmt::format("{:f}", kImbalance);
   const std::string refine = fmt::format("f{{bal={},move=80}}", balance);

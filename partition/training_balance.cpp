@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "nj/core/error.hpp"
 #include "nj/partition/parallel.hpp"
 
 namespace nj {
@@ -88,6 +89,7 @@ void move_best(std::vector<std::int32_t>& part, std::vector<char>& moved, std::s
 }  // namespace
 
 std::vector<TrainingExchange> training_exchanges(std::span<const std::int64_t> training) {
+  NJ_EXPECTS(!training.empty(), "training vertices of no part to even out");
   const auto parts = static_cast<std::int64_t>(training.size());
   const std::int64_t total = std::accumulate(training.begin(), training.end(), std::int64_t{0});
   const std::int64_t high = (total + parts - 1) / parts;
@@ -100,8 +102,8 @@ std::vector<TrainingExchange> training_exchanges(std::span<const std::int64_t> t
     take_to_low[p] = std::max<std::int64_t>(0, low - training[p]);
     take_to_high[p] = high - std::max(low, std::min(training[p], high));
   }
-  // Where no part is below the mean rounded down (140 over 8 parts: 19 beside 17s and 18s), parts at it take the
-  // rest, so that none stays above the mean rounded up.
+  // Where the parts below the mean rounded down cannot take it all (140 over 8 parts: 19 beside 17s and 18s, none
+  // below 17), parts below the mean rounded up take the rest, so that none stays above it.
   std::vector<TrainingExchange> exchanges;
   pair_up(give, take_to_low, exchanges);
   pair_up(give, take_to_high, exchanges);

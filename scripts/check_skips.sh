@@ -9,7 +9,7 @@ set -euo pipefail
 allowed='/cuda(_[a-z0-9_]+)?$|^Models/CrossBackendGradientTest\.'
 allowed+='|^HugeVector\.LargeArraysAreAdvisedToTakeHugePages$|^BlasKernels\.NjRunsTheKernelsTheCpuRuns$'
 if [[ "${1:-}" == --sanitizer ]]; then
-  allowed+='|^CpuDevice\.AllocationsLieWhereTheArenaPlacesThem$'
+  allowed+='|^CpuDevice\.AllocationsLieWhereTheArenaPlacesThem$|^HostFootprint\.TheSourcesOfBlocksBuiltToStayForTheRunAreCounted$'
   allowed+='|^GpuBundle\.RunsInACleanRoot$|^MemoryCaps\.FourRanksTrainWhatOneProcessCannot$'
   shift
 fi
