@@ -178,13 +178,15 @@ std::int64_t stored_nonzeros(const std::string& path) {
   return stored.sparse ? stored.nonzeros : -1;
 }
 
-RankShape shape_of(const LocalGraph& local, std::int64_t features, std::int64_t classes, std::int64_t nonzeros) {
+RankShape shape_of(const LocalGraph& local, std::int64_t features, std::int64_t classes, std::int64_t nonzeros,
+                   VertexOrder order) {
   return {.owned = local.num_owned,
           .local = local.num_local(),
           .in_edges = local.graph.num_edges(),
           .features = features,
           .classes = classes,
-          .stored_nonzeros = nonzeros};
+          .stored_nonzeros = nonzeros,
+          .renumbered = order != VertexOrder::kInput};
 }
 
 // Every rank of a partition folder, planned as `nj train --partitions` would run it with the same options.
@@ -206,9 +208,9 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
     Shard shard = read_shard(path);
     order_vertices(shard, choice.vertex_order);
     Model model(args.model.resolve(), shard.features.cols(), shard.num_classes);
-    const RankForecast f =
-        forecast_rank(args, choice, model, shard.local, shard.features.view(), sparse, shard.train_mask,
-                      shape_of(shard.local, shard.features.cols(), shard.num_classes, stored_nonzeros(path)));
+    const RankForecast f = forecast_rank(
+        args, choice, model, shard.local, shard.features.view(), sparse, shard.train_mask,
+        shape_of(shard.local, shard.features.cols(), shard.num_classes, stored_nonzeros(path), choice.vertex_order));
     sides.clear();
     for (std::size_t l = 0; l < f.run.exchange.size(); ++l) {
       const ExchangeForecast& e = f.run.exchange[l];
@@ -427,8 +429,9 @@ void run_plan(PlanArguments& args, CLI::App& command) {
   const bool sparse = may_take_sparse && takes_sparse_inputs(choice.sparse_inputs, features, nonzeros >= 0, nullptr);
   Model model(args.model.resolve(), loaded.width, loaded.shard.num_classes);
   const auto start = std::chrono::steady_clock::now();
-  const RankForecast f = forecast_rank(args, choice, model, local, features, sparse, loaded.shard.train_mask,
-                                       shape_of(local, loaded.width, loaded.shard.num_classes, nonzeros));
+  const RankForecast f =
+      forecast_rank(args, choice, model, local, features, sparse, loaded.shard.train_mask,
+                    shape_of(local, loaded.width, loaded.shard.num_classes, nonzeros, choice.vertex_order));
   spdlog::info("planned in {:.2f} s", seconds_since(start));
   if (args.json) {
     std::cout << plan_json(loaded.shard.name, choice, nlohmann::json::array({rank_json(0, local, f)})).dump() << "\n";

@@ -190,8 +190,9 @@ void set_up_data(TrainArguments& args, Communicator& comm, RankTraining& rank) {
   // Before loading: data that cannot be loaded within the host memory is an error now, not the operating system's
   // kill later. The rest of the run is checked once it is planned (set_up_training).
   const PartitionMethod partition_method = parse_partition_method(args.training.partition_method);
-  rank.loading = loading_host_footprint(
-      rank_shape(rank.dataset, args.data.partitions, comm.rank(), comm.size(), partition_method), resident_at_start());
+  RankShape shape = rank_shape(rank.dataset, args.data.partitions, comm.rank(), comm.size(), partition_method);
+  shape.renumbered = rank.choice.vertex_order != VertexOrder::kInput;
+  rank.loading = loading_host_footprint(shape, resident_at_start());
   require_host_memory(rank.loading, rank.memory_limit.bytes, comm.size() > 1 ? "this rank" : "this run",
                       rank.memory_limit.source);
   rank.shard = load_rank_shard({.dataset = rank.dataset,
@@ -199,7 +200,8 @@ void set_up_data(TrainArguments& args, Communicator& comm, RankTraining& rank) {
                                 .partition_method = partition_method,
                                 .normalize_rows = args.training.feature_norm == "row"},
                                rank.choice.vertex_order, comm);
-  log_resident_memory("loaded");
+  spdlog::info("host memory: loading peaked at {}, forecast {} ({})", format_bytes(resident_memory().peak),
+               format_bytes(rank.loading.total()), rank.loading.describe());
 }
 
 // The model, its executor (planned), the trainer, a checkpoint to resume from and the metrics log.

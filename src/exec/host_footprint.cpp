@@ -14,8 +14,6 @@ namespace nj {
 namespace {
 
 constexpr std::int64_t kFloat = sizeof(float);
-// The pinned buffer an upload stages through is pooled and capped (the CPU device's staging pool).
-constexpr std::int64_t kStagingCap = std::int64_t{128} << 20;
 // What each compute thread holds once it has run a GEMM over the whole graph: OpenBLAS's packing buffers and the
 // thread's stack, as measured (the peak of an in-memory 60k-vertex run rose by 16 MB from 1 to 2 threads). Packing
 // copies no more than a GEMM's operands, which a device budget bounds.
@@ -125,18 +123,29 @@ std::int64_t shard_bytes(const RankShape& s) {
 
 std::int64_t shard_in_edge_bytes(const RankShape& s) { return s.in_edges * 4; }
 
+std::int64_t renumbering_bytes(const RankShape& s) {
+  return (s.local + 1) * std::int64_t{sizeof(eid_t)} + s.in_edges * std::int64_t{sizeof(vid_t)} +
+         (s.local + s.owned) * std::int64_t{sizeof(vid_t)};
+}
+
 std::int64_t sparse_rows_bytes(std::int64_t rows, std::int64_t nonzeros) {
   return (rows + 1) * std::int64_t{sizeof(eid_t)} + nonzeros * std::int64_t{sizeof(vid_t) + sizeof(float)};
 }
 
 HostFootprint loading_host_footprint(const RankShape& shape, std::int64_t process_bytes) {
-  HostFootprint footprint{.phase = "loading", .parts = {{"process", process_bytes}}};
-  if (shape.whole_dataset_bytes > 0) footprint.parts.push_back({"whole dataset", shape.whole_dataset_bytes});
-  footprint.parts.push_back({"dataset", shard_bytes(shape)});
-  // The reader holds the stored entries (offsets, columns and values) while it expands them into dense rows.
+  // Beside the shard, loading holds one of these at a time, each freed before the next: the whole dataset while the
+  // shard is cut from it, the stored entries of sparse features while they are expanded into dense rows, and the
+  // renumbering's copies. Its peak is the shard and the largest of them.
+  std::vector<HostFootprint::Part> temporaries;
+  if (shape.whole_dataset_bytes > 0) temporaries.push_back({"whole dataset", shape.whole_dataset_bytes});
   if (shape.stored_nonzeros >= 0) {
-    footprint.parts.push_back({"stored sparse features", sparse_rows_bytes(shape.owned, shape.stored_nonzeros)});
+    temporaries.push_back({"stored sparse features", sparse_rows_bytes(shape.owned, shape.stored_nonzeros)});
   }
+  if (shape.renumbered) temporaries.push_back({"renumbering", renumbering_bytes(shape)});
+  HostFootprint footprint{.phase = "loading", .parts = {{"process", process_bytes}, {"dataset", shard_bytes(shape)}}};
+  const auto largest = std::max_element(temporaries.begin(), temporaries.end(),
+                                        [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  if (largest != temporaries.end()) footprint.parts.push_back(*largest);
   return footprint;
 }
 
@@ -153,8 +162,9 @@ HostFootprint running_host_footprint(const Model& model, const RankShape& shape,
                                               ? 2 * shape.owned * shape.classes * kFloat
                                               : subgraph_host_rows(model, shape, layout.recompute, use, bounded)});
   if (layout.device_in_host_memory) footprint.parts.push_back({"device (emulated)", use.device_peak_bytes});
-  // Copies stage through page-locked memory, one copy's worth at a time (capped: larger copies go in pieces).
-  footprint.parts.push_back({"staging", std::min(kStagingCap, use.staging_bytes)});
+  // Copies stage through one page-locked buffer, which grows to the largest copy and lives as long as the executor: the
+  // in-memory executor's graph block is copied whole.
+  footprint.parts.push_back({"staging", use.staging_bytes});
   const int threads = layout.threads > 0 ? layout.threads : omp_get_max_threads();
   footprint.parts.push_back({"threads", threads * thread_workspace(model, shape, layout, use.sparse_input_bytes > 0)});
   if (use.plan_bytes > 0) footprint.parts.push_back({"plan", use.plan_bytes});

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -113,6 +114,33 @@ def check_host_budget(nj, work, failures, counted_only):
     check_case(nj, work, f"wide gcn within --host-memory {limit}K", path, options, 1, failures, counted_only)
 
 
+def size_of(text):
+    """Bytes of nj's format_bytes text ("91.00M", "2.68G", "512.0K", "7B")."""
+    units = {"B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    return float(text[:-1]) * units[text[-1]]
+
+
+def check_loading(nj, work, failures):
+    """What loading a dataset adds to the process, measured (the peak resident memory once loaded, less the process's
+    own) against what nj train forecast for it before reading anything: the dataset and, beside it, the renumbering's
+    copies of the graph, which on this graph of many edges and few features are a third of it."""
+    path = os.path.join(work, "edges.h5")
+    run([nj, "generate", "--vertices", "400000", "--edges", "10000000", "--features", "8", "--classes", "4",
+         "--output", path])
+    log = subprocess.run([nj, "train", path, "--epochs", "1", "--threads", "1"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, check=True).stderr
+    found = re.search(r"loading peaked at (\S+), forecast (\S+) \(process (\S+),", log)
+    if not found:
+        failures.append("loading: nj train logged no loading peak and forecast")
+        return
+    peak, forecast, process = map(size_of, found.groups())
+    error = (forecast - peak) / (peak - process)
+    print(f"loading: {(forecast - process) / 2**20:.1f} MiB forecast, {(peak - process) / 2**20:.1f} MiB measured "
+          f"beside the process ({100 * error:+.1f} %)", flush=True)
+    if abs(error) > HOST_TOLERANCE:
+        failures.append(f"loading off by more than {100 * HOST_TOLERANCE:.0f} %: {found.group(0)}")
+
+
 def budgets(nj, data, model_options):
     """The device budgets of 25 % and 10 % of the unlimited subgraph executor's peak, in whole KiB, or the smallest
     budget it plans with where that is more."""
@@ -204,6 +232,7 @@ def main():
                    [*options, "--device-memory", budget], 1, failures, args.counted_only)
     if not args.counted_only:
         check_host_budget(args.nj, args.work, failures, False)
+        check_loading(args.nj, args.work, failures)
     parts = os.path.join(args.work, "parts")
     run([args.nj, "partition", path, "--parts", "2", "--output", parts])
     for model in MODELS:

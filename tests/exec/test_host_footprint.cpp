@@ -67,16 +67,23 @@ TEST(HostFootprint, EachComputeThreadCountsItsWorkspace) {
   EXPECT_NE(running_host_footprint(wide, big, {.threads = 2}, {}).describe().find("threads 32.00M"), std::string::npos);
 }
 
-// Loading holds the dataset as dense rows and, while the reader expands them, the stored sparse entries; ranks that
-// partition in memory hold the whole dataset besides. The peak is the larger of loading and running.
-TEST(HostFootprint, LoadingHoldsTheStoredEntriesWhileItExpandsThem) {
-  RankShape shape{.owned = 1000, .local = 1000, .in_edges = 5000, .features = 100, .classes = 4};
+// Loading holds the dataset as dense rows and, one at a time beside it: the stored sparse entries while the reader
+// expands them, the whole dataset where ranks partition in memory, and the renumbering's copies. The peak is the larger
+// of loading and running.
+TEST(HostFootprint, LoadingHoldsTheLargestOfItsTemporariesBesideTheDataset) {
+  RankShape shape{.owned = 1000, .local = 1200, .in_edges = 5000, .features = 100, .classes = 4, .renumbered = false};
   const HostFootprint dense = loading_host_footprint(shape, 1 << 20);
   EXPECT_EQ(dense.phase, "loading");
   EXPECT_EQ(dense.total(), (1 << 20) + shard_bytes(shape));
   shape.stored_nonzeros = 3000;
   EXPECT_EQ(loading_host_footprint(shape, 1 << 20).total() - dense.total(), sparse_rows_bytes(1000, 3000));
   EXPECT_EQ(sparse_rows_bytes(1000, 3000), 1001 * 8 + 3000 * 8);
+  // A renumbered CSR (64-bit offsets, 32-bit sources), each local vertex's new id and the order of the owned ones.
+  shape.renumbered = true;
+  EXPECT_EQ(renumbering_bytes(shape), 1201 * 8 + 5000 * 4 + 1200 * 4 + 1000 * 4);
+  EXPECT_EQ(loading_host_footprint(shape, 1 << 20).total() - dense.total(), renumbering_bytes(shape));
+  shape.stored_nonzeros = 6000;
+  EXPECT_EQ(loading_host_footprint(shape, 1 << 20).total() - dense.total(), sparse_rows_bytes(1000, 6000));
   shape.stored_nonzeros = -1;
   shape.whole_dataset_bytes = 7 << 20;
   EXPECT_EQ(loading_host_footprint(shape, 1 << 20).total() - dense.total(), 7 << 20);

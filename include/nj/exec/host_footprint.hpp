@@ -39,6 +39,8 @@ struct RankShape {
   std::int64_t stored_nonzeros = -1;
   // Ranks that partition in memory read the whole dataset first and hold it while they cut their shard.
   std::int64_t whole_dataset_bytes = 0;
+  // Loading renumbers the owned vertices (every --vertex-order but input), holding a renumbered copy of the in-edges.
+  bool renumbered = true;
 };
 
 // A rank's host memory at a moment of its run, by part.
@@ -59,6 +61,9 @@ std::int64_t shard_bytes(const RankShape& shape);
 // The part of it the subgraph executor frees once planned: the graph's in-edges, of which it keeps its own copy
 // (with self-loops) where its steps build their blocks, and blocks or nothing otherwise.
 std::int64_t shard_in_edge_bytes(const RankShape& shape);
+// What renumbering the owned vertices holds beside the shard at its peak: the in-edges renumbered into a CSR of their
+// own while the loaded one lives, each local vertex's new id, and the order.
+std::int64_t renumbering_bytes(const RankShape& shape);
 // Host bytes of the features as sparse rows (SparseRows) with this many entries.
 std::int64_t sparse_rows_bytes(std::int64_t rows, std::int64_t nonzeros);
 

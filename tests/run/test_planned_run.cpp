@@ -1,0 +1,43 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "nj/exec/host_footprint.hpp"
+#include "nj/run/rank_setup.hpp"
+#include "support/backends.hpp"
+#include "support/test_support.hpp"
+
+namespace nj {
+namespace {
+
+std::int64_t part_of(const HostFootprint& footprint, const std::string& name) {
+  const auto it = std::find_if(footprint.parts.begin(), footprint.parts.end(),
+                               [&](const HostFootprint::Part& p) { return p.name == name; });
+  return it == footprint.parts.end() ? -1 : it->bytes;
+}
+
+// The in-memory executor copies the graph's block to the device in one copy, through one page-locked buffer that it
+// keeps for the run: the host forecast's staging is that buffer, whole, however large.
+TEST(PlannedRun, TheForecastStagingIsThePageLockedMemoryTheExecutorHolds) {
+  const Dataset data = test::random_dataset(20000, 400000, 8, 4, 3);
+  Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);
+  const LocalGraph local = whole_local_graph(data.graph);
+  ExecutorChoice choice;
+  choice.in_memory = true;
+  const PlannedRun run = plan_run(choice, model, local, data.features.view(), false, data.train_mask, 1);
+  const RankShape shape{.owned = local.num_owned,
+                        .local = local.num_local(),
+                        .in_edges = local.graph.num_edges(),
+                        .features = data.features.cols(),
+                        .classes = data.num_classes};
+  const HostFootprint footprint = running_host_footprint(model, shape, {.threads = 1}, run.host_use(0));
+  const std::int64_t staging = part_of(footprint, "staging");
+  ASSERT_GT(staging, data.features.rows() * data.features.cols() * 4) << "the largest copy is the graph's block";
+
+  Resources resources = test::backend_resources(DeviceKind::kCpu, kUnlimited, 1);
+  InMemoryExecutor executor(resources, model, local, data.features.view());
+  EXPECT_EQ(resources.device->stats().pinned_bytes, staging);
+}
+
+}  // namespace
+}  // namespace nj
