@@ -137,7 +137,7 @@ struct HostMemoryLimit {
   std::string source;  // "available on this machine", ...
 };
 HostMemoryLimit host_memory_limit(const std::string& option);
-// A rank's host memory at its peak for `run`, planned as `choice` on a device it completed (device_is_gpu): the
+// A rank's host memory at its peak for `run`, planned as `choice` on a device it completed (its library memory): the
 // larger of `loading` and the run's (its process holding `process_bytes`, and MPI's exchange buffers where it has
 // peers). The forecast nj plan prints and nj train meets (HostBudget).
 HostFootprint host_forecast(const Model& model, const RankShape& shape, const HostFootprint& loading,

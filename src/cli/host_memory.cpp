@@ -76,7 +76,7 @@ HostFootprint host_forecast(const Model& model, const RankShape& shape, const Ho
                             const ExecutorChoice& choice, const PlannedRun& run, std::int64_t process_bytes,
                             bool has_peers, int threads) {
   const RunLayout layout{.in_memory = choice.in_memory,
-                         .device_in_host_memory = !choice.options.device_is_gpu,
+                         .device_in_host_memory = !choice.options.library.memory_apart_from_host,
                          .device_budget = choice.options.device_budget,
                          .recompute = choice.options.mode == ExecutionMode::kRecompute,
                          .threads = threads,

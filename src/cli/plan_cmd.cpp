@@ -49,10 +49,7 @@ ExecutorChoice planned_choice(const PlanArguments& args) {
   choice.options.forward_only = args.inference;
   const DeviceKind device =
       args.device == "auto" ? choose_device(DeviceKind::kAuto).kind : parse_device_kind(args.device);
-  if (device == DeviceKind::kCuda) {
-    choice.options.library = cuda_library_memory(args.deterministic);
-    choice.options.device_is_gpu = true;
-  }
+  if (device == DeviceKind::kCuda) choice.options.library = cuda_library_memory(args.deterministic);
   return choice;
 }
 
@@ -407,8 +404,9 @@ void run_plan(PlanArguments& args, CLI::App& command) {
   read_arguments(args, command);
   const ExecutorChoice choice = planned_choice(args);
   const int ranks = args.data.partitions.empty() ? 1 : read_manifest(args.data.partitions).partition.parts;
-  warn_unused_options(command, args.model.resolve(), choice,
-                      {.ranks = ranks, .partitions_given = ranks > 1, .on_gpu = choice.options.device_is_gpu});
+  warn_unused_options(
+      command, args.model.resolve(), choice,
+      {.ranks = ranks, .partitions_given = ranks > 1, .on_gpu = choice.options.library.memory_apart_from_host});
   if (!args.data.partitions.empty()) {
     run_partition_plan(args, args.data.partitions);
     return;

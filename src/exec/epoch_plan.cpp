@@ -74,7 +74,7 @@ struct LayerDims {
 // memcpy, cheaper than the GEMM or the aggregation, and the dropout drawn again, that replace it.
 bool computes_outputs_again(const SubgraphExecutorOptions& options) {
   return options.recompute_outputs == RecomputeOutputs::kOn ||
-         (options.recompute_outputs == RecomputeOutputs::kAuto && options.device_is_gpu);
+         (options.recompute_outputs == RecomputeOutputs::kAuto && options.library.memory_apart_from_host);
 }
 
 // Whether the aggregation backward of layer l may take layer l+1's transform backward (Pass::chained, with its

@@ -1304,7 +1304,6 @@ SubgraphExecutor::SubgraphExecutor(Resources& resources, Model& model, const Loc
     : sparse_features_(sparse_inputs(inputs, features, comm)) {
   SubgraphExecutorOptions completed = options;
   completed.library = resources.backend->library_memory();
-  completed.device_is_gpu = resources.backend->name() == "cuda";
   plan_ = settled_plan(model, local, features, completed, sparse_features_ ? &*sparse_features_ : nullptr);
   start(resources, model, local, features, comm);
 }

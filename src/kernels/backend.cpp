@@ -63,11 +63,15 @@ void expect_gat_shapes(const SparseBlockView& block, const GatShape& shape, Cons
 
 LibraryMemory cuda_library_memory(bool deterministic) {
   if (deterministic) {
-    return {.workspace_bytes = kCublasWorkspaceBytes, .narrows_offsets = false, .reads_packed_blocks = false};
+    return {.workspace_bytes = kCublasWorkspaceBytes,
+            .narrows_offsets = false,
+            .reads_packed_blocks = false,
+            .memory_apart_from_host = true};
   }
   return {.workspace_bytes = kCublasWorkspaceBytes + kCusparseWorkspaceBytes,
           .narrows_offsets = true,
-          .reads_packed_blocks = false};
+          .reads_packed_blocks = false,
+          .memory_apart_from_host = true};
 }
 
 bool sparse_library_takes(const SparseBlockView& block, bool transpose) {

@@ -107,7 +107,7 @@ HostFittedRun plan_within_host_memory(const ExecutorChoice& choice, const HostBu
     fitting.try_choice(lighter, "subgraph blocks built by each step as it runs, not kept on the host");
   }
   const ExecutorChoice& now = fitting.fitted().choice;
-  if (!fitting.fits() && !now.options.device_is_gpu && now.options.device_budget != kUnlimited) {
+  if (!fitting.fits() && !now.options.library.memory_apart_from_host && now.options.device_budget != kUnlimited) {
     lower_device_budget(fitting);
   }
   if (fitting.fits()) {

@@ -135,7 +135,6 @@ HostFittedRun plan_rank_run(const ExecutorChoice& choice, const Resources& resou
       takes_sparse_inputs(choice.sparse_inputs, shard.features.view(), shard.features_stored_sparse, &comm);
   ExecutorChoice completed = choice;
   completed.options.library = resources.backend->library_memory();
-  completed.options.device_is_gpu = resources.backend->name() == "cuda";
   return plan_within_host_memory(completed, host, [&](const ExecutorChoice& planned) {
     return plan_run(planned, model, shard.local, shard.features.view(), sparse, shard.train_mask, threads,
                     comm.exchange_space());

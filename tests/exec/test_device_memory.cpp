@@ -296,6 +296,19 @@ TEST(LibraryMemory, ThePlanningBackendTakesTheNarrowedOffsetsWhereCusparseWouldR
   }
 }
 
+// Whether a device's memory lies apart from the host's is what its backend's libraries say, not its name: the CUDA
+// libraries', whichever the mode, and so the planning backend's that stands in for them; the CPU backend's is the
+// host's.
+TEST(LibraryMemory, OnlyTheCudaLibrariesSayTheirMemoryLiesApartFromTheHost) {
+  EXPECT_TRUE(cuda_library_memory(false).memory_apart_from_host);
+  EXPECT_TRUE(cuda_library_memory(true).memory_apart_from_host);
+  PlanningDevice device;
+  EXPECT_TRUE(make_planning_backend(device, cuda_library_memory(false))->library_memory().memory_apart_from_host);
+  EXPECT_FALSE(make_planning_backend(device)->library_memory().memory_apart_from_host);
+  const Resources cpu = test::backend_resources(DeviceKind::kCpu, kUnlimited, 1);
+  EXPECT_FALSE(cpu.backend->library_memory().memory_apart_from_host);
+}
+
 TEST(LibraryMemory, StepsLeaveRoomForTheNarrowedOffsets) {
   const Dataset data = test::grid_dataset(16, 16, 11);
   const Model model(model_config(ModelKind::kGcn), data.features.cols(), data.num_classes);

@@ -691,9 +691,9 @@ TEST_P(SubgraphExecutorTest, ChainedLayersKeepOutputsAndTheirGradientsOffTheHost
                                       CachePolicy::kStAware};
       // By default, outputs are computed again on a GPU only.
       const EpochPlan on_cpu = plan_epoch(model, local, options);
-      options.device_is_gpu = true;
+      options.library.memory_apart_from_host = true;
       const EpochPlan on_gpu = plan_epoch(model, local, options);
-      options.device_is_gpu = false;
+      options.library.memory_apart_from_host = false;
       options.recompute_outputs = RecomputeOutputs::kOn;
       const EpochPlan recomputed = plan_epoch(model, local, options);
       options.recompute_outputs = RecomputeOutputs::kOff;

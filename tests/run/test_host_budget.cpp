@@ -123,7 +123,7 @@ TEST_F(HostBudgetTest, OnTheCpuDeviceTheDeviceBudgetShrinksNext) {
   // One entry for the device budget, however many times it was lowered.
   EXPECT_EQ(fitted.lighter.size(), 3U);
 
-  choice.options.device_is_gpu = true;
+  choice.options.library.memory_apart_from_host = true;
   const HostFittedRun gpu = fit(choice, limit);
   EXPECT_EQ(gpu.choice.options.device_budget, choice.options.device_budget);
   EXPECT_GT(gpu.host.total(), limit) << "the lightest plan, for the caller to refuse";
@@ -147,7 +147,7 @@ TEST_F(HostBudgetTest, AnExplicitChoiceStaysAndTheLightestPlanIsReturnedWhereNon
   ExecutorChoice choice = budgeted();
   choice.options.recompute_outputs = RecomputeOutputs::kOff;
   choice.options.kept_block_bytes = 0;
-  choice.options.device_is_gpu = true;
+  choice.options.library.memory_apart_from_host = true;
   const HostFittedRun fitted = fit(choice, 1);
   EXPECT_EQ(plans, 1);
   EXPECT_EQ(fitted.choice.options.recompute_outputs, RecomputeOutputs::kOff);

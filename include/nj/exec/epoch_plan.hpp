@@ -83,9 +83,6 @@ struct SubgraphExecutorOptions {
   // Where layers are chained, in training: whether the backward half computes a layer's outputs again where the next
   // layer's transform backward needs them (Pass::outputs_recomputed), so that they never go to the host.
   RecomputeOutputs recompute_outputs = RecomputeOutputs::kAuto;
-  // Whether the device is a GPU, whose copies cross PCIe (the executor sets it from its backend, nj plan from
-  // --device): what RecomputeOutputs::kAuto decides by.
-  bool device_is_gpu = false;
   // Which of those takes the room first; tests pick one.
   RoomFirst room_first = RoomFirst::kCheaper;
   // Per owned vertex, whether the training loss reads its logits (empty: every vertex's), as a training split's mask

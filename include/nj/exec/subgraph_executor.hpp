@@ -51,7 +51,7 @@ std::int64_t device_memory_shortfall(const EpochPlan& plan);
 // "rows 1.2M, graph 300K, ..., alignment and fragmentation 12K": the forecast's peak by category.
 std::string describe_forecast(const MemoryForecast& forecast);
 
-// The epoch planned for `model` over `local` with `options` (whose library and device_is_gpu say what it runs on; its
+// The epoch planned for `model` over `local` with `options` (whose library says what it runs on; its
 // inputs are set from `sparse_features`, the features as sparse rows where the first layer takes them so, else null),
 // its device memory settled; throws nj::InputError, naming the shortfall, where the budget cannot hold its peak.
 EpochPlan settled_plan(Model& model, const LocalGraph& local, ConstRows features, SubgraphExecutorOptions options,

@@ -21,11 +21,15 @@ using rowmath::RootedSum;
 // keeps beside its arena (outside the budget; nj plan shows it); for each SpMM that goes to the sparse library, the
 // block's CSR offsets narrowed to 32 bits, from the arena for that call; and, unless the kernels read a packed block
 // as it lies (SparseBlockView's 16-bit sources and vertex factors, transposes by source over the in-edges), each
-// step's expansion of its block (ExpandedBlock). The planner's steps and the forecast count them.
+// step's expansion of its block (ExpandedBlock). The planner's steps and the forecast count them. And whether the
+// device's memory lies apart from the host's, across a bus (a GPU's): then a copy costs more than the GEMM or the
+// aggregation that can spare it (RecomputeOutputs::kAuto), and the device's memory is no part of the host's (the host
+// budget cannot make room by lowering the device's). The CPU device's memory is the host's.
 struct LibraryMemory {
   std::int64_t workspace_bytes = 0;
   bool narrows_offsets = false;
   bool reads_packed_blocks = true;
+  bool memory_apart_from_host = false;
   bool operator==(const LibraryMemory&) const = default;
 };
 
