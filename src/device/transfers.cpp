@@ -26,11 +26,38 @@ void copy_listed_rows(ConstRows from, std::span<const vid_t> from_rows, std::spa
   }
 }
 
+// Rows of `cols` floats that one piece of `piece_bytes` holds, at least one.
+std::int64_t rows_per_piece(std::int64_t cols, std::int64_t piece_bytes) {
+  return std::max<std::int64_t>(1, piece_bytes / std::max<std::int64_t>(1, cols * std::int64_t{sizeof(float)}));
+}
+
+// Runs copy(host_piece, rows_piece, device_first, count) over the pieces of a copy of `count` device rows, where
+// host rows `rows` (empty: the first ones of `host`) go with device rows device_first onwards.
+template <typename Host, typename Copy>
+void in_pieces(Host host, std::span<const vid_t> rows, std::int64_t count, std::int64_t piece_bytes, Copy&& copy) {
+  const std::int64_t piece = rows_per_piece(host.cols, piece_bytes);
+  for (std::int64_t first = 0; first < count; first += piece) {
+    const std::int64_t n = std::min(piece, count - first);
+    if (rows.empty()) {
+      copy(Host{host.row(first), host.rows - first, host.cols}, rows, first, n);
+    } else {
+      copy(host, rows.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(n)), first, n);
+    }
+  }
+}
+
 }  // namespace
 
 void Transfers::upload(ConstRows host, std::span<const vid_t> rows, DeviceRows dst) {
+  check_rows(host.rows, static_cast<std::int64_t>(rows.size()), dst.rows, host.cols, dst.cols);
+  if (dst.rows > rows_per_piece(dst.cols, piece_bytes_)) {
+    in_pieces(host, rows, dst.rows, piece_bytes_,
+              [&](ConstRows h, std::span<const vid_t> r, std::int64_t first, std::int64_t n) {
+                upload(h, r, DeviceRows{dst.data + first * dst.cols, n, dst.cols});
+              });
+    return;
+  }
   if (const std::optional<std::int64_t> first = direct_first_row(host.rows, rows, dst.rows)) {
-    check_rows(host.rows, static_cast<std::int64_t>(rows.size()), dst.rows, host.cols, dst.cols);
     tally(h2d_, Traffic::kRows, dst.bytes());
     order_after_kernels();
     const Event copied = nj::upload(device_, dst, ConstRows{host.row(*first), dst.rows, dst.cols});
@@ -67,6 +94,13 @@ Event Transfers::start_upload(ConstRows host, std::span<const vid_t> rows, Devic
 
 void Transfers::download(ConstDeviceRows src, Rows host, std::span<const vid_t> rows) {
   check_rows(host.rows, static_cast<std::int64_t>(rows.size()), src.rows, host.cols, src.cols);
+  if (src.rows > rows_per_piece(src.cols, piece_bytes_)) {
+    in_pieces(host, rows, src.rows, piece_bytes_,
+              [&](Rows h, std::span<const vid_t> r, std::int64_t first, std::int64_t n) {
+                download(ConstDeviceRows{src.data + first * src.cols, n, src.cols}, h, r);
+              });
+    return;
+  }
   tally(d2h_, Traffic::kRows, src.bytes());
   if (!device_.moves_data()) return;
   device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));

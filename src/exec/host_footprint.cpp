@@ -162,8 +162,8 @@ HostFootprint running_host_footprint(const Model& model, const RankShape& shape,
                                               ? 2 * shape.owned * shape.classes * kFloat
                                               : subgraph_host_rows(model, shape, layout.recompute, use, bounded)});
   if (layout.device_in_host_memory) footprint.parts.push_back({"device (emulated)", use.device_peak_bytes});
-  // Copies stage through one page-locked buffer, which grows to the largest copy and lives as long as the executor: the
-  // in-memory executor's graph block is copied whole.
+  // Copies stage through one page-locked buffer, which grows to the largest copy (a larger one than
+  // Transfers::kPieceBytes goes in pieces) and lives as long as the executor.
   footprint.parts.push_back({"staging", use.staging_bytes});
   const int threads = layout.threads > 0 ? layout.threads : omp_get_max_threads();
   footprint.parts.push_back({"threads", threads * thread_workspace(model, shape, layout, use.sparse_input_bytes > 0)});

@@ -174,9 +174,10 @@ struct SubgraphExecutor::State {
   DeviceArray<gid_t> gids_of(std::span<const vid_t> rows) {
     DeviceArray<gid_t> gids(device, static_cast<std::int64_t>(rows.size()), "index: global ids");
     // Gathered straight into the staging (a replay on a planning device counts the copy and gathers nothing).
-    transfers.upload_with(gids.view(), Traffic::kIndex, [&](std::byte* staging) {
-      auto* out = reinterpret_cast<gid_t*>(staging);
-      for (const vid_t r : rows) *out++ = global_id[static_cast<std::size_t>(pass->vertex(r))];
+    transfers.upload_with(gids.view(), Traffic::kIndex, [&](gid_t* staging, std::int64_t first, std::int64_t count) {
+      for (std::int64_t i = first; i < first + count; ++i) {
+        *staging++ = global_id[static_cast<std::size_t>(pass->vertex(rows[static_cast<std::size_t>(i)]))];
+      }
     });
     return gids;
   }

@@ -1,6 +1,8 @@
 #include "nj/kernels/device_block.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace nj {
@@ -23,9 +25,41 @@ struct Layout {
   }
 };
 
+// A piece of a packed image: its bytes [first, first + count), to be written at `base` (Transfers::upload_with copies
+// an image in pieces).
+struct Piece {
+  std::byte* base;
+  std::int64_t first;
+  std::int64_t count;
+
+  // The bytes [begin, end) of the image that this piece holds of an array of `bytes` bytes at `offset`, relative to
+  // the array's start; empty where they do not meet.
+  std::pair<std::int64_t, std::int64_t> overlap(std::int64_t offset, std::int64_t bytes) const {
+    return {std::max(first, offset) - offset, std::min(first + count, offset + bytes) - offset};
+  }
+  std::byte* at(std::int64_t offset) const { return base + (offset - first); }
+};
+
+// Writes what `piece` holds of `values`, packed at `offset`.
 template <typename T>
-void pack(std::byte* base, std::int64_t offset, const std::vector<T>& values) {
-  if (!values.empty()) std::memcpy(base + offset, values.data(), values.size() * sizeof(T));
+void pack(const Piece& piece, std::int64_t offset, const std::vector<T>& values) {
+  const auto [begin, end] = piece.overlap(offset, static_cast<std::int64_t>(values.size() * sizeof(T)));
+  if (begin < end) {
+    std::memcpy(piece.at(offset + begin), reinterpret_cast<const std::byte*>(values.data()) + begin,
+                static_cast<std::size_t>(end - begin));
+  }
+}
+
+// Writes what `piece` holds of `sources` in 16 bits, packed at `offset`. Pieces start at even bytes
+// (Transfers::kPieceBytes is even), so each holds whole 16-bit sources.
+void pack_narrow(const Piece& piece, std::int64_t offset, const std::vector<vid_t>& sources) {
+  constexpr auto kNarrow = std::int64_t{sizeof(std::uint16_t)};
+  const auto [begin, end] = piece.overlap(offset, static_cast<std::int64_t>(sources.size()) * kNarrow);
+  if (begin >= end) return;
+  auto* narrow = reinterpret_cast<std::uint16_t*>(piece.at(offset + begin));
+  for (std::int64_t e = begin / kNarrow; e < end / kNarrow; ++e) {
+    *narrow++ = static_cast<std::uint16_t>(sources[static_cast<std::size_t>(e)]);
+  }
 }
 
 template <typename T>
@@ -49,15 +83,16 @@ DeviceBlock::DeviceBlock(Transfers& transfers, const SparseBlock& block, std::st
                  static_cast<std::int64_t>(block.by_source.offsets.size()) == std::int64_t{block.num_src} + 1,
              "block for {} is not indexed by source", what);
   arrays_ = DeviceArray<std::byte>(transfers.device(), at.end, what);
-  transfers.upload_with(arrays_.view(), kind, [&](std::byte* host) {
-    pack(host, at.dst_offsets, block.dst_offsets);
-    pack(host, at.src_offsets, block.by_source.offsets);
-    pack(host, at.out_edge, block.by_source.edge_position);
-    pack(host, at.src_gid, block.src_gid);
-    pack(host, at.src_index, block.src_index);
-    pack(host, at.out_dst, block.by_source.destinations);
-    pack(host, at.edge_weight, block.edge_weight);
-    pack(host, at.out_weight, block.out_weight);
+  transfers.upload_with(arrays_.view(), kind, [&](std::byte* staging, std::int64_t first, std::int64_t count) {
+    const Piece piece{staging, first, count};
+    pack(piece, at.dst_offsets, block.dst_offsets);
+    pack(piece, at.src_offsets, block.by_source.offsets);
+    pack(piece, at.out_edge, block.by_source.edge_position);
+    pack(piece, at.src_gid, block.src_gid);
+    pack(piece, at.src_index, block.src_index);
+    pack(piece, at.out_dst, block.by_source.destinations);
+    pack(piece, at.edge_weight, block.edge_weight);
+    pack(piece, at.out_weight, block.out_weight);
   });
 
   std::byte* base = arrays_.view().data;
@@ -159,17 +194,18 @@ PackedBlock::PackedBlock(Transfers& transfers, const SparseBlock& block, const B
   NJ_EXPECTS(block.src_factor.empty() || static_cast<std::int64_t>(block.src_factor.size()) == shape_.sources,
              "{} vertex factors for a block of {} sources", block.src_factor.size(), shape_.sources);
   const PackedLayout at(shape_);
-  transfers.upload_with(arrays_.view(), Traffic::kStructure, [&](std::byte* host) {
-    pack(host, at.dst_offsets, block.dst_offsets);
-    if (shape_.source_ids) pack(host, at.src_gid, block.src_gid);
-    pack(host, at.weight, block.src_factor.empty() ? block.edge_weight : block.src_factor);
-    if (!shape_.narrow()) {
-      pack(host, at.sources, block.src_index);
-      return;
+  const auto fill = [&](std::byte* staging, std::int64_t first, std::int64_t count) {
+    const Piece piece{staging, first, count};
+    pack(piece, at.dst_offsets, block.dst_offsets);
+    if (shape_.source_ids) pack(piece, at.src_gid, block.src_gid);
+    pack(piece, at.weight, block.src_factor.empty() ? block.edge_weight : block.src_factor);
+    if (shape_.narrow()) {
+      pack_narrow(piece, at.narrow_sources, block.src_index);
+    } else {
+      pack(piece, at.sources, block.src_index);
     }
-    auto* narrow = reinterpret_cast<std::uint16_t*>(host + at.narrow_sources);
-    for (std::size_t e = 0; e < block.src_index.size(); ++e) narrow[e] = static_cast<std::uint16_t>(block.src_index[e]);
-  });
+  };
+  transfers.upload_with(arrays_.view(), Traffic::kStructure, fill);
 }
 
 void PackedBlock::place(std::byte* base) {

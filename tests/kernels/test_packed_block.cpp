@@ -68,18 +68,21 @@ class PackedBlockTest : public ::testing::TestWithParam<PackCase> {
     return on().get_array(DeviceSpan<const T>{data, size});
   }
 
- private:
   std::optional<test::OnDevice> on_;
 };
 
 // A block small enough for one thread, and one whose edges the CPU backend's threads share (each a range of
-// destinations, whose out-edges must still come out in destination order per source).
+// destinations, whose out-edges must still come out in destination order per source). Copied whole, and in pieces
+// of 1,000 bytes, which end inside the arrays.
 TEST_P(PackedBlockTest, ExpandsIntoTheArraysOfTheWholeBlock) {
   const PackedWeights weights = std::get<1>(GetParam());
-  for (const auto& [vertices, destinations] :
-       {std::pair<vid_t, vid_t>{300, 120}, std::pair<vid_t, vid_t>{6000, 4000}}) {
-    SCOPED_TRACE(::testing::Message() << destinations << " destinations");
-    expect_expands_into_the_whole_block(weights, block_weighted(weights, vertices, destinations));
+  for (const std::int64_t piece_bytes : {Transfers::kPieceBytes, std::int64_t{1000}}) {
+    on_.emplace(std::get<0>(GetParam()), 2, piece_bytes);
+    for (const auto& [vertices, destinations] :
+         {std::pair<vid_t, vid_t>{300, 120}, std::pair<vid_t, vid_t>{6000, 4000}}) {
+      SCOPED_TRACE(::testing::Message() << destinations << " destinations, pieces of " << piece_bytes << " bytes");
+      expect_expands_into_the_whole_block(weights, block_weighted(weights, vertices, destinations));
+    }
   }
 }
 

@@ -16,8 +16,9 @@ std::int64_t part_of(const HostFootprint& footprint, const std::string& name) {
   return it == footprint.parts.end() ? -1 : it->bytes;
 }
 
-// The in-memory executor copies the graph's block to the device in one copy, through one page-locked buffer that it
-// keeps for the run: the host forecast's staging is that buffer, whole, however large.
+// An executor copies through one page-locked buffer that it keeps for the run, as large as its largest copy (at most a
+// piece: Transfers::kPieceBytes), here the in-memory executor's graph block: the host forecast's staging is that
+// buffer.
 TEST(PlannedRun, TheForecastStagingIsThePageLockedMemoryTheExecutorHolds) {
   const Dataset data = test::random_dataset(20000, 400000, 8, 4, 3);
   Model model(test::training_config(ModelKind::kGcn, 2), data.features.cols(), data.num_classes);

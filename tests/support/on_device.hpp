@@ -23,9 +23,11 @@ namespace nj::test {
 
 class OnDevice {
  public:
-  // `threads` <= 0 keeps the CPU backend's default thread count (a process-wide setting).
-  explicit OnDevice(DeviceKind kind = DeviceKind::kCpu, int threads = 0)
-      : resources_(backend_resources(kind, kUnlimited, threads)), transfers_(*resources_.device) {}
+  // `threads` <= 0 keeps the CPU backend's default thread count (a process-wide setting). `piece_bytes`: the most one
+  // copy through staging moves (Transfers), small to copy in many pieces.
+  explicit OnDevice(DeviceKind kind = DeviceKind::kCpu, int threads = 0,
+                    std::int64_t piece_bytes = Transfers::kPieceBytes)
+      : resources_(backend_resources(kind, kUnlimited, threads)), transfers_(*resources_.device, piece_bytes) {}
 
   Backend& backend() { return *resources_.backend; }
   Device& device() { return *resources_.device; }

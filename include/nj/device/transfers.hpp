@@ -52,7 +52,16 @@ class TrafficBytes {
 
 class Transfers {
  public:
-  explicit Transfers(Device& device) : device_(device), staging_(device) {}
+  // The most one copy through staging moves: larger copies go in pieces, one after another through the same buffer, so
+  // that the page-locked staging kept for a run stays within this (a whole graph's block is 26 bytes an edge). A
+  // multiple of every element's size.
+  static constexpr std::int64_t kPieceBytes = std::int64_t{64} << 20;
+  // `piece_bytes`: the most one copy through staging moves (kPieceBytes; tests make it small), a multiple of 8.
+  explicit Transfers(Device& device, std::int64_t piece_bytes = kPieceBytes)
+      : device_(device), staging_(device), piece_bytes_(piece_bytes) {
+    NJ_EXPECTS(piece_bytes > 0 && piece_bytes % 8 == 0, "copies in pieces of {} bytes, not a multiple of 8",
+               piece_bytes);
+  }
   Device& device() { return device_; }
   // Bytes copied each way since the last take, by what they carried.
   std::pair<TrafficBytes, TrafficBytes> take_traffic() { return {std::exchange(h2d_, {}), std::exchange(d2h_, {})}; }
@@ -70,35 +79,48 @@ class Transfers {
   // Device rows src into host rows `rows` of `host` (empty: its first src.rows rows), after the kernels issued
   // so far; returns once the host rows hold them.
   void download(ConstDeviceRows src, Rows host, std::span<const vid_t> rows = {});
-  // dst.bytes() bytes that fill(staging) writes into page-locked staging, copied into dst; kernels issued
-  // afterwards see them.
+  // dst.size elements that fill(staging, first, count) writes into page-locked staging, elements [first, first +
+  // count) at a time, copied into dst piece by piece; kernels issued afterwards see them.
   template <typename T, typename Fill>
   void upload_with(DeviceSpan<T> dst, Traffic kind, Fill&& fill) {
-    if (dst.size == 0) return;
-    tally(h2d_, kind, dst.bytes());
-    if (!device_.moves_data()) return;
-    std::byte* packed = reuse_staging(dst.bytes());
-    fill(packed);
-    order_after_kernels();
-    staged_ = device_.copy_to_device(dst.data, packed, dst.bytes());
-    device_.wait(Stream::kCompute, staged_);
+    static_assert(sizeof(T) <= 8, "pieces hold whole elements of at most 8 bytes");
+    const std::int64_t piece = piece_bytes_ / std::int64_t{sizeof(T)};
+    for (std::int64_t first = 0; first < dst.size; first += piece) {
+      const std::int64_t count = std::min(piece, dst.size - first);
+      const std::int64_t bytes = count * std::int64_t{sizeof(T)};
+      tally(h2d_, kind, bytes);
+      if (!device_.moves_data()) continue;
+      T* packed = reinterpret_cast<T*>(reuse_staging(bytes));
+      fill(packed, first, count);
+      order_after_kernels();
+      staged_ = device_.copy_to_device(dst.data + first, packed, bytes);
+      device_.wait(Stream::kCompute, staged_);
+    }
   }
   // An array the kernels read (ids, slots, parameters) into device memory; kernels issued afterwards see it.
   template <typename T>
   void upload_array(std::span<const T> host, DeviceSpan<T> dst, Traffic kind) {
     NJ_EXPECTS(static_cast<std::int64_t>(host.size()) == dst.size, "{} values for a device array of {}", host.size(),
                dst.size);
-    upload_with(dst, kind, [&](std::byte* staging) { std::memcpy(staging, host.data(), host.size_bytes()); });
+    upload_with(dst, kind, [&](T* staging, std::int64_t first, std::int64_t count) {
+      std::copy_n(host.data() + first, count, staging);
+    });
   }
-  // A device array into `host`, after the kernels issued so far; returns once `host` holds it.
+  // A device array into `host`, piece by piece as upload_with, after the kernels issued so far; returns once `host`
+  // holds it.
   template <typename T>
   void download_array(DeviceSpan<const T> src, T* host, Traffic kind) {
-    if (src.size == 0) return;
-    tally(d2h_, kind, src.bytes());
-    std::byte* packed = reuse_staging(src.bytes());
-    device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
-    device_.synchronize(device_.copy_to_host(packed, src.data, src.bytes()));
-    std::memcpy(host, packed, static_cast<std::size_t>(src.bytes()));
+    static_assert(sizeof(T) <= 8, "pieces hold whole elements of at most 8 bytes");
+    const std::int64_t piece = piece_bytes_ / std::int64_t{sizeof(T)};
+    for (std::int64_t first = 0; first < src.size; first += piece) {
+      const std::int64_t count = std::min(piece, src.size - first);
+      const std::int64_t bytes = count * std::int64_t{sizeof(T)};
+      tally(d2h_, kind, bytes);
+      std::byte* packed = reuse_staging(bytes);
+      device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
+      device_.synchronize(device_.copy_to_host(packed, src.data + first, bytes));
+      std::memcpy(host + first, packed, static_cast<std::size_t>(bytes));
+    }
   }
 
   // Every copy to the device waits for the kernels issued before it: dst may be memory they used (rows that
@@ -126,6 +148,7 @@ class Transfers {
   Event staged_;                    // the last upload from it
   TrafficBytes h2d_, d2h_;
   std::int64_t largest_copy_ = 0;
+  std::int64_t piece_bytes_;
 };
 
 // Allocates a device array of ids holding `host` (the compute stream waits for it).
