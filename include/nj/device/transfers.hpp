@@ -83,19 +83,15 @@ class Transfers {
   // count) at a time, copied into dst piece by piece; kernels issued afterwards see them.
   template <typename T, typename Fill>
   void upload_with(DeviceSpan<T> dst, Traffic kind, Fill&& fill) {
-    static_assert(sizeof(T) <= 8, "pieces hold whole elements of at most 8 bytes");
-    const std::int64_t piece = piece_bytes_ / std::int64_t{sizeof(T)};
-    for (std::int64_t first = 0; first < dst.size; first += piece) {
-      const std::int64_t count = std::min(piece, dst.size - first);
-      const std::int64_t bytes = count * std::int64_t{sizeof(T)};
+    for_each_piece<T>(dst.size, [&](std::int64_t first, std::int64_t count, std::int64_t bytes) {
       tally(h2d_, kind, bytes);
-      if (!device_.moves_data()) continue;
+      if (!device_.moves_data()) return;
       T* packed = reinterpret_cast<T*>(reuse_staging(bytes));
       fill(packed, first, count);
       order_after_kernels();
       staged_ = device_.copy_to_device(dst.data + first, packed, bytes);
       device_.wait(Stream::kCompute, staged_);
-    }
+    });
   }
   // An array the kernels read (ids, slots, parameters) into device memory; kernels issued afterwards see it.
   template <typename T>
@@ -110,17 +106,13 @@ class Transfers {
   // holds it.
   template <typename T>
   void download_array(DeviceSpan<const T> src, T* host, Traffic kind) {
-    static_assert(sizeof(T) <= 8, "pieces hold whole elements of at most 8 bytes");
-    const std::int64_t piece = piece_bytes_ / std::int64_t{sizeof(T)};
-    for (std::int64_t first = 0; first < src.size; first += piece) {
-      const std::int64_t count = std::min(piece, src.size - first);
-      const std::int64_t bytes = count * std::int64_t{sizeof(T)};
+    for_each_piece<T>(src.size, [&](std::int64_t first, std::int64_t, std::int64_t bytes) {
       tally(d2h_, kind, bytes);
       std::byte* packed = reuse_staging(bytes);
       device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
       device_.synchronize(device_.copy_to_host(packed, src.data + first, bytes));
       std::memcpy(host + first, packed, static_cast<std::size_t>(bytes));
-    }
+    });
   }
 
   // Every copy to the device waits for the kernels issued before it: dst may be memory they used (rows that
@@ -128,6 +120,16 @@ class Transfers {
   void order_after_kernels() { device_.wait(Stream::kHostToDevice, device_.record(Stream::kCompute)); }
 
  private:
+  // Runs copy(first, count, bytes) over the pieces of `size` elements of T, in order.
+  template <typename T, typename Copy>
+  void for_each_piece(std::int64_t size, Copy&& copy) const {
+    static_assert(sizeof(T) <= 8, "pieces hold whole elements of at most 8 bytes");
+    const std::int64_t piece = piece_bytes_ / std::int64_t{sizeof(T)};
+    for (std::int64_t first = 0; first < size; first += piece) {
+      const std::int64_t count = std::min(piece, size - first);
+      copy(first, count, count * std::int64_t{sizeof(T)});
+    }
+  }
   void tally(TrafficBytes& way, Traffic kind, std::int64_t bytes) {
     way[kind] += bytes;
     largest_copy_ = std::max(largest_copy_, bytes);
