@@ -48,7 +48,7 @@ case "$out" in
 esac
 debs="${debs:-$build/bundle-debs}"
 [[ -d $data/cora ]] || die "no Cora plain export in $data/cora (use --data)"
-for tool in dpkg dpkg-deb apt-get ldd readelf strip "${compress[0]}"; do
+for tool in dpkg dpkg-deb apt-get ldd readelf strings strip "${compress[0]}"; do
   command -v "$tool" >/dev/null || die "$tool is missing (a Debian machine with scripts/setup.sh run is assumed)"
 done
 start=$(date +%s)
@@ -122,7 +122,17 @@ for elf in "${roots[@]}"; do
     lib_path[$soname]="$(readlink -f "$path")"
   done < <(ldd "$elf")
 done
-for lib in libcudart.so.13 libcublas.so.13 libcusparse.so.12 libnccl.so.2; do
+# nj opens cuBLAS and cuSPARSE at run time (dlopen), so ldd lists neither them nor the CUDA libraries they load: their
+# names come from the binary, and what they load from ldd on this machine's copies, beside the CUDA runtime.
+cudart_dir="$(ldd "$build/nj" | awk '$1 ~ /^libcudart\.so/ {print $3}' | xargs -r dirname)"
+[[ -n $cudart_dir ]] || die "$build/nj does not load the CUDA runtime"
+for lib in $(strings -a "$build/nj" | grep -oE '^lib(cublas|cusparse)\.so\.[0-9]+$' | sort -u); do
+  cuda_libs[$lib]=1
+  while read -r soname arrow _; do
+    [[ $arrow == "=>" && $soname =~ $cuda ]] && cuda_libs[$soname]=1
+  done < <(ldd "$cudart_dir/$lib")
+done
+for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcusparse.so.12 libnvJitLink.so.13 libnccl.so.2; do
   [[ -n ${cuda_libs[$lib]:-} ]] || echo "gpu_bundle.sh: note: nj does not load $lib (a different CUDA?)" >&2
 done
 

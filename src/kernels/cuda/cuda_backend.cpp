@@ -14,6 +14,7 @@
 #include "nj/device/cuda_handle.hpp"
 #include "nj/device/cuda_native.hpp"
 #include "nj/kernels/backend.hpp"
+#include "nj/kernels/cuda_libraries.hpp"
 
 namespace nj {
 namespace {
@@ -24,16 +25,17 @@ class CsrDescription {
  public:
   CsrDescription(std::int64_t rows, std::int64_t cols, std::int64_t nonzeros, const std::int32_t* offsets,
                  const vid_t* columns, const float* values)
-      : status_(cusparseCreateCsr(&description_, rows, cols, nonzeros,
-                                  // cuSPARSE's descriptors are not const-correct; SpMM does not write through them.
-                                  const_cast<std::int32_t*>(offsets),  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-                                  const_cast<vid_t*>(columns),         // NOLINT(cppcoreguidelines-pro-type-const-cast)
-                                  const_cast<float*>(values),          // NOLINT(cppcoreguidelines-pro-type-const-cast)
-                                  CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F)) {}
+      : status_(cuda_libraries().sparse_create_csr(
+            &description_, rows, cols, nonzeros,
+            // cuSPARSE's descriptors are not const-correct; SpMM does not write through them.
+            const_cast<std::int32_t*>(offsets),  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+            const_cast<vid_t*>(columns),         // NOLINT(cppcoreguidelines-pro-type-const-cast)
+            const_cast<float*>(values),          // NOLINT(cppcoreguidelines-pro-type-const-cast)
+            CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F)) {}
   CsrDescription(const CsrDescription&) = delete;
   CsrDescription& operator=(const CsrDescription&) = delete;
   ~CsrDescription() {
-    if (status_ == CUSPARSE_STATUS_SUCCESS) NJ_CUDA_TRY_NO_THROW(cusparseDestroySpMat(description_));
+    if (status_ == CUSPARSE_STATUS_SUCCESS) NJ_CUDA_TRY_NO_THROW(cuda_libraries().sparse_destroy_csr(description_));
   }
   cusparseStatus_t status() const { return status_; }
   cusparseSpMatDescr_t get() const { return description_; }
@@ -47,21 +49,24 @@ class CsrDescription {
 class DenseDescription {
  public:
   DenseDescription(std::int64_t rows, std::int64_t cols, const float* values) {
-    NJ_CUDA_TRY(cusparseCreateDnMat(&description_, rows, cols, cols,
-                                    const_cast<float*>(values),  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-                                    CUDA_R_32F, CUSPARSE_ORDER_ROW));
+    NJ_CUDA_TRY(cuda_libraries().sparse_create_dense(
+        &description_, rows, cols, cols,
+        const_cast<float*>(values),  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+        CUDA_R_32F, CUSPARSE_ORDER_ROW));
   }
   DenseDescription(const DenseDescription&) = delete;
   DenseDescription& operator=(const DenseDescription&) = delete;
-  ~DenseDescription() { NJ_CUDA_TRY_NO_THROW(cusparseDestroyDnMat(description_)); }
+  ~DenseDescription() { NJ_CUDA_TRY_NO_THROW(cuda_libraries().sparse_destroy_dense(description_)); }
   cusparseDnMatDescr_t get() const { return description_; }
 
  private:
   cusparseDnMatDescr_t description_ = nullptr;
 };
 
-using BlasHandle = CudaHandle<cublasHandle_t, cublasDestroy>;
-using SparseHandle = CudaHandle<cusparseHandle_t, cusparseDestroy>;
+cublasStatus_t destroy_blas(cublasHandle_t handle) { return cuda_libraries().blas_destroy(handle); }
+cusparseStatus_t destroy_sparse(cusparseHandle_t handle) { return cuda_libraries().sparse_destroy(handle); }
+using BlasHandle = CudaHandle<cublasHandle_t, destroy_blas>;
+using SparseHandle = CudaHandle<cusparseHandle_t, destroy_sparse>;
 
 // This backend's transposes gather over a block's out-edges: a packed block reaches them expanded
 // (LibraryMemory::reads_packed_blocks is false here).
@@ -75,7 +80,8 @@ class CudaBackend final : public Backend {
   // The libraries' workspaces are the memory the device keeps beside its arena for them (cuda_library_memory),
   // not cudaMallocs of their own: cuBLAS's through cublasSetWorkspace, cuSPARSE's as the buffer each SpMM is handed.
   CudaBackend(Device& device, bool deterministic)
-      : device_(device),
+      : libraries_(cuda_libraries()),
+        device_(device),
         ordinal_(native_ordinal(device)),
         stream_(native_stream(device, Stream::kCompute)),
         library_(cuda_library_memory(deterministic)),
@@ -86,14 +92,14 @@ class CudaBackend final : public Backend {
                library_.workspace_bytes);
     NJ_CUDA_TRY(cudaSetDevice(ordinal_));
     cublasHandle_t blas = nullptr;
-    NJ_CUDA_TRY(cublasCreate(&blas));
+    NJ_CUDA_TRY(libraries_.blas_create(&blas));
     blas_.reset(blas);
-    NJ_CUDA_TRY(cublasSetStream(blas, stream_));
-    NJ_CUDA_TRY(cublasSetWorkspace(blas, workspace_.data, static_cast<std::size_t>(kCublasWorkspaceBytes)));
+    NJ_CUDA_TRY(libraries_.blas_set_stream(blas, stream_));
+    NJ_CUDA_TRY(libraries_.blas_set_workspace(blas, workspace_.data, static_cast<std::size_t>(kCublasWorkspaceBytes)));
     cusparseHandle_t sparse = nullptr;
-    NJ_CUDA_TRY(cusparseCreate(&sparse));
+    NJ_CUDA_TRY(libraries_.sparse_create(&sparse));
     sparse_.reset(sparse);
-    NJ_CUDA_TRY(cusparseSetStream(sparse, stream_));
+    NJ_CUDA_TRY(libraries_.sparse_set_stream(sparse, stream_));
   }
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
@@ -108,10 +114,10 @@ class CudaBackend final : public Backend {
     const auto [m, n, k] = gemm_shape(transpose_a, transpose_b, a, b, c);
     if (m == 0 || n == 0) return;
     // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: the same buffers, the operands swapped.
-    NJ_CUDA_TRY(cublasSgemm(blas_.get(), transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                            transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                            static_cast<int>(k), &alpha, b.data, static_cast<int>(b.cols), a.data,
-                            static_cast<int>(a.cols), &beta, c.data, static_cast<int>(c.cols)));
+    NJ_CUDA_TRY(libraries_.blas_sgemm(blas_.get(), transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                      transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                                      static_cast<int>(k), &alpha, b.data, static_cast<int>(b.cols), a.data,
+                                      static_cast<int>(a.cols), &beta, c.data, static_cast<int>(c.cols)));
   }
 
   void spmm(const SparseBlockView& block, ConstDeviceRows in, DeviceRows out) override {
@@ -230,7 +236,7 @@ class CudaBackend final : public Backend {
     const DenseDescription c(rows, out.cols, out.data);
     const float alpha = 1.0F;
     std::size_t bytes = 0;
-    const cusparseStatus_t sized = cusparseSpMM_bufferSize(
+    const cusparseStatus_t sized = libraries_.sparse_spmm_buffer_size(
         sparse_.get(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a.get(), b.get(),
         &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
     if (!supported(sized, "cusparseSpMM_bufferSize")) return false;
@@ -239,9 +245,9 @@ class CudaBackend final : public Backend {
                             kCusparseWorkspaceBytes));
       return false;
     }
-    NJ_CUDA_TRY(cusparseSpMM(sparse_.get(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
-                             a.get(), b.get(), &beta, c.get(), CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT,
-                             workspace_.data + kCublasWorkspaceBytes));
+    NJ_CUDA_TRY(libraries_.sparse_spmm(sparse_.get(), CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                       CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a.get(), b.get(), &beta, c.get(),
+                                       CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, workspace_.data + kCublasWorkspaceBytes));
     return true;
   }
 
@@ -249,12 +255,14 @@ class CudaBackend final : public Backend {
   // failures throw.
   bool supported(cusparseStatus_t status, const char* call) {
     if (status == CUSPARSE_STATUS_NOT_SUPPORTED) {
-      warn_once(fmt::format("cuSPARSE does not support this SpMM ({}: {})", call, cusparseGetErrorString(status)));
+      warn_once(
+          fmt::format("cuSPARSE does not support this SpMM ({}: {})", call, libraries_.sparse_error_string(status)));
       use_sparse_library_ = false;
       return false;
     }
     if (status != CUSPARSE_STATUS_SUCCESS) {
-      detail::throw_failed_call(call, __FILE__, __LINE__, cusparseGetErrorName(status), cusparseGetErrorString(status));
+      detail::throw_failed_call(call, __FILE__, __LINE__, libraries_.sparse_error_name(status),
+                                libraries_.sparse_error_string(status));
     }
     return true;
   }
@@ -265,6 +273,7 @@ class CudaBackend final : public Backend {
     spdlog::warn("{}; the row kernels aggregate instead", why);
   }
 
+  const CudaLibraries& libraries_;
   Device& device_;
   int ordinal_;
   cudaStream_t stream_;
