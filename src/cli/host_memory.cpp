@@ -51,13 +51,19 @@ RankShape rank_shape(const std::string& dataset, const std::string& partitions, 
   shape.stored_nonzeros = features.sparse ? features.nonzeros : -1;
   shape.classes = file.int_attribute("num_classes");
   if (ranks > 1) {
-    // Partitioned in memory, the whole dataset is read first; in parallel, a slice of it. A part's mirrors are not
-    // known before.
-    if (!runs_in_parallel(method)) shape.whole_dataset_bytes = shard_bytes(shape);
+    // Partitioned in memory, the whole dataset is read first, then the shard is cut from it; in parallel, a slice of
+    // it. A part's mirrors are not known before.
+    const std::int64_t whole = shard_bytes(shape);
+    const std::int64_t stored = features.sparse ? sparse_rows_bytes(features.rows, features.nonzeros) : 0;
     shape.stored_nonzeros = -1;  // read with the dataset, and gone before the run
     shape.owned = (shape.owned + ranks - 1) / ranks;
     shape.local = shape.owned;
     shape.in_edges = (shape.in_edges + ranks - 1) / ranks;
+    // Beside the whole dataset: the shard, or before it is cut, the features' stored sparse entries while they fill
+    // the dense rows (whichever is larger; the forecast adds the shard).
+    if (!runs_in_parallel(method)) {
+      shape.whole_dataset_bytes = whole + std::max<std::int64_t>(stored - shard_bytes(shape), 0);
+    }
   }
   return shape;
 }
@@ -82,7 +88,11 @@ HostFootprint host_forecast(const Model& model, const RankShape& shape, const Ho
                          .threads = threads,
                          .inference = choice.options.forward_only};
   RunHostUse use = run.host_use(process_bytes);
-  if (has_peers) use.mpi_bytes = kMpiExchangeBytes;
+  if (has_peers) {
+    std::int64_t sent = 0;
+    for (const ExchangeForecast& layer : run.exchange) sent += layer.forward_bytes + layer.backward_bytes;
+    use.mpi_bytes = mpi_exchange_bytes(sent);
+  }
   return peak_host_footprint(loading, running_host_footprint(model, shape, layout, use));
 }
 

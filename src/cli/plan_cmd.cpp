@@ -183,7 +183,7 @@ RankShape shape_of(const LocalGraph& local, std::int64_t features, std::int64_t 
           .features = features,
           .classes = classes,
           .stored_nonzeros = nonzeros,
-          .renumbered = order != VertexOrder::kInput};
+          .renumbered = renumbers(order)};
 }
 
 // Every rank of a partition folder, planned as `nj train --partitions` would run it with the same options.

@@ -191,7 +191,7 @@ void set_up_data(TrainArguments& args, Communicator& comm, RankTraining& rank) {
   // kill later. The rest of the run is checked once it is planned (set_up_training).
   const PartitionMethod partition_method = parse_partition_method(args.training.partition_method);
   RankShape shape = rank_shape(rank.dataset, args.data.partitions, comm.rank(), comm.size(), partition_method);
-  shape.renumbered = rank.choice.vertex_order != VertexOrder::kInput;
+  shape.renumbered = renumbers(rank.choice.vertex_order);
   rank.loading = loading_host_footprint(shape, resident_at_start());
   require_host_memory(rank.loading, rank.memory_limit.bytes, comm.size() > 1 ? "this rank" : "this run",
                       rank.memory_limit.source);

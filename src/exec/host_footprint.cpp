@@ -47,16 +47,21 @@ std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool rec
   return bytes;
 }
 
-// What each compute thread holds once it has run the run's largest GEMM: OpenBLAS packs blocks of the operands, up
-// to kThreadWorkspace. A budget bounds the operands; without one, the widest dense rows of the owned vertices (a first
-// layer over sparse inputs multiplies by SpMM, not GEMM).
-std::int64_t thread_workspace(const Model& model, const RankShape& s, const RunLayout& layout, bool sparse_inputs) {
-  if (!layout.in_memory && layout.device_budget != kUnlimited) return std::min(kThreadWorkspace, layout.device_budget);
+// What the compute threads hold once they have run the run's largest GEMM: OpenBLAS packs blocks of the operands, up
+// to kThreadWorkspace a thread. Within a budget the threads share out one step's operands, at most the planner's bound
+// on a step; without one, each may pack the widest dense rows of the owned vertices (a first layer over sparse inputs
+// multiplies by SpMM, not GEMM).
+std::int64_t threads_workspace(const Model& model, const RankShape& s, const RunLayout& layout, const RunHostUse& use,
+                               int threads) {
+  if (!layout.in_memory && layout.device_budget != kUnlimited) {
+    const std::int64_t packed = threads * std::min(kThreadWorkspace, layout.device_budget);
+    return use.largest_step_bytes > 0 ? std::min(packed, use.largest_step_bytes) : packed;
+  }
   std::int64_t widest = 0;
-  for (std::size_t l = sparse_inputs ? 1 : 0; l < model.num_layers(); ++l) {
+  for (std::size_t l = use.sparse_input_bytes > 0 ? 1 : 0; l < model.num_layers(); ++l) {
     widest = std::max({widest, model.layer(l).in_dim(), model.layer(l).row_width()});
   }
-  return std::min(kThreadWorkspace, s.local * widest * kFloat);
+  return threads * std::min(kThreadWorkspace, s.local * widest * kFloat);
 }
 
 }  // namespace
@@ -142,7 +147,10 @@ HostFootprint loading_host_footprint(const RankShape& shape, std::int64_t proces
     temporaries.push_back({"stored sparse features", sparse_rows_bytes(shape.owned, shape.stored_nonzeros)});
   }
   if (shape.renumbered) temporaries.push_back({"renumbering", renumbering_bytes(shape)});
-  HostFootprint footprint{.phase = "loading", .parts = {{"process", process_bytes}, {"dataset", shard_bytes(shape)}}};
+  HostFootprint footprint{
+      .phase = "loading",
+      .parts = {
+          {"process", process_bytes}, {"libraries at work", kLibrariesAtWorkBytes}, {"dataset", shard_bytes(shape)}}};
   const auto largest = std::max_element(temporaries.begin(), temporaries.end(),
                                         [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
   if (largest != temporaries.end()) footprint.parts.push_back(*largest);
@@ -152,7 +160,7 @@ HostFootprint loading_host_footprint(const RankShape& shape, std::int64_t proces
 HostFootprint running_host_footprint(const Model& model, const RankShape& shape, const RunLayout& layout,
                                      const RunHostUse& use) {
   HostFootprint footprint{.phase = layout.inference ? "inference" : "training",
-                          .parts = {{"process", use.process_bytes}}};
+                          .parts = {{"process", use.process_bytes}, {"libraries at work", kLibrariesAtWorkBytes}}};
   if (use.mpi_bytes > 0) footprint.parts.push_back({"MPI", use.mpi_bytes});
   const bool bounded = !layout.in_memory && layout.device_budget != kUnlimited;
   // The subgraph executor's rank frees the loaded graph's in-edges once planned, before its rows fill.
@@ -166,7 +174,10 @@ HostFootprint running_host_footprint(const Model& model, const RankShape& shape,
   // Transfers::kPieceBytes goes in pieces) and lives as long as the executor.
   footprint.parts.push_back({"staging", use.staging_bytes});
   const int threads = layout.threads > 0 ? layout.threads : omp_get_max_threads();
-  footprint.parts.push_back({"threads", threads * thread_workspace(model, shape, layout, use.sparse_input_bytes > 0)});
+  footprint.parts.push_back({"threads", threads_workspace(model, shape, layout, use, threads)});
+  // In training, beside the model's own matrices: Adam's two moments and the gradients gathered from the device, a
+  // copy of the parameters each.
+  footprint.parts.push_back({"model", model.host_bytes() + (layout.inference ? 0 : 3 * model.parameter_bytes())});
   if (use.plan_bytes > 0) footprint.parts.push_back({"plan", use.plan_bytes});
   if (use.executor_bytes > 0) footprint.parts.push_back({"executor", use.executor_bytes});
   return footprint;

@@ -350,13 +350,13 @@ void renumber_in(Renumberable& target, const LocalGraph& local, VertexOrder orde
 }  // namespace
 
 void order_vertices(LocalGraph& local, VertexOrder order, std::span<const vid_t> stored) {
-  if (order != VertexOrder::kInput) renumber_in(local, local, order, stored);
+  if (renumbers(order)) renumber_in(local, local, order, stored);
 }
 
 void order_vertices(Shard& shard, VertexOrder order) {
   // Used once: after this the shard's ids are no longer those the stored order lists.
   const std::vector<vid_t> stored = std::exchange(shard.community_order, {});
-  if (order != VertexOrder::kInput) renumber_in(shard, shard.local, order, stored);
+  if (renumbers(order)) renumber_in(shard, shard.local, order, stored);
 }
 
 void store_community_order(Dataset& dataset) {

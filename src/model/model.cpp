@@ -228,6 +228,28 @@ std::int64_t Model::num_parameters() {
   return total;
 }
 
+std::int64_t Model::host_bytes() const {
+  std::int64_t floats = 0;
+  for (const auto& layer : layers_) {
+    const Matrix& weight = layer->effective_weight();
+    bool weight_is_a_parameter = false;
+    for (const Parameter* p : layer->parameters()) {
+      floats += p->value.size() + p->grad.size();
+      weight_is_a_parameter = weight_is_a_parameter || &p->value == &weight;
+    }
+    if (!weight_is_a_parameter) floats += weight.size() + layer->effective_weight_grad().size();
+  }
+  return floats * std::int64_t{sizeof(float)};
+}
+
+std::int64_t Model::parameter_bytes() const {
+  std::int64_t floats = 0;
+  for (const auto& layer : layers_) {
+    for (const Parameter* p : layer->parameters()) floats += p->value.size();
+  }
+  return floats * std::int64_t{sizeof(float)};
+}
+
 PreparedGraph Model::prepare(const LocalGraph& local) const {
   PreparedGraph prepared;
   switch (graph_form_) {

@@ -72,6 +72,7 @@ RunHostUse PlannedRun::host_use(std::int64_t process_bytes) const {
           .executor_bytes = executor_host_bytes,
           .sparse_input_bytes = sparse_inputs ? sparse_rows_bytes(sparse_inputs->rows(), sparse_inputs->nonzeros()) : 0,
           .staging_bytes = device.largest_copy_bytes,
+          .largest_step_bytes = plan ? plan->largest_step_bytes : 0,
           .first_layer_sums_inputs = first_layer_sums_inputs,
           .outputs_computed_again = std::move(computed_again)};
 }

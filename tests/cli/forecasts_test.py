@@ -121,24 +121,37 @@ def size_of(text):
 
 
 def check_loading(nj, work, failures):
-    """What loading a dataset adds to the process, measured (the peak resident memory once loaded, less the process's
-    own) against what nj train forecast for it before reading anything: the dataset and, beside it, the renumbering's
-    copies of the graph, which on this graph of many edges and few features are a third of it."""
-    path = os.path.join(work, "edges.h5")
+    """What loading a dataset adds to a process, measured (the peak resident memory once loaded, less the process's
+    own) against what nj train forecast for it before reading anything (rank 0's, on several):
+    - one process: the dataset and, beside it, the renumbering's copies of the graph, which on this graph of many
+      edges and few features are a third of it;
+    - two ranks that partition in memory: each reads the whole dataset, whose features are stored sparse and fully
+      dense (twice the bytes of their dense rows), all held beside the rows they fill while they are read."""
+    edges = os.path.join(work, "edges.h5")
     run([nj, "generate", "--vertices", "400000", "--edges", "10000000", "--features", "8", "--classes", "4",
-         "--output", path])
-    log = subprocess.run([nj, "train", path, "--epochs", "1", "--threads", "1"], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, check=True).stderr
-    found = re.search(r"loading peaked at (\S+), forecast (\S+) \(process (\S+),", log)
-    if not found:
-        failures.append("loading: nj train logged no loading peak and forecast")
-        return
-    peak, forecast, process = map(size_of, found.groups())
-    error = (forecast - peak) / (peak - process)
-    print(f"loading: {(forecast - process) / 2**20:.1f} MiB forecast, {(peak - process) / 2**20:.1f} MiB measured "
-          f"beside the process ({100 * error:+.1f} %)", flush=True)
-    if abs(error) > HOST_TOLERANCE:
-        failures.append(f"loading off by more than {100 * HOST_TOLERANCE:.0f} %: {found.group(0)}")
+         "--output", edges])
+    stored = os.path.join(work, "stored_sparse.h5")
+    run([nj, "generate", "--vertices", "200000", "--edges", "1000000", "--features", "64", "--classes", "4",
+         "--feature-storage", "sparse", "--output", stored])
+    train = ["--epochs", "1", "--threads", "1"]
+    cases = [("loading", [nj, "train", edges, *train], None),
+             ("loading on 2 ranks that partition in memory",
+              ["mpirun", "-np", "2", "--oversubscribe", nj, "train", stored, "--partition-method", "metis", *train],
+              MPI_ENV)]
+    for name, command, env in cases:
+        log = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True,
+                             env={**os.environ, **(env or {})}).stderr
+        found = re.findall(r"loading peaked at (\S+), forecast (\S+) \(process (\S+),", log)
+        if len(found) != 1:  # rank 0 logs it
+            failures.append(f"{name}: nj train logged {len(found)} loading peaks and forecasts, not one")
+            continue
+        for peak, forecast, process in ([size_of(t) for t in rank] for rank in found):
+            error = (forecast - peak) / (peak - process)
+            print(f"{name}: {(forecast - process) / 2**20:.1f} MiB forecast, {(peak - process) / 2**20:.1f} MiB "
+                  f"measured beside the process ({100 * error:+.1f} %)", flush=True)
+            if abs(error) > HOST_TOLERANCE:
+                failures.append(f"{name} off by more than {100 * HOST_TOLERANCE:.0f} %: forecast {forecast:.0f} B, "
+                                f"measured {peak:.0f} B, process {process:.0f} B")
 
 
 def budgets(nj, data, model_options):

@@ -62,9 +62,50 @@ TEST(HostFootprint, EachComputeThreadCountsItsWorkspace) {
   const auto budgeted =
       running_host_footprint(model, shape, {.in_memory = false, .device_budget = 1 << 20, .threads = 2}, {});
   EXPECT_NE(budgeted.describe().find("threads 2.00M"), std::string::npos) << budgeted.describe();
+  // Together the threads pack at most one step's operands, which they share out.
+  const RunLayout within_16m{.in_memory = false, .device_budget = 16 << 20, .threads = 2};
+  EXPECT_NE(running_host_footprint(model, shape, within_16m, {.largest_step_bytes = 3 << 20})
+                .describe()
+                .find("threads 3.00M"),
+            std::string::npos);
+  EXPECT_NE(running_host_footprint(model, shape, within_16m, {}).describe().find("threads 32.00M"), std::string::npos);
   const Model wide(config, 1 << 14, 4);
   const RankShape big{.owned = 1000, .local = 1000, .in_edges = 5000, .features = 1 << 14, .classes = 4};
   EXPECT_NE(running_host_footprint(wide, big, {.threads = 2}, {}).describe().find("threads 32.00M"), std::string::npos);
+}
+
+std::int64_t part_of(const HostFootprint& footprint, const std::string& name) {
+  for (const HostFootprint::Part& part : footprint.parts) {
+    if (part.name == name) return part.bytes;
+  }
+  return -1;
+}
+
+// The model's matrices on the host: its parameters with their gradients, the effective weights a layer keeps beside
+// them (GAT's, its attention folded in), and in training three copies more of the parameters (Adam's moments and the
+// gradients gathered from the device).
+TEST(HostFootprint, TheModelCountsItsMatricesAndInTrainingTheOptimizersCopies) {
+  const Model gcn(test::training_config(ModelKind::kGcn), 64, 8);
+  EXPECT_EQ(gcn.parameter_bytes(), 4 * (64 * 8 + 8 + 8 * 8 + 8));  // hidden 8: weights and biases
+  EXPECT_EQ(gcn.host_bytes(), 2 * gcn.parameter_bytes());
+  const Model gat(test::training_config(ModelKind::kGat), 64, 8);
+  std::int64_t folded = 0;
+  for (std::size_t l = 0; l < gat.num_layers(); ++l) folded += gat.layer(l).effective_weight().size();
+  EXPECT_EQ(gat.host_bytes(), 2 * gat.parameter_bytes() + 2 * 4 * folded);
+  const RankShape shape{.owned = 100, .local = 100, .in_edges = 500, .features = 64, .classes = 8};
+  EXPECT_EQ(part_of(running_host_footprint(gat, shape, {.threads = 1}, {}), "model"),
+            gat.host_bytes() + 3 * gat.parameter_bytes());
+  EXPECT_EQ(part_of(running_host_footprint(gat, shape, {.threads = 1, .inference = true}, {}), "model"),
+            gat.host_bytes());
+  EXPECT_EQ(part_of(running_host_footprint(gat, shape, {.threads = 1}, {}), "libraries at work"),
+            kLibrariesAtWorkBytes);
+}
+
+// Open MPI's shared-memory buffers grow with what a rank sends, up to 8 MiB.
+TEST(HostFootprint, MpisExchangeBuffersGrowWithWhatARankSendsUpToACap) {
+  EXPECT_EQ(mpi_exchange_bytes(0), 0);
+  EXPECT_EQ(mpi_exchange_bytes(3 << 20), 3 << 20);
+  EXPECT_EQ(mpi_exchange_bytes(std::int64_t{1} << 34), kMpiExchangeBytes);
 }
 
 // Loading holds the dataset as dense rows and, one at a time beside it: the stored sparse entries while the reader
@@ -74,7 +115,7 @@ TEST(HostFootprint, LoadingHoldsTheLargestOfItsTemporariesBesideTheDataset) {
   RankShape shape{.owned = 1000, .local = 1200, .in_edges = 5000, .features = 100, .classes = 4, .renumbered = false};
   const HostFootprint dense = loading_host_footprint(shape, 1 << 20);
   EXPECT_EQ(dense.phase, "loading");
-  EXPECT_EQ(dense.total(), (1 << 20) + shard_bytes(shape));
+  EXPECT_EQ(dense.total(), (1 << 20) + kLibrariesAtWorkBytes + shard_bytes(shape));
   shape.stored_nonzeros = 3000;
   EXPECT_EQ(loading_host_footprint(shape, 1 << 20).total() - dense.total(), sparse_rows_bytes(1000, 3000));
   EXPECT_EQ(sparse_rows_bytes(1000, 3000), 1001 * 8 + 3000 * 8);

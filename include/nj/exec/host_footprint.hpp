@@ -2,6 +2,7 @@
 // The host memory one rank's run holds at its peak, by part: what `nj plan` reports per rank and what
 // `nj train` checks, before it loads anything, against the memory the rank may use, so that a run that cannot
 // fit stops with an error naming the parts instead of being killed by the operating system.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -81,12 +82,23 @@ struct RunLayout {
   bool inference = false;  // nj infer's forward pass: no gradients
 };
 
+// What the libraries hold once they work, beyond what was resident when main began: the pages of their code that a
+// run reaches (HDF5's readers, the BLAS kernels, the C++ runtime's) and their buffers (HDF5's caches, the threads'
+// stacks). Measured with Debian 12's libraries: 6.2 MiB once Cora is loaded, 6 to 8 MiB more than the parts counted
+// at the peak of training small graphs; Forecasts.EqualWhatTrainingMeasures checks the forecasts that count it.
+inline constexpr std::int64_t kLibrariesAtWorkBytes = std::int64_t{7} << 20;
+
 // What Open MPI holds in a rank of several beyond the process's code: about 8 MiB from MPI_Init on (which a rank's
-// resident_at_start counts, and nj plan's own process does not) and about 8 MiB more of shared-memory buffers once the
-// ranks exchange. Measured with Debian 12's Open MPI 4.1 on 2 to 4 ranks of one machine: 8 to 10 MiB and 7.5 MiB;
-// Forecasts.EqualWhatTrainingMeasures checks the forecasts that count them.
+// resident_at_start counts, and nj plan's own process does not) and shared-memory buffers once the ranks exchange,
+// which grow with what they send, up to about 8 MiB. Measured with Debian 12's Open MPI 4.1 on 2 to 4 ranks of one
+// machine: 7.6 to 10 MiB, and 7.5 MiB on a large graph; Forecasts.EqualWhatTrainingMeasures checks the forecasts
+// that count them.
 inline constexpr std::int64_t kMpiInitBytes = std::int64_t{8} << 20;
 inline constexpr std::int64_t kMpiExchangeBytes = std::int64_t{8} << 20;
+// The shared-memory buffers of a rank that sends this many bytes an epoch.
+inline std::int64_t mpi_exchange_bytes(std::int64_t sent_per_epoch) {
+  return std::min(kMpiExchangeBytes, sent_per_epoch);
+}
 
 // What a planned run holds beside its loaded data, as planning measured or forecast it (nj/run/rank_setup.hpp,
 // PlannedRun).
@@ -98,6 +110,7 @@ struct RunHostUse {
   std::int64_t sparse_input_bytes = 0;  // the first layer's inputs as sparse rows, where it takes them so
   std::int64_t staging_bytes = 0;       // the most one copy stages (MemoryForecast::largest_copy_bytes)
   std::int64_t mpi_bytes = 0;           // what MPI holds beyond process_bytes, with several ranks
+  std::int64_t largest_step_bytes = 0;  // within a device budget, the most a step's operands take (the planner's bound)
   bool first_layer_sums_inputs = false;
   // Per layer below the last: whether training computes its outputs again where the backward half reads them, so
   // that they never reach the host (Pass::outputs_recomputed).

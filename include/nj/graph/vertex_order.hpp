@@ -18,6 +18,9 @@ enum class VertexOrder {
   kCommunity,  // communities of at most kCommunityVertices together, found by label propagation
 };
 const char* to_string(VertexOrder order);
+// Whether loading in this order renumbers the owned vertices (every order but kInput), which the loading forecast
+// counts (RankShape::renumbered).
+constexpr bool renumbers(VertexOrder order) { return order != VertexOrder::kInput; }
 // "input" or "community"; anything else is an InputError.
 VertexOrder parse_vertex_order(const std::string& text);
 
