@@ -88,11 +88,7 @@ HostFootprint host_forecast(const Model& model, const RankShape& shape, const Ho
                          .threads = threads,
                          .inference = choice.options.forward_only};
   RunHostUse use = run.host_use(process_bytes);
-  if (has_peers) {
-    std::int64_t sent = 0;
-    for (const ExchangeForecast& layer : run.exchange) sent += layer.forward_bytes + layer.backward_bytes;
-    use.mpi_bytes = mpi_exchange_bytes(sent);
-  }
+  if (has_peers) use.mpi_bytes = mpi_exchange_bytes(run.exchange_bytes_sent());
   return peak_host_footprint(loading, running_host_footprint(model, shape, layout, use));
 }
 

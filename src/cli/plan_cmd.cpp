@@ -95,12 +95,6 @@ RankForecast forecast_rank(const PlanArguments& args, const ExecutorChoice& choi
   return forecast;
 }
 
-std::int64_t exchange_total(const std::vector<ExchangeForecast>& layers) {
-  std::int64_t bytes = 0;
-  for (const ExchangeForecast& l : layers) bytes += l.forward_bytes + l.backward_bytes;
-  return bytes;
-}
-
 // A rank's forecast in the names the metrics log gives what an epoch measures (metrics_log.hpp).
 nlohmann::json rank_json(std::size_t rank, const LocalGraph& local, const RankForecast& f) {
   const MemoryForecast& device = f.run.device;
@@ -133,7 +127,7 @@ nlohmann::json rank_json(std::size_t rank, const LocalGraph& local, const RankFo
             {"d2h_parameter_bytes", device.d2h[Traffic::kParameters]},
             {"peak_device_bytes", device.peak_bytes},
             {"peak_device_footprint_bytes", device.peak_footprint_bytes}}},
-          {"exchange_bytes_sent", exchange_total(f.run.exchange)},
+          {"exchange_bytes_sent", f.run.exchange_bytes_sent()},
           {"exchange", exchange},
           {"host_peak_bytes", f.host.total()},
           {"host_peak_phase", f.host.phase},
@@ -218,7 +212,7 @@ void run_partition_plan(const PlanArguments& args, const std::string& folder) {
     if (!args.json) {
       std::cout << fmt::format("{:>4} {:>10} {:>10} {:>12} {:>12} {:>14} {:>12} {:>12}\n", part, shard.local.num_owned,
                                shard.local.num_mirrors(), format_bytes(f.run.device.h2d.total()),
-                               format_bytes(f.run.device.d2h.total()), format_bytes(exchange_total(f.run.exchange)),
+                               format_bytes(f.run.device.d2h.total()), format_bytes(f.run.exchange_bytes_sent()),
                                format_bytes(f.run.device.peak_footprint_bytes), format_bytes(f.host.total()));
     }
   }

@@ -177,7 +177,8 @@ HostFootprint running_host_footprint(const Model& model, const RankShape& shape,
   footprint.parts.push_back({"threads", threads_workspace(model, shape, layout, use, threads)});
   // In training, beside the model's own matrices: Adam's two moments and the gradients gathered from the device, a
   // copy of the parameters each.
-  footprint.parts.push_back({"model", model.host_bytes() + (layout.inference ? 0 : 3 * model.parameter_bytes())});
+  footprint.parts.push_back(
+      {"model", model.host_bytes() + (layout.inference ? 0 : 3 * model.num_parameters() * kFloat)});
   if (use.plan_bytes > 0) footprint.parts.push_back({"plan", use.plan_bytes});
   if (use.executor_bytes > 0) footprint.parts.push_back({"executor", use.executor_bytes});
   return footprint;

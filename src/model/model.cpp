@@ -222,9 +222,11 @@ std::vector<Parameter*> Model::parameters() {
   return all;
 }
 
-std::int64_t Model::num_parameters() {
+std::int64_t Model::num_parameters() const {
   std::int64_t total = 0;
-  for (const Parameter* p : parameters()) total += p->value.size();
+  for (const auto& layer : layers_) {
+    for (const Parameter* p : layer->parameters()) total += p->value.size();
+  }
   return total;
 }
 
@@ -238,14 +240,6 @@ std::int64_t Model::host_bytes() const {
       weight_is_a_parameter = weight_is_a_parameter || &p->value == &weight;
     }
     if (!weight_is_a_parameter) floats += weight.size() + layer->effective_weight_grad().size();
-  }
-  return floats * std::int64_t{sizeof(float)};
-}
-
-std::int64_t Model::parameter_bytes() const {
-  std::int64_t floats = 0;
-  for (const auto& layer : layers_) {
-    for (const Parameter* p : layer->parameters()) floats += p->value.size();
   }
   return floats * std::int64_t{sizeof(float)};
 }

@@ -63,6 +63,12 @@ Shard load_rank_shard(const DataSource& source, VertexOrder order, Communicator&
   return shard;
 }
 
+std::int64_t PlannedRun::exchange_bytes_sent() const {
+  std::int64_t bytes = 0;
+  for (const ExchangeForecast& layer : exchange) bytes += layer.forward_bytes + layer.backward_bytes;
+  return bytes;
+}
+
 RunHostUse PlannedRun::host_use(std::int64_t process_bytes) const {
   std::vector<char> computed_again;
   if (const Pass* pass = first_pass()) computed_again = pass->outputs_recomputed;

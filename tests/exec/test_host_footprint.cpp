@@ -86,15 +86,15 @@ std::int64_t part_of(const HostFootprint& footprint, const std::string& name) {
 // gradients gathered from the device).
 TEST(HostFootprint, TheModelCountsItsMatricesAndInTrainingTheOptimizersCopies) {
   const Model gcn(test::training_config(ModelKind::kGcn), 64, 8);
-  EXPECT_EQ(gcn.parameter_bytes(), 4 * (64 * 8 + 8 + 8 * 8 + 8));  // hidden 8: weights and biases
-  EXPECT_EQ(gcn.host_bytes(), 2 * gcn.parameter_bytes());
+  EXPECT_EQ(gcn.num_parameters(), 64 * 8 + 8 + 8 * 8 + 8);  // hidden 8: weights and biases
+  EXPECT_EQ(gcn.host_bytes(), 2 * 4 * gcn.num_parameters());
   const Model gat(test::training_config(ModelKind::kGat), 64, 8);
   std::int64_t folded = 0;
   for (std::size_t l = 0; l < gat.num_layers(); ++l) folded += gat.layer(l).effective_weight().size();
-  EXPECT_EQ(gat.host_bytes(), 2 * gat.parameter_bytes() + 2 * 4 * folded);
+  EXPECT_EQ(gat.host_bytes(), 2 * 4 * gat.num_parameters() + 2 * 4 * folded);
   const RankShape shape{.owned = 100, .local = 100, .in_edges = 500, .features = 64, .classes = 8};
   EXPECT_EQ(part_of(running_host_footprint(gat, shape, {.threads = 1}, {}), "model"),
-            gat.host_bytes() + 3 * gat.parameter_bytes());
+            gat.host_bytes() + 3 * 4 * gat.num_parameters());
   EXPECT_EQ(part_of(running_host_footprint(gat, shape, {.threads = 1, .inference = true}, {}), "model"),
             gat.host_bytes());
   EXPECT_EQ(part_of(running_host_footprint(gat, shape, {.threads = 1}, {}), "libraries at work"),

@@ -102,12 +102,10 @@ class Model {
   Layer& layer(std::size_t l) { return *layers_[l]; }
   const Layer& layer(std::size_t l) const { return *layers_[l]; }
   std::vector<Parameter*> parameters();
-  std::int64_t num_parameters();
+  std::int64_t num_parameters() const;
   // The host memory the model's matrices hold: its parameters with their gradients, and the effective weights that a
   // layer keeps beside them, with theirs (GAT's, its attention folded in; SAGE's, its two weights joined).
   std::int64_t host_bytes() const;
-  // The bytes of one copy of its parameters (what an optimizer's moment takes).
-  std::int64_t parameter_bytes() const;
   // Activation after layer l (none after the last).
   Activation activation_after(std::size_t l) const { return activation_after_[l]; }
   // Dropout probability on layer l's input rows, in training.

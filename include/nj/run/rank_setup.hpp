@@ -69,6 +69,8 @@ struct PlannedRun {
   std::vector<ExchangeForecast> exchange;   // per layer, what this rank sends its peers an epoch
   // What the run holds beside its loaded data, with `process_bytes` for the process itself.
   RunHostUse host_use(std::int64_t process_bytes) const;
+  // What this rank sends its peers an epoch, over every layer and both directions.
+  std::int64_t exchange_bytes_sent() const;
   // The plan's first pass (reuse's one pass, what the host keeps and the device keeps for the run are decided on);
   // null for the in-memory executor and for a recompute plan, whose passes are cut as they run.
   const Pass* first_pass() const { return plan && !plan->passes.empty() ? &plan->passes.front() : nullptr; }

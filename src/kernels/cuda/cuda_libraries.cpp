@@ -7,43 +7,48 @@ namespace nj {
 namespace {
 
 // A library opened for the rest of the process: its functions are called until exit, so it is never closed.
-void* open_library(const char* file) {
-  void* library = dlopen(file, RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    throw CudaError(fmt::format("the CUDA backend needs {}, which could not be opened: {}", file, dlerror()));
+class OpenedLibrary {
+ public:
+  explicit OpenedLibrary(const char* file) : file_(file), handle_(dlopen(file, RTLD_NOW | RTLD_LOCAL)) {
+    if (handle_ == nullptr) {
+      throw CudaError(fmt::format("the CUDA backend needs {}, which could not be opened: {}", file, dlerror()));
+    }
   }
-  return library;
-}
 
-template <typename Function>
-void resolve(void* library, const char* file, const char* name, Function& function) {
-  void* symbol = dlsym(library, name);
-  if (symbol == nullptr) throw CudaError(fmt::format("{} has no function {}", file, name));
-  function = reinterpret_cast<Function>(symbol);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast): dlsym's
-}
+  template <typename Function>
+  void resolve(const char* name, Function& function) const {
+    void* symbol = dlsym(handle_, name);
+    if (symbol == nullptr) throw CudaError(fmt::format("{} has no function {}", file_, name));
+    function = reinterpret_cast<Function>(symbol);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast): dlsym's
+  }
+
+ private:
+  const char* file_;
+  void* handle_;
+};
 
 CudaLibraries open_cuda_libraries() {
   CudaLibraries f{};
-  void* blas = open_library(kCublasLibrary);
-  resolve(blas, kCublasLibrary, "cublasCreate_v2", f.blas_create);
-  resolve(blas, kCublasLibrary, "cublasDestroy_v2", f.blas_destroy);
-  resolve(blas, kCublasLibrary, "cublasSetStream_v2", f.blas_set_stream);
-  resolve(blas, kCublasLibrary, "cublasSetWorkspace_v2", f.blas_set_workspace);
-  resolve(blas, kCublasLibrary, "cublasSgemm_v2", f.blas_sgemm);
-  resolve(blas, kCublasLibrary, "cublasGetStatusName", f.blas_status_name);
-  resolve(blas, kCublasLibrary, "cublasGetStatusString", f.blas_status_string);
-  void* sparse = open_library(kCusparseLibrary);
-  resolve(sparse, kCusparseLibrary, "cusparseCreate", f.sparse_create);
-  resolve(sparse, kCusparseLibrary, "cusparseDestroy", f.sparse_destroy);
-  resolve(sparse, kCusparseLibrary, "cusparseSetStream", f.sparse_set_stream);
-  resolve(sparse, kCusparseLibrary, "cusparseCreateCsr", f.sparse_create_csr);
-  resolve(sparse, kCusparseLibrary, "cusparseDestroySpMat", f.sparse_destroy_csr);
-  resolve(sparse, kCusparseLibrary, "cusparseCreateDnMat", f.sparse_create_dense);
-  resolve(sparse, kCusparseLibrary, "cusparseDestroyDnMat", f.sparse_destroy_dense);
-  resolve(sparse, kCusparseLibrary, "cusparseSpMM_bufferSize", f.sparse_spmm_buffer_size);
-  resolve(sparse, kCusparseLibrary, "cusparseSpMM", f.sparse_spmm);
-  resolve(sparse, kCusparseLibrary, "cusparseGetErrorName", f.sparse_error_name);
-  resolve(sparse, kCusparseLibrary, "cusparseGetErrorString", f.sparse_error_string);
+  const OpenedLibrary blas(kCublasLibrary);
+  blas.resolve("cublasCreate_v2", f.blas_create);
+  blas.resolve("cublasDestroy_v2", f.blas_destroy);
+  blas.resolve("cublasSetStream_v2", f.blas_set_stream);
+  blas.resolve("cublasSetWorkspace_v2", f.blas_set_workspace);
+  blas.resolve("cublasSgemm_v2", f.blas_sgemm);
+  blas.resolve("cublasGetStatusName", f.blas_status_name);
+  blas.resolve("cublasGetStatusString", f.blas_status_string);
+  const OpenedLibrary sparse(kCusparseLibrary);
+  sparse.resolve("cusparseCreate", f.sparse_create);
+  sparse.resolve("cusparseDestroy", f.sparse_destroy);
+  sparse.resolve("cusparseSetStream", f.sparse_set_stream);
+  sparse.resolve("cusparseCreateCsr", f.sparse_create_csr);
+  sparse.resolve("cusparseDestroySpMat", f.sparse_destroy_csr);
+  sparse.resolve("cusparseCreateDnMat", f.sparse_create_dense);
+  sparse.resolve("cusparseDestroyDnMat", f.sparse_destroy_dense);
+  sparse.resolve("cusparseSpMM_bufferSize", f.sparse_spmm_buffer_size);
+  sparse.resolve("cusparseSpMM", f.sparse_spmm);
+  sparse.resolve("cusparseGetErrorName", f.sparse_error_name);
+  sparse.resolve("cusparseGetErrorString", f.sparse_error_string);
   return f;
 }
 
