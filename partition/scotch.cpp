@@ -17,13 +17,15 @@ namespace {
 
 static_assert(std::is_same_v<SCOTCH_Num, std::int64_t>, "nj links Scotch's 64-bit flavour (scotch-int64)");
 
-// Imbalance Scotch may leave: each part at most 1.03 times the mean weight, as METIS's default.
-constexpr double kImbalance = 0.03;
-
 void check(int status, const char* call) { NJ_REQUIRE(status == 0, "{} failed (Scotch returned {})", call, status); }
 
 // Scotch reads its input arrays without writing them, but takes them through pointers to non-const.
 SCOTCH_Num* in(std::span<const std::int64_t> values) { return const_cast<SCOTCH_Num*>(values.data()); }
+
+// Scotch takes no edge weights as a null array: each edge then weighs 1.
+SCOTCH_Num* edge_weights_of(const SliceAdjacency& graph) {
+  return graph.edge_weights.empty() ? nullptr : in(graph.edge_weights);
+}
 
 // The vertices to which the ranks coarsen the distributed graph before each gathers it and bipartitions it alone.
 // SCOTCH_stratDgraphMapBuild stops at max(2000 x ranks, 10000), at most 100000. Where edges barely merge as a graph
@@ -39,7 +41,7 @@ constexpr int kGatheredVertices = 2000;
 // (q, f), then made exact (x); the coarsest graph, and each part once it is on one rank, bipartitioned sequentially,
 // twice (|), keeping the better.
 std::string parallel_strategy() {
-  const std::string balance = fmt::format("{:f}", kImbalance);
+  const std::string balance = fmt::format("{:f}", kPartImbalance);
   const std::string refine = fmt::format("f{{bal={},move=80}}", balance);
   const std::string sequential =
       fmt::format("m{{vert=80,low=h{{pass=10}}{0},asc=b{{bnd=(d{{pass=40}}|){0},org={0}}}}}", refine);
@@ -61,7 +63,8 @@ class Strategy {
     if (ranks > 1) {
       check(SCOTCH_stratDgraphMap(&strategy_, parallel_strategy().c_str()), "SCOTCH_stratDgraphMap");
     } else {
-      check(SCOTCH_stratGraphMapBuild(&strategy_, SCOTCH_STRATQUALITY, parts, kImbalance), "SCOTCH_stratGraphMapBuild");
+      check(SCOTCH_stratGraphMapBuild(&strategy_, SCOTCH_STRATQUALITY, parts, kPartImbalance),
+            "SCOTCH_stratGraphMapBuild");
     }
   }
   Strategy(const Strategy&) = delete;
@@ -113,9 +116,10 @@ std::vector<std::int32_t> whole_graph_parts(const SliceAdjacency& whole, std::sp
   Context context(seed);
   check(SCOTCH_graphInit(&graph.graph), "SCOTCH_graphInit");
   graph.initialised = true;
-  check(SCOTCH_graphBuild(&graph.graph, 0, whole.rows(), in(whole.offsets), nullptr, in(weights), nullptr,
-                          static_cast<SCOTCH_Num>(whole.neighbours.size()), in(whole.neighbours), nullptr),
-        "SCOTCH_graphBuild");
+  check(
+      SCOTCH_graphBuild(&graph.graph, 0, whole.rows(), in(whole.offsets), nullptr, in(weights), nullptr,
+                        static_cast<SCOTCH_Num>(whole.neighbours.size()), in(whole.neighbours), edge_weights_of(whole)),
+      "SCOTCH_graphBuild");
   check(SCOTCH_graphInit(&bound.graph), "SCOTCH_graphInit");
   bound.initialised = true;
   check(SCOTCH_contextBindGraph(context.get(), &graph.graph, &bound.graph), "SCOTCH_contextBindGraph");
@@ -134,7 +138,7 @@ std::vector<std::int32_t> distributed_parts(const SliceAdjacency& slice, std::sp
   graph.initialised = true;
   const auto arcs = static_cast<SCOTCH_Num>(slice.neighbours.size());
   check(SCOTCH_dgraphBuild(&graph.graph, 0, slice.rows(), slice.rows(), in(slice.offsets), nullptr, in(weights),
-                           nullptr, arcs, arcs, in(slice.neighbours), nullptr, nullptr),
+                           nullptr, arcs, arcs, in(slice.neighbours), nullptr, edge_weights_of(slice)),
         "SCOTCH_dgraphBuild");
   check(SCOTCH_dgraphInit(&bound.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
   bound.initialised = true;

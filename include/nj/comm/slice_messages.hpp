@@ -2,6 +2,7 @@
 // What ranks that each hold a slice of the vertices send one another: typed arrays packed into the byte messages of
 // Communicator::all_to_all and read back in the order they were packed (each array is its length and then its values),
 // and the slices themselves.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -91,5 +92,39 @@ class Slices {
   std::int64_t vertices_;
   int ranks_;
 };
+
+// `values` ascending without repeats, as ask_owners takes ids.
+template <typename T>
+std::vector<T> sorted_unique(std::vector<T> values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
+}
+
+// What the owners of `ids` (ascending, without repeats) say of them: `value_of(id)` on the rank whose slice holds
+// each id, returned in the order of the ids. A collective of every rank.
+template <typename T, typename ValueOf>
+std::vector<T> ask_owners(std::span<const gid_t> ids, const Slices& slices, Communicator& comm, ValueOf value_of) {
+  std::vector<std::vector<gid_t>> asked(static_cast<std::size_t>(slices.ranks()));
+  for (const gid_t id : ids) asked[static_cast<std::size_t>(slices.owner(id))].push_back(id);
+  std::vector<Writer> writers(asked.size());
+  for (std::size_t q = 0; q < asked.size(); ++q) writers[q].put(asked[q]);
+  asked = {};
+  std::vector<Writer> answers(writers.size());
+  const auto questions = exchange(writers, comm);
+  for (std::size_t q = 0; q < questions.size(); ++q) {
+    std::vector<T> answer;
+    for (const gid_t id : Reader(questions[q]).take<gid_t>()) answer.push_back(value_of(id));
+    answers[q].put(answer);
+  }
+  // The ids were ascending and the slices are, so the answers in rank order are in the order of the ids.
+  std::vector<T> values;
+  values.reserve(ids.size());
+  for (const auto& message : exchange(answers, comm)) {
+    const std::vector<T> some = Reader(message).take<T>();
+    values.insert(values.end(), some.begin(), some.end());
+  }
+  return values;
+}
 
 }  // namespace nj
