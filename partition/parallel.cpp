@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <numeric>
 
-#include "label_propagation.hpp"
+#include "nj/partition/label_propagation.hpp"
 #include "nj/comm/slice_messages.hpp"
 #include "nj/core/bytes.hpp"
 #include "nj/core/error.hpp"

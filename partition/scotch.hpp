@@ -5,21 +5,12 @@
 #include <span>
 #include <vector>
 
+#include "nj/partition/slice_adjacency.hpp"
+
 namespace nj {
 
 // The imbalance Scotch may leave: each part at most 1.03 times the mean weight, as METIS's default.
 constexpr double kPartImbalance = 0.03;
-
-// A slice of an undirected graph: vertices [first, first + rows) of the whole, each with its neighbours (global ids),
-// where every edge is listed at both of its ends, with the same weight at both.
-struct SliceAdjacency {
-  std::int64_t first = 0;
-  std::vector<std::int64_t> offsets{0};  // rows + 1
-  std::vector<std::int64_t> neighbours;
-  std::vector<std::int64_t> edge_weights;  // one a neighbour; none: every edge weighs 1
-
-  std::int64_t rows() const { return static_cast<std::int64_t>(offsets.size()) - 1; }
-};
 
 // The part of each of the slice's vertices, balancing the vertex weights within 3 % and cutting the least edge weight.
 // On several ranks (`ranks` > 1, MPI up) PT-Scotch's SCOTCH_dgraphPart over MPI_COMM_WORLD, every rank passing its own

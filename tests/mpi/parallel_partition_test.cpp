@@ -3,12 +3,15 @@
 // on 1 to 4 ranks (and with MPI messages cut into pieces of 100 elements) as the rest of this suite.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <numeric>
 
 #include "mpi/job.hpp"
 #include "nj/graph/generate.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/feature_storage.hpp"
+#include "nj/partition/label_propagation.hpp"
 #include "nj/partition/parallel.hpp"
 #include "support/test_support.hpp"
 
@@ -171,6 +174,49 @@ TEST(ParallelPartition, ScotchCutsAboutAsFewEdgesAsMetis) {
     EXPECT_LE(scotch.partition.vertex_imbalance(), 1.05);
     comm.all_reduce_sum(written);  // every rank has read the file before it is replaced
   }
+}
+
+// A side x side grid, numbered row by row: this rank's slice of it.
+SliceAdjacency grid_slice(std::int64_t side, const Slices& slices, int rank) {
+  SliceAdjacency slice;
+  slice.first = slices.first(rank);
+  for (gid_t v = slice.first; v < slice.first + slices.rows(rank); ++v) {
+    const gid_t x = v % side;
+    const gid_t y = v / side;
+    if (y > 0) slice.neighbours.push_back(v - side);
+    if (x > 0) slice.neighbours.push_back(v - 1);
+    if (x + 1 < side) slice.neighbours.push_back(v + 1);
+    if (y + 1 < side) slice.neighbours.push_back(v + side);
+    slice.offsets.push_back(static_cast<std::int64_t>(slice.neighbours.size()));
+  }
+  return slice;
+}
+
+// On a grid that label propagation may keep as one cluster, the pieces it is split into follow the grid's edges (20
+// vertices drawn at random would keep about 5 % of their edges inside) and stay within their weight; the graph of the
+// pieces holds every vertex's weight and every edge between pieces.
+TEST(LabelPropagation, PiecesFollowTheEdgesInsideAClusterAndStayWithinTheirWeight) {
+  Communicator& comm = test::job();
+  constexpr std::int64_t kSide = 20;
+  constexpr std::int64_t kPiece = 20;
+  const Slices slices(kSide * kSide, comm.size());
+  const SliceAdjacency slice = grid_slice(kSide, slices, comm.rank());
+  const std::vector<std::int64_t> weights(static_cast<std::size_t>(slice.rows()), 1);
+  const SliceClusters pieces =
+      cluster_slice(slice, weights, {.cluster = kSide * kSide, .piece = kPiece}, 7, slices, comm);
+  std::vector<std::int64_t> piece_weight(static_cast<std::size_t>(pieces.count), 0);
+  for (const std::int32_t piece : pieces.of_row) ++piece_weight[static_cast<std::size_t>(piece)];
+  EXPECT_TRUE(std::ranges::all_of(piece_weight, [](std::int64_t w) { return w <= kPiece; }));
+  const ClusterGraph graph = contract(slice, weights, pieces, slices, comm);
+  const auto sum = [](const std::vector<std::int64_t>& values) {
+    return std::accumulate(values.begin(), values.end(), std::int64_t{0});
+  };
+  std::vector<std::int64_t> totals{static_cast<std::int64_t>(slice.neighbours.size()),
+                                   sum(graph.adjacency.edge_weights), sum(graph.weights)};
+  comm.all_reduce_sum(totals);
+  EXPECT_EQ(totals[2], kSide * kSide);
+  const std::int64_t inside = totals[0] - totals[1];
+  EXPECT_GE(static_cast<double>(inside), 0.3 * static_cast<double>(totals[0])) << inside << " of " << totals[0];
 }
 
 }  // namespace
