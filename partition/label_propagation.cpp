@@ -12,7 +12,7 @@ namespace {
 
 // Rounds of label propagation: each visits every row once. A round that moves fewer than one row in kSettledRows
 // (over all ranks) ends it earlier.
-constexpr int kRounds = 12;
+constexpr int kRounds = 6;
 constexpr std::int64_t kSettledRows = 1000;
 
 // The rows in an order drawn from the seed, so that no cluster grows only because its rows come first.
@@ -55,25 +55,12 @@ struct LabelTable {
 // past the limit by as much as each adds: the pieces (pieces_of_clusters) are what must stay light, and they do.
 class Propagation {
  public:
-  // `group`: each row's group, empty for one group of all; a row hears only the neighbours in its own group.
   Propagation(const SliceAdjacency& slice, std::span<const std::int64_t> weights, std::int64_t max_weight,
-              std::uint64_t seed, std::vector<gid_t> group, const Slices& slices, Communicator& comm)
-      : slice_(slice),
-        weights_(weights),
-        max_weight_(max_weight),
-        seed_(seed),
-        slices_(slices),
-        comm_(comm),
-        group_(std::move(group)) {
+              std::uint64_t seed, const Slices& slices, Communicator& comm)
+      : slice_(slice), weights_(weights), max_weight_(max_weight), seed_(seed), slices_(slices), comm_(comm) {
     label_.resize(static_cast<std::size_t>(slice.rows()));
     std::iota(label_.begin(), label_.end(), slice.first);
     outside_.labels = outside_neighbours(slice);
-    if (!group_.empty()) {
-      outside_group_.labels = outside_.labels;
-      outside_group_.values = ask_owners<gid_t>(outside_group_.labels, slices, comm, [&](gid_t id) {
-        return group_[static_cast<std::size_t>(id - slice.first)];
-      });
-    }
   }
 
   // One round over the rows in `order`; returns how many rows moved on every rank together.
@@ -110,13 +97,8 @@ class Propagation {
            1U;
   }
 
-  gid_t group_of(gid_t v) {
-    return inside(slice_, v) ? group_[static_cast<std::size_t>(v - slice_.first)] : outside_group_[v];
-  }
-
-  // A neighbour's label as the round began, on this rank as on the others: moved one by one against labels that
-  // change as they go, a few clusters snowball across communities (on one rank, cuts of 27-29 % where METIS cuts
-  // 16 %, on the 200k-vertex generated graph); against the round's start they grow as evenly as the graph is split.
+  // A neighbour's label as the half-round began, on this rank as on the others: the other ranks' labels can only be
+  // known so, and the rank's own read alike make the clusters the same however the rows are spread over the ranks.
   gid_t neighbour_label(gid_t v) {
     return inside(slice_, v) ? before_[static_cast<std::size_t>(v - slice_.first)] : outside_[v];
   }
@@ -163,9 +145,7 @@ class Propagation {
     const auto r = static_cast<std::size_t>(row);
     heard_.clear();
     for (auto e = slice_.offsets[r]; e < slice_.offsets[r + 1]; ++e) {
-      const gid_t v = slice_.neighbours[static_cast<std::size_t>(e)];
-      if (!group_.empty() && group_of(v) != group_[r]) continue;
-      heard_.push_back(neighbour_label(v));
+      heard_.push_back(neighbour_label(slice_.neighbours[static_cast<std::size_t>(e)]));
     }
     std::sort(heard_.begin(), heard_.end());
     const gid_t own = label_[r];
@@ -201,8 +181,6 @@ class Propagation {
   std::vector<gid_t> before_;  // this rank's labels as the round began
   LabelTable outside_;         // the labels of the neighbours on other ranks, as the round began
   LabelTable cluster_weight_;
-  std::vector<gid_t> group_;
-  LabelTable outside_group_;
   std::vector<gid_t> heard_;
 };
 
@@ -357,15 +335,11 @@ SliceClusters cluster_slice(const SliceAdjacency& slice, std::span<const std::in
   const std::vector<std::int32_t> order = visiting_order(slice.rows(), slice.first, seed);
   std::vector<std::int64_t> rows{slice.rows()};
   comm.all_reduce_sum(rows);
-  const auto propagate = [&](std::int64_t max_weight, std::vector<gid_t> group) {
-    Propagation propagation(slice, weights, max_weight, seed, std::move(group), slices, comm);
-    for (int round = 0; round < kRounds; ++round) {
-      if (propagation.round(order, round) * kSettledRows < rows[0]) break;
-    }
-    return propagation.take_labels();
-  };
-  std::vector<gid_t> cluster = propagate(limits.cluster, {});
-  return pieces_of_clusters(propagate(limits.piece, std::move(cluster)), weights, limits.piece, order);
+  Propagation propagation(slice, weights, limits.cluster, seed, slices, comm);
+  for (int round = 0; round < kRounds; ++round) {
+    if (propagation.round(order, round) * kSettledRows < rows[0]) break;
+  }
+  return pieces_of_clusters(propagation.take_labels(), weights, limits.piece, order);
 }
 
 ClusterGraph contract(const SliceAdjacency& slice, std::span<const std::int64_t> weights, const SliceClusters& clusters,

@@ -29,11 +29,9 @@ struct ClusterLimits {
 
 // Clusters the graph by label propagation over all its edges, on every rank (a collective): each row, visited in an
 // order drawn from `seed`, joins the cluster that most of its neighbours are in, while that cluster stays within
-// `limits.cluster`. Propagation within each cluster then splits it into pieces within `limits.piece`, by the same
-// rule over the edges inside the cluster, and each rank cuts what is still heavier into pieces in visiting order:
+// `limits.cluster`. Each rank then cuts its rows of each cluster into pieces within `limits.piece`, in visiting order:
 // the clusters that it returns, which never span ranks. The pieces of one cluster are joined by its edges, so that a
-// partitioner keeps them together unless balance needs otherwise; pieces in visiting order alone, not by the edges
-// inside the cluster, cut up to 1.27 times METIS's edges on Cora where these cut 1.18.
+// partitioner keeps them together unless balance needs otherwise.
 SliceClusters cluster_slice(const SliceAdjacency& slice, std::span<const std::int64_t> weights,
                             const ClusterLimits& limits, std::uint64_t seed, const Slices& slices, Communicator& comm);
 
