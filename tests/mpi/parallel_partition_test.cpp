@@ -192,10 +192,10 @@ SliceAdjacency grid_slice(std::int64_t side, const Slices& slices, int rank) {
   return slice;
 }
 
-// On a grid that label propagation may keep as one cluster, the pieces it is split into follow the grid's edges (20
-// vertices drawn at random would keep about 5 % of their edges inside) and stay within their weight; the graph of the
-// pieces holds every vertex's weight and every edge between pieces.
-TEST(LabelPropagation, PiecesFollowTheEdgesInsideAClusterAndStayWithinTheirWeight) {
+// On a grid, a bipartite graph, the pieces keep many of its edges inside (20 vertices drawn at random would keep about
+// 5 %; moving every row at once, none) and stay within their weight; the graph of the pieces holds every vertex's
+// weight and every edge between pieces.
+TEST(LabelPropagation, PiecesOfAGridKeepItsEdgesInsideAndStayWithinTheirWeight) {
   Communicator& comm = test::job();
   constexpr std::int64_t kSide = 20;
   constexpr std::int64_t kPiece = 20;
