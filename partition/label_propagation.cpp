@@ -51,8 +51,9 @@ struct LabelTable {
 // Label propagation over the distributed graph: each row's label is a global vertex id (its own at first), and a
 // cluster is the rows with one label, on any rank. A round moves half the rows (drawn), then the other half, each
 // against the labels all rows had when its half began, wherever they are, so that the clusters do not depend on how
-// the rows are spread over the ranks; a cluster's weight is its weight then, plus this rank's moves. Ranks moving rows into one cluster at once may take it
-// past the limit by as much as each adds: the pieces (pieces_of_clusters) are what must stay light, and they do.
+// the rows are spread over the ranks; a cluster's weight is its weight then, plus this rank's moves. Ranks moving rows
+// into one cluster at once may take it past the limit by as much as each adds: the pieces (pieces_of_clusters) are what
+// must stay light, and they do.
 class Propagation {
  public:
   Propagation(const SliceAdjacency& slice, std::span<const std::int64_t> weights, std::int64_t max_weight,

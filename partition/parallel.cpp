@@ -7,13 +7,13 @@
 #include <filesystem>
 #include <numeric>
 
-#include "nj/partition/label_propagation.hpp"
 #include "nj/comm/slice_messages.hpp"
 #include "nj/core/bytes.hpp"
 #include "nj/core/error.hpp"
 #include "nj/core/host_memory.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/partition/label_propagation.hpp"
 #include "scotch.hpp"
 #include "training_balance.hpp"
 
@@ -132,9 +132,9 @@ std::size_t index_in(std::span<const gid_t> sorted, gid_t id) {
   return static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), id) - sorted.begin());
 }
 
-// How heavy a cluster may grow, as a share of a part's mean weight. Clusters as heavy as a part would leave Scotch
-// too few choices; those of a tenth of one split communities, and the cut then grew by up to 1.3 times on the
-// generated graphs (partition/README.md, "PT-Scotch against METIS").
+// How heavy a cluster may grow, as a share of a part's mean weight. Lighter clusters split the generated graphs'
+// communities, and Scotch then cut more edges: with 0.3, an earlier form of the propagation cut the 200k-vertex graph
+// at 8 parts 25.4 % where METIS cuts 19.0 %, and with 0.6 19.0 %.
 constexpr double kClusterShare = 0.6;
 
 // PT-Scotch's parts of the slice's rows: the graph clustered and contracted (partition/label_propagation.hpp), its
