@@ -1,6 +1,7 @@
 #include "nj/partition/label_propagation.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <utility>
 
@@ -17,6 +18,8 @@ constexpr std::int64_t kSettledRows = 1000;
 
 // The rows in an order drawn from the seed, so that no cluster grows only because its rows come first.
 std::vector<std::int32_t> visiting_order(std::int64_t rows, std::int64_t first, std::uint64_t seed) {
+  NJ_REQUIRE(rows <= std::numeric_limits<std::int32_t>::max(),
+             "a rank's slice of {} vertices is past 2^31 - 1: partition on more ranks", rows);
   std::vector<std::int32_t> order(static_cast<std::size_t>(rows));
   std::iota(order.begin(), order.end(), 0);
   const auto key = [&](std::int32_t row) { return mix64(seed ^ mix64(static_cast<std::uint64_t>(first + row))); };
@@ -50,10 +53,10 @@ struct LabelTable {
 
 // Label propagation over the distributed graph: each row's label is a global vertex id (its own at first), and a
 // cluster is the rows with one label, on any rank. A round moves half the rows (drawn), then the other half, each
-// against the labels all rows had when its half began, wherever they are, so that the clusters do not depend on how
-// the rows are spread over the ranks; a cluster's weight is its weight then, plus this rank's moves. Ranks moving rows
-// into one cluster at once may take it past the limit by as much as each adds: the pieces (pieces_of_clusters) are what
-// must stay light, and they do.
+// against the labels all rows had when its half began, wherever they are, so that what a row hears does not depend on
+// how the rows are spread over the ranks; a cluster's weight is its weight then, plus this rank's moves. Ranks moving
+// rows into one cluster at once may take it past the limit by as much as each adds: the pieces (pieces_of_clusters) are
+// what must stay light, and they do.
 class Propagation {
  public:
   Propagation(const SliceAdjacency& slice, std::span<const std::int64_t> weights, std::int64_t max_weight,
@@ -99,7 +102,8 @@ class Propagation {
   }
 
   // A neighbour's label as the half-round began, on this rank as on the others: the other ranks' labels can only be
-  // known so, and the rank's own read alike make the clusters the same however the rows are spread over the ranks.
+  // known so, and the rank's own are read alike, so that what a row hears does not depend on how the rows are spread
+  // over the ranks (what a cluster may still take does: a rank sees its own moves at once, the others' a half later).
   gid_t neighbour_label(gid_t v) {
     return inside(slice_, v) ? before_[static_cast<std::size_t>(v - slice_.first)] : outside_[v];
   }
@@ -240,8 +244,8 @@ class NeighbourClusters {
   LabelTable outside_;
 };
 
-// Rounds of refinement, each in two halves (the rows of one parity of a hash, then the other), so that two
-// neighbours on different ranks do not swap parts at once and undo each other's gain.
+// Rounds of refinement, each in two halves (the rows of one parity of a hash, then the other), so that half the
+// edges join rows that do not move at once, and fewer neighbours swap parts and undo each other's gain.
 constexpr int kRefinementRounds = 8;
 
 // Moves the rows of one half-round to the part most of their neighbours are in, where that cuts fewer edges and the

@@ -22,9 +22,12 @@ void check(int status, const char* call) { NJ_REQUIRE(status == 0, "{} failed (S
 // Scotch reads its input arrays without writing them, but takes them through pointers to non-const.
 SCOTCH_Num* in(std::span<const std::int64_t> values) { return const_cast<SCOTCH_Num*>(values.data()); }
 
-// Scotch takes no edge weights as a null array: each edge then weighs 1.
-SCOTCH_Num* edge_weights_of(const SliceAdjacency& graph) {
-  return graph.edge_weights.empty() ? nullptr : in(graph.edge_weights);
+// A weight array for Scotch, never null: to Scotch a null array means no weights, and it must mean the same on every
+// rank, also on one whose part of the array is empty (a slice without edges, or without rows), or the distributed
+// graph is refused as inconsistent.
+SCOTCH_Num* weights_in(std::span<const std::int64_t> values) {
+  static SCOTCH_Num none = 0;
+  return values.empty() ? &none : in(values);
 }
 
 // The vertices to which the ranks coarsen the distributed graph before each gathers it and bipartitions it alone.
@@ -116,10 +119,10 @@ std::vector<std::int32_t> whole_graph_parts(const SliceAdjacency& whole, std::sp
   Context context(seed);
   check(SCOTCH_graphInit(&graph.graph), "SCOTCH_graphInit");
   graph.initialised = true;
-  check(
-      SCOTCH_graphBuild(&graph.graph, 0, whole.rows(), in(whole.offsets), nullptr, in(weights), nullptr,
-                        static_cast<SCOTCH_Num>(whole.neighbours.size()), in(whole.neighbours), edge_weights_of(whole)),
-      "SCOTCH_graphBuild");
+  check(SCOTCH_graphBuild(&graph.graph, 0, whole.rows(), in(whole.offsets), nullptr, weights_in(weights), nullptr,
+                          static_cast<SCOTCH_Num>(whole.neighbours.size()), in(whole.neighbours),
+                          weights_in(whole.edge_weights)),
+        "SCOTCH_graphBuild");
   check(SCOTCH_graphInit(&bound.graph), "SCOTCH_graphInit");
   bound.initialised = true;
   check(SCOTCH_contextBindGraph(context.get(), &graph.graph, &bound.graph), "SCOTCH_contextBindGraph");
@@ -137,8 +140,8 @@ std::vector<std::int32_t> distributed_parts(const SliceAdjacency& slice, std::sp
   check(SCOTCH_dgraphInit(&graph.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
   graph.initialised = true;
   const auto arcs = static_cast<SCOTCH_Num>(slice.neighbours.size());
-  check(SCOTCH_dgraphBuild(&graph.graph, 0, slice.rows(), slice.rows(), in(slice.offsets), nullptr, in(weights),
-                           nullptr, arcs, arcs, in(slice.neighbours), nullptr, edge_weights_of(slice)),
+  check(SCOTCH_dgraphBuild(&graph.graph, 0, slice.rows(), slice.rows(), in(slice.offsets), nullptr, weights_in(weights),
+                           nullptr, arcs, arcs, in(slice.neighbours), nullptr, weights_in(slice.edge_weights)),
         "SCOTCH_dgraphBuild");
   check(SCOTCH_dgraphInit(&bound.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
   bound.initialised = true;
@@ -155,6 +158,8 @@ std::vector<std::int32_t> scotch_parts(const SliceAdjacency& slice, std::span<co
                                        std::uint64_t seed, int ranks) {
   NJ_EXPECTS(static_cast<std::int64_t>(weights.size()) == slice.rows(), "{} weights for {} vertices", weights.size(),
              slice.rows());
+  NJ_EXPECTS(slice.edge_weights.size() == slice.neighbours.size(), "{} edge weights for {} adjacency entries",
+             slice.edge_weights.size(), slice.neighbours.size());
   return ranks > 1 ? distributed_parts(slice, weights, parts, seed, ranks)
                    : whole_graph_parts(slice, weights, parts, seed);
 }

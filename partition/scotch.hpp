@@ -12,7 +12,8 @@ namespace nj {
 // The imbalance Scotch may leave: each part at most 1.03 times the mean weight, as METIS's default.
 constexpr double kPartImbalance = 0.03;
 
-// The part of each of the slice's vertices, balancing the vertex weights within 3 % and cutting the least edge weight.
+// The part of each of the slice's vertices, balancing the vertex weights within 3 % and cutting the least edge weight
+// (the slice's edge_weights, one an adjacency entry).
 // On several ranks (`ranks` > 1, MPI up) PT-Scotch's SCOTCH_dgraphPart over MPI_COMM_WORLD, every rank passing its own
 // slice (slices ascending by rank); on one, Scotch's SCOTCH_graphPart on the whole graph. The seed makes the result a
 // function of the graph, the seed and the number of ranks. Throws Error naming the call where Scotch fails.

@@ -176,6 +176,39 @@ TEST(ParallelPartition, ScotchCutsAboutAsFewEdgesAsMetis) {
   }
 }
 
+// PT-Scotch takes a graph whose weights some ranks hold none of: here the upper half of the vertices has no edges, so
+// on 2 to 4 ranks some slices, and their clusters, have no edge weights (Scotch refused such a graph as inconsistent
+// while those ranks passed no weight array).
+TEST(ParallelPartition, ScotchPartitionsAGraphWhoseUpperSlicesHaveNoEdges) {
+  Communicator& comm = test::job();
+  const test::TempDir mine;
+  const std::string folder = test::shared_folder(comm, mine);
+  const std::string path = folder + "/half_isolated.h5";
+  if (comm.rank() == 0) {
+    Dataset dataset = directed_dataset();
+    const vid_t half = dataset.num_vertices() / 2;
+    std::vector<vid_t> src;
+    std::vector<vid_t> dst;
+    for (vid_t v = 0; v < half; ++v) {
+      for (const vid_t s : dataset.graph.in_neighbors(v)) {
+        if (s >= half) continue;
+        src.push_back(s);
+        dst.push_back(v);
+      }
+    }
+    dataset.graph = build_csr(dataset.num_vertices(), src, dst);
+    write_dataset(path, dataset);
+  }
+  std::vector<std::int64_t> written{0};
+  comm.all_reduce_sum(written);
+  const PartitionManifest manifest =
+      partition_in_parallel(path, {.method = PartitionMethod::kScotch, .parts = 2, .seed = 1}, comm,
+                            [](Shard&& shard) { shard.validate("parallel shard"); });
+  EXPECT_EQ(manifest.partition.owned[0] + manifest.partition.owned[1], 601);
+  EXPECT_LE(manifest.partition.vertex_imbalance(), 1.1);
+  comm.all_reduce_sum(written);
+}
+
 // A side x side grid, numbered row by row: this rank's slice of it.
 SliceAdjacency grid_slice(std::int64_t side, const Slices& slices, int rank) {
   SliceAdjacency slice;
