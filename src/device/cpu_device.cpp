@@ -128,6 +128,18 @@ class HostBlocks {
     }
   }
 
+  // Frees the kept blocks; from now on, no more is kept than is live at once from here.
+  void free_kept() {
+    std::multimap<std::int64_t, void*> kept;
+    {
+      std::lock_guard lock(mutex_);
+      kept.swap(kept_);
+      kept_bytes_ = 0;
+      peak_live_bytes_ = live_bytes_;
+    }
+    for (const auto& [bytes, block] : kept) ::operator delete(block, kAlignment);
+  }
+
   void give_back(void* block, std::int64_t bytes) noexcept {
     {
       std::lock_guard lock(mutex_);
@@ -301,6 +313,8 @@ class CpuDevice final : public Device {
     }
     pinned_blocks_.give_back(ptr, bytes);
   }
+
+  void free_kept_pinned() override { pinned_blocks_.free_kept(); }
 
   Event copy_to_device(void* device_dst, const void* host_src, std::int64_t bytes) override {
     return issue(engines_[0], device_dst, host_src, bytes);

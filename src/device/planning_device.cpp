@@ -32,7 +32,8 @@ struct PlanningDevice::Live {
   std::map<std::string, std::int64_t> by_category;
 };
 
-PlanningDevice::PlanningDevice() : live_(std::make_unique<Live>()) {}
+PlanningDevice::PlanningDevice(bool copies_pageable_memory_directly)
+    : live_(std::make_unique<Live>()), copies_pageable_memory_directly_(copies_pageable_memory_directly) {}
 PlanningDevice::~PlanningDevice() = default;
 
 void* PlanningDevice::allocate(std::int64_t bytes, std::string_view what) {

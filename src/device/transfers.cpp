@@ -59,6 +59,7 @@ void Transfers::upload(ConstRows host, std::span<const vid_t> rows, DeviceRows d
   }
   if (const std::optional<std::int64_t> first = direct_first_row(host.rows, rows, dst.rows)) {
     tally(h2d_, Traffic::kRows, dst.bytes());
+    if (!device_.moves_data()) return;
     order_after_kernels();
     const Event copied = nj::upload(device_, dst, ConstRows{host.row(*first), dst.rows, dst.cols});
     device_.synchronize(copied);  // the host rows may change once this returns
@@ -72,7 +73,7 @@ void Transfers::upload(ConstRows host, std::span<const vid_t> rows, DeviceRows d
 
 std::optional<std::int64_t> Transfers::direct_first_row(std::int64_t host_rows, std::span<const vid_t> rows,
                                                         std::int64_t count) const {
-  if (!device_.moves_data() || !device_.copies_pageable_memory_directly() || count == 0) return std::nullopt;
+  if (!device_.copies_pageable_memory_directly() || count == 0) return std::nullopt;
   const std::optional<vid_t> first = rows.empty() ? std::optional<vid_t>(0) : consecutive_from(rows);
   if (!first || *first < 0 || *first + count > host_rows) return std::nullopt;
   return *first;
@@ -82,6 +83,7 @@ Event Transfers::start_upload(ConstRows host, std::span<const vid_t> rows, Devic
                               PinnedArray<std::byte>& staging) {
   check_rows(host.rows, static_cast<std::int64_t>(rows.size()), dst.rows, host.cols, dst.cols);
   tally(h2d_, Traffic::kRows, dst.bytes());
+  note_staged(dst.bytes());
   if (!device_.moves_data()) {
     order_after_kernels();
     return device_.record(Stream::kHostToDevice);
@@ -102,9 +104,11 @@ void Transfers::download(ConstDeviceRows src, Rows host, std::span<const vid_t> 
     return;
   }
   tally(d2h_, Traffic::kRows, src.bytes());
+  const std::optional<std::int64_t> first = direct_first_row(host.rows, rows, src.rows);
+  if (!first) note_staged(src.bytes());
   if (!device_.moves_data()) return;
   device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
-  if (const std::optional<std::int64_t> first = direct_first_row(host.rows, rows, src.rows)) {
+  if (first) {
     device_.synchronize(nj::download(device_, Rows{host.row(*first), src.rows, src.cols}, src));
     return;
   }

@@ -42,7 +42,7 @@ std::int64_t subgraph_host_rows(const Model& model, const RankShape& s, bool rec
     const std::int64_t output_rows = computed_again ? 0 : next_transforms_mirrors ? s.local : s.owned;
     bytes += kFloat * (output_rows * layer.out_dim() + mirrors * exchanged);
   }
-  for (const std::int64_t width : host_homes(model, first_layer_sums_inputs, bounded && !recompute).width)
+  for (const std::int64_t width : row_homes(model, first_layer_sums_inputs, bounded && !recompute).width)
     bytes += kFloat * s.local * width;
   return bytes;
 }
@@ -71,7 +71,7 @@ std::int64_t aggregated_width(const Model& model, std::size_t l, bool first_laye
   return l == 0 && first_layer_sums_inputs ? layer.in_dim() : layer.row_width();
 }
 
-HostHomes host_homes(const Model& model, bool first_layer_sums_inputs, bool may_chain) {
+RowHomes row_homes(const Model& model, bool first_layer_sums_inputs, bool may_chain) {
   // Phases: forward layer l is phase l, backward layer l is phase 2L-1-l. Layer l's transformed rows live from its
   // forward phase (or the previous layer's, where they may be chained) to its backward phase where the backward reads
   // them (attention), else through the forward only; their gradients through the backward phase (and the previous
@@ -82,7 +82,7 @@ HostHomes host_homes(const Model& model, bool first_layer_sums_inputs, bool may_
     std::size_t tensor, first, last;
   };
   std::vector<Span> spans;
-  HostHomes homes;
+  RowHomes homes;
   homes.buffer_of.assign(2 * layers, 0);
   homes.row_width.assign(2 * layers, 0);
   for (std::size_t l = 0; l < layers; ++l) {

@@ -7,6 +7,7 @@
 #include "nj/device/transfers.hpp"
 #include "nj/exec/exchange_side.hpp"
 #include "nj/exec/executor.hpp"
+#include "nj/exec/host_footprint.hpp"
 #include "nj/exec/subgraph.hpp"
 #include "nj/kernels/device_block.hpp"
 #include "nj/model/device_parameters.hpp"
@@ -95,6 +96,7 @@ struct InMemoryExecutor::State {
             "index: global ids")),
         boundary(to_device<vid_t>(transfers, exchange.boundary_rows(), "index: boundary rows")),
         input(device, sparse_features ? 0 : features.rows, features.cols, "rows: features"),
+        homes(row_homes(model, aggregates_before_transform(model.layer(0), 0, sparse_features != nullptr))),
         logits(local.num_owned, model.layer(model.num_layers() - 1).out_dim()),
         grad_logits(logits.rows(), logits.cols()) {
     NJ_EXPECTS(features.rows == local.num_owned, "features have {} rows for {} owned vertices", features.rows,
@@ -117,26 +119,28 @@ struct InMemoryExecutor::State {
       largest_scattered = std::max<std::int64_t>(largest_scattered, p.num_dst);
     }
     const vid_t num_local = local.num_local();
+    // What the aggregations read (the transformed rows, or a first layer's dropped inputs) and their gradients, for
+    // every local row: tensors whose phases do not overlap share a buffer.
+    for (const std::int64_t width : homes.width) {
+      row_buffers.emplace_back(device, num_local, width, "rows: transformed rows and their gradients");
+    }
+    std::int64_t widest_sums = 0;
+    std::int64_t widest_exchanged = 0;
     for (std::size_t l = 0; l < model.num_layers(); ++l) {
       const Layer& layer = model.layer(l);
       const bool sums_inputs = aggregates_before_transform(layer, l, sparse_features != nullptr);
       sums_inputs_first.push_back(sums_inputs);
-      // What the aggregation reads and writes: the (dropped) inputs and their sums, or the transformed rows and
-      // the outputs.
-      const std::int64_t width = sums_inputs ? layer.in_dim() : layer.row_width();
+      // What the aggregation writes: the sums of the (dropped) inputs, or the outputs.
       const std::int64_t sums_width = sums_inputs ? layer.input_sums_width() : layer.out_dim();
-      z.emplace_back(device, num_local, width, sums_inputs ? "rows: dropped inputs" : "rows: transformed rows");
+      widest_sums = std::max(widest_sums, sums_width);
+      widest_exchanged = std::max(widest_exchanged, exchanged_width(model, l, sums_inputs));
       outputs.emplace_back(device, num_owned, layer.out_dim(), "rows: layer outputs");
       grad_outputs.emplace_back(device, num_owned, layer.out_dim(), "rows: output gradients");
-      grad_z.push_back(sums_inputs ? DeviceMatrix()
-                                   : DeviceMatrix(device, num_local, width, "rows: transformed-row gradients"));
       dropped.push_back(model.dropout_before(l) > 0.0F && !sums_inputs && !(l == 0 && sparse_features)
                             ? DeviceMatrix(device, num_owned, layer.in_dim(), "rows: dropped inputs")
                             : DeviceMatrix());
       input_sums.push_back(sums_inputs ? DeviceMatrix(device, num_owned, sums_width, "rows: aggregated inputs")
                                        : DeviceMatrix());
-      part_rows.push_back(largest_scattered > 0 ? DeviceMatrix(device, largest_scattered, sums_width, "rows: part rows")
-                                                : DeviceMatrix());
       // A layer that transforms its mirrors' rows receives their inputs, and sends back their gradients.
       const bool mirrors_transformed = exchange.has_peers() && transforms_mirrors(model, l);
       transforms_mirror_rows.push_back(mirrors_transformed);
@@ -145,17 +149,28 @@ struct InMemoryExecutor::State {
       mirror_input_gradients.emplace_back(device, mirror_input_rows, layer.in_dim(), "rows: mirrors' input gradients");
       mirror_dropped.emplace_back(device, model.dropout_before(l) > 0.0F ? mirror_input_rows : 0, layer.in_dim(),
                                   "rows: mirrors' dropped inputs");
-      if (exchange.has_peers()) {
-        boundary_rows.emplace_back(device, static_cast<std::int64_t>(exchange.boundary_rows().size()),
-                                   exchanged_width(model, l, sums_inputs), "rows: boundary rows");
-      }
+    }
+    // One layer at a time scatters a part's rows, and exchanges.
+    part_rows = DeviceMatrix(device, largest_scattered, widest_sums, "rows: part rows");
+    if (exchange.has_peers()) {
+      boundary_rows = DeviceMatrix(device, static_cast<std::int64_t>(exchange.boundary_rows().size()), widest_exchanged,
+                                   "rows: boundary rows");
     }
     mirror_kept.resize(model.num_layers());
     kept.resize(model.num_layers());
-    // What the run uploads once, before its first epoch, is not an epoch's.
+    // What the run uploads once, before its first epoch, is not an epoch's, nor is the staging it went through.
     device.synchronize();
     transfers.take_traffic();
+    transfers.release_staging();
     device.reset_transfer_stats();
+  }
+
+  // Layer l's tensors of rows: what its aggregation reads, and their gradients.
+  DeviceRows z(std::size_t l) { return home(2 * l); }
+  DeviceRows grad_z(std::size_t l) { return home(2 * l + 1); }
+  DeviceRows home(std::size_t tensor) {
+    DeviceMatrix& buffer = row_buffers[homes.buffer_of[tensor]];
+    return buffer.view(buffer.rows(), homes.row_width[tensor]);
   }
 
   ConstDeviceRows layer_input(std::size_t l) const { return l == 0 ? input.view() : outputs[l - 1].view(); }
@@ -179,13 +194,13 @@ struct InMemoryExecutor::State {
   DeviceRows aggregated(std::size_t l) { return sums_inputs_first[l] ? input_sums[l].view() : outputs[l].view(); }
 
   void aggregate(const Model& model, std::size_t l, const DevicePart& part, std::uint32_t epoch, bool training) {
-    const DeviceRows out = part.in_place() ? aggregated(l) : part_rows[l].view().slice(0, part.num_dst);
+    const DeviceRows out = part.in_place() ? aggregated(l) : part_rows.view(part.num_dst, aggregated(l).cols);
     if (sums_inputs_first[l]) {
-      model.layer(l).sum_inputs(backend, part.view(), z[l].view(), out);
+      model.layer(l).sum_inputs(backend, part.view(), z(l), out);
     } else {
       model.layer(l).aggregate(backend, part.view(),
                                attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), training,
-                               z[l].view(), out);
+                               z(l), out);
     }
     if (!part.in_place()) backend.copy_rows(out, {}, aggregated(l), part.destinations.view(), out.rows);
   }
@@ -193,7 +208,7 @@ struct InMemoryExecutor::State {
   void aggregate_backward(const Model& model, std::size_t l, const DevicePart& part, std::uint32_t epoch) {
     ConstDeviceRows grad_y = grad_outputs[l].view();
     if (!part.in_place()) {
-      const DeviceRows gathered = part_rows[l].view().slice(0, part.num_dst);
+      const DeviceRows gathered = part_rows.view(part.num_dst, grad_y.cols);
       backend.copy_rows(grad_y, part.destinations.view(), gathered, {}, gathered.rows);
       grad_y = gathered;
     }
@@ -201,10 +216,12 @@ struct InMemoryExecutor::State {
     const SparseBlockView block = part.view();
     DeviceArray<float> workspace(device, layer.aggregate_backward_workspace(part.num_dst, part.num_edges),
                                  "workspace: aggregation backward");
-    // One part writes every row's gradient; several add theirs into rows zeroed first.
+    // One part writes every row's gradient; several add theirs into rows zeroed first. Rows the backward does not
+    // read may share their buffer with the gradients: none are passed.
+    const ConstDeviceRows rows = layer.aggregation().backward_reads_rows ? ConstDeviceRows(z(l)) : ConstDeviceRows{};
     layer.aggregate_backward(backend, block,
-                             attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), true,
-                             z[l].view(), grad_y, grad_z[l].view(), parts.size() > 1, workspace.view());
+                             attention_dropout_stream(model.config(), static_cast<std::uint32_t>(l), epoch), true, rows,
+                             grad_y, grad_z(l), parts.size() > 1, workspace.view());
   }
 
   // The mirrors' rows of what layer l aggregates (its transformed rows, or its dropped inputs) arrive from their
@@ -212,8 +229,8 @@ struct InMemoryExecutor::State {
   // (exchange_side.hpp).
   void exchange_rows(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
     if (exchange.has_peers()) {
-      const DeviceRows rows = boundary_rows[l].view();
-      const ConstDeviceRows sent = transforms_mirror_rows[l] ? outputs[l - 1].view() : z[l].view();
+      const ConstDeviceRows sent = transforms_mirror_rows[l] ? outputs[l - 1].view() : z(l);
+      const DeviceRows rows = boundary_rows.view(static_cast<std::int64_t>(exchange.boundary_rows().size()), sent.cols);
       backend.copy_rows(sent, boundary.view(), rows, {}, rows.rows);
       send(l, ExchangeDirection::kForward, rows);
     }
@@ -223,7 +240,7 @@ struct InMemoryExecutor::State {
           receive_rows(mirror_inputs[l].view());
           transform_mirrors(model, l, epoch, training);
         } else {
-          receive_rows(z[l].view().slice(num_owned, num_mirrors));
+          receive_rows(z(l).slice(num_owned, num_mirrors));
         }
       }
       for (const DevicePart& part : parts) {
@@ -236,7 +253,7 @@ struct InMemoryExecutor::State {
   void transform_mirrors(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
     mirror_kept[l] = drop_out(model, l, epoch, training, mirror_inputs[l].view(), mirror_gid, mirror_dropped[l].view());
     Layer::transform(backend, parameters.layer(l).weight.view(), mirror_kept[l],
-                     z[l].view().slice(num_owned, num_mirrors));
+                     z(l).slice(num_owned, num_mirrors));
   }
 
   // The mirrors' share of layer l's transform backward: their part of the weight gradient here, and the gradient of
@@ -246,7 +263,7 @@ struct InMemoryExecutor::State {
     LayerParameters& p = parameters.layer(l);
     const DeviceRows grad_x = mirror_input_gradients[l].view();
     Layer::transform_backward(backend, p.weight.view(), p.weight_grad, mirror_kept[l],
-                              grad_z[l].view().slice(num_owned, num_mirrors), grad_x);
+                              grad_z(l).slice(num_owned, num_mirrors), grad_x);
     drop_out(model, l, epoch, true, grad_x, mirror_gid, grad_x);
     backend.activation_backward(model.activation_after(l - 1), mirror_inputs[l].view(), grad_x, grad_x);
     return grad_x;
@@ -281,9 +298,10 @@ struct InMemoryExecutor::State {
     exchange.finish_rows(staged);
     transfers.upload(staged, {}, mirrors);
   }
-  // What the mirrors on other ranks sent for layer l's boundary rows, summed, added into `gradients` (owned rows).
-  void add_received_gradients(std::size_t l, DeviceRows gradients) {
-    const DeviceRows sums = boundary_rows[l].view();
+  // What the mirrors on other ranks sent for the boundary rows, summed, added into `gradients` (owned rows).
+  void add_received_gradients(DeviceRows gradients) {
+    const DeviceRows sums =
+        boundary_rows.view(static_cast<std::int64_t>(exchange.boundary_rows().size()), gradients.cols);
     if (exchange.on_device()) {
       exchange.finish_gradients(sums);
     } else {
@@ -301,7 +319,7 @@ struct InMemoryExecutor::State {
       const LayerParameters& p = parameters.layer(l);
       if (sums_inputs_first[l]) {
         // The owned rows aggregated are the layer's inputs after dropout; the sums are transformed.
-        const DeviceRows owned_rows = z[l].view().slice(0, num_owned);
+        const DeviceRows owned_rows = z(l).slice(0, num_owned);
         const ConstDeviceRows x = dropped_input(model, l, epoch, training, owned_rows);
         if (x.data != owned_rows.data) backend.copy_rows(x, {}, owned_rows, {}, num_owned);
         exchange_rows(model, l, epoch, training);
@@ -310,12 +328,12 @@ struct InMemoryExecutor::State {
         const SparseBlockView x = drop_entries(backend, device, sparse_input->view(), owned_gid.view(),
                                                feature_dropout_stream(model.config(), 0, epoch),
                                                training ? model.dropout_before(0) : 0.0F, false, dropped_entries);
-        Layer::transform(backend, p.weight.view(), x, z[l].view().slice(0, num_owned));
+        Layer::transform(backend, p.weight.view(), x, z(l).slice(0, num_owned));
         dropped_entries = {};
         exchange_rows(model, l, epoch, training);
       } else {
         kept[l] = dropped_input(model, l, epoch, training, dropped[l].view());
-        Layer::transform(backend, p.weight.view(), kept[l], z[l].view().slice(0, num_owned));
+        Layer::transform(backend, p.weight.view(), kept[l], z(l).slice(0, num_owned));
         exchange_rows(model, l, epoch, training);
       }
       backend.bias_activation(outputs[l].view(), p.bias.view().span(), model.activation_after(l), outputs[l].view());
@@ -332,7 +350,7 @@ struct InMemoryExecutor::State {
       const DeviceRows grad_y = grad_outputs[l].view();
       backend.activation_backward(model.activation_after(l), outputs[l].view(), grad_y, grad_y);
       // The next layer's mirrors sent their share of ∂L/∂Y here, after this activation's backward.
-      if (l < last && transforms_mirror_rows[l + 1]) add_received_gradients(l + 1, grad_y);
+      if (l < last && transforms_mirror_rows[l + 1]) add_received_gradients(grad_y);
       backend.column_sums(grad_y, p.bias_grad.span(), true);
       if (sums_inputs_first[l]) {
         // The input needs no gradient (the first layer), so neither do the rows aggregated: no aggregation, and
@@ -340,28 +358,28 @@ struct InMemoryExecutor::State {
         Layer::transform_backward(backend, p.weight.view(), p.weight_grad, input_sums[l].view(), grad_y, {});
         continue;
       }
-      if (parts.size() > 1) backend.zero_rows(grad_z[l].view(), {}, grad_z[l].rows());
+      if (parts.size() > 1) backend.zero_rows(grad_z(l), {}, grad_z(l).rows);
       // The parts that read mirrors first: the mirrors' gradients then travel home while the others run.
       for (const bool reading_mirrors : {true, false}) {
         for (const DevicePart& part : parts) {
           if (part.reads_mirrors == reading_mirrors) aggregate_backward(model, l, part, epoch);
         }
         if (!reading_mirrors || !exchange.has_peers()) continue;
-        const DeviceRows mirrors = grad_z[l].view().slice(num_owned, num_mirrors);
+        const DeviceRows mirrors = grad_z(l).slice(num_owned, num_mirrors);
         send(l, ExchangeDirection::kBackward,
              transforms_mirror_rows[l] ? mirrors_transform_backward(model, l, epoch) : ConstDeviceRows(mirrors));
       }
-      if (exchange.has_peers() && !transforms_mirror_rows[l]) add_received_gradients(l, grad_z[l].view());
+      if (exchange.has_peers() && !transforms_mirror_rows[l]) add_received_gradients(grad_z(l));
       if (l == 0 && sparse_input) {
         const SparseBlockView x = drop_entries(backend, device, sparse_input->view(), owned_gid.view(),
                                                feature_dropout_stream(model.config(), 0, epoch),
                                                model.dropout_before(0), true, dropped_entries);
-        Layer::transform_backward(backend, p.weight_grad, x, grad_z[l].view().slice(0, num_owned));
+        Layer::transform_backward(backend, p.weight_grad, x, grad_z(l).slice(0, num_owned));
         dropped_entries = {};
         continue;
       }
       const DeviceRows grad_x = l > 0 ? grad_outputs[l - 1].view() : DeviceRows{};
-      Layer::transform_backward(backend, p.weight.view(), p.weight_grad, kept[l], grad_z[l].view().slice(0, num_owned),
+      Layer::transform_backward(backend, p.weight.view(), p.weight_grad, kept[l], grad_z(l).slice(0, num_owned),
                                 grad_x);
       if (l > 0) drop_out(model, l, epoch, true, grad_x, owned_gid, grad_x);
     }
@@ -404,14 +422,16 @@ struct InMemoryExecutor::State {
   std::vector<DevicePart> parts;
   // Per layer:
   std::vector<char> sums_inputs_first;  // aggregates_before_transform
-  std::vector<DeviceMatrix> z;  // what the aggregation reads (owned and mirrors): transformed rows, or dropped inputs
+  // What the aggregations read (owned and mirrors: transformed rows, or dropped inputs), and their gradients, in
+  // buffers they share where their phases do not overlap.
+  RowHomes homes;
+  std::vector<DeviceMatrix> row_buffers;
   std::vector<DeviceMatrix> outputs;  // act(Y + b) (owned); the last holds the logits
   std::vector<DeviceMatrix> grad_outputs;
-  std::vector<DeviceMatrix> grad_z;
   std::vector<DeviceMatrix> dropped;        // when dropout is on and the transform reads them
   std::vector<DeviceMatrix> input_sums;     // Â·X where the layer aggregates before it transforms
-  std::vector<DeviceMatrix> part_rows;      // a part's output rows, or their gradients, before they are scattered
-  std::vector<DeviceMatrix> boundary_rows;  // the boundary rows leaving, or their received gradient sums
+  DeviceMatrix part_rows;      // a part's output rows, or their gradients, before they are scattered
+  DeviceMatrix boundary_rows;  // the boundary rows leaving, or their received gradient sums
   std::vector<ConstDeviceRows> kept;        // what transform_backward multiplies by
   // Where the layer transforms its mirrors' rows (transforms_mirrors): their inputs as received, dropped out, and
   // the gradients of those inputs that return to their owners.

@@ -28,7 +28,7 @@ inline ReplayedCopies replayed_copies(Transfers& transfers) {
 // exchanges from, which decides what the exchange stages through the host.
 template <typename Step>
 MemoryForecast replay_step(const LibraryMemory& library, MemorySpace exchange_space, Step&& step) {
-  PlanningDevice device;
+  PlanningDevice device(!library.memory_apart_from_host);
   const std::unique_ptr<Backend> kernels = make_planning_backend(device, library);
   const std::unique_ptr<Communicator> detached = make_detached_communicator(exchange_space);
   const ReplayedCopies copies = std::forward<Step>(step)(*kernels, device, *detached);

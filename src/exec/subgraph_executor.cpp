@@ -63,7 +63,7 @@ struct SubgraphExecutor::State {
     const std::int64_t aggregated = plan.largest_aggregated_rows;
     const std::size_t layers = model.num_layers();
     const bool sums_inputs = plan.first_layer_sums_inputs();
-    const HostHomes layout = host_homes(
+    const RowHomes layout = row_homes(
         model, sums_inputs, plan.options.device_budget != kUnlimited && plan.options.mode == ExecutionMode::kReuse);
     for (const std::int64_t width : layout.width) home_buffers.emplace_back(rows, width);
     for (std::size_t t = 0; t < 2 * layers; ++t) {

@@ -4,6 +4,8 @@
 #include <numeric>
 #include <vector>
 
+#include "nj/core/host_memory.hpp"
+#include "nj/device/planning_device.hpp"
 #include "nj/device/transfers.hpp"
 #include "support/backends.hpp"
 #include "support/on_device.hpp"
@@ -48,6 +50,39 @@ TEST(Transfers, CopiesLargerThanAPieceArriveWholeThroughStagingOfOnePiece) {
   EXPECT_EQ(on.get_array(on_device.view()), ids);
   EXPECT_LE(on.device().stats().pinned_bytes, kPiece);
   EXPECT_EQ(on.transfers().largest_copy_bytes(), kPiece);
+}
+
+// Only copies through page-locked staging count towards it: on the CPU device, whose memory takes a block of host rows
+// straight, listed rows stage and whole blocks do not; a planning device counts as the device it plans for would.
+// Released, the staging leaves the heap, with the blocks the device kept, and the count starts afresh.
+TEST(Transfers, OnlyCopiesThroughStagingCountTowardsItAndReleasedItLeavesTheHeap) {
+  const Matrix host = counting(std::int64_t{1} << 16, 8);
+  const std::int64_t bytes = host.size() * std::int64_t{sizeof(float)};
+  test::OnDevice on(DeviceKind::kCpu);
+  DeviceMatrix rows = on.put(host);
+  Matrix back(host.rows(), host.cols());
+  on.transfers().download(rows.view(), back.view());
+  EXPECT_EQ(on.transfers().largest_copy_bytes(), 0);
+  std::vector<vid_t> reversed(static_cast<std::size_t>(host.rows()));
+  std::iota(reversed.rbegin(), reversed.rend(), vid_t{0});
+  on.transfers().upload(host.view(), reversed, rows.view());
+  EXPECT_EQ(on.transfers().largest_copy_bytes(), bytes);
+  EXPECT_EQ(on.get(rows.view())(0, 0), host(host.rows() - 1, 0));
+
+  const std::int64_t before = heap_bytes_in_use();
+  on.transfers().release_staging();
+  EXPECT_GE(before - heap_bytes_in_use(), bytes);
+  EXPECT_EQ(on.transfers().largest_copy_bytes(), 0);
+  EXPECT_EQ(on.device().stats().pinned_bytes, 0);
+
+  for (const bool direct : {true, false}) {
+    PlanningDevice planning(direct);
+    Transfers transfers(planning);
+    DeviceMatrix planned(planning, host.rows(), host.cols(), "test rows");
+    transfers.upload(host.view(), {}, planned.view());
+    transfers.download(planned.view(), back.view());
+    EXPECT_EQ(transfers.largest_copy_bytes(), direct ? 0 : bytes) << (direct ? "straight" : "staged");
+  }
 }
 
 }  // namespace

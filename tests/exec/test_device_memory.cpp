@@ -373,5 +373,23 @@ TEST(InMemoryMetrics, ReportTheDevicePeakAndTheBytesMovedAsForecast) {
   }
 }
 
+// In memory, a layer's transformed rows live through its forward phase only where its aggregation's backward does not
+// read them (GCN), and their gradients through its backward phase: all four tensors of a 2-layer GCN share one buffer
+// of every local row. Beside it: the features, each layer's outputs and their gradients, and its dropped inputs.
+TEST(InMemoryMemory, AGcnsTransformedRowsAndTheirGradientsShareOneBuffer) {
+  constexpr std::int64_t kFeatures = 64;  // wider than the hidden rows: each layer transforms before it aggregates
+  const Dataset data = test::random_dataset(500, 3000, kFeatures, 4, 5);
+  Model model(model_config(ModelKind::kGcn), kFeatures, data.num_classes);
+  ASSERT_EQ(model.num_layers(), 2U);
+  const std::int64_t hidden = model.layer(0).out_dim();
+  const std::int64_t classes = data.num_classes;
+  const MemoryForecast forecast = forecast_in_memory(model, whole_local_graph(data.graph), data.features.view(), nullptr);
+  const std::int64_t per_vertex = kFeatures                   // features
+                                  + std::max(hidden, classes)  // transformed rows and their gradients
+                                  + 2 * (hidden + classes)     // outputs and their gradients
+                                  + kFeatures + hidden;        // dropped inputs
+  EXPECT_EQ(forecast.category_peaks.at("rows"), data.num_vertices() * per_vertex * std::int64_t{sizeof(float)});
+}
+
 }  // namespace
 }  // namespace nj

@@ -246,23 +246,23 @@ TEST(HostFootprint, TensorsWhosePhasesDoNotOverlapShareAHome) {
   ModelConfig config;
   config.hidden = 32;
   const Model gcn(config, 64, 8);
-  const HostHomes one = host_homes(gcn);
+  const RowHomes one = row_homes(gcn);
   EXPECT_EQ(one.buffer_of, (std::vector<std::size_t>{0, 0, 0, 0}));
   EXPECT_EQ(one.width, (std::vector<std::int64_t>{32}));
   // Where the layers may be chained, the second layer's transformed rows are written in the first layer's forward
   // phase, and their gradients read in its backward one: z1 [0, 1] beside z0, grad_z1 [2, 3] beside grad_z0.
-  const HostHomes chained = host_homes(gcn, false, true);
+  const RowHomes chained = row_homes(gcn, false, true);
   EXPECT_NE(chained.buffer_of[0], chained.buffer_of[2]);
   EXPECT_NE(chained.buffer_of[1], chained.buffer_of[3]);
   EXPECT_EQ(chained.width.size(), 2U);
   config.layers = 3;
-  EXPECT_EQ(host_homes(Model(config, 64, 8)).width.size(), 1U);
+  EXPECT_EQ(row_homes(Model(config, 64, 8)).width.size(), 1U);
   config.layers = 2;
   config.kind = ModelKind::kGat;
   config.hidden = 4;
   config.heads = 2;
   const Model gat(config, 64, 8);
-  const HostHomes homes = host_homes(gat);
+  const RowHomes homes = row_homes(gat);
   // Phases 0..3: z0 [0, 3], z1 [1, 2], grad_z1 [2, 2], grad_z0 [3, 3].
   ASSERT_EQ(homes.buffer_of.size(), 4U);
   EXPECT_NE(homes.buffer_of[0], homes.buffer_of[2]);
@@ -281,7 +281,7 @@ TEST(HostFootprint, AFirstLayerThatSumsItsInputsHasNoHomeForTheirGradients) {
   ModelConfig config;
   config.hidden = 32;
   const Model gcn(config, 64, 8);
-  const HostHomes homes = host_homes(gcn, true, true);
+  const RowHomes homes = row_homes(gcn, true, true);
   EXPECT_EQ(homes.row_width, (std::vector<std::int64_t>{64, 0, 8, 8}));
   std::int64_t widths = 0;
   for (const std::int64_t w : homes.width) widths += w;

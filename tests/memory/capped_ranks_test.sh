@@ -11,7 +11,7 @@ nj="$(realpath "$1")"
 controller=/sys/fs/cgroup/memory
 [[ -d $controller && -w $controller ]] || { echo "skipped: no writable cgroup v1 memory controller at $controller"; exit 77; }
 [[ -z ${NJ_SANITIZED:-} ]] || { echo "skipped: a sanitizer's shadow memory and quarantine exceed any cap sized for nj"; exit 77; }
-cap=$((560 << 20))
+cap=$((400 << 20))
 root="$controller/nj-capped-$$"
 work="$(mktemp -d)"
 cleanup() {

@@ -82,6 +82,9 @@ class Device {
   // Page-locked host memory, what asynchronous copies need on the host side. Not charged to the budget.
   virtual void* allocate_pinned(std::int64_t bytes) = 0;
   virtual void deallocate_pinned(void* ptr) noexcept = 0;
+  // Frees the page-locked blocks kept for reuse once freed: where the copies that used them will not come again (a
+  // run's one-time uploads), so that the host does not hold them through the run.
+  virtual void free_kept_pinned() {}
 
   // ---- work on streams ----
   // Asynchronous copies, each on its direction's stream, after everything issued there before. The device
@@ -180,6 +183,12 @@ class DeviceMatrix {
 
   DeviceRows view() { return {values_.view().data, rows_, cols_}; }
   ConstDeviceRows view() const { return {values_.view().data, rows_, cols_}; }
+  // The first rows · cols values as rows of `cols`: a buffer that tensors of different widths take turns in.
+  DeviceRows view(std::int64_t rows, std::int64_t cols) {
+    NJ_EXPECTS(rows >= 0 && cols >= 0 && rows * cols <= rows_ * cols_, "{} rows of {} in a buffer of {} rows of {}",
+               rows, cols, rows_, cols_);
+    return {values_.view().data, rows, cols};
+  }
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
   std::int64_t bytes() const { return values_.bytes(); }
@@ -217,6 +226,11 @@ class PinnedArray {
     return data_;
   }
   T* data() const { return data_; }
+  // Gives the memory back to the device. Any copy still using it must have completed.
+  void release() {
+    device_->deallocate_pinned(std::exchange(data_, nullptr));
+    capacity_ = 0;
+  }
 
  private:
   Device* device_;

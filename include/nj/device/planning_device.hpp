@@ -36,11 +36,14 @@ struct MemoryForecast {
 
 class PlanningDevice final : public Device {
  public:
-  PlanningDevice();
+  // `copies_pageable_memory_directly`: as the device planned for does (Device::copies_pageable_memory_directly),
+  // which decides what its copies stage.
+  explicit PlanningDevice(bool copies_pageable_memory_directly = false);
   ~PlanningDevice() override;
   std::string_view name() const override { return "planning"; }
   std::int64_t budget_bytes() const override { return kUnlimited; }
   bool moves_data() const override { return false; }
+  bool copies_pageable_memory_directly() const override { return copies_pageable_memory_directly_; }
   void* allocate(std::int64_t bytes, std::string_view what) override;
   void deallocate(void* ptr) noexcept override;
   void* allocate_pinned(std::int64_t bytes) override;
@@ -66,6 +69,7 @@ class PlanningDevice final : public Device {
   std::unique_ptr<Live> live_;
   MemoryForecast forecast_;
   std::optional<std::size_t> phase_;  // marked last
+  bool copies_pageable_memory_directly_;
 };
 
 }  // namespace nj

@@ -65,9 +65,18 @@ class Transfers {
   Device& device() { return device_; }
   // Bytes copied each way since the last take, by what they carried.
   std::pair<TrafficBytes, TrafficBytes> take_traffic() { return {std::exchange(h2d_, {}), std::exchange(d2h_, {})}; }
-  // The most bytes one copy has moved so far: what page-locked staging holds at most (a replay that stages nothing
-  // counts it too).
+  // The most bytes one copy has moved through page-locked staging so far: what staging holds at most (a replay that
+  // stages nothing counts it too). A copy straight from or into host rows stages nothing.
   std::int64_t largest_copy_bytes() const { return largest_copy_; }
+  // Frees the staging, with the page-locked blocks the device keeps, and counts the largest copy afresh: after the
+  // one-time uploads of a run whose epochs copy less (the in-memory executor's graph goes through a staging of up to
+  // kPieceBytes, its epochs copy the logits and the parameters).
+  void release_staging() {
+    device_.synchronize(staged_);
+    staging_.release();
+    device_.free_kept_pinned();
+    largest_copy_ = 0;
+  }
 
   // Host rows `rows` of `host` (empty: its first dst.rows rows) into dst, after the kernels issued so far
   // (as every copy to the device here); kernels issued afterwards see them.
@@ -85,6 +94,7 @@ class Transfers {
   void upload_with(DeviceSpan<T> dst, Traffic kind, Fill&& fill) {
     for_each_piece<T>(dst.size, [&](std::int64_t first, std::int64_t count, std::int64_t bytes) {
       tally(h2d_, kind, bytes);
+      note_staged(bytes);
       if (!device_.moves_data()) return;
       T* packed = reinterpret_cast<T*>(reuse_staging(bytes));
       fill(packed, first, count);
@@ -108,6 +118,7 @@ class Transfers {
   void download_array(DeviceSpan<const T> src, T* host, Traffic kind) {
     for_each_piece<T>(src.size, [&](std::int64_t first, std::int64_t, std::int64_t bytes) {
       tally(d2h_, kind, bytes);
+      note_staged(bytes);
       std::byte* packed = reuse_staging(bytes);
       device_.wait(Stream::kDeviceToHost, device_.record(Stream::kCompute));
       device_.synchronize(device_.copy_to_host(packed, src.data + first, bytes));
@@ -130,10 +141,8 @@ class Transfers {
       copy(first, count, count * std::int64_t{sizeof(T)});
     }
   }
-  void tally(TrafficBytes& way, Traffic kind, std::int64_t bytes) {
-    way[kind] += bytes;
-    largest_copy_ = std::max(largest_copy_, bytes);
-  }
+  void tally(TrafficBytes& way, Traffic kind, std::int64_t bytes) { way[kind] += bytes; }
+  void note_staged(std::int64_t bytes) { largest_copy_ = std::max(largest_copy_, bytes); }
   // The first of `count` host rows (of host_rows) listed in `rows` (empty: the first ones) where they form one
   // block that this device copies straight, without staging; std::nullopt otherwise.
   std::optional<std::int64_t> direct_first_row(std::int64_t host_rows, std::span<const vid_t> rows,

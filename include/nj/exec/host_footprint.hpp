@@ -11,12 +11,12 @@
 
 namespace nj {
 
-// How the subgraph executor keeps the trace tensors' rows on the host (tensor 2l: layer l's transformed rows, 2l+1:
-// their gradients; docs/scheduler.md): a tensor's rows live there only during the phases that touch it (its
-// layer's forward phase, and its backward phase where that reads them), so tensors whose phases do not overlap
-// share one buffer. Per tensor, its buffer and its rows' width (0: a tensor no step touches, the input gradients of a
+// Where the trace tensors' rows live (tensor 2l: layer l's transformed rows, 2l+1: their gradients;
+// docs/scheduler.md), on the subgraph executor's host and on the in-memory executor's device: a tensor's rows are
+// needed only during the phases that touch it (its layer's forward phase, and its backward phase where that reads
+// them), so tensors whose phases do not overlap share one buffer. Per tensor, its buffer and its rows' width (0: a tensor no step touches, the input gradients of a
 // first layer that sums its inputs); per buffer, the widest row it holds.
-struct HostHomes {
+struct RowHomes {
   std::vector<std::size_t> buffer_of;
   std::vector<std::int64_t> row_width;
   std::vector<std::int64_t> width;
@@ -24,7 +24,7 @@ struct HostHomes {
 // first_layer_sums_inputs: as Pass::first_layer_sums_inputs, where layer 0's tensors hold its inputs' width.
 // may_chain: a budgeted reuse pass, whose layers may be chained (Pass::chained): a layer's transformed rows are then
 // written in the previous layer's forward phase, and their gradients read in its backward phase.
-HostHomes host_homes(const Model& model, bool first_layer_sums_inputs = false, bool may_chain = false);
+RowHomes row_homes(const Model& model, bool first_layer_sums_inputs = false, bool may_chain = false);
 // The width of layer l's tensors' rows: what its aggregation reads.
 std::int64_t aggregated_width(const Model& model, std::size_t l, bool first_layer_sums_inputs);
 

@@ -179,6 +179,14 @@ class CudaDevice final : public Device {
     pinned_.erase(it);
   }
 
+  void free_kept_pinned() override {
+    std::lock_guard lock(mutex_);
+    bind();
+    for (const auto& [size, ptr] : pinned_free_) NJ_CUDA_TRY(cudaFreeHost(ptr));
+    pinned_free_.clear();
+    pinned_cached_bytes_ = 0;
+  }
+
   Event copy_to_device(void* device_dst, const void* host_src, std::int64_t bytes) override {
     return copy(Stream::kHostToDevice, device_dst, host_src, bytes);
   }
