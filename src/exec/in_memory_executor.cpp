@@ -252,8 +252,7 @@ struct InMemoryExecutor::State {
   // The mirrors' transformed rows, from the inputs their owners sent, dropped out as the owners would.
   void transform_mirrors(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
     mirror_kept[l] = drop_out(model, l, epoch, training, mirror_inputs[l].view(), mirror_gid, mirror_dropped[l].view());
-    Layer::transform(backend, parameters.layer(l).weight.view(), mirror_kept[l],
-                     z(l).slice(num_owned, num_mirrors));
+    Layer::transform(backend, parameters.layer(l).weight.view(), mirror_kept[l], z(l).slice(num_owned, num_mirrors));
   }
 
   // The mirrors' share of layer l's transform backward: their part of the weight gradient here, and the gradient of
@@ -428,11 +427,11 @@ struct InMemoryExecutor::State {
   std::vector<DeviceMatrix> row_buffers;
   std::vector<DeviceMatrix> outputs;  // act(Y + b) (owned); the last holds the logits
   std::vector<DeviceMatrix> grad_outputs;
-  std::vector<DeviceMatrix> dropped;        // when dropout is on and the transform reads them
-  std::vector<DeviceMatrix> input_sums;     // Â·X where the layer aggregates before it transforms
-  DeviceMatrix part_rows;      // a part's output rows, or their gradients, before they are scattered
-  DeviceMatrix boundary_rows;  // the boundary rows leaving, or their received gradient sums
-  std::vector<ConstDeviceRows> kept;        // what transform_backward multiplies by
+  std::vector<DeviceMatrix> dropped;     // when dropout is on and the transform reads them
+  std::vector<DeviceMatrix> input_sums;  // Â·X where the layer aggregates before it transforms
+  DeviceMatrix part_rows;                // a part's output rows, or their gradients, before they are scattered
+  DeviceMatrix boundary_rows;            // the boundary rows leaving, or their received gradient sums
+  std::vector<ConstDeviceRows> kept;     // what transform_backward multiplies by
   // Where the layer transforms its mirrors' rows (transforms_mirrors): their inputs as received, dropped out, and
   // the gradients of those inputs that return to their owners.
   std::vector<char> transforms_mirror_rows;

@@ -383,8 +383,9 @@ TEST(InMemoryMemory, AGcnsTransformedRowsAndTheirGradientsShareOneBuffer) {
   ASSERT_EQ(model.num_layers(), 2U);
   const std::int64_t hidden = model.layer(0).out_dim();
   const std::int64_t classes = data.num_classes;
-  const MemoryForecast forecast = forecast_in_memory(model, whole_local_graph(data.graph), data.features.view(), nullptr);
-  const std::int64_t per_vertex = kFeatures                   // features
+  const MemoryForecast forecast =
+      forecast_in_memory(model, whole_local_graph(data.graph), data.features.view(), nullptr);
+  const std::int64_t per_vertex = kFeatures                    // features
                                   + std::max(hidden, classes)  // transformed rows and their gradients
                                   + 2 * (hidden + classes)     // outputs and their gradients
                                   + kFeatures + hidden;        // dropped inputs

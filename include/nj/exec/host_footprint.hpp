@@ -14,8 +14,9 @@ namespace nj {
 // Where the trace tensors' rows live (tensor 2l: layer l's transformed rows, 2l+1: their gradients;
 // docs/scheduler.md), on the subgraph executor's host and on the in-memory executor's device: a tensor's rows are
 // needed only during the phases that touch it (its layer's forward phase, and its backward phase where that reads
-// them), so tensors whose phases do not overlap share one buffer. Per tensor, its buffer and its rows' width (0: a tensor no step touches, the input gradients of a
-// first layer that sums its inputs); per buffer, the widest row it holds.
+// them), so tensors whose phases do not overlap share one buffer. Per tensor, its buffer and its rows' width (0: a
+// tensor no step touches, the input gradients of a first layer that sums its inputs); per buffer, the widest row it
+// holds.
 struct RowHomes {
   std::vector<std::size_t> buffer_of;
   std::vector<std::int64_t> row_width;
