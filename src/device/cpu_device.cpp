@@ -87,7 +87,8 @@ constexpr bool kAddressSanitizer = false;
 // Host blocks of their own (page-locked staging, and device allocations where there is no HostRegion), kept for
 // reuse once freed: handing a freed block out again instead of returning it to the operating system saves a page
 // fault and a zeroed page per 4 KiB on every use. What is kept plus what is live never exceeds the most that was
-// ever live at once. Under AddressSanitizer nothing is kept, so that a use after free is still reported.
+// live at once since the kept blocks were last freed (free_kept). Under AddressSanitizer nothing is kept, so that a use
+// after free is still reported.
 class HostBlocks {
  public:
   HostBlocks() = default;

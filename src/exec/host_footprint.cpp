@@ -170,8 +170,9 @@ HostFootprint running_host_footprint(const Model& model, const RankShape& shape,
                                               ? 2 * shape.owned * shape.classes * kFloat
                                               : subgraph_host_rows(model, shape, layout.recompute, use, bounded)});
   if (layout.device_in_host_memory) footprint.parts.push_back({"device (emulated)", use.device_peak_bytes});
-  // Copies stage through one page-locked buffer, which grows to the largest copy (a larger one than
-  // Transfers::kPieceBytes goes in pieces) and lives as long as the executor.
+  // Copies stage through one page-locked buffer, which grows to the largest copy through it (a larger one than
+  // Transfers::kPieceBytes goes in pieces) and lives as long as the executor; the in-memory executor frees what its
+  // one-time uploads staged, so that what stays is its epochs' largest.
   footprint.parts.push_back({"staging", use.staging_bytes});
   const int threads = layout.threads > 0 ? layout.threads : omp_get_max_threads();
   footprint.parts.push_back({"threads", threads_workspace(model, shape, layout, use, threads)});

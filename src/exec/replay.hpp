@@ -13,7 +13,8 @@
 
 namespace nj {
 
-// What a replayed step copied (each way, by what it carried), and the largest copy of the whole replay.
+// What a replayed step copied (each way, by what it carried), and the largest copy through staging since the
+// executor last released its staging (Transfers::largest_copy_bytes).
 struct ReplayedCopies {
   std::pair<TrafficBytes, TrafficBytes> step;
   std::int64_t largest_copy_bytes = 0;

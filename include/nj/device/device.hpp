@@ -83,7 +83,8 @@ class Device {
   virtual void* allocate_pinned(std::int64_t bytes) = 0;
   virtual void deallocate_pinned(void* ptr) noexcept = 0;
   // Frees the page-locked blocks kept for reuse once freed: where the copies that used them will not come again (a
-  // run's one-time uploads), so that the host does not hold them through the run.
+  // run's one-time uploads), so that the host does not hold them through the run. On CUDA, cudaFreeHost waits for
+  // the whole device: call it where nothing is in flight (no exchange, no prefetch).
   virtual void free_kept_pinned() {}
 
   // ---- work on streams ----

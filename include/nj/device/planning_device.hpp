@@ -29,7 +29,8 @@ struct MemoryForecast {
   // What the replayed step copied each way, by what each copy carried (the replay's Transfers count them as a run's
   // do): the bytes a run's epoch measures, counted by the executor's own code rather than estimated beside it.
   TrafficBytes h2d, d2h;
-  std::int64_t largest_copy_bytes = 0;  // the most one copy moved, the run's first uploads included
+  // The most one copy moved through page-locked staging, since the executor last released its staging.
+  std::int64_t largest_copy_bytes = 0;
   // The footprint beyond the requested bytes at its peak: alignment and fragmentation.
   std::int64_t padding_at_peak() const;
 };

@@ -70,7 +70,7 @@ class Transfers {
   std::int64_t largest_copy_bytes() const { return largest_copy_; }
   // Frees the staging, with the page-locked blocks the device keeps, and counts the largest copy afresh: after the
   // one-time uploads of a run whose epochs copy less (the in-memory executor's graph goes through a staging of up to
-  // kPieceBytes, its epochs copy the logits and the parameters).
+  // kPieceBytes; its epochs copy the parameters, the logits and, exchanging through the host, boundary rows).
   void release_staging() {
     device_.synchronize(staged_);
     staging_.release();

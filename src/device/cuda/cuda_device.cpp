@@ -182,9 +182,11 @@ class CudaDevice final : public Device {
   void free_kept_pinned() override {
     std::lock_guard lock(mutex_);
     bind();
-    for (const auto& [size, ptr] : pinned_free_) NJ_CUDA_TRY(cudaFreeHost(ptr));
-    pinned_free_.clear();
+    // Taken out of the cache first: a failed free must not leave a freed block there for the destructor to free again.
+    std::multimap<std::int64_t, void*> kept;
+    kept.swap(pinned_free_);
     pinned_cached_bytes_ = 0;
+    for (const auto& [size, ptr] : kept) NJ_CUDA_TRY(cudaFreeHost(ptr));
   }
 
   Event copy_to_device(void* device_dst, const void* host_src, std::int64_t bytes) override {
