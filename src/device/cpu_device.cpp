@@ -94,9 +94,7 @@ class HostBlocks {
   HostBlocks() = default;
   HostBlocks(const HostBlocks&) = delete;
   HostBlocks& operator=(const HostBlocks&) = delete;
-  ~HostBlocks() {
-    for (const auto& [bytes, block] : kept_) ::operator delete(block, kAlignment);
-  }
+  ~HostBlocks() { free_kept(); }
 
   void* take(std::int64_t bytes) {
     std::vector<void*> evicted;

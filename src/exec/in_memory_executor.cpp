@@ -173,6 +173,11 @@ struct InMemoryExecutor::State {
     return buffer.view(buffer.rows(), homes.row_width[tensor]);
   }
 
+  // The exchange's buffer, as one row of `cols` floats per boundary row: the rows leaving, or their gradients' sums.
+  DeviceRows boundary_rows_of_width(std::int64_t cols) {
+    return boundary_rows.view(static_cast<std::int64_t>(exchange.boundary_rows().size()), cols);
+  }
+
   ConstDeviceRows layer_input(std::size_t l) const { return l == 0 ? input.view() : outputs[l - 1].view(); }
 
   // The layer's input after dropout, written into `out`; the input itself without dropout (`out` untouched).
@@ -230,7 +235,7 @@ struct InMemoryExecutor::State {
   void exchange_rows(const Model& model, std::size_t l, std::uint32_t epoch, bool training) {
     if (exchange.has_peers()) {
       const ConstDeviceRows sent = transforms_mirror_rows[l] ? outputs[l - 1].view() : z(l);
-      const DeviceRows rows = boundary_rows.view(static_cast<std::int64_t>(exchange.boundary_rows().size()), sent.cols);
+      const DeviceRows rows = boundary_rows_of_width(sent.cols);
       backend.copy_rows(sent, boundary.view(), rows, {}, rows.rows);
       send(l, ExchangeDirection::kForward, rows);
     }
@@ -299,8 +304,7 @@ struct InMemoryExecutor::State {
   }
   // What the mirrors on other ranks sent for the boundary rows, summed, added into `gradients` (owned rows).
   void add_received_gradients(DeviceRows gradients) {
-    const DeviceRows sums =
-        boundary_rows.view(static_cast<std::int64_t>(exchange.boundary_rows().size()), gradients.cols);
+    const DeviceRows sums = boundary_rows_of_width(gradients.cols);
     if (exchange.on_device()) {
       exchange.finish_gradients(sums);
     } else {

@@ -218,9 +218,7 @@ class PinnedArray {
   // completed.
   T* reserve(std::int64_t size) {
     if (size > capacity_) {
-      device_->deallocate_pinned(data_);
-      data_ = nullptr;
-      capacity_ = 0;
+      release();
       data_ = static_cast<T*>(device_->allocate_pinned(size * static_cast<std::int64_t>(sizeof(T))));
       capacity_ = size;
     }
