@@ -1,3 +1,4 @@
+#include "nj/core/release.hpp"
 #include "nj/partition/label_propagation.hpp"
 
 #include <algorithm>
@@ -27,16 +28,7 @@ std::vector<std::int32_t> visiting_order(std::int64_t rows, std::int64_t first, 
   return order;
 }
 
-bool inside(const SliceAdjacency& slice, gid_t v) { return v >= slice.first && v < slice.first + slice.rows(); }
-
-// The neighbours that other ranks' slices hold, ascending without repeats.
-std::vector<gid_t> outside_neighbours(const SliceAdjacency& slice) {
-  std::vector<gid_t> outside;
-  for (const gid_t v : slice.neighbours) {
-    if (!inside(slice, v)) outside.push_back(v);
-  }
-  return sorted_unique(std::move(outside));
-}
+bool inside(const SliceAdjacency& slice, gid_t v) { return slice.holds(v); }
 
 // A value for each of a sorted set of labels (global vertex ids), found by binary search.
 struct LabelTable {
@@ -124,7 +116,7 @@ class Propagation {
       to.push_back(sum);
       i = j;
     }
-    mine = {};
+    release_vector(mine);
     std::vector<Writer> writers(sums.size());
     for (std::size_t q = 0; q < sums.size(); ++q) writers[q].put(sums[q]);
     sums = {};

@@ -1,3 +1,4 @@
+#include "nj/core/release.hpp"
 #include "nj/partition/parallel.hpp"
 
 #include <spdlog/spdlog.h>
@@ -22,6 +23,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// An edge as it travels to the rank that holds its source.
+struct EdgeEnds {
+  gid_t source;
+  gid_t destination;
+};
+
 // The slice's vertices in the simple undirected graph (symmetrised, without self-loops or repeats): what Scotch
 // partitions and where the edge cut is counted, as simple_undirected_graph is for one process. Each in-edge s -> v
 // read here lists s at v, and v at s on the rank whose slice holds s. Built in place, by counting each row's entries
@@ -30,7 +37,6 @@ SliceAdjacency simple_adjacency(const DatasetRows& rows, const Slices& slices, C
   SliceAdjacency adjacency;
   adjacency.first = rows.first;
   adjacency.offsets.assign(static_cast<std::size_t>(rows.rows()) + 1, 0);
-  std::vector<std::vector<gid_t>> reversed(static_cast<std::size_t>(slices.ranks()));  // (s, v) flattened
   const auto each_in_edge = [&](auto&& visit) {
     for (std::int64_t r = 0; r < rows.rows(); ++r) {
       for (auto e = rows.offsets[static_cast<std::size_t>(r)]; e < rows.offsets[static_cast<std::size_t>(r) + 1]; ++e) {
@@ -39,22 +45,25 @@ SliceAdjacency simple_adjacency(const DatasetRows& rows, const Slices& slices, C
       }
     }
   };
+  // Each in-edge s -> v as the pair (s, v), to the rank that holds s, written in place.
+  std::vector<std::size_t> reversed(static_cast<std::size_t>(slices.ranks()), 0);
   each_in_edge([&](std::size_t r, gid_t s) {
     ++adjacency.offsets[r + 1];
-    auto& out = reversed[static_cast<std::size_t>(slices.owner(s))];
-    out.push_back(s);
-    out.push_back(rows.first + static_cast<gid_t>(r));
+    ++reversed[static_cast<std::size_t>(slices.owner(s))];
   });
   std::vector<Writer> writers(reversed.size());
   for (std::size_t q = 0; q < reversed.size(); ++q) {
-    writers[q].put(reversed[q]);
-    reversed[q] = {};
+    writers[q].reserve(Writer::bytes_of_array<EdgeEnds>(reversed[q]));
+    writers[q].start_array<EdgeEnds>(reversed[q]);
   }
-  std::vector<std::vector<gid_t>> received;
-  for (const auto& message : exchange(writers, comm)) received.push_back(Reader(message).take<gid_t>());
-  for (const auto& flat : received) {
-    for (std::size_t i = 0; i < flat.size(); i += 2)
-      ++adjacency.offsets[static_cast<std::size_t>(flat[i] - rows.first) + 1];
+  each_in_edge([&](std::size_t r, gid_t s) {
+    writers[static_cast<std::size_t>(slices.owner(s))].add(EdgeEnds{s, rows.first + static_cast<gid_t>(r)});
+  });
+  std::vector<std::vector<std::byte>> messages = exchange(writers, comm);
+  std::vector<PackedArray<EdgeEnds>> received;
+  for (const auto& message : messages) received.push_back(Reader(message).next<EdgeEnds>());
+  for (const PackedArray<EdgeEnds>& edges : received) {
+    for (std::size_t i = 0; i < edges.size(); ++i) ++adjacency.offsets[static_cast<std::size_t>(edges[i].source - rows.first) + 1];
   }
   std::partial_sum(adjacency.offsets.begin(), adjacency.offsets.end(), adjacency.offsets.begin());
   adjacency.neighbours.resize(static_cast<std::size_t>(adjacency.offsets.back()));
@@ -63,10 +72,15 @@ SliceAdjacency simple_adjacency(const DatasetRows& rows, const Slices& slices, C
     adjacency.neighbours[static_cast<std::size_t>(cursor[r]++)] = neighbour;
   };
   each_in_edge(add);
-  for (auto& flat : received) {
-    for (std::size_t i = 0; i < flat.size(); i += 2) add(static_cast<std::size_t>(flat[i] - rows.first), flat[i + 1]);
-    flat = {};
+  for (const PackedArray<EdgeEnds>& edges : received) {
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      const EdgeEnds edge = edges[i];
+      add(static_cast<std::size_t>(edge.source - rows.first), edge.destination);
+    }
   }
+  received.clear();
+  release_vector(messages);
+  release_vector(cursor);
   // Each row's neighbours sorted without repeats, moved down over the repeats dropped before them.
   std::int64_t kept = 0;
   for (std::size_t r = 0; r + 1 < adjacency.offsets.size(); ++r) {
@@ -183,14 +197,18 @@ std::vector<std::int32_t> slice_parts(const PartitionOptions& options, const Dat
   return scotch_parts_through_clusters(options, adjacency, weights, slices, comm);
 }
 
-// The part of each entry of the adjacency's neighbours, asked of the ranks that hold them.
-std::vector<std::int32_t> neighbour_parts(const SliceAdjacency& adjacency, const VertexFacts& facts,
+// The part of each entry of the adjacency's neighbours: this rank's own, or asked of the ranks that hold them.
+std::vector<std::int32_t> neighbour_parts(const SliceAdjacency& adjacency, std::span<const std::int32_t> part,
                                           const Slices& slices, Communicator& comm) {
-  const std::vector<gid_t> neighbours = sorted_unique(adjacency.neighbours);
-  const VertexFacts theirs = look_up(neighbours, facts, adjacency.first, slices, comm);
+  const std::vector<gid_t> outside = outside_neighbours(adjacency);
+  const std::vector<std::int32_t> outside_part = ask_owners<std::int32_t>(
+      outside, slices, comm, [&](gid_t id) { return part[static_cast<std::size_t>(id - adjacency.first)]; });
   std::vector<std::int32_t> parts;
   parts.reserve(adjacency.neighbours.size());
-  for (const gid_t neighbour : adjacency.neighbours) parts.push_back(theirs.part[index_in(neighbours, neighbour)]);
+  for (const gid_t neighbour : adjacency.neighbours) {
+    parts.push_back(adjacency.holds(neighbour) ? part[static_cast<std::size_t>(neighbour - adjacency.first)]
+                                               : outside_part[index_in(outside, neighbour)]);
+  }
   return parts;
 }
 
@@ -207,7 +225,7 @@ void count_slice(const DatasetRows& rows, const SliceAdjacency& adjacency, const
     info.train[p] += rows.train_mask[r];
     info.in_edges[p] += facts.in_degree[r];
   }
-  const std::vector<std::int32_t> neighbour_part = neighbour_parts(adjacency, facts, slices, comm);
+  const std::vector<std::int32_t> neighbour_part = neighbour_parts(adjacency, facts.part, slices, comm);
   std::vector<std::int64_t> edges{0, 0};  // adjacency entries, and those between parts: twice the edges
   for (std::int64_t r = 0; r < adjacency.rows(); ++r) {
     for (auto e = adjacency.offsets[static_cast<std::size_t>(r)];
@@ -235,79 +253,137 @@ struct PartRows {
   std::vector<float> features;
 };
 
-// Sends every row of the slice to the rank that builds its part; returns the parts this rank builds.
-std::vector<PartRows> gather_part_rows(const DatasetRows& rows, const Matrix& features, const VertexFacts& facts,
-                                       int parts, Communicator& comm) {
+// How many rows, with how many in-edges, go to a rank or a part.
+struct RowsTo {
+  std::size_t rows = 0;
+  std::size_t edges = 0;
+};
+
+// The bytes of a message of `rows` rows with `edges` in-edges and `width` features each.
+std::size_t message_bytes(std::size_t rows, std::size_t edges, std::size_t width) {
+  return 2 * Writer::bytes_of_array<gid_t>(rows) + 2 * Writer::bytes_of_array<std::int32_t>(rows) +
+         Writer::bytes_of_array<std::int64_t>(rows) + Writer::bytes_of_array<std::uint8_t>(3 * rows) +
+         Writer::bytes_of_array<gid_t>(edges) + Writer::bytes_of_array<float>(rows * width);
+}
+
+// The arrays of one message of rows, in the order gather_part_rows writes them.
+struct SentRows {
+  PackedArray<gid_t> ids;
+  PackedArray<gid_t> names;
+  PackedArray<std::int32_t> part;
+  PackedArray<std::int64_t> in_degree;
+  PackedArray<std::int32_t> labels;
+  PackedArray<std::uint8_t> masks;
+  PackedArray<gid_t> sources;
+  PackedArray<float> features;
+};
+SentRows sent_rows(std::span<const std::byte> message) {
+  Reader reader(message);
+  auto ids = reader.next<gid_t>();
+  auto names = reader.next<gid_t>();
+  auto part = reader.next<std::int32_t>();
+  auto in_degree = reader.next<std::int64_t>();
+  auto labels = reader.next<std::int32_t>();
+  auto masks = reader.next<std::uint8_t>();
+  auto sources = reader.next<gid_t>();
+  return {ids, names, part, in_degree, labels, masks, sources, reader.next<float>()};
+}
+
+// The parts this rank builds, filled from the messages of rows, each array sized before it is filled.
+std::vector<PartRows> part_rows_of(std::vector<std::vector<std::byte>> messages, std::size_t width, int parts,
+                                   Communicator& comm) {
   const int ranks = comm.size();
-  struct Outgoing {
-    std::vector<gid_t> ids;
-    std::vector<gid_t> names;
-    std::vector<std::int32_t> part;
-    std::vector<std::int64_t> degree;
-    std::vector<gid_t> sources;
-    std::vector<std::int32_t> labels;
-    std::vector<std::uint8_t> masks;  // train, val, test of each row
-    std::vector<float> features;
-  };
-  std::vector<Outgoing> out(static_cast<std::size_t>(ranks));
-  for (std::int64_t r = 0; r < rows.rows(); ++r) {
-    const auto i = static_cast<std::size_t>(r);
-    Outgoing& o = out[static_cast<std::size_t>(builder_of_part(facts.part[i], ranks))];
-    o.ids.push_back(rows.first + r);
-    o.names.push_back(facts.name[i]);
-    o.part.push_back(facts.part[i]);
-    o.degree.push_back(facts.in_degree[i]);
-    o.sources.insert(o.sources.end(), rows.sources.begin() + rows.offsets[i],
-                     rows.sources.begin() + rows.offsets[i + 1]);
-    o.labels.push_back(rows.labels[i]);
-    o.masks.insert(o.masks.end(), {rows.train_mask[i], rows.val_mask[i], rows.test_mask[i]});
-    o.features.insert(o.features.end(), features.row(r), features.row(r) + features.cols());
-  }
-  std::vector<Writer> writers(out.size());
-  for (std::size_t q = 0; q < out.size(); ++q) {
-    Outgoing o = std::move(out[q]);
-    writers[q].put(o.ids);
-    writers[q].put(o.names);
-    writers[q].put(o.part);
-    writers[q].put(o.degree);
-    writers[q].put(o.sources);
-    writers[q].put(o.labels);
-    writers[q].put(o.masks);
-    writers[q].put(o.features);
-  }
   std::vector<PartRows> built;
   for (int part = comm.rank(); part < parts; part += ranks) built.emplace_back().part = part;
-  const auto width = static_cast<std::size_t>(features.cols());
-  for (const auto& message : exchange(writers, comm)) {
-    Reader reader(message);
-    const auto ids = reader.take<gid_t>();
-    const auto names = reader.take<gid_t>();
-    const auto part = reader.take<std::int32_t>();
-    const auto degree = reader.take<std::int64_t>();
-    const auto sources = reader.take<gid_t>();
-    const auto labels = reader.take<std::int32_t>();
-    const auto masks = reader.take<std::uint8_t>();
-    const auto feature_values = reader.take<float>();
+  std::vector<SentRows> received;
+  for (const auto& message : messages) received.push_back(sent_rows(message));
+  std::vector<RowsTo> sizes(built.size());
+  for (const SentRows& sent : received) {
+    for (std::size_t i = 0; i < sent.part.size(); ++i) {
+      RowsTo& size = sizes[static_cast<std::size_t>(sent.part[i] / ranks)];
+      ++size.rows;
+      size.edges += static_cast<std::size_t>(sent.in_degree[i]);
+    }
+  }
+  for (std::size_t k = 0; k < built.size(); ++k) {
+    PartRows& into = built[k];
+    for (auto* ids : {&into.ids, &into.names}) ids->reserve(sizes[k].rows);
+    into.offsets.reserve(sizes[k].rows + 1);
+    into.sources.reserve(sizes[k].edges);
+    into.labels.reserve(sizes[k].rows);
+    for (auto* mask : {&into.train_mask, &into.val_mask, &into.test_mask}) mask->reserve(sizes[k].rows);
+    into.features.reserve(sizes[k].rows * width);
+  }
+  for (const SentRows& sent : received) {
     std::size_t edge = 0;
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      PartRows& into = built[static_cast<std::size_t>(part[i] / ranks)];
-      into.ids.push_back(ids[i]);
-      into.names.push_back(names[i]);
-      into.sources.insert(into.sources.end(), sources.begin() + static_cast<std::ptrdiff_t>(edge),
-                          sources.begin() + static_cast<std::ptrdiff_t>(edge) + degree[i]);
-      edge += static_cast<std::size_t>(degree[i]);
+    for (std::size_t i = 0; i < sent.ids.size(); ++i) {
+      PartRows& into = built[static_cast<std::size_t>(sent.part[i] / ranks)];
+      into.ids.push_back(sent.ids[i]);
+      into.names.push_back(sent.names[i]);
+      const auto degree = static_cast<std::size_t>(sent.in_degree[i]);
+      into.sources.resize(into.sources.size() + degree);
+      sent.sources.copy_to(edge, degree, into.sources.data() + into.sources.size() - degree);
+      edge += degree;
       into.offsets.push_back(static_cast<eid_t>(into.sources.size()));
-      into.labels.push_back(labels[i]);
-      into.train_mask.push_back(masks[3 * i]);
-      into.val_mask.push_back(masks[3 * i + 1]);
-      into.test_mask.push_back(masks[3 * i + 2]);
-      into.features.insert(into.features.end(), feature_values.begin() + static_cast<std::ptrdiff_t>(i * width),
-                           feature_values.begin() + static_cast<std::ptrdiff_t>((i + 1) * width));
+      into.labels.push_back(sent.labels[i]);
+      into.train_mask.push_back(sent.masks[3 * i]);
+      into.val_mask.push_back(sent.masks[3 * i + 1]);
+      into.test_mask.push_back(sent.masks[3 * i + 2]);
+      into.features.resize(into.features.size() + width);
+      sent.features.copy_to(i * width, width, into.features.data() + into.features.size() - width);
     }
   }
   return built;
 }
 
+// Sends every row of the slice to the rank that builds its part and returns the parts this rank builds: per row its
+// id, name, part, in-degree, label and three masks, then its in-edges and its features, one array per field. The slice's
+// in-edges and features go once packed: what a rank holds at once is its messages out and in, then the messages in
+// and the parts they fill.
+std::vector<PartRows> gather_part_rows(DatasetRows& rows, Matrix features, const VertexFacts& facts, int parts,
+                                       Communicator& comm) {
+  const int ranks = comm.size();
+  const auto width = static_cast<std::size_t>(features.cols());
+  std::vector<std::size_t> builder(static_cast<std::size_t>(rows.rows()));
+  std::vector<RowsTo> to(static_cast<std::size_t>(ranks));
+  for (std::size_t i = 0; i < builder.size(); ++i) {
+    builder[i] = static_cast<std::size_t>(builder_of_part(facts.part[i], ranks));
+    ++to[builder[i]].rows;
+    to[builder[i]].edges += static_cast<std::size_t>(facts.in_degree[i]);
+  }
+  std::vector<Writer> writers(to.size());
+  for (std::size_t q = 0; q < to.size(); ++q) {
+    writers[q].reserve(message_bytes(to[q].rows, to[q].edges, width));
+  }
+  // One array per field: `count(q)` values to each builder q, `put(writer, i)` adding row i's.
+  const auto field = [&]<typename T>(T /*type*/, auto count, auto put) {
+    for (std::size_t q = 0; q < to.size(); ++q) writers[q].start_array<T>(count(to[q]));
+    for (std::size_t i = 0; i < builder.size(); ++i) put(writers[builder[i]], i);
+  };
+  const auto per_row = [](const RowsTo& t) { return t.rows; };
+  const auto first = rows.first;
+  field(gid_t{}, per_row, [&](Writer& w, std::size_t i) { w.add(first + static_cast<gid_t>(i)); });
+  field(gid_t{}, per_row, [&](Writer& w, std::size_t i) { w.add(facts.name[i]); });
+  field(std::int32_t{}, per_row, [&](Writer& w, std::size_t i) { w.add(facts.part[i]); });
+  field(std::int64_t{}, per_row, [&](Writer& w, std::size_t i) { w.add(facts.in_degree[i]); });
+  field(std::int32_t{}, per_row, [&](Writer& w, std::size_t i) { w.add(rows.labels[i]); });
+  field(std::uint8_t{}, [](const RowsTo& t) { return 3 * t.rows; }, [&](Writer& w, std::size_t i) {
+    w.add(rows.train_mask[i]);
+    w.add(rows.val_mask[i]);
+    w.add(rows.test_mask[i]);
+  });
+  field(gid_t{}, [](const RowsTo& t) { return t.edges; }, [&](Writer& w, std::size_t i) {
+    w.add_values(std::span<const gid_t>(rows.sources).subspan(static_cast<std::size_t>(rows.offsets[i]),
+                                                              static_cast<std::size_t>(facts.in_degree[i])));
+  });
+  field(float{}, [&](const RowsTo& t) { return t.rows * width; }, [&](Writer& w, std::size_t i) {
+    w.add_values(std::span<const float>(features.row(static_cast<std::int64_t>(i)), width));
+  });
+  release_vector(rows.sources);
+  features = Matrix();
+  std::vector<std::vector<std::byte>> messages = exchange(writers, comm);
+  return part_rows_of(std::move(messages), width, parts, comm);
+}
 // The in-neighbours of a part that another part owns, ascending.
 std::vector<gid_t> mirrors_of(const PartRows& rows) {
   std::vector<gid_t> mirrors;
@@ -411,11 +487,12 @@ Shard shard_of(PartRows rows, LocalGraph local, const DatasetHeader& header, con
   return shard;
 }
 
-// Logs (at debug level) this rank's resident memory at the end of a phase of the partition.
+// Logs (at debug level) this rank's resident memory at the end of a phase of the partition, and the phase's peak.
 void log_memory(const Communicator& comm, const char* phase) {
   const ResidentMemory memory = resident_memory();
-  spdlog::debug("rank {}: after {}: resident {}, peak {}", comm.rank(), phase, format_bytes(memory.current),
-                format_bytes(memory.peak));
+  spdlog::debug("rank {}: {}: peak {}, resident {} after", comm.rank(), phase, format_bytes(memory.peak_since_mark),
+                format_bytes(memory.current));
+  mark_peak();
 }
 
 // Reads the slice and assigns its vertices' parts; fills the manifest's partition and counts but the mirrors.
@@ -437,7 +514,7 @@ AssignedSlice assign_slice(const std::string& path, const PartitionOptions& opti
   slice.facts = facts_of_slice(slice.rows, slice_parts(options, slice.rows, adjacency, slices, comm));
   if (options.method == PartitionMethod::kScotch && options.parts > 1) {
     balance_training_vertices(slice.facts.part, slice.rows.train_mask, adjacency,
-                              neighbour_parts(adjacency, slice.facts, slices, comm), options.parts, comm);
+                              neighbour_parts(adjacency, slice.facts.part, slices, comm), options.parts, comm);
   }
   log_memory(comm, "assigning parts");
   std::vector<double> seconds{seconds_since(start)};
@@ -472,11 +549,9 @@ PartitionManifest partition_in_parallel(const std::string& dataset_path, const P
   PartitionManifest manifest;
   AssignedSlice slice = assign_slice(dataset_path, options, slices, comm, manifest);
   const DatasetHeader header = slice.rows.header;
-  std::vector<PartRows> parts;
-  {
-    const Matrix features = read_dataset_feature_rows(dataset_path, slice.rows.first, slice.rows.rows());
-    parts = gather_part_rows(slice.rows, features, slice.facts, options.parts, comm);
-  }
+  std::vector<PartRows> parts =
+      gather_part_rows(slice.rows, read_dataset_feature_rows(dataset_path, slice.rows.first, slice.rows.rows()),
+                       slice.facts, options.parts, comm);
   log_memory(comm, "sending the rows");
   std::vector<std::vector<gid_t>> mirrors;
   std::vector<gid_t> all_mirrors;

@@ -14,6 +14,7 @@
 #include "nj/core/bytes.hpp"
 #include "nj/core/error.hpp"
 #include "nj/core/host_memory.hpp"
+#include "nj/core/release.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/graph/vertex_order.hpp"
 #include "nj/io/dataset_file.hpp"
@@ -90,7 +91,7 @@ void store_community_order_within(Dataset& dataset, const hdf5::File& file, std:
   const auto start = std::chrono::steady_clock::now();
   store_community_order(dataset);
   spdlog::info("community order of {} vertices found in {:.2f} s", dataset.num_vertices(), seconds_since(start));
-  dataset.graph.sources = {};
+  release_vector(dataset.graph.sources);
 }
 
 // An edge list (or an OGB folder's): its graph sorted on disk and streamed into the file, never held whole.

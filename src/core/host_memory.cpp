@@ -10,6 +10,11 @@
 
 namespace nj {
 
+namespace {
+// The process's peak before the last mark_peak reset the kernel's.
+std::int64_t peak_before_mark = 0;
+}  // namespace
+
 ResidentMemory resident_memory() {
   ResidentMemory memory;
   std::ifstream status("/proc/self/status");
@@ -20,9 +25,18 @@ ResidentMemory resident_memory() {
     std::int64_t kib = 0;
     fields >> key >> kib;
     if (key == "VmRSS:") memory.current = kib * 1024;
-    if (key == "VmHWM:") memory.peak = kib * 1024;
+    if (key == "VmHWM:") memory.peak_since_mark = kib * 1024;
   }
+  memory.peak = std::max(memory.peak_since_mark, peak_before_mark);
   return memory;
+}
+
+void mark_peak() {
+  const std::int64_t peak = resident_memory().peak;
+  std::ofstream clear_refs("/proc/self/clear_refs");
+  clear_refs << "5";
+  clear_refs.flush();
+  if (clear_refs) peak_before_mark = peak;
 }
 
 std::int64_t resident_at_start() {

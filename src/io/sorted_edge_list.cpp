@@ -1,3 +1,4 @@
+#include "nj/core/release.hpp"
 #include "nj/io/sorted_edge_list.hpp"
 
 #include <algorithm>
@@ -246,7 +247,7 @@ SortedGraph write_sorted_edge_list(const std::string& path, const VertexIdOption
     if (static_cast<std::int64_t>(keys.size()) + 1 >= run_keys) runs.add(keys);
   });
   runs.add(keys);
-  keys = {};
+  release_vector(keys);
   graph.runs = runs.count();
   CsrWriter writer(graph.ids.count(), options, runs.folder() / "sources");
   Merge merge(runs);

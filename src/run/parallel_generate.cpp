@@ -1,3 +1,4 @@
+#include "nj/core/release.hpp"
 #include "nj/run/parallel_generate.hpp"
 
 #include <algorithm>
@@ -36,7 +37,7 @@ std::vector<std::uint64_t> slice_edges(const SyntheticModel& model, const Slices
   std::vector<Writer> writers(to_rank.size());
   for (std::size_t r = 0; r < to_rank.size(); ++r) {
     writers[r].put(to_rank[r]);
-    to_rank[r] = {};
+    release_vector(to_rank[r]);
   }
   std::vector<std::uint64_t> edges;
   for (const auto& message : exchange(writers, comm)) {

@@ -16,41 +16,94 @@
 
 namespace nj {
 
-// Packs arrays into one message.
+// Packs arrays into one message: whole, with put, or value by value, with start_array and add into a message whose
+// size was reserved, so that large messages are written in place without a copy or a reallocation.
 class Writer {
  public:
   template <typename T>
+  static constexpr std::size_t bytes_of_array(std::size_t count) {
+    return sizeof(std::int64_t) + count * sizeof(T);
+  }
+  void reserve(std::size_t bytes) { bytes_.reserve(bytes); }
+
+  template <typename T>
   void put(std::span<const T> values) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    const auto count = static_cast<std::int64_t>(values.size());
-    append(&count, sizeof(count));
+    start_array<T>(values.size());
     append(values.data(), values.size_bytes());
   }
   template <typename T>
   void put(const std::vector<T>& values) {
     put(std::span<const T>(values));
   }
+  // An array of `count` values, which `count` calls of add (or of add_values) follow.
+  template <typename T>
+  void start_array(std::size_t count) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto stored = static_cast<std::int64_t>(count);
+    append(&stored, sizeof(stored));
+  }
+  template <typename T>
+  void add(const T& value) {
+    append(&value, sizeof(T));
+  }
+  template <typename T>
+  void add_values(std::span<const T> values) {
+    append(values.data(), values.size_bytes());
+  }
   std::vector<std::byte> take() { return std::move(bytes_); }
 
  private:
   void append(const void* data, std::size_t size) {
-    const auto* first = static_cast<const std::byte*>(data);
-    bytes_.insert(bytes_.end(), first, first + size);
+    if (size == 0) return;
+    const std::size_t at = bytes_.size();
+    bytes_.resize(at + size);
+    std::memcpy(bytes_.data() + at, data, size);
   }
   std::vector<std::byte> bytes_;
+};
+
+// An array of a message, read where it lies (a message's arrays need not be aligned for their values).
+template <typename T>
+class PackedArray {
+ public:
+  PackedArray(const std::byte* data, std::size_t size) : data_(data), size_(size) {}
+  std::size_t size() const { return size_; }
+  T operator[](std::size_t i) const {
+    T value;
+    std::memcpy(&value, data_ + i * sizeof(T), sizeof(T));
+    return value;
+  }
+  // Values [first, first + count) to `out`.
+  void copy_to(std::size_t first, std::size_t count, T* out) const {
+    if (count > 0) std::memcpy(out, data_ + first * sizeof(T), count * sizeof(T));
+  }
+
+ private:
+  const std::byte* data_;
+  std::size_t size_;
 };
 
 class Reader {
  public:
   explicit Reader(std::span<const std::byte> bytes) : bytes_(bytes) {}
+  // The next array, in the message.
   template <typename T>
-  std::vector<T> take() {
+  PackedArray<T> next() {
+    static_assert(std::is_trivially_copyable_v<T>);
     std::int64_t count = 0;
     copy(&count, sizeof(count));
     NJ_EXPECTS(count >= 0 && static_cast<std::size_t>(count) * sizeof(T) <= bytes_.size() - at_,
                "a message holds {} bytes past {}, not {} values", bytes_.size() - at_, at_, count);
-    std::vector<T> values(static_cast<std::size_t>(count));
-    copy(values.data(), values.size() * sizeof(T));
+    const PackedArray<T> values(bytes_.data() + at_, static_cast<std::size_t>(count));
+    at_ += values.size() * sizeof(T);
+    return values;
+  }
+  // The next array, copied out.
+  template <typename T>
+  std::vector<T> take() {
+    const PackedArray<T> packed = next<T>();
+    std::vector<T> values(packed.size());
+    packed.copy_to(0, values.size(), values.data());
     return values;
   }
   bool done() const { return at_ == bytes_.size(); }
@@ -102,27 +155,35 @@ std::vector<T> sorted_unique(std::vector<T> values) {
 }
 
 // What the owners of `ids` (ascending, without repeats) say of them: `value_of(id)` on the rank whose slice holds
-// each id, returned in the order of the ids. A collective of every rank.
+// each id, returned in the order of the ids. A collective of every rank. Each owner's ids are a run of `ids` (the
+// slices are ascending too), sent as they lie; a rank holds its questions out and in, then the answers.
 template <typename T, typename ValueOf>
 std::vector<T> ask_owners(std::span<const gid_t> ids, const Slices& slices, Communicator& comm, ValueOf value_of) {
-  std::vector<std::vector<gid_t>> asked(static_cast<std::size_t>(slices.ranks()));
-  for (const gid_t id : ids) asked[static_cast<std::size_t>(slices.owner(id))].push_back(id);
-  std::vector<Writer> writers(asked.size());
-  for (std::size_t q = 0; q < asked.size(); ++q) writers[q].put(asked[q]);
-  asked = {};
-  std::vector<Writer> answers(writers.size());
-  const auto questions = exchange(writers, comm);
-  for (std::size_t q = 0; q < questions.size(); ++q) {
-    std::vector<T> answer;
-    for (const gid_t id : Reader(questions[q]).take<gid_t>()) answer.push_back(value_of(id));
-    answers[q].put(answer);
+  std::vector<Writer> writers(static_cast<std::size_t>(slices.ranks()));
+  auto begin = ids.begin();
+  for (int q = 0; q < slices.ranks(); ++q) {
+    const auto end = std::lower_bound(begin, ids.end(), slices.first(q + 1));
+    writers[static_cast<std::size_t>(q)].put(std::span<const gid_t>(begin, end));
+    begin = end;
   }
-  // The ids were ascending and the slices are, so the answers in rank order are in the order of the ids.
-  std::vector<T> values;
-  values.reserve(ids.size());
+  std::vector<Writer> answers(writers.size());
+  {
+    const auto questions = exchange(writers, comm);
+    for (std::size_t q = 0; q < questions.size(); ++q) {
+      const PackedArray<gid_t> asked = Reader(questions[q]).next<gid_t>();
+      answers[q].reserve(Writer::bytes_of_array<T>(asked.size()));
+      answers[q].start_array<T>(asked.size());
+      for (std::size_t i = 0; i < asked.size(); ++i) answers[q].add(T(value_of(asked[i])));
+    }
+  }
+  // The answers in rank order are in the order of the ids.
+  std::vector<T> values(ids.size());
+  std::size_t at = 0;
   for (const auto& message : exchange(answers, comm)) {
-    const std::vector<T> some = Reader(message).take<T>();
-    values.insert(values.end(), some.begin(), some.end());
+    const PackedArray<T> some = Reader(message).next<T>();
+    NJ_EXPECTS(at + some.size() <= values.size(), "{} answers past the {} ids asked", at + some.size(), values.size());
+    some.copy_to(0, some.size(), values.data() + at);
+    at += some.size();
   }
   return values;
 }

@@ -5,12 +5,18 @@
 namespace nj {
 
 struct ResidentMemory {
-  std::int64_t current = 0;  // VmRSS, bytes
-  std::int64_t peak = 0;     // VmHWM, bytes: the most resident at once since the process started
+  std::int64_t current = 0;          // VmRSS, bytes
+  std::int64_t peak = 0;             // the most resident at once since the process started
+  std::int64_t peak_since_mark = 0;  // the most resident at once since mark_peak (VmHWM)
 };
 
 // Zeros where /proc is not there to read.
 ResidentMemory resident_memory();
+
+// Starts a new span of ResidentMemory::peak_since_mark, so that each phase of a command can log its own peak: the
+// kernel's VmHWM is reset to what is resident now (/proc/self/clear_refs), and what it held before is kept for
+// ResidentMemory::peak. Where the reset is not allowed, peak_since_mark stays the whole process's peak.
+void mark_peak();
 
 // This process's resident bytes when it first called this: nj's main calls it once its libraries are loaded and MPI
 // is up, before it reads any data, so that it is what the process holds for its code and libraries alone. The same
