@@ -30,6 +30,12 @@ std::vector<std::int32_t> visiting_order(std::int64_t rows, std::int64_t first, 
 
 bool inside(const SliceAdjacency& slice, gid_t v) { return slice.holds(v); }
 
+// A label's rows' weight, as a rank sends it to the label's owner.
+struct LabelWeight {
+  gid_t label;
+  std::int64_t weight;
+};
+
 // A value for each of a sorted set of labels (global vertex ids), found by binary search.
 struct LabelTable {
   std::vector<gid_t> labels;  // ascending, without repeats
@@ -64,6 +70,7 @@ class Propagation {
     std::vector<std::int64_t> moved{0};
     for (const std::uint64_t half : {0U, 1U}) {
       outside_.values = ask_owners<gid_t>(outside_.labels, slices_, comm_, [&](gid_t id) { return label_of(id); });
+      cluster_weight_ = LabelTable{};  // the last half-round's weights go before the new ones are summed
       cluster_weight_ = cluster_weights();
       before_ = label_;
       for (const std::int32_t row : order) {
@@ -103,30 +110,36 @@ class Propagation {
   // The weight of every label that this rank's rows or their neighbours hold: each rank's sums sent to the rank that
   // owns the label (as a vertex id), added there, and asked back.
   LabelTable cluster_weights() {
-    std::vector<std::pair<gid_t, std::int64_t>> mine;
-    for (std::size_t r = 0; r < label_.size(); ++r) mine.emplace_back(label_[r], weights_[r]);
-    std::sort(mine.begin(), mine.end());
-    std::vector<std::vector<gid_t>> sums(static_cast<std::size_t>(comm_.size()));  // (label, weight) flattened
-    for (std::size_t i = 0; i < mine.size();) {
-      std::int64_t sum = 0;
-      std::size_t j = i;
-      for (; j < mine.size() && mine[j].first == mine[i].first; ++j) sum += mine[j].second;
-      auto& to = sums[static_cast<std::size_t>(slices_.owner(mine[i].first))];
-      to.push_back(mine[i].first);
-      to.push_back(sum);
-      i = j;
+    std::vector<LabelWeight> mine;
+    mine.reserve(label_.size());
+    for (std::size_t r = 0; r < label_.size(); ++r) mine.push_back({label_[r], weights_[r]});
+    std::sort(mine.begin(), mine.end(), [](const LabelWeight& a, const LabelWeight& b) { return a.label < b.label; });
+    std::size_t labels = 0;  // each label once, with its rows' weight summed, in place
+    for (std::size_t i = 0; i < mine.size(); ++labels) {
+      LabelWeight sum{mine[i].label, 0};
+      for (; i < mine.size() && mine[i].label == sum.label; ++i) sum.weight += mine[i].weight;
+      mine[labels] = sum;
+    }
+    mine.resize(labels);
+    std::vector<Writer> writers(static_cast<std::size_t>(comm_.size()));
+    auto begin = mine.begin();
+    for (int q = 0; q < comm_.size(); ++q) {  // the labels of each owner are a run, as the slices are ascending
+      const auto end = std::partition_point(begin, mine.end(),
+                                            [&](const LabelWeight& w) { return w.label < slices_.first(q + 1); });
+      writers[static_cast<std::size_t>(q)].put(std::span<const LabelWeight>(begin, end));
+      begin = end;
     }
     release_vector(mine);
-    std::vector<Writer> writers(sums.size());
-    for (std::size_t q = 0; q < sums.size(); ++q) writers[q].put(sums[q]);
-    sums = {};
     std::vector<std::int64_t> owned_weight(label_.size(), 0);  // of the labels that are this rank's vertex ids
     for (const auto& message : exchange(writers, comm_)) {
-      const std::vector<gid_t> flat = Reader(message).take<gid_t>();
-      for (std::size_t i = 0; i < flat.size(); i += 2)
-        owned_weight[static_cast<std::size_t>(flat[i] - slice_.first)] += flat[i + 1];
+      const PackedArray<LabelWeight> sums = Reader(message).next<LabelWeight>();
+      for (std::size_t i = 0; i < sums.size(); ++i) {
+        const LabelWeight sum = sums[i];
+        owned_weight[static_cast<std::size_t>(sum.label - slice_.first)] += sum.weight;
+      }
     }
     LabelTable table;
+    table.labels.reserve(label_.size() + outside_.values.size());
     table.labels = label_;
     table.labels.insert(table.labels.end(), outside_.values.begin(), outside_.values.end());
     table.labels = sorted_unique(std::move(table.labels));

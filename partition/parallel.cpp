@@ -15,6 +15,7 @@
 #include "nj/core/stopwatch.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/partition/label_propagation.hpp"
+#include "nj/partition/partition_memory.hpp"
 #include "scotch.hpp"
 #include "training_balance.hpp"
 
@@ -33,7 +34,8 @@ struct EdgeEnds {
 // partitions and where the edge cut is counted, as simple_undirected_graph is for one process. Each in-edge s -> v
 // read here lists s at v, and v at s on the rank whose slice holds s. Built in place, by counting each row's entries
 // first: 8 bytes an entry beside the messages, where pairs of (row, neighbour) sorted took 16.
-SliceAdjacency simple_adjacency(const DatasetRows& rows, const Slices& slices, Communicator& comm) {
+SliceAdjacency simple_adjacency(const DatasetRows& rows, const Slices& slices, Communicator& comm,
+                                PartitionRankCounts& counts) {
   SliceAdjacency adjacency;
   adjacency.first = rows.first;
   adjacency.offsets.assign(static_cast<std::size_t>(rows.rows()) + 1, 0);
@@ -61,7 +63,10 @@ SliceAdjacency simple_adjacency(const DatasetRows& rows, const Slices& slices, C
   });
   std::vector<std::vector<std::byte>> messages = exchange(writers, comm);
   std::vector<PackedArray<EdgeEnds>> received;
-  for (const auto& message : messages) received.push_back(Reader(message).next<EdgeEnds>());
+  for (const auto& message : messages) {
+    received.push_back(Reader(message).next<EdgeEnds>());
+    counts.reversed += static_cast<std::int64_t>(received.back().size());
+  }
   for (const PackedArray<EdgeEnds>& edges : received) {
     for (std::size_t i = 0; i < edges.size(); ++i) ++adjacency.offsets[static_cast<std::size_t>(edges[i].source - rows.first) + 1];
   }
@@ -94,6 +99,7 @@ SliceAdjacency simple_adjacency(const DatasetRows& rows, const Slices& slices, C
   adjacency.offsets.back() = kept;
   adjacency.neighbours.resize(static_cast<std::size_t>(kept));
   adjacency.neighbours.shrink_to_fit();
+  counts.adjacency = kept;
   return adjacency;
 }
 
@@ -133,6 +139,10 @@ VertexFacts look_up(std::span<const gid_t> ids, const VertexFacts& mine, std::in
     return Fact{mine.name[i], mine.in_degree[i], mine.part[i], mine.self_loop[i]};
   });
   VertexFacts facts;
+  facts.name.reserve(answers.size());
+  facts.part.reserve(answers.size());
+  facts.in_degree.reserve(answers.size());
+  facts.self_loop.reserve(answers.size());
   for (const Fact& fact : answers) {
     facts.name.push_back(fact.name);
     facts.part.push_back(fact.part);
@@ -157,7 +167,7 @@ constexpr double kClusterShare = 0.6;
 std::vector<std::int32_t> scotch_parts_through_clusters(const PartitionOptions& options,
                                                         const SliceAdjacency& adjacency,
                                                         std::span<const std::int64_t> weights, const Slices& slices,
-                                                        Communicator& comm) {
+                                                        Communicator& comm, PartitionRankCounts& counts) {
   std::vector<std::int64_t> total{std::accumulate(weights.begin(), weights.end(), std::int64_t{0})};
   comm.all_reduce_sum(total);
   const double mean_part = static_cast<double>(total[0]) / options.parts;
@@ -169,6 +179,11 @@ std::vector<std::int32_t> scotch_parts_through_clusters(const PartitionOptions& 
     const ClusterGraph graph = contract(adjacency, weights, clusters, slices, comm);
     spdlog::debug("rank {}: {} clusters with {} adjacency entries, from {} vertices with {}", comm.rank(),
                   clusters.count, graph.adjacency.neighbours.size(), adjacency.rows(), adjacency.neighbours.size());
+    counts.clusters = clusters.count;
+    counts.cluster_adjacency = static_cast<std::int64_t>(graph.adjacency.neighbours.size());
+    std::vector<std::int64_t> whole{counts.cluster_adjacency};
+    comm.all_reduce_sum(whole);
+    counts.whole_cluster_adjacency = whole[0];
     cluster_part = scotch_parts(graph.adjacency, graph.weights, options.parts, options.seed, comm.size());
   }
   std::vector<std::int32_t> part;
@@ -180,7 +195,8 @@ std::vector<std::int32_t> scotch_parts_through_clusters(const PartitionOptions& 
 }
 
 std::vector<std::int32_t> slice_parts(const PartitionOptions& options, const DatasetRows& rows,
-                                      const SliceAdjacency& adjacency, const Slices& slices, Communicator& comm) {
+                                      const SliceAdjacency& adjacency, const Slices& slices, Communicator& comm,
+                                      PartitionRankCounts& counts) {
   const std::int64_t n = rows.header.num_vertices;
   if (options.parts == 1) return std::vector<std::int32_t>(static_cast<std::size_t>(rows.rows()), 0);
   if (options.method == PartitionMethod::kContiguous) {
@@ -194,27 +210,32 @@ std::vector<std::int32_t> slice_parts(const PartitionOptions& options, const Dat
   // with them the loss's work, spread with the rest.
   std::vector<std::int64_t> weights;
   for (const std::uint8_t training : rows.train_mask) weights.push_back(1 + training);
-  return scotch_parts_through_clusters(options, adjacency, weights, slices, comm);
+  return scotch_parts_through_clusters(options, adjacency, weights, slices, comm, counts);
 }
 
-// The part of each entry of the adjacency's neighbours: this rank's own, or asked of the ranks that hold them.
-std::vector<std::int32_t> neighbour_parts(const SliceAdjacency& adjacency, std::span<const std::int32_t> part,
-                                          const Slices& slices, Communicator& comm) {
+// The part of each entry of the adjacency's neighbours (this rank's own, or asked of the ranks that hold them), and how
+// many distinct neighbours the other ranks hold.
+struct NeighbourParts {
+  std::vector<std::int32_t> of_entry;
+  std::int64_t outside = 0;
+};
+NeighbourParts neighbour_parts(const SliceAdjacency& adjacency, std::span<const std::int32_t> part,
+                               const Slices& slices, Communicator& comm) {
   const std::vector<gid_t> outside = outside_neighbours(adjacency);
   const std::vector<std::int32_t> outside_part = ask_owners<std::int32_t>(
       outside, slices, comm, [&](gid_t id) { return part[static_cast<std::size_t>(id - adjacency.first)]; });
-  std::vector<std::int32_t> parts;
-  parts.reserve(adjacency.neighbours.size());
+  NeighbourParts parts{{}, static_cast<std::int64_t>(outside.size())};
+  parts.of_entry.reserve(adjacency.neighbours.size());
   for (const gid_t neighbour : adjacency.neighbours) {
-    parts.push_back(adjacency.holds(neighbour) ? part[static_cast<std::size_t>(neighbour - adjacency.first)]
-                                               : outside_part[index_in(outside, neighbour)]);
+    parts.of_entry.push_back(adjacency.holds(neighbour) ? part[static_cast<std::size_t>(neighbour - adjacency.first)]
+                                                        : outside_part[index_in(outside, neighbour)]);
   }
   return parts;
 }
 
 // The partition's counts that the slices hold: owned, training and in-edges per part, and the edge cut.
 void count_slice(const DatasetRows& rows, const SliceAdjacency& adjacency, const VertexFacts& facts,
-                 const Slices& slices, Communicator& comm, PartitionInfo& info) {
+                 const Slices& slices, Communicator& comm, PartitionInfo& info, PartitionRankCounts& counts) {
   const auto parts = static_cast<std::size_t>(info.parts);
   info.owned.assign(parts, 0);
   info.train.assign(parts, 0);
@@ -225,16 +246,20 @@ void count_slice(const DatasetRows& rows, const SliceAdjacency& adjacency, const
     info.train[p] += rows.train_mask[r];
     info.in_edges[p] += facts.in_degree[r];
   }
-  const std::vector<std::int32_t> neighbour_part = neighbour_parts(adjacency, facts.part, slices, comm);
+  const NeighbourParts neighbour_part = neighbour_parts(adjacency, facts.part, slices, comm);
+  counts.outside = neighbour_part.outside;
+  counts.outside_entries = std::count_if(adjacency.neighbours.begin(), adjacency.neighbours.end(),
+                                         [&](gid_t v) { return !adjacency.holds(v); });
   std::vector<std::int64_t> edges{0, 0};  // adjacency entries, and those between parts: twice the edges
   for (std::int64_t r = 0; r < adjacency.rows(); ++r) {
     for (auto e = adjacency.offsets[static_cast<std::size_t>(r)];
          e < adjacency.offsets[static_cast<std::size_t>(r) + 1]; ++e) {
       ++edges[0];
-      edges[1] += neighbour_part[static_cast<std::size_t>(e)] != facts.part[static_cast<std::size_t>(r)] ? 1 : 0;
+      edges[1] +=
+          neighbour_part.of_entry[static_cast<std::size_t>(e)] != facts.part[static_cast<std::size_t>(r)] ? 1 : 0;
     }
   }
-  for (auto* counts : {&info.owned, &info.train, &info.in_edges, &edges}) comm.all_reduce_sum(*counts);
+  for (auto* summed : {&info.owned, &info.train, &info.in_edges, &edges}) comm.all_reduce_sum(*summed);
   info.undirected_edges = edges[0] / 2;
   info.edge_cut = edges[1] / 2;
 }
@@ -386,11 +411,8 @@ std::vector<PartRows> gather_part_rows(DatasetRows& rows, Matrix features, const
 }
 // The in-neighbours of a part that another part owns, ascending.
 std::vector<gid_t> mirrors_of(const PartRows& rows) {
-  std::vector<gid_t> mirrors;
-  for (const gid_t s : rows.sources) {
-    if (!std::binary_search(rows.ids.begin(), rows.ids.end(), s)) mirrors.push_back(s);
-  }
-  return sorted_unique(std::move(mirrors));
+  return sorted_unique_where(std::span<const gid_t>(rows.sources),
+                             [&](gid_t s) { return !std::binary_search(rows.ids.begin(), rows.ids.end(), s); });
 }
 
 // A part's local graph, as make_shard numbers it: owned vertices in ascending global id, then the mirrors grouped by
@@ -410,6 +432,12 @@ LocalGraph local_graph(const PartRows& rows, std::span<const gid_t> mirrors, con
     return mirror_local[index_in(mirrors, id)];
   };
   CsrGraph& graph = local.graph;
+  const std::size_t vertices = rows.ids.size() + mirrors.size();
+  graph.sources.reserve(rows.sources.size());
+  graph.offsets.reserve(vertices + 1);
+  local.global_id.reserve(vertices);
+  local.global_in_degree.reserve(vertices);
+  local.global_self_loop.reserve(vertices);
   for (std::size_t i = 0; i < rows.ids.size(); ++i) {
     const auto first = graph.sources.size();
     for (eid_t e = rows.offsets[i]; e < rows.offsets[i + 1]; ++e) {
@@ -487,36 +515,67 @@ Shard shard_of(PartRows rows, LocalGraph local, const DatasetHeader& header, con
   return shard;
 }
 
-// Logs (at debug level) this rank's resident memory at the end of a phase of the partition, and the phase's peak.
-void log_memory(const Communicator& comm, const char* phase) {
-  const ResidentMemory memory = resident_memory();
-  spdlog::debug("rank {}: {}: peak {}, resident {} after", comm.rank(), phase, format_bytes(memory.peak_since_mark),
-                format_bytes(memory.current));
-  mark_peak();
-}
+// Each phase's measured peak, beyond what the process held when the partition began, logged beside what
+// partition_memory.hpp says the phase holds once the rank's counts are known.
+class PhaseMemory {
+ public:
+  PhaseMemory() : before_(resident_memory().current) { mark_peak(); }
+  void end_phase() {
+    peaks_.push_back(resident_memory().peak_since_mark - before_);
+    mark_peak();
+  }
+  void log(const PartitionRankCounts& counts, int rank) const {
+    const std::vector<PartitionPhaseBytes> formula = partition_phase_bytes(counts);
+    for (std::size_t i = 0; i < peaks_.size() && i < formula.size(); ++i) {
+      spdlog::debug("rank {}: {}: peak {} above the {} held before, formula {}", rank, formula[i].phase,
+                    format_bytes(peaks_[i]), format_bytes(before_), format_bytes(formula[i].bytes));
+    }
+    spdlog::info("rank {}: partitioning held at most {} above the {} held before (formula {})", rank,
+                 format_bytes(*std::max_element(peaks_.begin(), peaks_.end())), format_bytes(before_),
+                 format_bytes(partition_peak_bytes(counts)));
+  }
+
+ private:
+  std::int64_t before_;
+  std::vector<std::int64_t> peaks_;
+};
 
 // Reads the slice and assigns its vertices' parts; fills the manifest's partition and counts but the mirrors.
 struct AssignedSlice {
   DatasetRows rows;
   VertexFacts facts;
+  PartitionRankCounts counts;
 };
 AssignedSlice assign_slice(const std::string& path, const PartitionOptions& options, const Slices& slices,
-                           Communicator& comm, PartitionManifest& manifest) {
-  AssignedSlice slice{read_dataset_rows(path, slices.first(comm.rank()), slices.rows(comm.rank())), {}};
+                           Communicator& comm, PartitionManifest& manifest, PhaseMemory& memory) {
+  AssignedSlice slice{read_dataset_rows(path, slices.first(comm.rank()), slices.rows(comm.rank())), {}, {}};
   const DatasetHeader& header = slice.rows.header;
   NJ_REQUIRE(options.parts >= 1 && options.parts <= header.num_vertices,
              "{}: cannot split {} vertices into {} parts (parts must be between 1 and the number of vertices)", path,
              header.num_vertices, options.parts);
+  PartitionRankCounts& counts = slice.counts;
+  counts.ranks = comm.size();
+  counts.rows = slice.rows.rows();
+  counts.in_edges = static_cast<std::int64_t>(slice.rows.sources.size());
+  for (std::int64_t r = 0; r < counts.rows; ++r) {
+    const auto in = std::span(slice.rows.sources)
+                        .subspan(static_cast<std::size_t>(slice.rows.offsets[static_cast<std::size_t>(r)]),
+                                 static_cast<std::size_t>(slice.rows.offsets[static_cast<std::size_t>(r) + 1] -
+                                                          slice.rows.offsets[static_cast<std::size_t>(r)]));
+    counts.self_loops += std::count(in.begin(), in.end(), slice.rows.first + r);
+  }
+  counts.named = !slice.rows.vertex_ids.empty();
+  counts.feature_width = header.feature_width;
   const auto start = std::chrono::steady_clock::now();
-  log_memory(comm, "reading the slice");
-  const SliceAdjacency adjacency = simple_adjacency(slice.rows, slices, comm);
-  log_memory(comm, "the undirected graph");
-  slice.facts = facts_of_slice(slice.rows, slice_parts(options, slice.rows, adjacency, slices, comm));
+  memory.end_phase();  // reading the slice
+  const SliceAdjacency adjacency = simple_adjacency(slice.rows, slices, comm, counts);
+  memory.end_phase();  // the undirected graph
+  slice.facts = facts_of_slice(slice.rows, slice_parts(options, slice.rows, adjacency, slices, comm, counts));
   if (options.method == PartitionMethod::kScotch && options.parts > 1) {
     balance_training_vertices(slice.facts.part, slice.rows.train_mask, adjacency,
-                              neighbour_parts(adjacency, slice.facts.part, slices, comm), options.parts, comm);
+                              neighbour_parts(adjacency, slice.facts.part, slices, comm).of_entry, options.parts,
+                              comm);
   }
-  log_memory(comm, "assigning parts");
   std::vector<double> seconds{seconds_since(start)};
   comm.all_reduce_max(seconds);
   PartitionInfo& info = manifest.partition;
@@ -524,7 +583,8 @@ AssignedSlice assign_slice(const std::string& path, const PartitionOptions& opti
   info.parts = options.parts;
   info.seed = options.seed;
   info.seconds = seconds[0];
-  count_slice(slice.rows, adjacency, slice.facts, slices, comm, info);
+  count_slice(slice.rows, adjacency, slice.facts, slices, comm, info, counts);
+  memory.end_phase();  // assigning parts
   manifest.dataset_name = header.name;
   manifest.dataset_path = fs::absolute(path).lexically_normal().string();
   manifest.global_vertices = header.num_vertices;
@@ -547,12 +607,19 @@ PartitionManifest partition_in_parallel(const std::string& dataset_path, const P
              to_string(options.method));
   const Slices slices(read_dataset_header(dataset_path).num_vertices, comm.size());
   PartitionManifest manifest;
-  AssignedSlice slice = assign_slice(dataset_path, options, slices, comm, manifest);
+  PhaseMemory memory;
+  AssignedSlice slice = assign_slice(dataset_path, options, slices, comm, manifest, memory);
   const DatasetHeader header = slice.rows.header;
   std::vector<PartRows> parts =
       gather_part_rows(slice.rows, read_dataset_feature_rows(dataset_path, slice.rows.first, slice.rows.rows()),
                        slice.facts, options.parts, comm);
-  log_memory(comm, "sending the rows");
+  memory.end_phase();  // sending the rows
+  PartitionRankCounts counts = slice.counts;
+  counts.parts_built = static_cast<std::int64_t>(parts.size());
+  for (const PartRows& part : parts) {
+    counts.rows_in += static_cast<std::int64_t>(part.ids.size());
+    counts.edges_in += static_cast<std::int64_t>(part.sources.size());
+  }
   std::vector<std::vector<gid_t>> mirrors;
   std::vector<gid_t> all_mirrors;
   PartitionInfo& info = manifest.partition;
@@ -560,7 +627,12 @@ PartitionManifest partition_in_parallel(const std::string& dataset_path, const P
   for (const PartRows& part : parts) {
     mirrors.push_back(mirrors_of(part));
     info.mirrors[static_cast<std::size_t>(part.part)] = static_cast<std::int64_t>(mirrors.back().size());
-    all_mirrors.insert(all_mirrors.end(), mirrors.back().begin(), mirrors.back().end());
+    counts.mirrors += static_cast<std::int64_t>(mirrors.back().size());
+  }
+  all_mirrors.reserve(std::accumulate(mirrors.begin(), mirrors.end(), std::size_t{0},
+                                      [](std::size_t sum, const std::vector<gid_t>& m) { return sum + m.size(); }));
+  for (const std::vector<gid_t>& part_mirrors : mirrors) {
+    all_mirrors.insert(all_mirrors.end(), part_mirrors.begin(), part_mirrors.end());
   }
   comm.all_reduce_sum(info.mirrors);
   all_mirrors = sorted_unique(std::move(all_mirrors));
@@ -569,6 +641,10 @@ PartitionManifest partition_in_parallel(const std::string& dataset_path, const P
   std::vector<Shard> shards;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     VertexFacts facts;
+    facts.name.reserve(mirrors[i].size());
+    facts.part.reserve(mirrors[i].size());
+    facts.in_degree.reserve(mirrors[i].size());
+    facts.self_loop.reserve(mirrors[i].size());
     for (const gid_t id : mirrors[i]) {
       const std::size_t at = index_in(all_mirrors, id);
       facts.name.push_back(all_facts.name[at]);
@@ -580,8 +656,9 @@ PartitionManifest partition_in_parallel(const std::string& dataset_path, const P
     shards.push_back(shard_of(std::move(parts[i]), std::move(local), header, manifest));
   }
   add_send_lists(shards, comm.size(), comm);
-  log_memory(comm, "building the shards");
   for (Shard& shard : shards) take(std::move(shard));
+  memory.end_phase();  // building the shards
+  memory.log(counts, comm.rank());
   return manifest;
 }
 

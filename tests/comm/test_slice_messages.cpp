@@ -56,5 +56,14 @@ TEST(SliceMessages, OneRankAnswersEveryIdOfItsOwnSlice) {
   EXPECT_EQ(answers, (std::vector<std::int32_t>{100, 103, 109}));
 }
 
+TEST(Slices, EvenSlicesNameTheRankThatHoldsEachItem) {
+  const Slices even(10, 3);
+  EXPECT_EQ(even.first(1), 3);
+  EXPECT_EQ(even.first(3), 10);
+  for (const auto& [item, rank] : std::vector<std::pair<gid_t, int>>{{0, 0}, {2, 0}, {3, 1}, {6, 2}, {9, 2}}) {
+    EXPECT_EQ(even.owner(item), rank) << item;
+  }
+}
+
 }  // namespace
 }  // namespace nj

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -152,6 +153,18 @@ std::vector<T> sorted_unique(std::vector<T> values) {
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());
   return values;
+}
+
+// The entries of `values` that `keep` keeps, ascending without repeats, in an array sized once: what the kept
+// entries take while they are sorted, then what the distinct ones take.
+template <typename T, typename Keep>
+std::vector<T> sorted_unique_where(std::span<const T> values, Keep keep) {
+  std::vector<T> kept;
+  kept.reserve(static_cast<std::size_t>(std::count_if(values.begin(), values.end(), keep)));
+  std::copy_if(values.begin(), values.end(), std::back_inserter(kept), keep);
+  kept = sorted_unique(std::move(kept));
+  kept.shrink_to_fit();
+  return kept;
 }
 
 // What the owners of `ids` (ascending, without repeats) say of them: `value_of(id)` on the rank whose slice holds

@@ -1,10 +1,11 @@
 #pragma once
 // A rank's slice of a distributed undirected graph: what the partitioners of several ranks read
 // (partition/README.md, "On many ranks").
-#include <algorithm>
 #include <cstdint>
-#include <iterator>
+#include <span>
 #include <vector>
+
+#include "nj/comm/slice_messages.hpp"
 
 namespace nj {
 
@@ -20,17 +21,10 @@ struct SliceAdjacency {
   bool holds(std::int64_t v) const { return v >= first && v < first + rows(); }
 };
 
-// The neighbours that other ranks' slices hold, ascending without repeats: what a rank asks the others about. Sized
-// before it is filled, so that it holds no more than its entries while it is sorted.
+// The neighbours that other ranks' slices hold, ascending without repeats: what a rank asks the others about.
 inline std::vector<std::int64_t> outside_neighbours(const SliceAdjacency& slice) {
-  const auto outside = [&](std::int64_t v) { return !slice.holds(v); };
-  std::vector<std::int64_t> found;
-  found.reserve(static_cast<std::size_t>(std::count_if(slice.neighbours.begin(), slice.neighbours.end(), outside)));
-  std::copy_if(slice.neighbours.begin(), slice.neighbours.end(), std::back_inserter(found), outside);
-  std::sort(found.begin(), found.end());
-  found.erase(std::unique(found.begin(), found.end()), found.end());
-  found.shrink_to_fit();
-  return found;
+  return sorted_unique_where(std::span<const std::int64_t>(slice.neighbours),
+                             [&](std::int64_t v) { return !slice.holds(v); });
 }
 
 }  // namespace nj

@@ -1,0 +1,132 @@
+#include "nj/partition/partition_memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace nj {
+namespace {
+
+// Bytes of each array, as partition/parallel.cpp holds them: global ids, edge offsets and in-degrees take 8 bytes,
+// parts and labels 4, masks 1 each.
+constexpr std::int64_t kId = 8;
+constexpr std::int64_t kFloat = 4;
+constexpr std::int64_t kFactsPerRow = 8 + 4 + 8 + 1;        // name, part, in-degree, self-loop (VertexFacts)
+constexpr std::int64_t kRowFieldsSent = 8 + 8 + 4 + 8 + 4 + 3;  // id, name, part, in-degree, label, masks
+constexpr std::int64_t kRowFieldsBuilt = 8 + 8 + 8 + 4 + 3;     // id, name, edge offset, label, masks (PartRows)
+constexpr std::int64_t kArraysPerMessage = 8;
+constexpr std::int64_t kFactAnswer = 24;  // a mirror's facts as its owner answers them
+// PT-Scotch's peak per adjacency entry of the clusters' graph, measured with Debian 12's Scotch (scotch-int64) on
+// generated graphs of average degree 4, whose clusters barely merge (partition/README.md, "What a rank holds"): on
+// several ranks, per entry that the rank holds and per entry of the whole graph (the band around the cut, which every
+// rank gathers); in one process, per entry.
+constexpr std::int64_t kScotchBytesPerEntry = 170;
+constexpr std::int64_t kScotchBytesPerWholeEntry = 30;
+constexpr std::int64_t kScotchBytesPerEntryInOneProcess = 155;
+
+std::int64_t slice_bytes(const PartitionRankCounts& c) {
+  return kId * (c.rows + 1) + kId * c.in_edges + (4 + 3) * c.rows + (c.named ? kId * c.rows : 0);
+}
+
+// Each stored edge s -> v (not a self-loop) travels as (s, v) to the rank that holds s; the rank then fills the
+// offsets and the neighbours from its own edges and the messages it received.
+std::int64_t undirected_bytes(const PartitionRankCounts& c) {
+  const std::int64_t own = c.in_edges - c.self_loops;
+  const std::int64_t exchanging = 2 * kId * own + 2 * kId * c.reversed;
+  const std::int64_t filling = 2 * kId * c.reversed + kId * (own + c.reversed) + kId * c.rows;
+  const std::int64_t shrinking = kId * (own + c.reversed) + kId * c.adjacency;
+  return slice_bytes(c) + kId * (c.rows + 1) + std::max({exchanging, filling, shrinking});
+}
+
+std::int64_t adjacency_bytes(const PartitionRankCounts& c) { return kId * (c.rows + 1) + kId * c.adjacency; }
+
+// Label propagation's rounds hold each row's weight, visiting order, label and label before the half-round, and the
+// outside neighbours' labels; summing the clusters' weights holds each row's owned weight, the labels of the table
+// and the questions and answers about them (as many as this rank asks: n + g). Finding the outside neighbours holds
+// their entries while they are sorted; counting the cut holds each entry's part.
+// PT-Scotch partitions the clusters' graph: each row's weight and cluster and the graph (offsets, neighbours, edge
+// weights, vertex weights), and Scotch's own memory, measured, not derived: its coarser graphs keep nearly every edge
+// where the clusters barely merge (random graphs of low degree).
+std::int64_t scotch_bytes(const PartitionRankCounts& c) {
+  const std::int64_t scotch = c.ranks > 1 ? kScotchBytesPerEntry * c.cluster_adjacency +
+                                                  kScotchBytesPerWholeEntry * c.whole_cluster_adjacency
+                                            : kScotchBytesPerEntryInOneProcess * c.cluster_adjacency;
+  return (8 + 4) * c.rows + kId * (c.clusters + 1) + 2 * kId * c.cluster_adjacency + kId * c.clusters + scotch;
+}
+
+std::int64_t assigning_bytes(const PartitionRankCounts& c) {
+  const std::int64_t n = c.rows;
+  const std::int64_t g = c.outside;
+  const std::int64_t labels = n + g;
+  const std::int64_t rounds = (8 + 4 + 8 + 8) * n + 2 * kId * g + kId * n + kId * labels + 3 * kId * labels;
+  const std::int64_t finding = (8 + 4 + 8) * n + kId * (c.outside_entries + g);
+  const std::int64_t counting = 8 * n + kFactsPerRow * n + 4 * c.adjacency + (kId + 4) * g + 3 * kId * g;
+  return slice_bytes(c) + adjacency_bytes(c) + std::max({rounds, finding, scotch_bytes(c), counting});
+}
+
+std::int64_t message_bytes(std::int64_t rows, std::int64_t edges, std::int64_t width, int messages) {
+  return rows * (kRowFieldsSent + kFloat * width) + kId * edges + kArraysPerMessage * kId * messages;
+}
+
+std::int64_t built_bytes(const PartitionRankCounts& c) {
+  return c.rows_in * (kRowFieldsBuilt + kFloat * c.feature_width) + kId * c.edges_in + kId * c.parts_built;
+}
+
+// Packing holds the slice, its features and the messages out; exchanging, the messages out and in (the slice's
+// in-edges and features gone); unpacking, the messages in and the parts they fill.
+std::int64_t sending_bytes(const PartitionRankCounts& c) {
+  const std::int64_t kept = slice_bytes(c) - kId * c.in_edges + kFactsPerRow * c.rows + 8 * c.rows;
+  const std::int64_t out = message_bytes(c.rows, c.in_edges, c.feature_width, c.ranks);
+  const std::int64_t in = message_bytes(c.rows_in, c.edges_in, c.feature_width, c.ranks);
+  const std::int64_t packing = kId * c.in_edges + kFloat * c.feature_width * c.rows + out;
+  return kept + std::max({packing, out + in, in + built_bytes(c)});
+}
+
+// While the mirrors' facts are asked, the slice's rows and facts are still held; then the parts' local graphs are
+// built beside their rows: local sources, and per local vertex its offset, id, in-degree and self-loop.
+std::int64_t building_bytes(const PartitionRankCounts& c) {
+  const std::int64_t m = c.mirrors;
+  const std::int64_t mirror_lists = 2 * kId * m;  // per part, and all of them
+  const std::int64_t asking = slice_bytes(c) - kId * c.in_edges + kFactsPerRow * c.rows +
+                              std::max(kId * m + kId * m + kFactAnswer * m, kFactAnswer * m + kFactsPerRow * m);
+  const std::int64_t locals = kFactsPerRow * m + kFactsPerRow * m + 4 * c.edges_in +
+                              (8 + 8 + 8 + 1) * (c.rows_in + m) + (4 + 4 + 8) * m;
+  return built_bytes(c) + mirror_lists + std::max(asking, locals);
+}
+
+}  // namespace
+
+PartitionRankCounts mean_partition_counts(std::int64_t vertices, std::int64_t edges, std::int64_t feature_width,
+                                          int ranks, int parts, double mirror_share) {
+  PartitionRankCounts c;
+  c.ranks = ranks;
+  c.rows = vertices / ranks;
+  c.in_edges = edges / ranks;
+  c.reversed = c.in_edges;
+  c.adjacency = c.in_edges;
+  const double others = static_cast<double>(vertices - c.rows);
+  c.outside_entries = static_cast<std::int64_t>(static_cast<double>(c.adjacency) * others / static_cast<double>(vertices));
+  // Entries drawn at random among `others` vertices name this many of them.
+  c.outside = static_cast<std::int64_t>(others * -std::expm1(-static_cast<double>(c.outside_entries) / others));
+  c.feature_width = feature_width;
+  c.parts_built = (parts + ranks - 1) / ranks;
+  c.rows_in = c.parts_built * vertices / parts;
+  c.edges_in = c.parts_built * edges / parts;
+  c.mirrors = static_cast<std::int64_t>(mirror_share * static_cast<double>(c.rows_in));
+  return c;
+}
+
+std::vector<PartitionPhaseBytes> partition_phase_bytes(const PartitionRankCounts& counts) {
+  return {{"reading the slice", slice_bytes(counts)},
+          {"the undirected graph", undirected_bytes(counts)},
+          {"assigning parts", assigning_bytes(counts)},
+          {"sending the rows", sending_bytes(counts)},
+          {"building the shards", building_bytes(counts)}};
+}
+
+std::int64_t partition_peak_bytes(const PartitionRankCounts& counts) {
+  std::int64_t peak = 0;
+  for (const PartitionPhaseBytes& phase : partition_phase_bytes(counts)) peak = std::max(peak, phase.bytes);
+  return peak;
+}
+
+}  // namespace nj
