@@ -1,4 +1,3 @@
-#include "nj/core/release.hpp"
 #include "nj/partition/label_propagation.hpp"
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 
 #include "nj/core/error.hpp"
 #include "nj/core/mix64.hpp"
+#include "nj/core/release.hpp"
 
 namespace nj {
 namespace {
@@ -124,8 +124,8 @@ class Propagation {
     std::vector<Writer> writers(static_cast<std::size_t>(comm_.size()));
     auto begin = mine.begin();
     for (int q = 0; q < comm_.size(); ++q) {  // the labels of each owner are a run, as the slices are ascending
-      const auto end = std::partition_point(begin, mine.end(),
-                                            [&](const LabelWeight& w) { return w.label < slices_.first(q + 1); });
+      const auto end =
+          std::partition_point(begin, mine.end(), [&](const LabelWeight& w) { return w.label < slices_.first(q + 1); });
       writers[static_cast<std::size_t>(q)].put(std::span<const LabelWeight>(begin, end));
       begin = end;
     }

@@ -1,6 +1,6 @@
-#include "nj/core/release.hpp"
 #include "nj/partition/parallel.hpp"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "nj/core/bytes.hpp"
 #include "nj/core/error.hpp"
 #include "nj/core/host_memory.hpp"
+#include "nj/core/release.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/partition/label_propagation.hpp"
@@ -68,7 +69,8 @@ SliceAdjacency simple_adjacency(const DatasetRows& rows, const Slices& slices, C
     counts.reversed += static_cast<std::int64_t>(received.back().size());
   }
   for (const PackedArray<EdgeEnds>& edges : received) {
-    for (std::size_t i = 0; i < edges.size(); ++i) ++adjacency.offsets[static_cast<std::size_t>(edges[i].source - rows.first) + 1];
+    for (std::size_t i = 0; i < edges.size(); ++i)
+      ++adjacency.offsets[static_cast<std::size_t>(edges[i].source - rows.first) + 1];
   }
   std::partial_sum(adjacency.offsets.begin(), adjacency.offsets.end(), adjacency.offsets.begin());
   adjacency.neighbours.resize(static_cast<std::size_t>(adjacency.offsets.back()));
@@ -362,9 +364,9 @@ std::vector<PartRows> part_rows_of(std::vector<std::vector<std::byte>> messages,
 }
 
 // Sends every row of the slice to the rank that builds its part and returns the parts this rank builds: per row its
-// id, name, part, in-degree, label and three masks, then its in-edges and its features, one array per field. The slice's
-// in-edges and features go once packed: what a rank holds at once is its messages out and in, then the messages in
-// and the parts they fill.
+// id, name, part, in-degree, label and three masks, then its in-edges and its features, one array per field. The
+// slice's in-edges and features go once packed: what a rank holds at once is its messages out and in, then the messages
+// in and the parts they fill.
 std::vector<PartRows> gather_part_rows(DatasetRows& rows, Matrix features, const VertexFacts& facts, int parts,
                                        Communicator& comm) {
   const int ranks = comm.size();
@@ -392,18 +394,25 @@ std::vector<PartRows> gather_part_rows(DatasetRows& rows, Matrix features, const
   field(std::int32_t{}, per_row, [&](Writer& w, std::size_t i) { w.add(facts.part[i]); });
   field(std::int64_t{}, per_row, [&](Writer& w, std::size_t i) { w.add(facts.in_degree[i]); });
   field(std::int32_t{}, per_row, [&](Writer& w, std::size_t i) { w.add(rows.labels[i]); });
-  field(std::uint8_t{}, [](const RowsTo& t) { return 3 * t.rows; }, [&](Writer& w, std::size_t i) {
-    w.add(rows.train_mask[i]);
-    w.add(rows.val_mask[i]);
-    w.add(rows.test_mask[i]);
-  });
-  field(gid_t{}, [](const RowsTo& t) { return t.edges; }, [&](Writer& w, std::size_t i) {
-    w.add_values(std::span<const gid_t>(rows.sources).subspan(static_cast<std::size_t>(rows.offsets[i]),
-                                                              static_cast<std::size_t>(facts.in_degree[i])));
-  });
-  field(float{}, [&](const RowsTo& t) { return t.rows * width; }, [&](Writer& w, std::size_t i) {
-    w.add_values(std::span<const float>(features.row(static_cast<std::int64_t>(i)), width));
-  });
+  field(
+      std::uint8_t{}, [](const RowsTo& t) { return 3 * t.rows; },
+      [&](Writer& w, std::size_t i) {
+        w.add(rows.train_mask[i]);
+        w.add(rows.val_mask[i]);
+        w.add(rows.test_mask[i]);
+      });
+  field(
+      gid_t{}, [](const RowsTo& t) { return t.edges; },
+      [&](Writer& w, std::size_t i) {
+        w.add_values(
+            std::span<const gid_t>(rows.sources)
+                .subspan(static_cast<std::size_t>(rows.offsets[i]), static_cast<std::size_t>(facts.in_degree[i])));
+      });
+  field(
+      float{}, [&](const RowsTo& t) { return t.rows * width; },
+      [&](Writer& w, std::size_t i) {
+        w.add_values(std::span<const float>(features.row(static_cast<std::int64_t>(i)), width));
+      });
   release_vector(rows.sources);
   features = Matrix();
   std::vector<std::vector<std::byte>> messages = exchange(writers, comm);
@@ -522,6 +531,9 @@ class PhaseMemory {
   PhaseMemory() : before_(resident_memory().current) { mark_peak(); }
   void end_phase() {
     peaks_.push_back(resident_memory().peak_since_mark - before_);
+    // What the phase freed in small blocks (PT-Scotch's, the messages' headers) goes back to the system, so that the
+    // next phase starts from what is live.
+    malloc_trim(0);
     mark_peak();
   }
   void log(const PartitionRankCounts& counts, int rank) const {
@@ -573,8 +585,7 @@ AssignedSlice assign_slice(const std::string& path, const PartitionOptions& opti
   slice.facts = facts_of_slice(slice.rows, slice_parts(options, slice.rows, adjacency, slices, comm, counts));
   if (options.method == PartitionMethod::kScotch && options.parts > 1) {
     balance_training_vertices(slice.facts.part, slice.rows.train_mask, adjacency,
-                              neighbour_parts(adjacency, slice.facts.part, slices, comm).of_entry, options.parts,
-                              comm);
+                              neighbour_parts(adjacency, slice.facts.part, slices, comm).of_entry, options.parts, comm);
   }
   std::vector<double> seconds{seconds_since(start)};
   comm.all_reduce_max(seconds);

@@ -10,18 +10,23 @@ namespace {
 // parts and labels 4, masks 1 each.
 constexpr std::int64_t kId = 8;
 constexpr std::int64_t kFloat = 4;
-constexpr std::int64_t kFactsPerRow = 8 + 4 + 8 + 1;        // name, part, in-degree, self-loop (VertexFacts)
+constexpr std::int64_t kFactsPerRow = 8 + 4 + 8 + 1;            // name, part, in-degree, self-loop (VertexFacts)
 constexpr std::int64_t kRowFieldsSent = 8 + 8 + 4 + 8 + 4 + 3;  // id, name, part, in-degree, label, masks
 constexpr std::int64_t kRowFieldsBuilt = 8 + 8 + 8 + 4 + 3;     // id, name, edge offset, label, masks (PartRows)
 constexpr std::int64_t kArraysPerMessage = 8;
 constexpr std::int64_t kFactAnswer = 24;  // a mirror's facts as its owner answers them
-// PT-Scotch's peak per adjacency entry of the clusters' graph, measured with Debian 12's Scotch (scotch-int64) on
-// generated graphs of average degree 4, whose clusters barely merge (partition/README.md, "What a rank holds"): on
-// several ranks, per entry that the rank holds and per entry of the whole graph (the band around the cut, which every
-// rank gathers); in one process, per entry.
-constexpr std::int64_t kScotchBytesPerEntry = 170;
-constexpr std::int64_t kScotchBytesPerWholeEntry = 30;
-constexpr std::int64_t kScotchBytesPerEntryInOneProcess = 155;
+// PT-Scotch's own peak, per vertex and adjacency entry of the clusters' graph that a rank holds and per entry of the
+// whole clusters' graph (the band around the cut, which every rank gathers): a least-squares fit, not a derivation, to
+// what Scotch held on 6 generated graphs at 4 and 16 parts (Debian 12's scotch-int64; partition/README.md, "What a
+// rank holds"). On several ranks it was within 16 % where Scotch held more than 40 MiB, and within 16 MiB below; in
+// one process within 6 %, and 26 MiB.
+struct ScotchFit {
+  std::int64_t per_vertex;
+  std::int64_t per_entry;
+  std::int64_t per_whole_entry;
+};
+constexpr ScotchFit kScotchOnRanks{740, 98, 17};
+constexpr ScotchFit kScotchInOneProcess{976, 46, 0};
 
 std::int64_t slice_bytes(const PartitionRankCounts& c) {
   return kId * (c.rows + 1) + kId * c.in_edges + (4 + 3) * c.rows + (c.named ? kId * c.rows : 0);
@@ -44,12 +49,11 @@ std::int64_t adjacency_bytes(const PartitionRankCounts& c) { return kId * (c.row
 // and the questions and answers about them (as many as this rank asks: n + g). Finding the outside neighbours holds
 // their entries while they are sorted; counting the cut holds each entry's part.
 // PT-Scotch partitions the clusters' graph: each row's weight and cluster and the graph (offsets, neighbours, edge
-// weights, vertex weights), and Scotch's own memory, measured, not derived: its coarser graphs keep nearly every edge
-// where the clusters barely merge (random graphs of low degree).
+// weights, vertex weights), and Scotch's own memory, fitted to measurements.
 std::int64_t scotch_bytes(const PartitionRankCounts& c) {
-  const std::int64_t scotch = c.ranks > 1 ? kScotchBytesPerEntry * c.cluster_adjacency +
-                                                  kScotchBytesPerWholeEntry * c.whole_cluster_adjacency
-                                            : kScotchBytesPerEntryInOneProcess * c.cluster_adjacency;
+  const ScotchFit fit = c.ranks > 1 ? kScotchOnRanks : kScotchInOneProcess;
+  const std::int64_t scotch = fit.per_vertex * c.clusters + fit.per_entry * c.cluster_adjacency +
+                              fit.per_whole_entry * c.whole_cluster_adjacency;
   return (8 + 4) * c.rows + kId * (c.clusters + 1) + 2 * kId * c.cluster_adjacency + kId * c.clusters + scotch;
 }
 
@@ -82,36 +86,51 @@ std::int64_t sending_bytes(const PartitionRankCounts& c) {
 }
 
 // While the mirrors' facts are asked, the slice's rows and facts are still held; then the parts' local graphs are
-// built beside their rows: local sources, and per local vertex its offset, id, in-degree and self-loop.
+// built beside their rows (local sources, and per local vertex its offset, id, in-degree and self-loop) from every
+// mirror's facts.
 std::int64_t building_bytes(const PartitionRankCounts& c) {
   const std::int64_t m = c.mirrors;
   const std::int64_t mirror_lists = 2 * kId * m;  // per part, and all of them
   const std::int64_t asking = slice_bytes(c) - kId * c.in_edges + kFactsPerRow * c.rows +
                               std::max(kId * m + kId * m + kFactAnswer * m, kFactAnswer * m + kFactsPerRow * m);
-  const std::int64_t locals = kFactsPerRow * m + kFactsPerRow * m + 4 * c.edges_in +
-                              (8 + 8 + 8 + 1) * (c.rows_in + m) + (4 + 4 + 8) * m;
+  // The parts' shards are built one after the other, each freeing its in-edges by global id as its local graph
+  // takes their place: the first part's is the most held at once.
+  const std::int64_t parts = std::max<std::int64_t>(c.parts_built, 1);
+  const std::int64_t one_local = kFactsPerRow * m / parts + 4 * c.edges_in / parts +
+                                 (8 + 8 + 8 + 1) * (c.rows_in + m) / parts + (4 + 4 + 8) * m / parts;
+  const std::int64_t locals = kFactsPerRow * m + one_local;
   return built_bytes(c) + mirror_lists + std::max(asking, locals);
 }
 
 }  // namespace
 
 PartitionRankCounts mean_partition_counts(std::int64_t vertices, std::int64_t edges, std::int64_t feature_width,
-                                          int ranks, int parts, double mirror_share) {
+                                          int ranks, int parts, double mirrors_per_vertex) {
+  // Entries drawn at random among `among` vertices name this many of them.
+  const auto distinct = [](std::int64_t entries, std::int64_t among) {
+    const auto n = static_cast<double>(among);
+    return among == 0 ? std::int64_t{0} : static_cast<std::int64_t>(n * -std::expm1(-static_cast<double>(entries) / n));
+  };
+  // The entries of `entries` that name a vertex outside a set of `inside` vertices.
+  const auto outside_of = [&](std::int64_t entries, std::int64_t inside) {
+    return static_cast<std::int64_t>(static_cast<double>(entries) * static_cast<double>(vertices - inside) /
+                                     static_cast<double>(vertices));
+  };
   PartitionRankCounts c;
   c.ranks = ranks;
   c.rows = vertices / ranks;
   c.in_edges = edges / ranks;
   c.reversed = c.in_edges;
   c.adjacency = c.in_edges;
-  const double others = static_cast<double>(vertices - c.rows);
-  c.outside_entries = static_cast<std::int64_t>(static_cast<double>(c.adjacency) * others / static_cast<double>(vertices));
-  // Entries drawn at random among `others` vertices name this many of them.
-  c.outside = static_cast<std::int64_t>(others * -std::expm1(-static_cast<double>(c.outside_entries) / others));
+  c.outside_entries = outside_of(c.adjacency, c.rows);
+  c.outside = distinct(c.outside_entries, vertices - c.rows);
   c.feature_width = feature_width;
   c.parts_built = (parts + ranks - 1) / ranks;
-  c.rows_in = c.parts_built * vertices / parts;
-  c.edges_in = c.parts_built * edges / parts;
-  c.mirrors = static_cast<std::int64_t>(mirror_share * static_cast<double>(c.rows_in));
+  c.rows_in = c.parts_built * (vertices / parts);
+  c.edges_in = c.parts_built * (edges / parts);
+  c.mirrors = mirrors_per_vertex >= 0
+                  ? static_cast<std::int64_t>(mirrors_per_vertex * static_cast<double>(c.rows_in))
+                  : c.parts_built * distinct(outside_of(edges / parts, vertices / parts), vertices - vertices / parts);
   return c;
 }
 

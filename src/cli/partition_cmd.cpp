@@ -1,8 +1,10 @@
 // nj partition: splits a dataset into one shard file per rank and a manifest (docs/dataset-format.md).
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <filesystem>
+#include <iostream>
 #include <limits>
 #include <memory>
 
@@ -15,6 +17,7 @@
 #include "nj/io/shard_file.hpp"
 #include "nj/partition/parallel.hpp"
 #include "nj/partition/partition.hpp"
+#include "nj/partition/partition_memory.hpp"
 
 namespace nj::cli {
 namespace {
@@ -24,7 +27,41 @@ struct PartitionArgs {
   std::string output;
   std::string method = "auto";
   PartitionOptions options;
+  std::vector<int> forecast_ranks;  // --forecast: print what each rank would hold, and partition nothing
+  std::vector<std::int64_t> shape;  // --shape: the graph to forecast for, in place of the input's header
+  double mirrors_per_vertex = -1;   // --mirrors: per vertex of a part, for the forecast (< 0: neighbours at random)
+  bool parts_given = false;
 };
+
+// What each rank of a parallel partition on each of `args.forecast_ranks` ranks would hold at the peak of each phase,
+// above what its process holds before it reads anything: partition_memory.hpp's formulas over the mean slice and part
+// of the input's graph, or of the graph --shape gives.
+void print_forecast(const PartitionArgs& args) {
+  std::int64_t vertices = 0;
+  std::int64_t edges = 0;
+  std::int64_t features = 0;
+  if (args.shape.empty()) {
+    const DatasetHeader header = read_dataset_header(args.input);
+    vertices = header.num_vertices;
+    edges = header.num_edges;
+    features = header.feature_width;
+  } else {
+    vertices = args.shape[0];
+    edges = args.shape[1];
+    features = args.shape[2];
+  }
+  for (const int ranks : args.forecast_ranks) {
+    const int parts = args.parts_given ? args.options.parts : ranks;
+    const PartitionRankCounts counts =
+        mean_partition_counts(vertices, edges, features, ranks, parts, args.mirrors_per_vertex);
+    std::string phases;
+    for (const PartitionPhaseBytes& phase : partition_phase_bytes(counts)) {
+      phases += fmt::format("{}{} {}", phases.empty() ? "" : ", ", phase.phase, format_bytes(phase.bytes));
+    }
+    std::cout << fmt::format("{} ranks, {} parts: each rank holds {} at its peak ({})\n", ranks, parts,
+                             format_bytes(partition_peak_bytes(counts)), phases);
+  }
+}
 
 void log_partition(const PartitionInfo& info) {
   spdlog::info("edge cut: {} of {} undirected edges ({:.2f}%)", info.edge_cut, info.undirected_edges,
@@ -67,6 +104,20 @@ void partition_in_one_process(const PartitionArgs& args) {
 }
 
 void run_partition(PartitionArgs& args, Communicator& comm) {
+  if (!args.forecast_ranks.empty()) {
+    NJ_USAGE(args.shape.empty() || args.shape.size() == 3,
+             "--shape takes three numbers, VERTICES,EDGES,FEATURES, not {}", args.shape.size());
+    NJ_USAGE(args.input.empty() != args.shape.empty(), "--forecast takes a dataset file or --shape, one of them");
+    NJ_USAGE(args.shape.empty() || (args.shape[0] > 0 && args.shape[1] >= 0),
+             "--shape {},{},{}: a graph needs at least one vertex", args.shape[0], args.shape[1], args.shape[2]);
+    if (args.shape.empty()) require_dataset_file(args.input, PartitionFolders::kNotRead);
+    if (comm.rank() == 0) print_forecast(args);
+    return;
+  }
+  NJ_USAGE(args.shape.empty() && args.mirrors_per_vertex < 0,
+           "--shape and --mirrors describe a graph for --forecast only");
+  NJ_USAGE(!args.input.empty() && !args.output.empty() && args.parts_given,
+           "partitioning needs a dataset file, --parts and --output");
   // Checked first, so that a long read does not fail only at its end; every rank checks, and one reports.
   agree_on_failure(comm, [&] {
     require_dataset_file(args.input, PartitionFolders::kNotRead);
@@ -107,8 +158,9 @@ void add_partition_command(CLI::App& app, Communicator& comm) {
       "Split a dataset into one shard file per rank (part-<k>.h5: owned vertices with all their in-edges, "
       "mirrors, exchange lists) and a manifest.json, and report the edge cut and balance. Under mpirun or srun the "
       "ranks each read a slice of the dataset and partition it together (scotch or contiguous)");
-  command->add_option("input", args->input, "Dataset file (HDF5)")->required();
-  command->add_option("--parts,-p", args->options.parts, "Number of parts, one per rank")->required();
+  command->add_option("input", args->input, "Dataset file (HDF5)");
+  command->add_option("--parts,-p", args->options.parts,
+                      "Number of parts, one per rank (required to partition; with --forecast, default: the ranks)");
   command
       ->add_option("--method", args->method,
                    "auto: metis in one process where the graph fits METIS's 32-bit indices, else scotch; metis: METIS "
@@ -118,9 +170,31 @@ void add_partition_command(CLI::App& app, Communicator& comm) {
       ->check(one_of({"auto", "metis", "scotch", "random", "contiguous"}))
       ->capture_default_str();
   command->add_option("--seed", args->options.seed, "Seed of METIS or of the random assignment")->capture_default_str();
-  command->add_option("--output,-o", args->output, "Folder to write the shards and manifest.json to (created)")
-      ->required();
-  command->callback([args, &comm] { run_partition(*args, comm); });
+  command->add_option("--output,-o", args->output, "Folder to write the shards and manifest.json to (created)");
+  command
+      ->add_option("--forecast", args->forecast_ranks,
+                   "Print what each rank of a partition on these numbers of ranks (e.g. 16,64) would hold at the "
+                   "peak of each phase, for the mean slice and part of the graph (neighbours spread at random), and "
+                   "partition nothing")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->check(at_least(1));
+  command
+      ->add_option("--shape", args->shape,
+                   "With --forecast, in place of a dataset file: the graph's VERTICES,EDGES,FEATURES (edges as "
+                   "stored, both directions of an undirected edge)")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->check(at_least(0));
+  command
+      ->add_option("--mirrors", args->mirrors_per_vertex,
+                   "With --forecast: a part's mirrors per vertex it owns, as a partition of a like graph measured "
+                   "them (nj info on its manifest); default: as many as neighbours spread at random give")
+      ->check(at_least(0));
+  command->callback([args, command, &comm] {
+    args->parts_given = command->count("--parts") > 0;
+    run_partition(*args, comm);
+  });
 }
 
 }  // namespace nj::cli

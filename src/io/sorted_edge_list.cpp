@@ -1,4 +1,3 @@
-#include "nj/core/release.hpp"
 #include "nj/io/sorted_edge_list.hpp"
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 
 #include "nj/core/error.hpp"
 #include "nj/core/mix64.hpp"
+#include "nj/core/release.hpp"
 
 namespace nj {
 namespace {

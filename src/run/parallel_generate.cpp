@@ -1,4 +1,3 @@
-#include "nj/core/release.hpp"
 #include "nj/run/parallel_generate.hpp"
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "nj/comm/slice_messages.hpp"
+#include "nj/core/release.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/hdf5.hpp"
 

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -5,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "nj/core/bytes.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/hdf5.hpp"
 #include "nj/io/shard_file.hpp"
@@ -115,6 +117,42 @@ TEST_F(PartitionCli, BadInputIsOneErrorLine) {
                 test::run_nj("partition " + shell_quote(missing) + " --parts 2 -o " + shell_quote(output_))),
             "nj: error: " + missing + ": no such file\n");
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(output_) / "manifest.json"));
+  EXPECT_EQ(test::expect_one_line_error(test::run_nj("partition " + shell_quote(data_) + " --parts 2")),
+            "nj: error: partitioning needs a dataset file, --parts and --output\n");
+}
+
+// --forecast prints what each rank would hold, for the dataset's graph or one that --shape describes, and partitions
+// nothing; partition_memory_test.py checks the figures against what ranks hold.
+TEST_F(PartitionCli, ForecastPrintsEachRankCountsPeakAndPartitionsNothing) {
+  const auto from_file = test::run_nj("partition " + shell_quote(data_) + " --forecast 1,3 --parts 3");
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.output;
+  const std::regex line(
+      R"((\d) ranks, 3 parts: each rank holds (\S+) at its peak \(reading the slice \S+, the )"
+      R"(undirected graph \S+, assigning parts \S+, sending the rows \S+, building the shards \S+\))");
+  std::smatch one;
+  std::smatch three;
+  const std::string out = from_file.output;
+  ASSERT_TRUE(std::regex_search(out, one, line)) << out;
+  const std::string rest = one.suffix();
+  ASSERT_TRUE(std::regex_search(rest, three, line)) << out;
+  EXPECT_EQ(one[1], "1");
+  EXPECT_EQ(three[1], "3");
+  EXPECT_LT(parse_byte_size(three[2]), parse_byte_size(one[2]));
+  EXPECT_FALSE(std::filesystem::exists(output_));
+
+  const DatasetHeader header = read_dataset_header(data_);
+  const auto from_shape = test::run_nj(fmt::format("partition --forecast 1,3 --parts 3 --shape {},{},{}",
+                                                   header.num_vertices, header.num_edges, header.feature_width));
+  ASSERT_EQ(from_shape.exit_code, 0) << from_shape.output;
+  EXPECT_EQ(from_shape.output, out);
+
+  EXPECT_EQ(
+      test::expect_one_line_error(test::run_nj("partition " + shell_quote(data_) + " --forecast 2 --shape 10,20,3")),
+      "nj: error: --forecast takes a dataset file or --shape, one of them\n");
+  EXPECT_EQ(test::expect_one_line_error(test::run_nj("partition --forecast 2 --shape 10,20")),
+            "nj: error: --shape takes three numbers, VERTICES,EDGES,FEATURES, not 2\n");
+  EXPECT_EQ(test::expect_one_line_error(test::run_nj("partition --forecast 2")),
+            "nj: error: --forecast takes a dataset file or --shape, one of them\n");
 }
 
 }  // namespace
