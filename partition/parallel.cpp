@@ -48,16 +48,16 @@ SliceAdjacency simple_adjacency(const DatasetRows& rows, const Slices& slices, C
       }
     }
   };
-  // Each in-edge s -> v as the pair (s, v), to the rank that holds s, written in place.
-  std::vector<std::size_t> reversed(static_cast<std::size_t>(slices.ranks()), 0);
+  // Each in-edge s -> v as the pair (s, v), to the rank that holds s, written in place: pairs_to[q] of them to q.
+  std::vector<std::size_t> pairs_to(static_cast<std::size_t>(slices.ranks()), 0);
   each_in_edge([&](std::size_t r, gid_t s) {
     ++adjacency.offsets[r + 1];
-    ++reversed[static_cast<std::size_t>(slices.owner(s))];
+    ++pairs_to[static_cast<std::size_t>(slices.owner(s))];
   });
-  std::vector<Writer> writers(reversed.size());
-  for (std::size_t q = 0; q < reversed.size(); ++q) {
-    writers[q].reserve(Writer::bytes_of_array<EdgeEnds>(reversed[q]));
-    writers[q].start_array<EdgeEnds>(reversed[q]);
+  std::vector<Writer> writers(pairs_to.size());
+  for (std::size_t q = 0; q < pairs_to.size(); ++q) {
+    writers[q].reserve(Writer::bytes_of_array<EdgeEnds>(pairs_to[q]));
+    writers[q].start_array<EdgeEnds>(pairs_to[q]);
   }
   each_in_edge([&](std::size_t r, gid_t s) {
     writers[static_cast<std::size_t>(slices.owner(s))].add(EdgeEnds{s, rows.first + static_cast<gid_t>(r)});
@@ -524,17 +524,21 @@ Shard shard_of(PartRows rows, LocalGraph local, const DatasetHeader& header, con
   return shard;
 }
 
-// Each phase's measured peak, beyond what the process held when the partition began, logged beside what
-// partition_memory.hpp says the phase holds once the rank's counts are known.
+// The most the partition held, beyond what the process held when it began, logged beside what partition_memory.hpp
+// says it holds once the rank's counts are known. At debug level each phase's peak is measured on its own and logged
+// too: the kernel's high-water mark is reset between phases (mark_peak), after which what reads it from outside
+// (getrusage, /usr/bin/time) sees the last phase's peak only; at other levels the mark is left alone.
 class PhaseMemory {
  public:
-  PhaseMemory() : before_(resident_memory().current) { mark_peak(); }
+  PhaseMemory() : before_(resident_memory().current), per_phase_(spdlog::should_log(spdlog::level::debug)) {
+    if (per_phase_) mark_peak();
+  }
   void end_phase() {
-    peaks_.push_back(resident_memory().peak_since_mark - before_);
+    if (per_phase_) peaks_.push_back(resident_memory().peak_since_mark - before_);
     // What the phase freed in small blocks (PT-Scotch's, the messages' headers) goes back to the system, so that the
     // next phase starts from what is live.
     malloc_trim(0);
-    mark_peak();
+    if (per_phase_) mark_peak();
   }
   void log(const PartitionRankCounts& counts, int rank) const {
     const std::vector<PartitionPhaseBytes> formula = partition_phase_bytes(counts);
@@ -543,12 +547,13 @@ class PhaseMemory {
                     format_bytes(peaks_[i]), format_bytes(before_), format_bytes(formula[i].bytes));
     }
     spdlog::info("rank {}: partitioning held at most {} above the {} held before (formula {})", rank,
-                 format_bytes(*std::max_element(peaks_.begin(), peaks_.end())), format_bytes(before_),
+                 format_bytes(resident_memory().peak - before_), format_bytes(before_),
                  format_bytes(partition_peak_bytes(counts)));
   }
 
  private:
   std::int64_t before_;
+  bool per_phase_;
   std::vector<std::int64_t> peaks_;
 };
 
