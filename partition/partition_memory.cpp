@@ -38,8 +38,7 @@ std::int64_t undirected_bytes(const PartitionRankCounts& c) {
   const std::int64_t own = c.in_edges - c.self_loops;
   const std::int64_t exchanging = 2 * kId * own + 2 * kId * c.reversed;
   const std::int64_t filling = 2 * kId * c.reversed + kId * (own + c.reversed) + kId * c.rows;
-  const std::int64_t shrinking = kId * (own + c.reversed) + kId * c.adjacency;
-  return slice_bytes(c) + kId * (c.rows + 1) + std::max({exchanging, filling, shrinking});
+  return slice_bytes(c) + kId * (c.rows + 1) + std::max(exchanging, filling);
 }
 
 std::int64_t adjacency_bytes(const PartitionRankCounts& c) { return kId * (c.rows + 1) + kId * c.adjacency; }
@@ -91,14 +90,18 @@ std::int64_t sending_bytes(const PartitionRankCounts& c) {
 std::int64_t building_bytes(const PartitionRankCounts& c) {
   const std::int64_t m = c.mirrors;
   const std::int64_t mirror_lists = 2 * kId * m;  // per part, and all of them
-  const std::int64_t asking = slice_bytes(c) - kId * c.in_edges + kFactsPerRow * c.rows +
-                              std::max(kId * m + kId * m + kFactAnswer * m, kFactAnswer * m + kFactsPerRow * m);
-  // The parts' shards are built one after the other, each freeing its in-edges by global id as its local graph
-  // takes their place: the first part's is the most held at once.
+  // The questions out and in, then the answers out and in (or in and their array), then the facts copied out of it.
+  const std::int64_t asking =
+      slice_bytes(c) - kId * c.in_edges + kFactsPerRow * c.rows +
+      std::max({2 * kId * m + kFactAnswer * m, 2 * kFactAnswer * m, (kFactAnswer + kFactsPerRow) * m});
+  // The parts' shards are built one after the other, beside every mirror's facts. A part's own facts and local graph
+  // are built beside its rows; once its shard is made, its rows by global id go and its local graph stays, which
+  // holds more than they did where a part has many mirrors.
   const std::int64_t parts = std::max<std::int64_t>(c.parts_built, 1);
   const std::int64_t one_local = kFactsPerRow * m / parts + 4 * c.edges_in / parts +
                                  (8 + 8 + 8 + 1) * (c.rows_in + m) / parts + (4 + 4 + 8) * m / parts;
-  const std::int64_t locals = kFactsPerRow * m + one_local;
+  const std::int64_t kept_per_part = std::max<std::int64_t>(0, c.rows_in + 29 * m - 4 * c.edges_in) / parts;
+  const std::int64_t locals = kFactsPerRow * m + one_local + (parts - 1) * kept_per_part;
   return built_bytes(c) + mirror_lists + std::max(asking, locals);
 }
 

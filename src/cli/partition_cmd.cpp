@@ -50,8 +50,20 @@ void print_forecast(const PartitionArgs& args) {
     edges = args.shape[1];
     features = args.shape[2];
   }
+  // Within these the formulas' byte counts stay within 64 bits.
+  constexpr std::int64_t kMostItems = std::int64_t{1} << 52;
+  NJ_USAGE(
+      vertices <= kMostItems && edges <= kMostItems && vertices <= kMostItems / std::max<std::int64_t>(features, 1),
+      "--forecast: a graph of {} vertices, {} edges and {} features is past what it counts (2^52 items)", vertices,
+      edges, features);
+  NJ_USAGE(args.mirrors_per_vertex <= static_cast<double>(vertices),
+           "--mirrors {}: a part cannot mirror more than the graph's {} vertices for each of its own",
+           args.mirrors_per_vertex, vertices);
   for (const int ranks : args.forecast_ranks) {
     const int parts = args.parts_given ? args.options.parts : ranks;
+    NJ_USAGE(parts >= 1 && parts <= vertices && ranks <= vertices,
+             "--forecast {} with {} parts: parts and ranks must be between 1 and the graph's {} vertices", ranks, parts,
+             vertices);
     const PartitionRankCounts counts =
         mean_partition_counts(vertices, edges, features, ranks, parts, args.mirrors_per_vertex);
     std::string phases;

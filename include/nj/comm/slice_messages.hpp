@@ -189,10 +189,11 @@ std::vector<T> ask_owners(std::span<const gid_t> ids, const Slices& slices, Comm
       for (std::size_t i = 0; i < asked.size(); ++i) answers[q].add(T(value_of(asked[i])));
     }
   }
-  // The answers in rank order are in the order of the ids.
+  // The answers in rank order are in the order of the ids; the array for them is made once the answers out are gone.
+  const auto messages = exchange(answers, comm);
   std::vector<T> values(ids.size());
   std::size_t at = 0;
-  for (const auto& message : exchange(answers, comm)) {
+  for (const auto& message : messages) {
     const PackedArray<T> some = Reader(message).next<T>();
     NJ_EXPECTS(at + some.size() <= values.size(), "{} answers past the {} ids asked", at + some.size(), values.size());
     some.copy_to(0, some.size(), values.data() + at);
