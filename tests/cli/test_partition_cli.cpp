@@ -153,6 +153,8 @@ TEST_F(PartitionCli, ForecastPrintsEachRankCountsPeakAndPartitionsNothing) {
             "nj: error: --shape takes three numbers, VERTICES,EDGES,FEATURES, not 2\n");
   EXPECT_EQ(test::expect_one_line_error(test::run_nj("partition --forecast 2")),
             "nj: error: --forecast takes a dataset file or --shape, one of them\n");
+  EXPECT_EQ(test::expect_one_line_error(test::run_nj("partition --forecast 4 --parts 0 --shape 100,200,3")),
+            "nj: error: --forecast 4 with 0 parts: parts and ranks must be between 1 and the graph's 100 vertices\n");
 }
 
 }  // namespace
