@@ -94,8 +94,15 @@ void store_community_order_within(Dataset& dataset, const hdf5::File& file, std:
   release_vector(dataset.graph.sources);
 }
 
-// An edge list (or an OGB folder's): its graph sorted on disk and streamed into the file, never held whole.
-Dataset convert_edge_list(const ConvertArgs& args, const std::string& edges, const ConvertOptions& options,
+// A dataset converted: the features are not held where they were written a block at a time.
+struct Converted {
+  Dataset dataset;
+  std::int64_t feature_width = 0;
+};
+
+// An edge list (or an OGB folder's): its graph sorted on disk and streamed into the file, and its features read and
+// written a block at a time, never held whole.
+Converted convert_edge_list(const ConvertArgs& args, const std::string& edges, const ConvertOptions& options,
                           hdf5::File& file) {
   file.create_group("/graph");
   // Read once: what the machine has available changes as the conversion runs.
@@ -109,17 +116,19 @@ Dataset convert_edge_list(const ConvertArgs& args, const std::string& edges, con
   dataset.symmetrized = graph.symmetrized;
   dataset.self_loops = graph.self_loops;
   dataset.vertex_ids = graph.ids.relabelled_ids();  // relabelled: the ids as the input wrote them, to name the rows
-  attach_vertex_data(dataset, options.data, graph.ids);
+  const FeatureBlocks features = attach_vertex_data(dataset, options.data, graph.ids);
   if (args.output_options.community_order) store_community_order_within(dataset, file, sort_bytes);
-  write_dataset_vertex_data(file, dataset, dataset.graph.offsets.back(),
-                            parse_feature_storage(args.output_options.feature_storage));
-  return dataset;
+  const bool sparse = write_dataset_vertex_data(file, dataset, dataset.graph.offsets.back(), features,
+                                                parse_feature_storage(args.output_options.feature_storage));
+  spdlog::info("features stored {}, {} rows at a time", sparse ? "sparse" : "dense", feature_block_rows(features.cols));
+  return {std::move(dataset), features.cols};
 }
 
-Dataset convert_in_memory(ConvertArgs& args) {
+Converted convert_in_memory(ConvertArgs& args) {
   Dataset dataset = read_plain_folder(args.input, args.options);
   write_dataset_output(dataset, args.output, args.output_options);
-  return dataset;
+  const std::int64_t width = dataset.features.cols();
+  return {std::move(dataset), width};
 }
 
 void run(ConvertArgs& args) {
@@ -130,7 +139,7 @@ void run(ConvertArgs& args) {
   check_options(args);
   ProgressDisplay display("convert");
   const ReadProgress reading(display.callback());
-  Dataset dataset;
+  Converted converted;
   std::int64_t edges = 0;
   if (args.format == "edgelist" || args.format == "ogb") {
     // Written under a temporary name, so that a conversion that fails half-way leaves no file that looks whole.
@@ -140,21 +149,22 @@ void run(ConvertArgs& args) {
         const OgbFiles files = args.format == "ogb" ? ogb_files(args.input, args.options, args.ogb_split)
                                                     : OgbFiles{.edges = args.input, .options = args.options};
         auto file = hdf5::File::create(partial);
-        dataset = convert_edge_list(args, files.edges, files.options, file);
+        converted = convert_edge_list(args, files.edges, files.options, file);
       }
       std::filesystem::rename(partial, args.output);
     } catch (...) {
       std::filesystem::remove(partial);
       throw;
     }
-    edges = dataset.graph.offsets.back();
+    edges = converted.dataset.graph.offsets.back();
   } else {
-    dataset = convert_in_memory(args);
-    edges = dataset.graph.num_edges();
+    converted = convert_in_memory(args);
+    edges = converted.dataset.graph.num_edges();
   }
+  const Dataset& dataset = converted.dataset;
   spdlog::info("{}: {} vertices, {} edges ({}, self-loops {}), {} features, {} classes, split {}/{}/{} -> {}",
                dataset.name, dataset.num_vertices(), edges, dataset.symmetrized ? "symmetric" : "directed",
-               to_string(dataset.self_loops), dataset.features.cols(), dataset.num_classes, count(dataset.train_mask),
+               to_string(dataset.self_loops), converted.feature_width, dataset.num_classes, count(dataset.train_mask),
                count(dataset.val_mask), count(dataset.test_mask), args.output);
   spdlog::info("peak resident memory {}", format_bytes(resident_memory().peak));
 }

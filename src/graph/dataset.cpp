@@ -83,12 +83,13 @@ void Dataset::validate_vertex_data(const std::string& where) const {
   }
 }
 
-void require_finite_features(const Matrix& features, const std::string& where, std::span<const gid_t> vertex_ids) {
-  for (std::int64_t r = 0; r < features.rows(); ++r) {
+void require_finite_features(ConstRows features, const std::string& where, std::span<const gid_t> vertex_ids,
+                             std::int64_t first_row) {
+  for (std::int64_t r = 0; r < features.rows; ++r) {
     const float* row = features.row(r);
-    for (std::int64_t c = 0; c < features.cols(); ++c) {
+    for (std::int64_t c = 0; c < features.cols; ++c) {
       if (std::isfinite(row[c])) continue;
-      const std::int64_t vertex = vertex_ids.empty() ? r : vertex_ids[static_cast<std::size_t>(r)];
+      const std::int64_t vertex = vertex_ids.empty() ? first_row + r : vertex_ids[static_cast<std::size_t>(r)];
       throw InputError(
           fmt::format("{}: /features: vertex {}, column {} is {} (features must be finite)", where, vertex, c, row[c]));
     }

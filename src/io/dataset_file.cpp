@@ -26,8 +26,8 @@ void set_root_attributes(hdf5::File& file, const DatasetHeader& header) {
   file.set_attribute("self_loops", std::string(to_string(header.self_loops)));
 }
 
-void write_checked_vertex_data(hdf5::File& file, const Dataset& dataset, std::int64_t num_edges,
-                               FeatureStorage features) {
+// All but the features, which a writer of one block at a time writes apart.
+void write_checked_vertex_data(hdf5::File& file, const Dataset& dataset, std::int64_t num_edges) {
   const auto n = static_cast<hsize_t>(dataset.num_vertices());
 
   if (!dataset.vertex_ids.empty()) file.write<gid_t>("/graph/vertex_ids", dataset.vertex_ids, {n});
@@ -35,7 +35,6 @@ void write_checked_vertex_data(hdf5::File& file, const Dataset& dataset, std::in
     file.write<vid_t>("/graph/community_order", dataset.community_order, {n});
     file.set_attribute("community_order_version", kCommunityOrderVersion);
   }
-  write_features(file, dataset.features, features, kFeatureRowsPerChunk);
   file.write<std::int32_t>("/labels", dataset.labels, {n});
   file.create_group("/masks");
   file.write<std::uint8_t>("/masks/train", dataset.train_mask, {n});
@@ -58,17 +57,19 @@ void write_dataset(const std::string& path, const Dataset& dataset, FeatureStora
   file.write<eid_t>("/graph/indptr", dataset.graph.offsets, {dataset.graph.offsets.size()});
   file.write<vid_t>("/graph/indices", dataset.graph.sources, {static_cast<hsize_t>(dataset.graph.num_edges())},
                     1U << 20U);
-  write_checked_vertex_data(file, dataset, dataset.graph.num_edges(), features);
+  write_features(file, dataset.features, features, kFeatureRowsPerChunk);
+  write_checked_vertex_data(file, dataset, dataset.graph.num_edges());
 }
 
-void write_dataset_vertex_data(hdf5::File& file, const Dataset& dataset, std::int64_t num_edges,
-                               FeatureStorage features) {
+bool write_dataset_vertex_data(hdf5::File& file, const Dataset& dataset, std::int64_t num_edges,
+                               const FeatureBlocks& features, FeatureStorage storage) {
   const std::string where = "dataset to write to " + file.path();
   dataset.validate_vertex_data(where);
-  NJ_REQUIRE(dataset.features.rows() == dataset.num_vertices(), "{}: /features: {} rows but the graph has {} vertices",
-             where, dataset.features.rows(), dataset.num_vertices());
-  require_finite_features(dataset.features, where);
-  write_checked_vertex_data(file, dataset, num_edges, features);
+  NJ_REQUIRE(features.rows == dataset.num_vertices(), "{}: /features: {} rows but the graph has {} vertices", where,
+             features.rows, dataset.num_vertices());
+  const bool sparse = write_features(file, features, storage, kFeatureRowsPerChunk, where);
+  write_checked_vertex_data(file, dataset, num_edges);
+  return sparse;
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include "nj/core/enum_names.hpp"
 #include "nj/core/error.hpp"
+#include "nj/graph/dataset.hpp"
 
 namespace nj {
 namespace {
@@ -19,8 +20,73 @@ constexpr EnumNames<FeatureStorage, 3> kStorageNames{
     "feature storage",
     {{{FeatureStorage::kAuto, "auto"}, {FeatureStorage::kDense, "dense"}, {FeatureStorage::kSparse, "sparse"}}}};
 
-std::int64_t count_nonzeros(const Matrix& features) {
-  return std::count_if(features.span().begin(), features.span().end(), [](float x) { return x != 0.0F; });
+std::int64_t count_nonzeros(ConstRows rows) {
+  return std::count_if(rows.data, rows.data + rows.size(), [](float x) { return x != 0.0F; });
+}
+
+// A stored entry takes a value and a column id (8 bytes) where the dense matrix takes 4 a cell.
+bool sparse_takes_less(std::int64_t nonzeros, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t sparse_bytes = 8 * nonzeros + 8 * (rows + 1);
+  return rows * cols > 0 && sparse_bytes <= 4 * rows * cols / 2;
+}
+
+std::int64_t count_nonzeros(const FeatureBlocks& features) {
+  std::int64_t nonzeros = 0;
+  features.for_each_block(feature_block_rows(features.cols),
+                          [&](std::int64_t, ConstRows block) { nonzeros += count_nonzeros(block); });
+  return nonzeros;
+}
+
+// Dense rows, chunked; each block is written in whole chunks where it holds several.
+void write_dense(hdf5::File& file, const FeatureBlocks& features, hsize_t rows_per_chunk, const std::string& where) {
+  file.create<float>(kDenseFeaturesPath, {static_cast<hsize_t>(features.rows), static_cast<hsize_t>(features.cols)},
+                     rows_per_chunk);
+  const auto chunk = static_cast<std::int64_t>(rows_per_chunk);
+  std::int64_t block_rows = feature_block_rows(features.cols);
+  if (chunk > 0 && block_rows > chunk) block_rows -= block_rows % chunk;
+  features.for_each_block(block_rows, [&](std::int64_t first, ConstRows block) {
+    require_finite_features(block, where, {}, first);
+    file.write_rows<float>(kDenseFeaturesPath, first, std::span(block.data, static_cast<std::size_t>(block.size())));
+  });
+}
+
+// Compressed sparse rows of `nonzeros` entries, a block's entries at a time.
+void write_sparse(hdf5::File& file, const FeatureBlocks& features, std::int64_t nonzeros, const std::string& where) {
+  file.create_group(kSparseGroup);
+  const std::vector<std::int64_t> shape = {features.rows, features.cols};
+  file.write<std::int64_t>(kShape, shape, {2});
+  constexpr hsize_t kEntriesPerChunk = hsize_t{1} << 20;
+  const auto entries = static_cast<hsize_t>(nonzeros);
+  file.create<std::int64_t>(kIndptr, {static_cast<hsize_t>(features.rows) + 1}, kEntriesPerChunk);
+  file.create<std::int32_t>(kIndices, {entries}, std::min(entries, kEntriesPerChunk));
+  file.create<float>(kValues, {entries}, std::min(entries, kEntriesPerChunk));
+  std::int64_t written = 0;
+  std::vector<std::int64_t> indptr;
+  std::vector<std::int32_t> indices;
+  std::vector<float> values;
+  features.for_each_block(feature_block_rows(features.cols), [&](std::int64_t first, ConstRows block) {
+    require_finite_features(block, where, {}, first);
+    indptr.clear();
+    indices.clear();
+    values.clear();
+    for (std::int64_t r = 0; r < block.rows; ++r) {
+      indptr.push_back(written + static_cast<std::int64_t>(indices.size()));
+      const float* row = block.row(r);
+      for (std::int64_t c = 0; c < block.cols; ++c) {
+        if (row[c] == 0.0F) continue;
+        indices.push_back(static_cast<std::int32_t>(c));
+        values.push_back(row[c]);
+      }
+    }
+    NJ_EXPECTS(written + static_cast<std::int64_t>(indices.size()) <= nonzeros,
+               "the feature rows gave more non-zero entries than their count, {}", nonzeros);
+    file.write_rows<std::int64_t>(kIndptr, first, indptr);
+    file.write_rows<std::int32_t>(kIndices, written, indices);
+    file.write_rows<float>(kValues, written, values);
+    written += static_cast<std::int64_t>(indices.size());
+  });
+  NJ_EXPECTS(written == nonzeros, "the feature rows gave {} non-zero entries, not their count {}", written, nonzeros);
+  file.write_rows<std::int64_t>(kIndptr, features.rows, std::span(&written, 1));
 }
 
 // The message of hdf5::read_vector, for a reader of some of the entries.
@@ -38,39 +104,24 @@ const char* to_string(FeatureStorage storage) { return kStorageNames.name(storag
 
 bool stores_sparse(const Matrix& features, FeatureStorage storage) {
   if (storage != FeatureStorage::kAuto) return storage == FeatureStorage::kSparse;
-  // A stored entry takes a value and a column id (8 bytes) where the dense matrix takes 4 a cell.
-  const std::int64_t sparse_bytes = 8 * count_nonzeros(features) + 8 * (features.rows() + 1);
-  return features.size() > 0 && sparse_bytes <= 4 * features.size() / 2;
+  return sparse_takes_less(count_nonzeros(features.view()), features.rows(), features.cols());
+}
+
+bool write_features(hdf5::File& file, const FeatureBlocks& features, FeatureStorage storage, hsize_t rows_per_chunk,
+                    const std::string& where) {
+  const std::int64_t nonzeros = storage == FeatureStorage::kDense ? -1 : count_nonzeros(features);
+  const bool sparse = storage == FeatureStorage::kSparse ||
+                      (storage == FeatureStorage::kAuto && sparse_takes_less(nonzeros, features.rows, features.cols));
+  if (sparse) {
+    write_sparse(file, features, nonzeros, where);
+  } else {
+    write_dense(file, features, rows_per_chunk, where);
+  }
+  return sparse;
 }
 
 void write_features(hdf5::File& file, const Matrix& features, FeatureStorage storage, hsize_t rows_per_chunk) {
-  const auto rows = static_cast<hsize_t>(features.rows());
-  const auto width = static_cast<hsize_t>(features.cols());
-  if (!stores_sparse(features, storage)) {
-    file.write<float>(kDenseFeaturesPath, features.span(), {rows, width}, rows_per_chunk);
-    return;
-  }
-  std::vector<std::int64_t> indptr{0};
-  std::vector<std::int32_t> indices;
-  std::vector<float> values;
-  const ConstRows view = features.view();
-  for (std::int64_t r = 0; r < features.rows(); ++r) {
-    const float* row = view.row(r);
-    for (std::int64_t c = 0; c < features.cols(); ++c) {
-      if (row[c] == 0.0F) continue;
-      indices.push_back(static_cast<std::int32_t>(c));
-      values.push_back(row[c]);
-    }
-    indptr.push_back(static_cast<std::int64_t>(indices.size()));
-  }
-  file.create_group(kSparseGroup);
-  const std::vector<std::int64_t> shape = {features.rows(), features.cols()};
-  file.write<std::int64_t>(kShape, shape, {2});
-  file.write<std::int64_t>(kIndptr, indptr, {rows + 1});
-  constexpr hsize_t kEntriesPerChunk = hsize_t{1} << 20;
-  const auto entries = static_cast<hsize_t>(indices.size());
-  file.write<std::int32_t>(kIndices, indices, {entries}, entries > 0 ? std::min(entries, kEntriesPerChunk) : 0);
-  file.write<float>(kValues, values, {entries}, entries > 0 ? std::min(entries, kEntriesPerChunk) : 0);
+  write_features(file, blocks_of(features), storage, rows_per_chunk, file.path());
 }
 
 StoredFeatures stored_features(const hdf5::File& file) {

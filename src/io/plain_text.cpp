@@ -17,49 +17,70 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Feature rows as read: the width is known only once every row is, so dense rows and `col:value` entries
-// are kept apart until then.
-struct FeatureRows {
-  struct Entry {
-    vid_t row;
-    std::int64_t col;
-    float value;
-  };
-  std::vector<Entry> entries;
-  std::int64_t sparse_width = 0;  // largest column + 1
-  std::vector<vid_t> dense_rows;
-  std::vector<float> dense_values;
-  std::int64_t dense_width = -1;  // -1 until the first dense row
+// One line of a feature file: `col:value` entries or dense values (a line with neither is a zero row).
+struct FeatureLine {
+  std::vector<std::pair<std::int64_t, float>> entries;
+  std::vector<float> dense;
+  bool is_dense = false;
 };
 
-void read_sparse_row(std::string_view line, vid_t row, std::int64_t declared_width, const TextReader& at,
-                     FeatureRows& rows) {
-  Fields fields(line, kWhitespace);
-  std::string_view pair;
-  while (fields.next(pair)) {
-    const auto colon = pair.find(':');
-    if (colon == std::string_view::npos) at.fail("expected `column:value`, found '{}'", printable(pair));
-    const auto col = parse_integer(pair.substr(0, colon), at, "feature column");
-    if (col < 0) at.fail("negative feature column {}", col);
-    if (declared_width > 0 && col >= declared_width) {
-      at.fail("feature column {} is outside the {} declared columns", col, declared_width);
+void read_feature_line(std::string_view line, std::int64_t declared_width, const TextReader& at, FeatureLine& read) {
+  read.entries.clear();
+  read.dense.clear();
+  read.is_dense = false;
+  if (line.find(':') != std::string_view::npos) {
+    Fields fields(line, kWhitespace);
+    std::string_view pair;
+    while (fields.next(pair)) {
+      const auto colon = pair.find(':');
+      if (colon == std::string_view::npos) at.fail("expected `column:value`, found '{}'", printable(pair));
+      const auto col = parse_integer(pair.substr(0, colon), at, "feature column");
+      if (col < 0) at.fail("negative feature column {}", col);
+      if (declared_width > 0 && col >= declared_width) {
+        at.fail("feature column {} is outside the {} declared columns", col, declared_width);
+      }
+      read.entries.emplace_back(col, parse_float(pair.substr(colon + 1), at, "feature value"));
     }
-    rows.entries.push_back({row, col, parse_float(pair.substr(colon + 1), at, "feature value")});
-    rows.sparse_width = std::max(rows.sparse_width, col + 1);
+  } else if (line.find_first_not_of(kWhitespace) != std::string_view::npos) {
+    Fields fields(line, kWhitespaceOrComma);
+    std::string_view field;
+    while (fields.next(field)) read.dense.push_back(parse_float(field, at, "feature value"));
+    read.is_dense = true;
   }
 }
 
-void read_dense_row(std::string_view line, vid_t row, const TextReader& at, FeatureRows& rows) {
-  const auto before = rows.dense_values.size();
-  Fields fields(line, kWhitespaceOrComma);
-  std::string_view field;
-  while (fields.next(field)) rows.dense_values.push_back(parse_float(field, at, "feature value"));
-  const auto width = static_cast<std::int64_t>(rows.dense_values.size() - before);
-  if (rows.dense_width >= 0 && width != rows.dense_width) {
-    at.fail("{} feature values, but the rows before have {}", width, rows.dense_width);
+// Writes a line's values into its row of `cols` zeros; of an entry named twice, the last counts.
+void fill_row(const FeatureLine& read, float* row) {
+  std::copy(read.dense.begin(), read.dense.end(), row);
+  for (const auto& [col, value] : read.entries) row[col] = value;
+}
+
+// What a first pass over a feature file finds: its shape, checked as it is read.
+struct FeatureFileShape {
+  std::int64_t rows = 0;
+  std::int64_t sparse_width = 0;  // largest column + 1
+  std::int64_t dense_width = -1;  // -1 until the first dense row
+};
+
+FeatureFileShape scan_feature_file(const std::string& path, vid_t num_vertices, std::int64_t width) {
+  FeatureFileShape shape;
+  TextReader reader(path);
+  FeatureLine read;
+  std::string_view line;
+  while (reader.next_line(line)) {
+    if (shape.rows++ >= num_vertices) continue;  // only counted, for the error below
+    read_feature_line(line, width, reader, read);
+    for (const auto& entry : read.entries) shape.sparse_width = std::max(shape.sparse_width, entry.first + 1);
+    if (!read.is_dense) continue;
+    const auto values = static_cast<std::int64_t>(read.dense.size());
+    if (shape.dense_width >= 0 && values != shape.dense_width) {
+      reader.fail("{} feature values, but the rows before have {}", values, shape.dense_width);
+    }
+    shape.dense_width = values;
   }
-  rows.dense_width = width;
-  rows.dense_rows.push_back(row);
+  NJ_REQUIRE(shape.rows == num_vertices, "{}: {} feature rows for {} vertices (line i holds vertex i)", path,
+             shape.rows, num_vertices);
+  return shape;
 }
 
 std::int32_t parse_label(std::string_view field, const TextReader& at, std::int32_t num_classes) {
@@ -106,37 +127,36 @@ void attach_split(Dataset& dataset, const VertexDataOptions& options, const Vert
 
 }  // namespace
 
-Matrix read_features(const std::string& path, vid_t num_vertices, std::int64_t width) {
-  FeatureRows rows;
-  TextReader reader(path);
-  std::string_view line;
-  std::int64_t num_rows = 0;
-  while (reader.next_line(line)) {
-    const auto row = num_rows++;
-    if (row >= num_vertices) continue;  // only counted, for the error below
-    if (line.find(':') != std::string_view::npos) {
-      read_sparse_row(line, static_cast<vid_t>(row), width, reader, rows);
-    } else if (line.find_first_not_of(kWhitespace) != std::string_view::npos) {
-      read_dense_row(line, static_cast<vid_t>(row), reader, rows);
-    }
-  }
-  NJ_REQUIRE(num_rows == num_vertices, "{}: {} feature rows for {} vertices (line i holds vertex i)", path, num_rows,
-             num_vertices);
-  const auto cols = width > 0 ? width : std::max(rows.dense_width, rows.sparse_width);
-  NJ_REQUIRE(cols > 0, "{}: no feature values", path);
+FeatureBlocks feature_file_blocks(const std::string& path, vid_t num_vertices, std::int64_t width) {
+  const FeatureFileShape shape = scan_feature_file(path, num_vertices, width);
   // A column index in a `col:value` pair, or a declared width, sets the width of every row.
-  require_input_memory(cols, static_cast<std::int64_t>(sizeof(float)) * num_vertices, path,
-                       fmt::format("{} x {} features", num_vertices, cols));
-  NJ_REQUIRE(rows.dense_width < 0 || rows.dense_width == cols, "{}: dense rows of {} values in {} feature columns",
-             path, rows.dense_width, cols);
+  const auto cols = width > 0 ? width : std::max(shape.dense_width, shape.sparse_width);
+  NJ_REQUIRE(cols > 0, "{}: no feature values", path);
+  NJ_REQUIRE(shape.dense_width < 0 || shape.dense_width == cols, "{}: dense rows of {} values in {} feature columns",
+             path, shape.dense_width, cols);
+  const auto rows = static_cast<std::int64_t>(num_vertices);
+  return {.rows = rows, .cols = cols, .for_each_block = [path, rows, cols](std::int64_t block_rows, const FeatureBlockSink& sink) {
+            Matrix block(std::min(block_rows, rows), cols);
+            TextReader reader(path);
+            FeatureLine read;
+            std::string_view line;
+            for (std::int64_t first = 0; first < rows; first += block.rows()) {
+              const std::int64_t count = std::min(block.rows(), rows - first);
+              block.fill(0.0F);
+              for (std::int64_t r = 0; r < count && reader.next_line(line); ++r) {
+                read_feature_line(line, cols, reader, read);
+                fill_row(read, block.row(r));
+              }
+              sink(first, block.view().slice(0, count));
+            }
+          }};
+}
 
-  Matrix features(num_vertices, cols);
-  for (std::size_t i = 0; i < rows.dense_rows.size(); ++i) {
-    const auto first = rows.dense_values.begin() + static_cast<std::ptrdiff_t>(i) * cols;
-    std::copy(first, first + cols, features.row(rows.dense_rows[i]));
-  }
-  for (const auto& entry : rows.entries) features(entry.row, entry.col) = entry.value;
-  return features;
+Matrix read_features(const std::string& path, vid_t num_vertices, std::int64_t width) {
+  const FeatureBlocks blocks = feature_file_blocks(path, num_vertices, width);
+  require_input_memory(blocks.cols, static_cast<std::int64_t>(sizeof(float)) * num_vertices, path,
+                       fmt::format("{} x {} features", num_vertices, blocks.cols));
+  return gather(blocks);
 }
 
 std::vector<std::int32_t> read_labels(const std::string& path, const VertexIds& ids, std::int32_t num_classes) {
@@ -188,14 +208,24 @@ std::vector<std::uint8_t> read_split(const std::string& path, const VertexIds& i
   return mask;
 }
 
+FeatureBlocks random_feature_blocks(vid_t num_vertices, std::int64_t width, std::uint64_t seed) {
+  const auto rows = static_cast<std::int64_t>(num_vertices);
+  return {.rows = rows, .cols = width, .for_each_block = [rows, width, seed](std::int64_t block_rows, const FeatureBlockSink& sink) {
+            auto rng = generator(seed, kFeaturePurpose);  // drawn row after row, so the blocks do not change the values
+            Matrix block(std::min(block_rows, rows), width);
+            for (std::int64_t first = 0; first < rows; first += block.rows()) {
+              const Rows filled = block.view().slice(0, std::min(block.rows(), rows - first));
+              for (float* x = filled.data; x != filled.data + filled.size(); ++x) {  // Box-Muller
+                const double radius = std::sqrt(-2.0 * std::log(uniform_open_zero(rng)));
+                *x = static_cast<float>(radius * std::cos(2.0 * std::numbers::pi * uniform_open_zero(rng)));
+              }
+              sink(first, filled);
+            }
+          }};
+}
+
 Matrix random_features(vid_t num_vertices, std::int64_t width, std::uint64_t seed) {
-  auto rng = generator(seed, kFeaturePurpose);
-  Matrix features(num_vertices, width);
-  for (auto& x : features.span()) {  // Box-Muller
-    const double radius = std::sqrt(-2.0 * std::log(uniform_open_zero(rng)));
-    x = static_cast<float>(radius * std::cos(2.0 * std::numbers::pi * uniform_open_zero(rng)));
-  }
-  return features;
+  return gather(random_feature_blocks(num_vertices, width, seed));
 }
 
 void random_split(Dataset& dataset, const SplitRatio& ratio, std::uint64_t seed) {
@@ -231,7 +261,7 @@ void random_split(Dataset& dataset, const SplitRatio& ratio, std::uint64_t seed)
   }
 }
 
-void attach_vertex_data(Dataset& dataset, const VertexDataOptions& options, const VertexIds& ids) {
+FeatureBlocks attach_vertex_data(Dataset& dataset, const VertexDataOptions& options, const VertexIds& ids) {
   const vid_t n = dataset.num_vertices();
   if (options.labels.empty()) {
     dataset.labels.assign(static_cast<std::size_t>(n), 0);
@@ -243,13 +273,9 @@ void attach_vertex_data(Dataset& dataset, const VertexDataOptions& options, cons
     dataset.num_classes = options.num_classes > 0 ? options.num_classes : largest + 1;
   }
 
-  if (!options.features.empty()) {
-    dataset.features = read_features(options.features, n, options.feature_width);
-  } else if (options.random_features > 0) {
-    dataset.features = random_features(n, options.random_features, options.seed);
-  } else {
-    dataset.features = Matrix(n, 1, 1.0F);
-  }
+  FeatureBlocks features = !options.features.empty()  ? feature_file_blocks(options.features, n, options.feature_width)
+                           : options.random_features > 0 ? random_feature_blocks(n, options.random_features, options.seed)
+                                                         : constant_blocks(n, 1, 1.0F);
 
   attach_split(dataset, options, ids);
 
@@ -258,13 +284,18 @@ void attach_vertex_data(Dataset& dataset, const VertexDataOptions& options, cons
   if (options.features.empty() && options.random_features == 0) {
     spdlog::info("no features: every vertex gets one feature column of ones");
   }
+  return features;
 }
 
 Dataset build_dataset(const EdgeList& edges, const ConvertOptions& options) {
   Dataset dataset;
   dataset.name = options.name;
   set_graph(dataset, edges, options.graph);
-  attach_vertex_data(dataset, options.data, edges.ids);
+  const FeatureBlocks features = attach_vertex_data(dataset, options.data, edges.ids);
+  require_input_memory(features.cols, static_cast<std::int64_t>(sizeof(float)) * features.rows,
+                       options.data.features.empty() ? "--random-features" : options.data.features,
+                       fmt::format("{} x {} features", features.rows, features.cols));
+  dataset.features = gather(features);
   return dataset;
 }
 

@@ -171,6 +171,45 @@ TEST(PlainText, ReadsSparseDenseAndEmptyFeatureRows) {
   EXPECT_THROW(read_features(path, 4, 5), InputError);  // dense rows must fill a declared width
 }
 
+// The rows of every block, in order, as one matrix.
+Matrix rows_in_blocks(const FeatureBlocks& blocks, std::int64_t block_rows) {
+  std::vector<float> values;
+  std::int64_t next = 0;
+  blocks.for_each_block(block_rows, [&](std::int64_t first, ConstRows block) {
+    EXPECT_EQ(first, next);
+    EXPECT_LE(block.rows, block_rows);
+    EXPECT_EQ(block.cols, blocks.cols);
+    values.insert(values.end(), block.data, block.data + block.size());
+    next += block.rows;
+  });
+  EXPECT_EQ(next, blocks.rows);
+  return Matrix(next, blocks.cols, std::move(values));
+}
+
+// A conversion writes features a block at a time: the blocks of a feature file are its rows, whatever their size.
+TEST(PlainText, FeatureFileBlocksOfAnySizeAreTheRowsReadWhole) {
+  const TempDir dir;
+  const auto path = write_text(dir, "f.txt", "0:1.5 2:-2 0:3\n\n1 2 3\n0.5,0,1\n2:7\n");
+  const Matrix whole = read_features(path, 5, 0);
+  const std::vector<float> expected = {3, 0, -2, 0, 0, 0, 1, 2, 3, 0.5F, 0, 1, 0, 0, 7};  // the last entry of a column counts
+  ASSERT_EQ(std::vector<float>(whole.span().begin(), whole.span().end()), expected);
+  const FeatureBlocks blocks = feature_file_blocks(path, 5, 0);
+  for (const std::int64_t block_rows : {1, 2, 3, 5, 100}) {
+    const Matrix read = rows_in_blocks(blocks, block_rows);
+    EXPECT_EQ(std::vector<float>(read.span().begin(), read.span().end()), expected) << block_rows << " rows a block";
+  }
+}
+
+TEST(PlainText, RandomFeatureBlocksDrawTheSameValuesWhateverTheirSize) {
+  const Matrix whole = random_features(37, 5, 9);
+  for (const std::int64_t block_rows : {1, 4, 37}) {
+    const Matrix drawn = rows_in_blocks(random_feature_blocks(37, 5, 9), block_rows);
+    EXPECT_EQ(std::vector<float>(drawn.span().begin(), drawn.span().end()),
+              std::vector<float>(whole.span().begin(), whole.span().end()))
+        << block_rows << " rows a block";
+  }
+}
+
 TEST(PlainText, RejectsFeatureRowsThatDoNotFit) {
   const TempDir dir;
   const auto path = write_text(dir, "f.txt", "0:1\n1:1\n");

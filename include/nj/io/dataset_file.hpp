@@ -14,9 +14,10 @@ inline constexpr std::int64_t kDatasetFormatVersion = 1;
 void write_dataset(const std::string& path, const Dataset& dataset, FeatureStorage features = FeatureStorage::kAuto);
 // All of a dataset file but /graph/indptr and /graph/indices, which a writer of a graph larger than memory streams
 // into `file` itself (nj/io/sorted_edge_list.hpp): the vertex data, checked, and the root attributes, with
-// `num_edges` for the graph's edges. `dataset.graph` gives only the vertex count.
-void write_dataset_vertex_data(hdf5::File& file, const Dataset& dataset, std::int64_t num_edges,
-                               FeatureStorage features = FeatureStorage::kAuto);
+// `num_edges` for the graph's edges. `dataset.graph` gives only the vertex count, and `features` the features, written
+// a block at a time. Returns whether they were stored sparse.
+bool write_dataset_vertex_data(hdf5::File& file, const Dataset& dataset, std::int64_t num_edges,
+                               const FeatureBlocks& features, FeatureStorage storage = FeatureStorage::kAuto);
 // Reads and validates; every error names the file, the object inside it and what is wrong.
 Dataset read_dataset(const std::string& path);
 

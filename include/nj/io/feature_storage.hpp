@@ -6,6 +6,7 @@
 #include <string>
 
 #include "nj/core/matrix.hpp"
+#include "nj/io/feature_blocks.hpp"
 #include "nj/io/hdf5.hpp"
 
 namespace nj {
@@ -22,7 +23,12 @@ const char* to_string(FeatureStorage storage);
 
 // Whether `storage` writes `features` sparse.
 bool stores_sparse(const Matrix& features, FeatureStorage storage);
-// Writes the features in the chosen storage (dense rows are chunked `rows_per_chunk` at a time).
+// Writes the features in the chosen storage (dense rows are chunked `rows_per_chunk` at a time), a block at a time, so
+// that it holds one block of them (with its sparse entries) and not the whole. Sparse or auto storage passes over the
+// blocks once more first, to count their non-zero entries. A value that is not finite is an error naming `where`, the
+// vertex and the column. Returns whether they were stored sparse.
+bool write_features(hdf5::File& file, const FeatureBlocks& features, FeatureStorage storage, hsize_t rows_per_chunk,
+                    const std::string& where);
 void write_features(hdf5::File& file, const Matrix& features, FeatureStorage storage, hsize_t rows_per_chunk);
 
 // What a file stores, read without the values.

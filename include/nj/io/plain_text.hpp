@@ -17,6 +17,7 @@
 #include "nj/core/matrix.hpp"
 #include "nj/graph/dataset.hpp"
 #include "nj/io/edge_list.hpp"
+#include "nj/io/feature_blocks.hpp"
 
 namespace nj {
 
@@ -51,6 +52,9 @@ struct ConvertOptions {
   VertexDataOptions data{};
 };
 
+// A feature file's rows, read a block at a time; the first pass over the file, made here, checks it and finds its
+// width (`width` > 0 declares it).
+FeatureBlocks feature_file_blocks(const std::string& path, vid_t num_vertices, std::int64_t width);
 Matrix read_features(const std::string& path, vid_t num_vertices, std::int64_t width);
 // Labels of all vertices (-1 where unlabelled); num_classes > 0 makes a label at or above it an error.
 std::vector<std::int32_t> read_labels(const std::string& path, const VertexIds& ids, std::int32_t num_classes);
@@ -58,13 +62,15 @@ std::vector<std::int32_t> read_labels(const std::string& path, const VertexIds& 
 std::vector<std::uint8_t> read_split(const std::string& path, const VertexIds& ids,
                                      const std::vector<std::int32_t>& labels);
 
-// Standard-normal features, a pure function of (seed, num_vertices, width).
+// Standard-normal features, a pure function of (seed, num_vertices, width), drawn again at each pass.
+FeatureBlocks random_feature_blocks(vid_t num_vertices, std::int64_t width, std::uint64_t seed);
 Matrix random_features(vid_t num_vertices, std::int64_t width, std::uint64_t seed);
 // Shuffles the labelled vertices by seed and cuts them into train, val and test by ratio.
 void random_split(Dataset& dataset, const SplitRatio& ratio, std::uint64_t seed);
 
-// Fills features, labels, num_classes and the masks of a dataset whose graph is set.
-void attach_vertex_data(Dataset& dataset, const VertexDataOptions& options, const VertexIds& ids);
+// Fills the labels, num_classes and the masks of a dataset whose graph is set, and returns its features, to be read
+// (or drawn) a block at a time.
+FeatureBlocks attach_vertex_data(Dataset& dataset, const VertexDataOptions& options, const VertexIds& ids);
 
 // The dataset of these edges and the vertex data named in the options.
 Dataset build_dataset(const EdgeList& edges, const ConvertOptions& options);
