@@ -45,7 +45,7 @@ void write_dense(hdf5::File& file, const FeatureBlocks& features, hsize_t rows_p
   std::int64_t block_rows = feature_block_rows(features.cols);
   if (chunk > 0 && block_rows > chunk) block_rows -= block_rows % chunk;
   features.for_each_block(block_rows, [&](std::int64_t first, ConstRows block) {
-    require_finite_features(block, where, {}, first);
+    if (!where.empty()) require_finite_features(block, where, {}, first);
     file.write_rows<float>(kDenseFeaturesPath, first, std::span(block.data, static_cast<std::size_t>(block.size())));
   });
 }
@@ -65,7 +65,7 @@ void write_sparse(hdf5::File& file, const FeatureBlocks& features, std::int64_t 
   std::vector<std::int32_t> indices;
   std::vector<float> values;
   features.for_each_block(feature_block_rows(features.cols), [&](std::int64_t first, ConstRows block) {
-    require_finite_features(block, where, {}, first);
+    if (!where.empty()) require_finite_features(block, where, {}, first);
     indptr.clear();
     indices.clear();
     values.clear();
@@ -121,7 +121,7 @@ bool write_features(hdf5::File& file, const FeatureBlocks& features, FeatureStor
 }
 
 void write_features(hdf5::File& file, const Matrix& features, FeatureStorage storage, hsize_t rows_per_chunk) {
-  write_features(file, blocks_of(features), storage, rows_per_chunk, file.path());
+  write_features(file, blocks_of(features), storage, rows_per_chunk, "");
 }
 
 StoredFeatures stored_features(const hdf5::File& file) {

@@ -26,9 +26,10 @@ bool stores_sparse(const Matrix& features, FeatureStorage storage);
 // Writes the features in the chosen storage (dense rows are chunked `rows_per_chunk` at a time), a block at a time, so
 // that it holds one block of them (with its sparse entries) and not the whole. Sparse or auto storage passes over the
 // blocks once more first, to count their non-zero entries. A value that is not finite is an error naming `where`, the
-// vertex and the column. Returns whether they were stored sparse.
+// vertex and the column; with `where` empty, the caller has checked them. Returns whether they were stored sparse.
 bool write_features(hdf5::File& file, const FeatureBlocks& features, FeatureStorage storage, hsize_t rows_per_chunk,
                     const std::string& where);
+// A matrix its writer has checked.
 void write_features(hdf5::File& file, const Matrix& features, FeatureStorage storage, hsize_t rows_per_chunk);
 
 // What a file stores, read without the values.
