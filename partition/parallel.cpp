@@ -1,6 +1,5 @@
 #include "nj/partition/parallel.hpp"
 
-#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include "nj/core/bytes.hpp"
 #include "nj/core/error.hpp"
 #include "nj/core/host_memory.hpp"
+#include "nj/core/phase_memory.hpp"
 #include "nj/core/release.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/io/dataset_file.hpp"
@@ -524,39 +524,6 @@ Shard shard_of(PartRows rows, LocalGraph local, const DatasetHeader& header, con
   return shard;
 }
 
-// The most the partition held, beyond what the process held when it began, logged beside what partition_memory.hpp
-// says it holds once the rank's counts are known. At debug level each phase's peak is measured on its own and logged
-// too: the kernel's high-water mark is reset between phases (mark_peak), after which what reads it from outside
-// (getrusage, /usr/bin/time) sees the last phase's peak only; at other levels the mark is left alone.
-class PhaseMemory {
- public:
-  PhaseMemory() : before_(resident_memory().current), per_phase_(spdlog::should_log(spdlog::level::debug)) {
-    if (per_phase_) mark_peak();
-  }
-  void end_phase() {
-    if (per_phase_) peaks_.push_back(resident_memory().peak_since_mark - before_);
-    // What the phase freed in small blocks (PT-Scotch's, the messages' headers) goes back to the system, so that the
-    // next phase starts from what is live.
-    malloc_trim(0);
-    if (per_phase_) mark_peak();
-  }
-  void log(const PartitionRankCounts& counts, int rank) const {
-    const std::vector<PartitionPhaseBytes> formula = partition_phase_bytes(counts);
-    for (std::size_t i = 0; i < peaks_.size() && i < formula.size(); ++i) {
-      spdlog::debug("rank {}: {}: peak {} above the {} held before, formula {}", rank, formula[i].phase,
-                    format_bytes(peaks_[i]), format_bytes(before_), format_bytes(formula[i].bytes));
-    }
-    spdlog::info("rank {}: partitioning held at most {} above the {} held before (formula {})", rank,
-                 format_bytes(resident_memory().peak - before_), format_bytes(before_),
-                 format_bytes(partition_peak_bytes(counts)));
-  }
-
- private:
-  std::int64_t before_;
-  bool per_phase_;
-  std::vector<std::int64_t> peaks_;
-};
-
 // Reads the slice and assigns its vertices' parts; fills the manifest's partition and counts but the mirrors.
 struct AssignedSlice {
   DatasetRows rows;
@@ -674,7 +641,7 @@ PartitionManifest partition_in_parallel(const std::string& dataset_path, const P
   add_send_lists(shards, comm.size(), comm);
   for (Shard& shard : shards) take(std::move(shard));
   memory.end_phase();  // building the shards
-  memory.log(counts, comm.rank());
+  memory.log(partition_phase_bytes(counts), fmt::format("rank {}", comm.rank()), "partitioning");
   return manifest;
 }
 

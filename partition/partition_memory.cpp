@@ -137,18 +137,12 @@ PartitionRankCounts mean_partition_counts(std::int64_t vertices, std::int64_t ed
   return c;
 }
 
-std::vector<PartitionPhaseBytes> partition_phase_bytes(const PartitionRankCounts& counts) {
+std::vector<PhaseBytes> partition_phase_bytes(const PartitionRankCounts& counts) {
   return {{"reading the slice", slice_bytes(counts)},
           {"the undirected graph", undirected_bytes(counts)},
           {"assigning parts", assigning_bytes(counts)},
           {"sending the rows", sending_bytes(counts)},
           {"building the shards", building_bytes(counts)}};
-}
-
-std::int64_t partition_peak_bytes(const PartitionRankCounts& counts) {
-  std::int64_t peak = 0;
-  for (const PartitionPhaseBytes& phase : partition_phase_bytes(counts)) peak = std::max(peak, phase.bytes);
-  return peak;
 }
 
 }  // namespace nj

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,10 +15,12 @@
 #include "nj/core/bytes.hpp"
 #include "nj/core/error.hpp"
 #include "nj/core/host_memory.hpp"
+#include "nj/core/phase_memory.hpp"
 #include "nj/core/release.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/graph/vertex_order.hpp"
 #include "nj/io/dataset_file.hpp"
+#include "nj/io/convert_memory.hpp"
 #include "nj/io/edge_list.hpp"
 #include "nj/io/hdf5.hpp"
 #include "nj/io/ogb.hpp"
@@ -44,6 +47,7 @@ struct ConvertArgs {
   CLI::Option* split_ratio_option = nullptr;
   std::string memory;   // --memory: what an edge list's sort may hold
   std::string scratch;  // --scratch: where its sorted runs go
+  std::vector<std::int64_t> forecast;  // --forecast: the VERTICES,EDGES,FEATURES of a graph to say what converting holds
 };
 
 // The input's name without folders and extensions: `../data/soc-Slashdot0902.txt.gz` -> `soc-Slashdot0902`.
@@ -60,6 +64,8 @@ void require_format(const CLI::Option* option, const ConvertArgs& args, const st
 }
 
 void check_options(ConvertArgs& args) {
+  NJ_USAGE(!args.format.empty() && !args.input.empty() && !args.output.empty(),
+           "converting needs --format, an input and --output");
   require_convert_input(args.format, args.input);
   require_format(args.one_based, args, "edgelist");
   require_format(args.relabel, args, "edgelist");
@@ -77,6 +83,25 @@ void check_options(ConvertArgs& args) {
 std::int64_t run_bytes(const std::string& memory) {
   const std::int64_t limit = memory.empty() ? available_host_bytes() / 2 : parse_byte_size(memory);
   return limit > 0 ? limit / 2 : std::int64_t{1} << 30;
+}
+
+// What converting an edge list of --forecast's shape holds at the peak of each phase, above what the process holds
+// before it reads anything, with dense features: convert_memory.hpp's formulas.
+void print_forecast(const ConvertArgs& args) {
+  NJ_USAGE(args.forecast.size() == 3, "--forecast takes three numbers, VERTICES,EDGES,FEATURES, not {}",
+           args.forecast.size());
+  const std::int64_t vertices = args.forecast[0];
+  const std::int64_t edges = args.forecast[1];
+  const std::int64_t features = args.forecast[2];
+  // Within these the formulas' byte counts stay within 64 bits.
+  constexpr std::int64_t kMostItems = std::int64_t{1} << 52;
+  NJ_USAGE(vertices > 0 && edges >= 0 && features > 0 && vertices <= kMostItems && edges <= kMostItems &&
+               features <= kMostItems / vertices,
+           "--forecast {},{},{}: a graph needs at least one vertex and one feature, and at most 2^52 of each", vertices,
+           edges, features);
+  const std::vector<PhaseBytes> phases =
+      convert_phase_bytes(convert_counts(vertices, edges, features, run_bytes(args.memory), args.options.ids.relabel));
+  std::cout << fmt::format("converting holds {} at its peak ({})\n", format_bytes(peak_bytes(phases)), describe(phases));
 }
 
 // The community order needs the whole graph: read back from the file where its edges fit within the sort's bytes.
@@ -101,14 +126,16 @@ struct Converted {
 };
 
 // An edge list (or an OGB folder's): its graph sorted on disk and streamed into the file, and its features read and
-// written a block at a time, never held whole.
+// written a block at a time, never held whole. Logs what each phase held beside convert_memory.hpp's formula.
 Converted convert_edge_list(const ConvertArgs& args, const std::string& edges, const ConvertOptions& options,
-                          hdf5::File& file) {
+                            hdf5::File& file) {
+  PhaseMemory memory;
   file.create_group("/graph");
   // Read once: what the machine has available changes as the conversion runs.
   const std::int64_t sort_bytes = run_bytes(args.memory);
-  SortedGraph graph = write_sorted_edge_list(edges, options.ids, options.graph,
-                                             {.run_bytes = sort_bytes, .scratch = args.scratch}, file);
+  SortedGraph graph = write_sorted_edge_list(
+      edges, options.ids, options.graph,
+      {.run_bytes = sort_bytes, .scratch = args.scratch, .end_phase = [&memory] { memory.end_phase(); }}, file);
   spdlog::debug("{} edges sorted in {} run{}", graph.num_edges(), graph.runs, graph.runs == 1 ? "" : "s");
   Dataset dataset;
   dataset.name = options.name;
@@ -117,10 +144,26 @@ Converted convert_edge_list(const ConvertArgs& args, const std::string& edges, c
   dataset.self_loops = graph.self_loops;
   dataset.vertex_ids = graph.ids.relabelled_ids();  // relabelled: the ids as the input wrote them, to name the rows
   const FeatureBlocks features = attach_vertex_data(dataset, options.data, graph.ids);
-  if (args.output_options.community_order) store_community_order_within(dataset, file, sort_bytes);
+  memory.end_phase();
+  if (args.output_options.community_order) {
+    store_community_order_within(dataset, file, sort_bytes);
+    if (!dataset.community_order.empty()) memory.end_phase();
+  }
   const bool sparse = write_dataset_vertex_data(file, dataset, dataset.graph.offsets.back(), features,
                                                 parse_feature_storage(args.output_options.feature_storage));
+  memory.end_phase();
   spdlog::info("features stored {}, {} rows at a time", sparse ? "sparse" : "dense", feature_block_rows(features.cols));
+  memory.log(convert_phase_bytes({.vertices = dataset.num_vertices(),
+                                  .edges = dataset.graph.offsets.back(),
+                                  .run_keys = graph.largest_run,
+                                  .runs = graph.runs,
+                                  .relabelled = options.ids.relabel,
+                                  .id_run = graph.largest_id_run,
+                                  .feature_width = features.cols,
+                                  .features_sparse = sparse,
+                                  .feature_entries = sparse ? stored_features(file).nonzeros : 0,
+                                  .community_order = !dataset.community_order.empty()}),
+             "", "converting");
   return {std::move(dataset), features.cols};
 }
 
@@ -132,11 +175,15 @@ Converted convert_in_memory(ConvertArgs& args) {
 }
 
 void run(ConvertArgs& args) {
+  if (!args.forecast.empty()) {
+    print_forecast(args);
+    return;
+  }
+  check_options(args);
   // Checked first, so that a long conversion does not fail only at its end.
   const auto output_folder = std::filesystem::absolute(args.output).parent_path();
   NJ_REQUIRE(std::filesystem::is_directory(output_folder), "{}: the folder {} does not exist", args.output,
              output_folder.string());
-  check_options(args);
   ProgressDisplay display("convert");
   const ReadProgress reading(display.callback());
   Converted converted;
@@ -177,10 +224,9 @@ void add_convert_command(CLI::App& app) {
   auto& options = args->options;
 
   cmd->add_option("--format", args->format, "Input format: edgelist (SNAP-style file), plain (folder), ogb (folder)")
-      ->required()
       ->check(one_of({"edgelist", "plain", "ogb"}));
-  cmd->add_option("input", args->input, "Input file (edgelist) or folder (plain, ogb)")->required();
-  cmd->add_option("--output,-o", args->output, "HDF5 dataset file to write")->required();
+  cmd->add_option("input", args->input, "Input file (edgelist) or folder (plain, ogb)");
+  cmd->add_option("--output,-o", args->output, "HDF5 dataset file to write");
   cmd->add_option("--name", options.name, "Dataset name recorded in the file (default: the input's name)");
 
   args->one_based = cmd->add_flag("--one-based", options.ids.one_based, "Vertex ids in the input files start at 1");
@@ -243,6 +289,11 @@ void add_convert_command(CLI::App& app) {
       "--scratch", args->scratch,
       "edgelist, ogb: folder for the sorted runs of edges, removed when done (default: the system's temporary "
       "folder)");
+  cmd->add_option("--forecast", args->forecast,
+                  "Convert nothing: print what converting an edge list of VERTICES,EDGES,FEATURES (edges as stored, "
+                  "after --undirected) holds at each phase's peak, with --memory and --relabel as given")
+      ->delimiter(',')
+      ->type_name("V,E,F");
   add_dataset_output_options(*cmd, args->output_options);
   cmd->callback([args] { run(*args); });
 }

@@ -66,12 +66,9 @@ void print_forecast(const PartitionArgs& args) {
              vertices);
     const PartitionRankCounts counts =
         mean_partition_counts(vertices, edges, features, ranks, parts, args.mirrors_per_vertex);
-    std::string phases;
-    for (const PartitionPhaseBytes& phase : partition_phase_bytes(counts)) {
-      phases += fmt::format("{}{} {}", phases.empty() ? "" : ", ", phase.phase, format_bytes(phase.bytes));
-    }
+    const std::vector<PhaseBytes> phases = partition_phase_bytes(counts);
     std::cout << fmt::format("{} ranks, {} parts: each rank holds {} at its peak ({})\n", ranks, parts,
-                             format_bytes(partition_peak_bytes(counts)), phases);
+                             format_bytes(peak_bytes(phases)), describe(phases));
   }
 }
 

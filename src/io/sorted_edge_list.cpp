@@ -64,6 +64,7 @@ class Runs {
   // Sorts the keys and writes them as the next run.
   void add(std::vector<EdgeKey>& keys) {
     if (keys.empty()) return;
+    largest_ = std::max(largest_, static_cast<std::int64_t>(keys.size()));
     std::sort(keys.begin(), keys.end());
     const fs::path path = run_path(count_++);
     const File file = open_file(path, "wb");
@@ -71,12 +72,14 @@ class Runs {
     keys.clear();
   }
   int count() const { return count_; }
+  std::int64_t largest() const { return largest_; }
   fs::path run_path(int run) const { return folder_ / ("run-" + std::to_string(run)); }
   fs::path folder() const { return folder_; }
 
  private:
   fs::path folder_;
   int count_ = 0;
+  std::int64_t largest_ = 0;
 };
 
 // Reads a run back a buffer at a time.
@@ -193,26 +196,40 @@ class CsrWriter {
   std::uint64_t reverse_hash_ = 0;
 };
 
-// The ids an edge list's vertices are numbered by, from a first pass over it where they are relabelled.
-VertexIds vertex_ids(const std::string& path, const VertexIdOptions& options, std::int64_t run_keys) {
+// The ids an edge list's vertices are numbered by, from a first pass over it, which also counts its edges and, where
+// the ids are relabelled, the most ids it read between two times it made them distinct.
+VertexIds vertex_ids(const std::string& path, const VertexIdOptions& options, std::int64_t run_keys,
+                     std::int64_t& edges, std::int64_t& largest_id_run) {
+  edges = 0;
   if (!options.relabel) {
     std::int64_t largest = 0;
     for_each_edge_id(path, options, [&](std::int64_t src, std::int64_t dst) {
       largest = std::max({largest, src, dst});
+      ++edges;
     });
     return dense_vertex_ids(path, options, largest);
   }
-  // The distinct ids so far, and those read since they were last made distinct.
+  // The distinct ids so far, then those read since they were last made distinct. Room for a run of them is made once
+  // a run, so that the array never grows by doubling past what it holds.
   std::vector<std::int64_t> ids;
   std::size_t distinct = 0;
+  const auto make_distinct = [&] {
+    largest_id_run = std::max(largest_id_run, static_cast<std::int64_t>(ids.size() - distinct));
+    ids = sorted_distinct(std::move(ids));
+    distinct = ids.size();
+  };
+  ids.reserve(static_cast<std::size_t>(run_keys) + 2);
   for_each_edge_id(path, options, [&](std::int64_t src, std::int64_t dst) {
+    ++edges;
     ids.insert(ids.end(), {src, dst});
     if (static_cast<std::int64_t>(ids.size() - distinct) >= run_keys) {
-      ids = sorted_distinct(std::move(ids));
-      distinct = ids.size();
+      make_distinct();
+      ids.reserve(distinct + static_cast<std::size_t>(run_keys) + 2);
     }
   });
-  return VertexIds::relabelled(sorted_distinct(std::move(ids)), options.one_based);
+  make_distinct();
+  // Held to the end of the conversion: exactly the distinct ids, not the room of a run.
+  return VertexIds::relabelled(std::vector<std::int64_t>(ids.begin(), ids.end()), options.one_based);
 }
 
 void copy_sources(const fs::path& sources_path, std::int64_t edges, hdf5::File& file) {
@@ -235,10 +252,13 @@ SortedGraph write_sorted_edge_list(const std::string& path, const VertexIdOption
                                    const ExternalSortOptions& sort, hdf5::File& file) {
   const std::int64_t run_keys = std::max<std::int64_t>(sort.run_bytes / sizeof(EdgeKey), 2);
   SortedGraph graph;
-  graph.ids = vertex_ids(path, ids, run_keys);
+  std::int64_t input_edges = 0;
+  graph.ids = vertex_ids(path, ids, run_keys, input_edges, graph.largest_id_run);
+  sort.end_phase();
   Runs runs(sort.scratch);
   std::vector<EdgeKey> keys;
-  keys.reserve(static_cast<std::size_t>(std::min<std::int64_t>(run_keys, std::int64_t{1} << 24)));
+  // Sized once, so that a run never holds a grown array beside the one it outgrew.
+  keys.reserve(static_cast<std::size_t>(std::min(run_keys, input_edges * (options.symmetrize ? 2 : 1) + 1)));
   for_each_edge_id(path, ids, [&](std::int64_t src_id, std::int64_t dst_id) {
     const vid_t src = graph.ids.find(src_id);
     const vid_t dst = graph.ids.find(dst_id);
@@ -248,7 +268,9 @@ SortedGraph write_sorted_edge_list(const std::string& path, const VertexIdOption
   });
   runs.add(keys);
   release_vector(keys);
+  sort.end_phase();
   graph.runs = runs.count();
+  graph.largest_run = runs.largest();
   CsrWriter writer(graph.ids.count(), options, runs.folder() / "sources");
   Merge merge(runs);
   for (EdgeKey key = 0; merge.next(key);) writer.add(key);
@@ -258,6 +280,7 @@ SortedGraph write_sorted_edge_list(const std::string& path, const VertexIdOption
   graph.self_loops = self_loop_policy_of(options.self_loops);
   file.write<eid_t>("/graph/indptr", graph.offsets, {graph.offsets.size()});
   copy_sources(runs.folder() / "sources", graph.num_edges(), file);
+  sort.end_phase();
   return graph;
 }
 

@@ -5,6 +5,7 @@
 // read back. What stays in memory is the run, one read buffer per run while merging, and per vertex its offset (and,
 // with relabelled ids, its id): docs/convert.md states it.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ namespace nj {
 struct ExternalSortOptions {
   std::int64_t run_bytes = std::int64_t{1} << 30;  // edges held at once while reading: 8 bytes each
   std::string scratch;                             // a folder for the runs, removed when done
+  // Called as each phase ends (finding the vertices, sorting the edges, merging the runs), where the caller measures
+  // them (nj/io/convert_memory.hpp).
+  std::function<void()> end_phase = [] {};
 };
 
 struct SortedGraph {
@@ -25,7 +29,9 @@ struct SortedGraph {
   std::vector<eid_t> offsets;  // num_vertices + 1, as written to /graph/indptr
   bool symmetrized = false;    // by the options, or because every edge's reverse is there as often
   SelfLoopPolicy self_loops = SelfLoopPolicy::kKept;
-  int runs = 0;  // sorted runs written to the scratch folder
+  int runs = 0;                 // sorted runs written to the scratch folder
+  std::int64_t largest_run = 0;  // the edges the largest of them held
+  std::int64_t largest_id_run = 0;  // relabelled ids: the most read before they were made distinct again
 
   std::int64_t num_edges() const { return offsets.back(); }
 };

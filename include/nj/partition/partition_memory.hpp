@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "nj/core/phase_memory.hpp"
+
 namespace nj {
 
 // What one rank reads, builds and receives, counted on its slice.
@@ -39,15 +41,8 @@ struct PartitionRankCounts {
 PartitionRankCounts mean_partition_counts(std::int64_t vertices, std::int64_t edges, std::int64_t feature_width,
                                           int ranks, int parts, double mirrors_per_vertex = -1);
 
-// One phase's bytes at its peak.
-struct PartitionPhaseBytes {
-  std::string phase;
-  std::int64_t bytes = 0;
-};
 // The phases in the order they run: reading the slice, the undirected graph, assigning parts, sending the rows,
 // building the shards.
-std::vector<PartitionPhaseBytes> partition_phase_bytes(const PartitionRankCounts& counts);
-// The most of them.
-std::int64_t partition_peak_bytes(const PartitionRankCounts& counts);
+std::vector<PhaseBytes> partition_phase_bytes(const PartitionRankCounts& counts);
 
 }  // namespace nj

@@ -1,0 +1,36 @@
+#pragma once
+// The host memory nj convert holds at the peak of each of its phases, beyond what its process held before it read
+// anything, where it streams an edge list (or an OGB folder) into the dataset file: the formulas it logs beside each
+// phase's measured peak, and that `nj convert --forecast` evaluates for a graph that is not at hand. docs/convert.md
+// ("What a conversion holds") explains each term.
+#include <cstdint>
+#include <vector>
+
+#include "nj/core/phase_memory.hpp"
+
+namespace nj {
+
+struct ConvertCounts {
+  std::int64_t vertices = 0;
+  std::int64_t edges = 0;      // stored in the file, after --undirected, --self-loops and --duplicates
+  std::int64_t run_keys = 0;   // the most edges a sorted run held (8 bytes each)
+  std::int64_t runs = 0;       // sorted runs merged
+  bool relabelled = false;     // --relabel: the distinct ids are held, and written
+  std::int64_t id_run = 0;     // relabelled: the most ids read before they were made distinct again (8 bytes each)
+  std::int64_t feature_width = 0;
+  bool features_sparse = false;
+  std::int64_t feature_entries = 0;  // the non-zero features, where they are stored sparse
+  bool community_order = false;      // found: the whole graph was read back
+};
+
+// The counts of a graph of `vertices` vertices and `edges` stored edges, sorted in runs of `run_bytes` (half of
+// --memory), with dense features and the community order where nj convert would store it (its edges, 4 bytes each,
+// within `run_bytes`).
+ConvertCounts convert_counts(std::int64_t vertices, std::int64_t edges, std::int64_t feature_width,
+                             std::int64_t run_bytes, bool relabelled);
+
+// The phases in the order they run: finding the vertices, sorting the edges, merging the runs, reading the vertex
+// data, the community order (where it is found), writing the vertex data.
+std::vector<PhaseBytes> convert_phase_bytes(const ConvertCounts& counts);
+
+}  // namespace nj

@@ -1,0 +1,82 @@
+#include "nj/io/convert_memory.hpp"
+
+#include <algorithm>
+
+#include "nj/io/feature_blocks.hpp"
+
+namespace nj {
+namespace {
+
+constexpr std::int64_t kKeyBytes = 8;                        // an edge in a sorted run
+constexpr std::int64_t kMergeBufferBytes = 512 << 10;        // a run's read buffer while merging
+constexpr std::int64_t kMergeWriteBytes = (256 + 4096) << 10;  // the merged sources' buffer, and copying them to the file
+constexpr std::int64_t kTextReaderBytes = 192 << 10;         // a text file's read and gzip buffers
+constexpr std::int64_t kChunkBytes = 4 << 20;  // what HDF5 allocates to write a chunk of /graph/indices, or of sparse features
+
+// What the later phases hold throughout: the offsets, and the relabelled ids twice (to look up, and to write).
+std::int64_t held_per_vertex(const ConvertCounts& c) { return 8 * (c.vertices + 1) + (c.relabelled ? 16 * c.vertices : 0); }
+
+std::int64_t finding_vertices(const ConvertCounts& c) {
+  // Relabelled: the distinct ids with a run of ids read since they were last made distinct, and the distinct ids again
+  // as they are copied out of the run's room.
+  return kTextReaderBytes + (c.relabelled ? 8 * (2 * c.vertices + c.id_run) : 0);
+}
+
+std::int64_t sorting(const ConvertCounts& c) {
+  return kTextReaderBytes + kKeyBytes * c.run_keys + (c.relabelled ? 8 * c.vertices : 0);
+}
+
+std::int64_t merging(const ConvertCounts& c) {
+  return 8 * (c.vertices + 1) + (c.relabelled ? 8 * c.vertices : 0) + c.runs * kMergeBufferBytes + kMergeWriteBytes +
+         kChunkBytes;
+}
+
+// The labels and masks (7 bytes a vertex), with the labelled vertices a random split shuffles (4 bytes each).
+std::int64_t reading_vertex_data(const ConvertCounts& c) {
+  return held_per_vertex(c) + kTextReaderBytes + 11 * c.vertices;
+}
+
+// The graph read back (4 bytes an edge), the whole graph's degrees, self-loops and ids (17 bytes a vertex), and label
+// propagation's labels, sizes and previous labels with the order and its copy (20 bytes a vertex); the first three lie
+// on huge pages, each rounded up to 2 MiB.
+std::int64_t community_order(const ConvertCounts& c) {
+  constexpr std::int64_t kHugePageRounding = 3 * (2 << 20);
+  return held_per_vertex(c) + 7 * c.vertices + 4 * c.edges + 37 * c.vertices + kHugePageRounding;
+}
+
+// One block of feature rows, and where they are stored sparse its entries (8 bytes each) and row offsets.
+std::int64_t writing_vertex_data(const ConvertCounts& c) {
+  const std::int64_t rows = std::min(feature_block_rows(c.feature_width), c.vertices);
+  std::int64_t block = 4 * rows * c.feature_width + kTextReaderBytes;
+  if (c.features_sparse && c.vertices > 0) {
+    block += 8 * rows + 8 * (c.feature_entries * rows / c.vertices) + 2 * kChunkBytes;  // indices and values
+  }
+  return held_per_vertex(c) + 7 * c.vertices + (c.community_order ? 4 * c.vertices : 0) + block;
+}
+
+}  // namespace
+
+ConvertCounts convert_counts(std::int64_t vertices, std::int64_t edges, std::int64_t feature_width,
+                             std::int64_t run_bytes, bool relabelled) {
+  const std::int64_t run_keys = std::max<std::int64_t>(run_bytes / kKeyBytes, 2);
+  return {.vertices = vertices,
+          .edges = edges,
+          .run_keys = std::min(run_keys, edges),
+          .runs = (edges + run_keys - 1) / run_keys,
+          .relabelled = relabelled,
+          .id_run = relabelled ? std::min(run_keys, edges) : 0,
+          .feature_width = feature_width,
+          .community_order = 4 * edges <= run_bytes};
+}
+
+std::vector<PhaseBytes> convert_phase_bytes(const ConvertCounts& counts) {
+  std::vector<PhaseBytes> phases = {{"finding the vertices", finding_vertices(counts)},
+                                    {"sorting the edges", sorting(counts)},
+                                    {"merging the runs", merging(counts)},
+                                    {"reading the vertex data", reading_vertex_data(counts)}};
+  if (counts.community_order) phases.push_back({"the community order", community_order(counts)});
+  phases.push_back({"writing the vertex data", writing_vertex_data(counts)});
+  return phases;
+}
+
+}  // namespace nj
