@@ -19,8 +19,8 @@
 #include "nj/core/release.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/graph/vertex_order.hpp"
-#include "nj/io/dataset_file.hpp"
 #include "nj/io/convert_memory.hpp"
+#include "nj/io/dataset_file.hpp"
 #include "nj/io/edge_list.hpp"
 #include "nj/io/hdf5.hpp"
 #include "nj/io/ogb.hpp"
@@ -47,7 +47,8 @@ struct ConvertArgs {
   CLI::Option* split_ratio_option = nullptr;
   std::string memory;   // --memory: what an edge list's sort may hold
   std::string scratch;  // --scratch: where its sorted runs go
-  std::vector<std::int64_t> forecast;  // --forecast: the VERTICES,EDGES,FEATURES of a graph to say what converting holds
+  std::vector<std::int64_t>
+      forecast;  // --forecast: the VERTICES,EDGES,FEATURES of a graph to say what converting holds
 };
 
 // The input's name without folders and extensions: `../data/soc-Slashdot0902.txt.gz` -> `soc-Slashdot0902`.
@@ -101,7 +102,8 @@ void print_forecast(const ConvertArgs& args) {
            edges, features);
   const std::vector<PhaseBytes> phases =
       convert_phase_bytes(convert_counts(vertices, edges, features, run_bytes(args.memory), args.options.ids.relabel));
-  std::cout << fmt::format("converting holds {} at its peak ({})\n", format_bytes(peak_bytes(phases)), describe(phases));
+  std::cout << fmt::format("converting holds {} at its peak ({})\n", format_bytes(peak_bytes(phases)),
+                           describe(phases));
 }
 
 // The community order needs the whole graph: read back from the file where its edges fit within the sort's bytes.

@@ -24,8 +24,7 @@ std::string describe(std::span<const PhaseBytes> phases) {
   return text;
 }
 
-PhaseMemory::PhaseMemory()
-    : before_(resident_memory().current), per_phase_(spdlog::should_log(spdlog::level::debug)) {
+PhaseMemory::PhaseMemory() : before_(resident_memory().current), per_phase_(spdlog::should_log(spdlog::level::debug)) {
   if (per_phase_) mark_peak();
 }
 

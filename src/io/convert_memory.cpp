@@ -7,14 +7,18 @@
 namespace nj {
 namespace {
 
-constexpr std::int64_t kKeyBytes = 8;                        // an edge in a sorted run
-constexpr std::int64_t kMergeBufferBytes = 512 << 10;        // a run's read buffer while merging
-constexpr std::int64_t kMergeWriteBytes = (256 + 4096) << 10;  // the merged sources' buffer, and copying them to the file
-constexpr std::int64_t kTextReaderBytes = 192 << 10;         // a text file's read and gzip buffers
-constexpr std::int64_t kChunkBytes = 4 << 20;  // what HDF5 allocates to write a chunk of /graph/indices, or of sparse features
+constexpr std::int64_t kKeyBytes = 8;                  // an edge in a sorted run
+constexpr std::int64_t kMergeBufferBytes = 512 << 10;  // a run's read buffer while merging
+constexpr std::int64_t kMergeWriteBytes = (256 + 4096)
+                                          << 10;      // the merged sources' buffer, and copying them to the file
+constexpr std::int64_t kTextReaderBytes = 192 << 10;  // a text file's read and gzip buffers
+constexpr std::int64_t kChunkBytes =
+    4 << 20;  // what HDF5 allocates to write a chunk of /graph/indices, or of sparse features
 
 // What the later phases hold throughout: the offsets, and the relabelled ids twice (to look up, and to write).
-std::int64_t held_per_vertex(const ConvertCounts& c) { return 8 * (c.vertices + 1) + (c.relabelled ? 16 * c.vertices : 0); }
+std::int64_t held_per_vertex(const ConvertCounts& c) {
+  return 8 * (c.vertices + 1) + (c.relabelled ? 16 * c.vertices : 0);
+}
 
 std::int64_t finding_vertices(const ConvertCounts& c) {
   // Relabelled: the distinct ids with a run of ids read since they were last made distinct, and the distinct ids again

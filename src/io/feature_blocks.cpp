@@ -6,7 +6,8 @@
 namespace nj {
 
 std::int64_t feature_block_rows(std::int64_t cols) {
-  return std::max<std::int64_t>(1, kFeatureBlockBytes / (static_cast<std::int64_t>(sizeof(float)) * std::max<std::int64_t>(cols, 1)));
+  return std::max<std::int64_t>(
+      1, kFeatureBlockBytes / (static_cast<std::int64_t>(sizeof(float)) * std::max<std::int64_t>(cols, 1)));
 }
 
 FeatureBlocks blocks_of(const Matrix& features) {

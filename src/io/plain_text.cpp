@@ -135,7 +135,9 @@ FeatureBlocks feature_file_blocks(const std::string& path, vid_t num_vertices, s
   NJ_REQUIRE(shape.dense_width < 0 || shape.dense_width == cols, "{}: dense rows of {} values in {} feature columns",
              path, shape.dense_width, cols);
   const auto rows = static_cast<std::int64_t>(num_vertices);
-  return {.rows = rows, .cols = cols, .for_each_block = [path, rows, cols](std::int64_t block_rows, const FeatureBlockSink& sink) {
+  return {.rows = rows,
+          .cols = cols,
+          .for_each_block = [path, rows, cols](std::int64_t block_rows, const FeatureBlockSink& sink) {
             Matrix block(std::min(block_rows, rows), cols);
             TextReader reader(path);
             FeatureLine read;
@@ -210,7 +212,9 @@ std::vector<std::uint8_t> read_split(const std::string& path, const VertexIds& i
 
 FeatureBlocks random_feature_blocks(vid_t num_vertices, std::int64_t width, std::uint64_t seed) {
   const auto rows = static_cast<std::int64_t>(num_vertices);
-  return {.rows = rows, .cols = width, .for_each_block = [rows, width, seed](std::int64_t block_rows, const FeatureBlockSink& sink) {
+  return {.rows = rows,
+          .cols = width,
+          .for_each_block = [rows, width, seed](std::int64_t block_rows, const FeatureBlockSink& sink) {
             auto rng = generator(seed, kFeaturePurpose);  // drawn row after row, so the blocks do not change the values
             Matrix block(std::min(block_rows, rows), width);
             for (std::int64_t first = 0; first < rows; first += block.rows()) {
@@ -273,9 +277,10 @@ FeatureBlocks attach_vertex_data(Dataset& dataset, const VertexDataOptions& opti
     dataset.num_classes = options.num_classes > 0 ? options.num_classes : largest + 1;
   }
 
-  FeatureBlocks features = !options.features.empty()  ? feature_file_blocks(options.features, n, options.feature_width)
-                           : options.random_features > 0 ? random_feature_blocks(n, options.random_features, options.seed)
-                                                         : constant_blocks(n, 1, 1.0F);
+  FeatureBlocks features = !options.features.empty() ? feature_file_blocks(options.features, n, options.feature_width)
+                           : options.random_features > 0
+                               ? random_feature_blocks(n, options.random_features, options.seed)
+                               : constant_blocks(n, 1, 1.0F);
 
   attach_split(dataset, options, ids);
 

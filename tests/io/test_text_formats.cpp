@@ -191,7 +191,8 @@ TEST(PlainText, FeatureFileBlocksOfAnySizeAreTheRowsReadWhole) {
   const TempDir dir;
   const auto path = write_text(dir, "f.txt", "0:1.5 2:-2 0:3\n\n1 2 3\n0.5,0,1\n2:7\n");
   const Matrix whole = read_features(path, 5, 0);
-  const std::vector<float> expected = {3, 0, -2, 0, 0, 0, 1, 2, 3, 0.5F, 0, 1, 0, 0, 7};  // the last entry of a column counts
+  const std::vector<float> expected = {3, 0,    -2, 0, 0, 0, 1, 2,
+                                       3, 0.5F, 0,  1, 0, 0, 7};  // the last entry of a column counts
   ASSERT_EQ(std::vector<float>(whole.span().begin(), whole.span().end()), expected);
   const FeatureBlocks blocks = feature_file_blocks(path, 5, 0);
   for (const std::int64_t block_rows : {1, 2, 3, 5, 100}) {

@@ -12,11 +12,11 @@ namespace nj {
 
 struct ConvertCounts {
   std::int64_t vertices = 0;
-  std::int64_t edges = 0;      // stored in the file, after --undirected, --self-loops and --duplicates
-  std::int64_t run_keys = 0;   // the most edges a sorted run held (8 bytes each)
-  std::int64_t runs = 0;       // sorted runs merged
-  bool relabelled = false;     // --relabel: the distinct ids are held, and written
-  std::int64_t id_run = 0;     // relabelled: the most ids read before they were made distinct again (8 bytes each)
+  std::int64_t edges = 0;     // stored in the file, after --undirected, --self-loops and --duplicates
+  std::int64_t run_keys = 0;  // the most edges a sorted run held (8 bytes each)
+  std::int64_t runs = 0;      // sorted runs merged
+  bool relabelled = false;    // --relabel: the distinct ids are held, and written
+  std::int64_t id_run = 0;    // relabelled: the most ids read before they were made distinct again (8 bytes each)
   std::int64_t feature_width = 0;
   bool features_sparse = false;
   std::int64_t feature_entries = 0;  // the non-zero features, where they are stored sparse

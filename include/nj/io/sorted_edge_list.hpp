@@ -29,8 +29,8 @@ struct SortedGraph {
   std::vector<eid_t> offsets;  // num_vertices + 1, as written to /graph/indptr
   bool symmetrized = false;    // by the options, or because every edge's reverse is there as often
   SelfLoopPolicy self_loops = SelfLoopPolicy::kKept;
-  int runs = 0;                 // sorted runs written to the scratch folder
-  std::int64_t largest_run = 0;  // the edges the largest of them held
+  int runs = 0;                     // sorted runs written to the scratch folder
+  std::int64_t largest_run = 0;     // the edges the largest of them held
   std::int64_t largest_id_run = 0;  // relabelled ids: the most read before they were made distinct again
 
   std::int64_t num_edges() const { return offsets.back(); }
