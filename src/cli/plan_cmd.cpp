@@ -13,10 +13,12 @@
 #include "cli/commands.hpp"
 #include "nj/core/host_memory.hpp"
 #include "nj/core/stopwatch.hpp"
+#include "nj/graph/mean_part.hpp"
 #include "nj/io/dataset_file.hpp"
 #include "nj/io/feature_storage.hpp"
 #include "nj/io/path_kind.hpp"
 #include "nj/io/shard_file.hpp"
+#include "nj/partition/partition_memory.hpp"
 #include "nj/runtime/resources.hpp"
 
 namespace nj::cli {
@@ -37,6 +39,9 @@ struct PlanArguments {
   std::string device = "cpu";
   bool deterministic = false;
   int threads = 0;
+  std::vector<std::int64_t> shape;  // --shape: VERTICES,EDGES,FEATURES,CLASSES of a graph to project a rank for
+  int ranks = 1;                    // --ranks: the ranks it is partitioned over
+  double mirrors_per_vertex = -1;   // --mirrors: a part's mirrors per owned vertex (< 0: neighbours at random)
 };
 
 // The executor as nj train (or, with --inference, nj infer) would run it on --device: a GPU's backend takes its
@@ -394,7 +399,54 @@ void print_forecast(const PlanArguments& args, const ExecutorChoice& choice, Mod
   print_policies(args, choice, model, local, features, sparse, loaded.shard.train_mask, plan);
 }
 
+// The mean part of the graph --shape gives, on --ranks ranks: its counts as nj partition --forecast takes them, the
+// graph made up to them (mean_part.hpp).
+PartShape mean_part_shape(const PlanArguments& args) {
+  NJ_USAGE(args.shape.size() == 4, "--shape takes four numbers, VERTICES,EDGES,FEATURES,CLASSES, not {}",
+           args.shape.size());
+  const std::int64_t vertices = args.shape[0];
+  const std::int64_t edges = args.shape[1];
+  NJ_USAGE(vertices >= args.ranks && edges >= 0 && args.shape[2] > 0 && args.shape[3] > 0 &&
+               args.mirrors_per_vertex <= static_cast<double>(vertices),
+           "--shape {},{},{},{} on {} ranks: each rank needs a vertex, the features and classes at least one, and a "
+           "part at most the graph's vertices as mirrors of each of its own",
+           vertices, edges, args.shape[2], args.shape[3], args.ranks);
+  const PartitionRankCounts counts =
+      mean_partition_counts(vertices, edges, args.shape[2], args.ranks, args.ranks, args.mirrors_per_vertex);
+  return {.owned = counts.rows_in,
+          .mirrors = args.ranks > 1 ? std::min(counts.mirrors, counts.edges_in) : 0,
+          .in_edges = counts.edges_in,
+          .peers = args.ranks - 1};
+}
+
+// A training rank of a graph that is not at hand, planned over the mean part (one vertex in ten training): what
+// docs/multi-rank.md projects. `nj plan` of a like graph's shards forecasts what their ranks measure.
+void run_shape_plan(const PlanArguments& args) {
+  const PartShape part = mean_part_shape(args);
+  const ExecutorChoice choice = planned_choice(args);
+  const LocalGraph local = mean_part_graph(part, 1);
+  std::vector<std::uint8_t> train_mask(static_cast<std::size_t>(part.owned), 0);
+  for (std::size_t v = 0; v < train_mask.size(); v += 10) train_mask[v] = 1;
+  const std::int64_t features = args.shape[2];
+  const auto classes = static_cast<std::int32_t>(args.shape[3]);
+  Model model(args.model.resolve(), features, classes);
+  const RankForecast f = forecast_rank(args, choice, model, local, ConstRows{nullptr, part.owned, features}, false,
+                                       train_mask, shape_of(local, features, classes, -1, choice.vertex_order));
+  std::cout << fmt::format("each of {} ranks: {} owned, {} mirrors, {} in-edges; {}\n", args.ranks, part.owned,
+                           part.mirrors, part.in_edges, execution_name(f.choice));
+  std::cout << fmt::format("device memory: peak {}\n", format_bytes(f.run.device.peak_footprint_bytes));
+  std::cout << fmt::format("host memory: peak {} while {} ({})\n", format_bytes(f.host.total()), f.host.phase,
+                           f.host.describe());
+}
+
 void run_plan(PlanArguments& args, CLI::App& command) {
+  if (!args.shape.empty()) {
+    NJ_USAGE(args.data.dataset().empty() && args.data.partitions.empty(),
+             "--shape describes a graph in place of a dataset or --partitions: give one of them");
+    run_shape_plan(args);
+    return;
+  }
+  NJ_USAGE(args.ranks == 1 && args.mirrors_per_vertex < 0, "--ranks and --mirrors describe a graph for --shape only");
   read_arguments(args, command);
   const ExecutorChoice choice = planned_choice(args);
   const int ranks = args.data.partitions.empty() ? 1 : read_manifest(args.data.partitions).partition.parts;
@@ -472,6 +524,19 @@ void add_plan_command(CLI::App& app) {
                   "device; planned on any machine), or auto (cuda where this machine has a GPU, as nj train)")
       ->check(one_of({"auto", "cpu", "cuda"}))
       ->capture_default_str();
+  cmd->add_option("--shape", args->shape,
+                  "In place of a dataset: the VERTICES,EDGES,FEATURES,CLASSES of a graph (edges as stored) whose "
+                  "training rank to forecast, over the mean part of --ranks")
+      ->delimiter(',')
+      ->type_name("V,E,F,C");
+  cmd->add_option("--ranks", args->ranks, "With --shape: the ranks the graph is partitioned over")
+      ->check(at_least(1))
+      ->capture_default_str();
+  cmd->add_option(
+         "--mirrors", args->mirrors_per_vertex,
+         "With --shape: a part's mirrors per vertex it owns, as a partition of a like graph measured (default: "
+         "a random partition's)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--deterministic", args->deterministic,
                 "With --device cuda: as nj train --deterministic, which runs without cuSPARSE");
   cmd->callback([args, cmd] { run_plan(*args, *cmd); });
