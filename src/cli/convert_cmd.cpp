@@ -79,11 +79,11 @@ void check_options(ConvertArgs& args) {
   }
 }
 
-// The bytes an edge list's sorted runs may take: half of --memory (the rest holds the per-vertex arrays and the
-// merge's buffers), by default half of what the machine has available.
-std::int64_t run_bytes(const std::string& memory) {
+// What a conversion may hold (--memory), by default half of what the machine has available. Its sorted runs take half
+// of it; the per-vertex arrays and the merge's buffers, which the runs do not share a phase with, the whole.
+std::int64_t memory_limit(const std::string& memory) {
   const std::int64_t limit = memory.empty() ? available_host_bytes() / 2 : parse_byte_size(memory);
-  return limit > 0 ? limit / 2 : std::int64_t{1} << 30;
+  return limit > 0 ? limit : std::int64_t{2} << 30;
 }
 
 // What converting an edge list of --forecast's shape holds at the peak of each phase, above what the process holds
@@ -101,20 +101,21 @@ void print_forecast(const ConvertArgs& args) {
            "--forecast {},{},{}: a graph needs at least one vertex and one feature, and at most 2^52 of each", vertices,
            edges, features);
   const std::vector<PhaseBytes> phases =
-      convert_phase_bytes(convert_counts(vertices, edges, features, run_bytes(args.memory), args.options.ids.relabel));
+      convert_phase_bytes(convert_counts(vertices, edges, features, memory_limit(args.memory), args.options.ids.relabel));
   std::cout << fmt::format("converting holds {} at its peak ({})\n", format_bytes(peak_bytes(phases)),
                            describe(phases));
 }
 
-// The community order needs the whole graph: read back from the file where its edges fit within the sort's bytes.
-void store_community_order_within(Dataset& dataset, const hdf5::File& file, std::int64_t bytes) {
-  const std::int64_t edges = dataset.graph.offsets.back();
-  if (edges * static_cast<std::int64_t>(sizeof(vid_t)) > bytes) {
-    spdlog::info("community order not stored: the graph's {} edges take more than the sort's {}", edges,
-                 format_bytes(bytes));
+// The community order needs the whole graph: read back from the file where finding it fits within --memory.
+void store_community_order_within(Dataset& dataset, const hdf5::File& file, const ConvertCounts& counts,
+                                  std::int64_t limit) {
+  const std::int64_t needs = community_order_bytes(counts);
+  if (needs > limit) {
+    spdlog::info("community order not stored: finding it would hold {}, more than --memory's {}", format_bytes(needs),
+                 format_bytes(limit));
     return;
   }
-  dataset.graph.sources = hdf5::read_vector<vid_t>(file, "/graph/indices", edges);
+  dataset.graph.sources = hdf5::read_vector<vid_t>(file, "/graph/indices", counts.edges);
   const auto start = std::chrono::steady_clock::now();
   store_community_order(dataset);
   spdlog::info("community order of {} vertices found in {:.2f} s", dataset.num_vertices(), seconds_since(start));
@@ -134,11 +135,17 @@ Converted convert_edge_list(const ConvertArgs& args, const std::string& edges, c
   PhaseMemory memory;
   file.create_group("/graph");
   // Read once: what the machine has available changes as the conversion runs.
-  const std::int64_t sort_bytes = run_bytes(args.memory);
+  const std::int64_t limit = memory_limit(args.memory);
   SortedGraph graph = write_sorted_edge_list(
       edges, options.ids, options.graph,
-      {.run_bytes = sort_bytes, .scratch = args.scratch, .end_phase = [&memory] { memory.end_phase(); }}, file);
+      {.run_bytes = limit / 2, .scratch = args.scratch, .end_phase = [&memory] { memory.end_phase(); }}, file);
   spdlog::debug("{} edges sorted in {} run{}", graph.num_edges(), graph.runs, graph.runs == 1 ? "" : "s");
+  ConvertCounts counts{.vertices = graph.ids.count(),
+                       .edges = graph.num_edges(),
+                       .run_keys = graph.largest_run,
+                       .runs = graph.runs,
+                       .relabelled = options.ids.relabel,
+                       .id_run = graph.largest_id_run};
   Dataset dataset;
   dataset.name = options.name;
   dataset.graph.offsets = std::move(graph.offsets);  // the vertex count; the edges are in the file
@@ -148,24 +155,24 @@ Converted convert_edge_list(const ConvertArgs& args, const std::string& edges, c
   const FeatureBlocks features = attach_vertex_data(dataset, options.data, graph.ids);
   memory.end_phase();
   if (args.output_options.community_order) {
-    store_community_order_within(dataset, file, sort_bytes);
+    store_community_order_within(dataset, file, counts, limit);
     if (!dataset.community_order.empty()) memory.end_phase();
   }
-  const bool sparse = write_dataset_vertex_data(file, dataset, dataset.graph.offsets.back(), features,
+  const bool sparse = write_dataset_vertex_data(file, dataset, counts.edges, features,
                                                 parse_feature_storage(args.output_options.feature_storage));
   memory.end_phase();
   spdlog::info("features stored {}, {} rows at a time", sparse ? "sparse" : "dense", feature_block_rows(features.cols));
-  memory.log(convert_phase_bytes({.vertices = dataset.num_vertices(),
-                                  .edges = dataset.graph.offsets.back(),
-                                  .run_keys = graph.largest_run,
-                                  .runs = graph.runs,
-                                  .relabelled = options.ids.relabel,
-                                  .id_run = graph.largest_id_run,
-                                  .feature_width = features.cols,
-                                  .features_sparse = sparse,
-                                  .feature_entries = sparse ? stored_features(file).nonzeros : 0,
-                                  .community_order = !dataset.community_order.empty()}),
-             "", "converting");
+  counts.feature_width = features.cols;
+  counts.features_sparse = sparse;
+  counts.feature_entries = sparse ? stored_features(file).nonzeros : 0;
+  counts.community_order = !dataset.community_order.empty();
+  const std::vector<PhaseBytes> phases = convert_phase_bytes(counts);
+  memory.log(phases, "", "converting");
+  if (peak_bytes(phases) > limit) {
+    spdlog::warn("converting held more than --memory's {}: its {} vertices' arrays take {} (docs/convert.md, \"What a "
+                 "conversion holds\")",
+                 format_bytes(limit), counts.vertices, format_bytes(peak_bytes(phases)));
+  }
   return {std::move(dataset), features.cols};
 }
 

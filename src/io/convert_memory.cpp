@@ -43,7 +43,7 @@ std::int64_t reading_vertex_data(const ConvertCounts& c) {
 // The graph read back (4 bytes an edge), the whole graph's degrees, self-loops and ids (17 bytes a vertex), and label
 // propagation's labels, sizes and previous labels with the order and its copy (20 bytes a vertex); the first three lie
 // on huge pages, each rounded up to 2 MiB.
-std::int64_t community_order(const ConvertCounts& c) {
+std::int64_t community_order_phase(const ConvertCounts& c) {
   constexpr std::int64_t kHugePageRounding = 3 * (2 << 20);
   return held_per_vertex(c) + 7 * c.vertices + 4 * c.edges + 37 * c.vertices + kHugePageRounding;
 }
@@ -61,24 +61,27 @@ std::int64_t writing_vertex_data(const ConvertCounts& c) {
 }  // namespace
 
 ConvertCounts convert_counts(std::int64_t vertices, std::int64_t edges, std::int64_t feature_width,
-                             std::int64_t run_bytes, bool relabelled) {
-  const std::int64_t run_keys = std::max<std::int64_t>(run_bytes / kKeyBytes, 2);
-  return {.vertices = vertices,
-          .edges = edges,
-          .run_keys = std::min(run_keys, edges),
-          .runs = (edges + run_keys - 1) / run_keys,
-          .relabelled = relabelled,
-          .id_run = relabelled ? std::min(run_keys, edges) : 0,
-          .feature_width = feature_width,
-          .community_order = 4 * edges <= run_bytes};
+                             std::int64_t memory_limit, bool relabelled) {
+  const std::int64_t run_keys = std::max<std::int64_t>(memory_limit / 2 / kKeyBytes, 2);
+  ConvertCounts counts{.vertices = vertices,
+                       .edges = edges,
+                       .run_keys = std::min(run_keys, edges),
+                       .runs = (edges + run_keys - 1) / run_keys,
+                       .relabelled = relabelled,
+                       .id_run = relabelled ? std::min(run_keys, edges) : 0,
+                       .feature_width = feature_width};
+  counts.community_order = community_order_bytes(counts) <= memory_limit;
+  return counts;
 }
+
+std::int64_t community_order_bytes(const ConvertCounts& counts) { return community_order_phase(counts); }
 
 std::vector<PhaseBytes> convert_phase_bytes(const ConvertCounts& counts) {
   std::vector<PhaseBytes> phases = {{"finding the vertices", finding_vertices(counts)},
                                     {"sorting the edges", sorting(counts)},
                                     {"merging the runs", merging(counts)},
                                     {"reading the vertex data", reading_vertex_data(counts)}};
-  if (counts.community_order) phases.push_back({"the community order", community_order(counts)});
+  if (counts.community_order) phases.push_back({"the community order", community_order_phase(counts)});
   phases.push_back({"writing the vertex data", writing_vertex_data(counts)});
   return phases;
 }

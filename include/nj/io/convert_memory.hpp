@@ -23,11 +23,13 @@ struct ConvertCounts {
   bool community_order = false;      // found: the whole graph was read back
 };
 
-// The counts of a graph of `vertices` vertices and `edges` stored edges, sorted in runs of `run_bytes` (half of
-// --memory), with dense features and the community order where nj convert would store it (its edges, 4 bytes each,
-// within `run_bytes`).
+// The counts of a graph of `vertices` vertices and `edges` stored edges converted within `memory_limit` (--memory):
+// sorted in runs of half of it, with dense features, and the community order where finding it fits within the limit.
 ConvertCounts convert_counts(std::int64_t vertices, std::int64_t edges, std::int64_t feature_width,
-                             std::int64_t run_bytes, bool relabelled);
+                             std::int64_t memory_limit, bool relabelled);
+
+// What finding the community order holds (its phase below), whether or not it is found.
+std::int64_t community_order_bytes(const ConvertCounts& counts);
 
 // The phases in the order they run: finding the vertices, sorting the edges, merging the runs, reading the vertex
 // data, the community order (where it is found), writing the vertex data.
