@@ -100,8 +100,8 @@ void print_forecast(const ConvertArgs& args) {
                features <= kMostItems / vertices,
            "--forecast {},{},{}: a graph needs at least one vertex and one feature, and at most 2^52 of each", vertices,
            edges, features);
-  const std::vector<PhaseBytes> phases =
-      convert_phase_bytes(convert_counts(vertices, edges, features, memory_limit(args.memory), args.options.ids.relabel));
+  const std::vector<PhaseBytes> phases = convert_phase_bytes(
+      convert_counts(vertices, edges, features, memory_limit(args.memory), args.options.ids.relabel));
   std::cout << fmt::format("converting holds {} at its peak ({})\n", format_bytes(peak_bytes(phases)),
                            describe(phases));
 }
@@ -169,9 +169,10 @@ Converted convert_edge_list(const ConvertArgs& args, const std::string& edges, c
   const std::vector<PhaseBytes> phases = convert_phase_bytes(counts);
   memory.log(phases, "", "converting");
   if (peak_bytes(phases) > limit) {
-    spdlog::warn("converting held more than --memory's {}: its {} vertices' arrays take {} (docs/convert.md, \"What a "
-                 "conversion holds\")",
-                 format_bytes(limit), counts.vertices, format_bytes(peak_bytes(phases)));
+    spdlog::warn(
+        "converting held more than --memory's {}: its {} vertices' arrays take {} (docs/convert.md, \"What a "
+        "conversion holds\")",
+        format_bytes(limit), counts.vertices, format_bytes(peak_bytes(phases)));
   }
   return {std::move(dataset), features.cols};
 }

@@ -157,6 +157,18 @@ TEST(ConvertCli, OgbFolderRoundTrip) {
   test::expect_same_dataset(read_dataset(output), undirected);
 }
 
+// The community order is stored where finding it (its phase of docs/convert.md, 6 MiB and more) fits within --memory.
+TEST(ConvertCli, StoresTheCommunityOrderWhereFindingItFitsWithinMemory) {
+  const TempDir dir;
+  const auto folder = shell_quote(write_ogb_folder(dir, {"time"}));
+  EXPECT_EQ(convert(dir, "--format ogb " + folder + " --memory 64M").community_order.size(), 6U);
+  const auto output = dir.file("small.h5");
+  const auto small = test::run_nj("convert --format ogb " + folder + " --memory 4M --output " + shell_quote(output));
+  ASSERT_EQ(small.exit_code, 0) << small.output;
+  EXPECT_NE(small.output.find("community order not stored: finding it would hold"), std::string::npos) << small.output;
+  EXPECT_TRUE(read_dataset(output).community_order.empty());
+}
+
 TEST(ConvertCli, OgbSplitSchemeMustBeChosenAmongSeveral) {
   const TempDir dir;
   const auto folder = shell_quote(write_ogb_folder(dir, {"time", "random"}));
