@@ -65,8 +65,9 @@ void require_format(const CLI::Option* option, const ConvertArgs& args, const st
 }
 
 void check_options(ConvertArgs& args) {
-  NJ_USAGE(!args.format.empty() && !args.input.empty() && !args.output.empty(),
-           "converting needs --format, an input and --output");
+  NJ_USAGE(!args.format.empty(), "converting needs --format (edgelist, plain or ogb)");
+  NJ_USAGE(!args.input.empty(), "converting needs an input file or folder");
+  NJ_USAGE(!args.output.empty(), "converting needs --output");
   require_convert_input(args.format, args.input);
   require_format(args.one_based, args, "edgelist");
   require_format(args.relabel, args, "edgelist");
@@ -110,7 +111,7 @@ void print_forecast(const ConvertArgs& args) {
 void store_community_order_within(Dataset& dataset, const hdf5::File& file, const ConvertCounts& counts,
                                   std::int64_t limit) {
   const std::int64_t needs = community_order_bytes(counts);
-  if (needs > limit) {
+  if (!community_order_fits(counts, limit)) {
     spdlog::info("community order not stored: finding it would hold {}, more than --memory's {}", format_bytes(needs),
                  format_bytes(limit));
     return;
@@ -161,7 +162,7 @@ Converted convert_edge_list(const ConvertArgs& args, const std::string& edges, c
   const bool sparse = write_dataset_vertex_data(file, dataset, counts.edges, features,
                                                 parse_feature_storage(args.output_options.feature_storage));
   memory.end_phase();
-  spdlog::info("features stored {}, {} rows at a time", sparse ? "sparse" : "dense", feature_block_rows(features.cols));
+  spdlog::info("features stored {}", sparse ? "sparse" : "dense");
   counts.feature_width = features.cols;
   counts.features_sparse = sparse;
   counts.feature_entries = sparse ? stored_features(file).nonzeros : 0;
@@ -186,6 +187,8 @@ Converted convert_in_memory(ConvertArgs& args) {
 
 void run(ConvertArgs& args) {
   if (!args.forecast.empty()) {
+    NJ_USAGE(args.format.empty() && args.input.empty() && args.output.empty(),
+             "--forecast describes a graph in place of an input: give --format, an input and --output only to convert");
     print_forecast(args);
     return;
   }
@@ -292,8 +295,8 @@ void add_convert_command(CLI::App& app) {
 
   cmd->add_option(
          "--memory", args->memory,
-         "edgelist, ogb: memory the sort of the edges may take (its runs take half), e.g. 4G (default: half of "
-         "what the machine has available)")
+         "edgelist, ogb: memory the conversion may take, e.g. 4G: its sorted runs of edges take half, and the "
+         "community order is stored only where finding it fits (default: half of what the machine has available)")
       ->check(byte_size());
   cmd->add_option(
       "--scratch", args->scratch,

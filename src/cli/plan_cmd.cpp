@@ -413,6 +413,9 @@ PartShape mean_part_shape(const PlanArguments& args) {
            vertices, edges, args.shape[2], args.shape[3], args.ranks);
   const PartitionRankCounts counts =
       mean_partition_counts(vertices, edges, args.shape[2], args.ranks, args.ranks, args.mirrors_per_vertex);
+  NJ_USAGE(counts.mirrors <= vertices - counts.rows_in,
+           "--mirrors {}: a part of {} vertices cannot mirror {}, more than the {} vertices the other parts own",
+           args.mirrors_per_vertex, counts.rows_in, counts.mirrors, vertices - counts.rows_in);
   return {.owned = counts.rows_in,
           .mirrors = args.ranks > 1 ? std::min(counts.mirrors, counts.edges_in) : 0,
           .in_edges = counts.edges_in,
@@ -443,6 +446,7 @@ void run_plan(PlanArguments& args, CLI::App& command) {
   if (!args.shape.empty()) {
     NJ_USAGE(args.data.dataset().empty() && args.data.partitions.empty(),
              "--shape describes a graph in place of a dataset or --partitions: give one of them");
+    NJ_USAGE(!args.json, "--shape prints its forecast as text; --json is for a dataset or --partitions");
     run_shape_plan(args);
     return;
   }

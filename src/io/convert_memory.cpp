@@ -70,11 +70,15 @@ ConvertCounts convert_counts(std::int64_t vertices, std::int64_t edges, std::int
                        .relabelled = relabelled,
                        .id_run = relabelled ? std::min(run_keys, edges) : 0,
                        .feature_width = feature_width};
-  counts.community_order = community_order_bytes(counts) <= memory_limit;
+  counts.community_order = community_order_fits(counts, memory_limit);
   return counts;
 }
 
 std::int64_t community_order_bytes(const ConvertCounts& counts) { return community_order_phase(counts); }
+
+bool community_order_fits(const ConvertCounts& counts, std::int64_t memory_limit) {
+  return community_order_bytes(counts) <= memory_limit;
+}
 
 std::vector<PhaseBytes> convert_phase_bytes(const ConvertCounts& counts) {
   std::vector<PhaseBytes> phases = {{"finding the vertices", finding_vertices(counts)},

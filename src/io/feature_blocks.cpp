@@ -28,7 +28,8 @@ FeatureBlocks constant_blocks(std::int64_t rows, std::int64_t cols, float value)
             for (std::int64_t first = 0; first < rows; first += block_rows) {
               sink(first, block.view().slice(0, std::min(block_rows, rows - first)));
             }
-          }};
+          },
+          .nonzeros = value != 0.0F ? rows * cols : 0};
 }
 
 Matrix gather(const FeatureBlocks& blocks) {

@@ -57,7 +57,7 @@ void write_sparse(hdf5::File& file, const FeatureBlocks& features, std::int64_t 
   file.write<std::int64_t>(kShape, shape, {2});
   constexpr hsize_t kEntriesPerChunk = hsize_t{1} << 20;
   const auto entries = static_cast<hsize_t>(nonzeros);
-  file.create<std::int64_t>(kIndptr, {static_cast<hsize_t>(features.rows) + 1}, kEntriesPerChunk);
+  file.create<std::int64_t>(kIndptr, {static_cast<hsize_t>(features.rows) + 1}, kEntriesPerChunk / 2);  // 4 MiB
   file.create<std::int32_t>(kIndices, {entries}, std::min(entries, kEntriesPerChunk));
   file.create<float>(kValues, {entries}, std::min(entries, kEntriesPerChunk));
   std::int64_t written = 0;
@@ -66,9 +66,14 @@ void write_sparse(hdf5::File& file, const FeatureBlocks& features, std::int64_t 
   std::vector<float> values;
   features.for_each_block(feature_block_rows(features.cols), [&](std::int64_t first, ConstRows block) {
     if (!where.empty()) require_finite_features(block, where, {}, first);
+    // Sized to this block, so that no array grows by doubling beside the one it outgrew.
+    const auto block_entries = static_cast<std::size_t>(count_nonzeros(block));
     indptr.clear();
     indices.clear();
     values.clear();
+    indptr.reserve(static_cast<std::size_t>(block.rows));
+    indices.reserve(block_entries);
+    values.reserve(block_entries);
     for (std::int64_t r = 0; r < block.rows; ++r) {
       indptr.push_back(written + static_cast<std::int64_t>(indices.size()));
       const float* row = block.row(r);
@@ -109,7 +114,8 @@ bool stores_sparse(const Matrix& features, FeatureStorage storage) {
 
 bool write_features(hdf5::File& file, const FeatureBlocks& features, FeatureStorage storage, hsize_t rows_per_chunk,
                     const std::string& where) {
-  const std::int64_t nonzeros = storage == FeatureStorage::kDense ? -1 : count_nonzeros(features);
+  const std::int64_t nonzeros =
+      storage == FeatureStorage::kDense ? -1 : features.nonzeros >= 0 ? features.nonzeros : count_nonzeros(features);
   const bool sparse = storage == FeatureStorage::kSparse ||
                       (storage == FeatureStorage::kAuto && sparse_takes_less(nonzeros, features.rows, features.cols));
   if (sparse) {

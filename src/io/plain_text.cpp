@@ -60,7 +60,20 @@ struct FeatureFileShape {
   std::int64_t rows = 0;
   std::int64_t sparse_width = 0;  // largest column + 1
   std::int64_t dense_width = -1;  // -1 until the first dense row
+  std::int64_t nonzeros = 0;      // of the vertices' rows, as fill_row leaves them
 };
+
+// The entries of a line that fill_row leaves non-zero: of a column named twice, the last value counts.
+std::int64_t nonzeros_of(FeatureLine& read) {
+  std::int64_t count = std::count_if(read.dense.begin(), read.dense.end(), [](float x) { return x != 0.0F; });
+  std::stable_sort(read.entries.begin(), read.entries.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 0; i < read.entries.size(); ++i) {
+    const bool last = i + 1 == read.entries.size() || read.entries[i + 1].first != read.entries[i].first;
+    count += last && read.entries[i].second != 0.0F ? 1 : 0;
+  }
+  return count;
+}
 
 FeatureFileShape scan_feature_file(const std::string& path, vid_t num_vertices, std::int64_t width) {
   FeatureFileShape shape;
@@ -71,6 +84,7 @@ FeatureFileShape scan_feature_file(const std::string& path, vid_t num_vertices, 
     if (shape.rows++ >= num_vertices) continue;  // only counted, for the error below
     read_feature_line(line, width, reader, read);
     for (const auto& entry : read.entries) shape.sparse_width = std::max(shape.sparse_width, entry.first + 1);
+    shape.nonzeros += nonzeros_of(read);
     if (!read.is_dense) continue;
     const auto values = static_cast<std::int64_t>(read.dense.size());
     if (shape.dense_width >= 0 && values != shape.dense_width) {
@@ -145,13 +159,19 @@ FeatureBlocks feature_file_blocks(const std::string& path, vid_t num_vertices, s
             for (std::int64_t first = 0; first < rows; first += block.rows()) {
               const std::int64_t count = std::min(block.rows(), rows - first);
               block.fill(0.0F);
-              for (std::int64_t r = 0; r < count && reader.next_line(line); ++r) {
+              for (std::int64_t r = 0; r < count; ++r) {
+                NJ_REQUIRE(reader.next_line(line), "{}: ends at line {}, before its {} rows: changed since it was read",
+                           path, reader.line_number(), rows);
                 read_feature_line(line, cols, reader, read);
+                if (read.is_dense && static_cast<std::int64_t>(read.dense.size()) != cols) {
+                  reader.fail("{} feature values, not {}: the file changed since it was read", read.dense.size(), cols);
+                }
                 fill_row(read, block.row(r));
               }
               sink(first, block.view().slice(0, count));
             }
-          }};
+          },
+          .nonzeros = shape.nonzeros};
 }
 
 Matrix read_features(const std::string& path, vid_t num_vertices, std::int64_t width) {
@@ -298,7 +318,7 @@ Dataset build_dataset(const EdgeList& edges, const ConvertOptions& options) {
   set_graph(dataset, edges, options.graph);
   const FeatureBlocks features = attach_vertex_data(dataset, options.data, edges.ids);
   require_input_memory(features.cols, static_cast<std::int64_t>(sizeof(float)) * features.rows,
-                       options.data.features.empty() ? "--random-features" : options.data.features,
+                       options.data.features.empty() ? options.name : options.data.features,
                        fmt::format("{} x {} features", features.rows, features.cols));
   dataset.features = gather(features);
   return dataset;

@@ -23,6 +23,9 @@ EdgeKey key_of(vid_t source, vid_t destination) {
 vid_t source_of(EdgeKey key) { return static_cast<vid_t>(key & 0xFFFFFFFFU); }
 vid_t destination_of(EdgeKey key) { return static_cast<vid_t>(key >> 32U); }
 
+// Ids the first pass over a relabelled edge list makes room for at first: beyond them its array grows as it fills.
+constexpr std::int64_t kFirstRoom = std::int64_t{1} << 24;
+
 // Keys per read or write buffer of a run file while merging.
 constexpr std::size_t kMergeBufferKeys = std::size_t{1} << 16;
 
@@ -218,13 +221,15 @@ VertexIds vertex_ids(const std::string& path, const VertexIdOptions& options, st
     ids = sorted_distinct(std::move(ids));
     distinct = ids.size();
   };
-  ids.reserve(static_cast<std::size_t>(run_keys) + 2);
+  // Room for 2^24 ids at first, not the whole run, so that a small file does not reserve half of --memory.
+  const auto room = [&] { return distinct + static_cast<std::size_t>(std::min(run_keys, kFirstRoom)) + 2; };
+  ids.reserve(room());
   for_each_edge_id(path, options, [&](std::int64_t src, std::int64_t dst) {
     ++edges;
     ids.insert(ids.end(), {src, dst});
     if (static_cast<std::int64_t>(ids.size() - distinct) >= run_keys) {
       make_distinct();
-      ids.reserve(distinct + static_cast<std::size_t>(run_keys) + 2);
+      ids.reserve(room());
     }
   });
   make_distinct();

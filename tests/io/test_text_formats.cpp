@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -189,16 +190,30 @@ Matrix rows_in_blocks(const FeatureBlocks& blocks, std::int64_t block_rows) {
 // A conversion writes features a block at a time: the blocks of a feature file are its rows, whatever their size.
 TEST(PlainText, FeatureFileBlocksOfAnySizeAreTheRowsReadWhole) {
   const TempDir dir;
-  const auto path = write_text(dir, "f.txt", "0:1.5 2:-2 0:3\n\n1 2 3\n0.5,0,1\n2:7\n");
+  const auto path = write_text(dir, "f.txt", "0:1.5 2:-2 0:3\n\n1 2 3\n0.5,0,1\n1:0 2:7\n");
   const Matrix whole = read_features(path, 5, 0);
   const std::vector<float> expected = {3, 0,    -2, 0, 0, 0, 1, 2,
                                        3, 0.5F, 0,  1, 0, 0, 7};  // the last entry of a column counts
   ASSERT_EQ(std::vector<float>(whole.span().begin(), whole.span().end()), expected);
   const FeatureBlocks blocks = feature_file_blocks(path, 5, 0);
+  EXPECT_EQ(blocks.nonzeros, std::count_if(expected.begin(), expected.end(), [](float x) { return x != 0.0F; }));
   for (const std::int64_t block_rows : {1, 2, 3, 5, 100}) {
     const Matrix read = rows_in_blocks(blocks, block_rows);
     EXPECT_EQ(std::vector<float>(read.span().begin(), read.span().end()), expected) << block_rows << " rows a block";
   }
+}
+
+// Read twice, a feature file that changed in between is an error naming it, not rows filled with zeros.
+TEST(PlainText, AFeatureFileThatChangesBetweenItsPassesIsAnError) {
+  const TempDir dir;
+  const auto path = write_text(dir, "f.txt", "1 2\n3 4\n");
+  const FeatureBlocks blocks = feature_file_blocks(path, 2, 0);
+  write_text(dir, "f.txt", "1 2\n");
+  EXPECT_EQ(input_error([&] { rows_in_blocks(blocks, 2); }),
+            path + ": ends at line 1, before its 2 rows: changed since it was read");
+  write_text(dir, "f.txt", "1 2\n3 4 5\n");
+  EXPECT_EQ(input_error([&] { rows_in_blocks(blocks, 2); }),
+            path + ":2: 3 feature values, not 2: the file changed since it was read");
 }
 
 TEST(PlainText, RandomFeatureBlocksDrawTheSameValuesWhateverTheirSize) {

@@ -56,7 +56,7 @@ void row_normalize(Matrix& features);
 
 // Throws InputError naming `where`, the first vertex (its id in `vertex_ids`, else its row) and column whose feature
 // is NaN or infinite: training on them would reach chance accuracy without a word.
-// Rows given apart from the whole (a block of them) are named by their row plus `first_row`.
+// Rows given apart from the whole (a block of them) without their ids are named by their row plus `first_row`.
 void require_finite_features(ConstRows features, const std::string& where, std::span<const gid_t> vertex_ids = {},
                              std::int64_t first_row = 0);
 inline void require_finite_features(const Matrix& features, const std::string& where,

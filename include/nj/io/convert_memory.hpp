@@ -28,8 +28,10 @@ struct ConvertCounts {
 ConvertCounts convert_counts(std::int64_t vertices, std::int64_t edges, std::int64_t feature_width,
                              std::int64_t memory_limit, bool relabelled);
 
-// What finding the community order holds (its phase below), whether or not it is found.
+// What finding the community order holds (its phase below), whether or not it is found; and whether that fits within
+// `memory_limit`, where nj convert finds it.
 std::int64_t community_order_bytes(const ConvertCounts& counts);
+bool community_order_fits(const ConvertCounts& counts, std::int64_t memory_limit);
 
 // The phases in the order they run: finding the vertices, sorting the edges, merging the runs, reading the vertex
 // data, the community order (where it is found), writing the vertex data.

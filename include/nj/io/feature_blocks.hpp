@@ -18,6 +18,8 @@ struct FeatureBlocks {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   std::function<void(std::int64_t block_rows, const FeatureBlockSink& sink)> for_each_block;
+  // The entries that are not zero, where the source knows them without a pass over its rows; -1 where it does not.
+  std::int64_t nonzeros = -1;
 };
 
 // What a block of rows may take, 16 MiB: large enough that writing it costs little beside the rows themselves.
