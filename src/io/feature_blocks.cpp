@@ -23,12 +23,13 @@ FeatureBlocks blocks_of(const Matrix& features) {
 FeatureBlocks constant_blocks(std::int64_t rows, std::int64_t cols, float value) {
   return {.rows = rows,
           .cols = cols,
-          .for_each_block = [rows, cols, value](std::int64_t block_rows, const FeatureBlockSink& sink) {
-            const Matrix block(std::min(block_rows, rows), cols, value);
-            for (std::int64_t first = 0; first < rows; first += block_rows) {
-              sink(first, block.view().slice(0, std::min(block_rows, rows - first)));
-            }
-          },
+          .for_each_block =
+              [rows, cols, value](std::int64_t block_rows, const FeatureBlockSink& sink) {
+                const Matrix block(std::min(block_rows, rows), cols, value);
+                for (std::int64_t first = 0; first < rows; first += block_rows) {
+                  sink(first, block.view().slice(0, std::min(block_rows, rows - first)));
+                }
+              },
           .nonzeros = value != 0.0F ? rows * cols : 0};
 }
 

@@ -114,8 +114,9 @@ bool stores_sparse(const Matrix& features, FeatureStorage storage) {
 
 bool write_features(hdf5::File& file, const FeatureBlocks& features, FeatureStorage storage, hsize_t rows_per_chunk,
                     const std::string& where) {
-  const std::int64_t nonzeros =
-      storage == FeatureStorage::kDense ? -1 : features.nonzeros >= 0 ? features.nonzeros : count_nonzeros(features);
+  const std::int64_t nonzeros = storage == FeatureStorage::kDense ? -1
+                                : features.nonzeros >= 0          ? features.nonzeros
+                                                                  : count_nonzeros(features);
   const bool sparse = storage == FeatureStorage::kSparse ||
                       (storage == FeatureStorage::kAuto && sparse_takes_less(nonzeros, features.rows, features.cols));
   if (sparse) {

@@ -149,9 +149,11 @@ FeatureBlocks feature_file_blocks(const std::string& path, vid_t num_vertices, s
   NJ_REQUIRE(shape.dense_width < 0 || shape.dense_width == cols, "{}: dense rows of {} values in {} feature columns",
              path, shape.dense_width, cols);
   const auto rows = static_cast<std::int64_t>(num_vertices);
-  return {.rows = rows,
-          .cols = cols,
-          .for_each_block = [path, rows, cols](std::int64_t block_rows, const FeatureBlockSink& sink) {
+  return {
+      .rows = rows,
+      .cols = cols,
+      .for_each_block =
+          [path, rows, cols](std::int64_t block_rows, const FeatureBlockSink& sink) {
             Matrix block(std::min(block_rows, rows), cols);
             TextReader reader(path);
             FeatureLine read;
@@ -171,7 +173,7 @@ FeatureBlocks feature_file_blocks(const std::string& path, vid_t num_vertices, s
               sink(first, block.view().slice(0, count));
             }
           },
-          .nonzeros = shape.nonzeros};
+      .nonzeros = shape.nonzeros};
 }
 
 Matrix read_features(const std::string& path, vid_t num_vertices, std::int64_t width) {
