@@ -17,8 +17,9 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
+
+from nj_commands import finish, run
 
 TOLERANCE = 0.10
 PHASE_SLACK = 6 * 2**20
@@ -61,11 +62,6 @@ def check(label, log, failures):
     return peak
 
 
-def run(command):
-    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed ({result.returncode}):\n{result.stderr[-3000:]}")
-    return result.stdout, result.stderr
 
 
 def main():
@@ -105,11 +101,7 @@ def main():
     check("relabelled ids, sparse feature file", log, failures)
 
     shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print("FAILED:\n" + "\n".join(failures))
-        return 1
-    print("PASSED: nj convert held what its formula says")
-    return 0
+    return finish(failures, "nj convert held what its formula says")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,9 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
+
+from nj_commands import finish, run
 
 TOLERANCE = 0.10
 SHAPE = {"vertices": 200000, "features": 32, "classes": 8}
@@ -23,11 +24,6 @@ PEAKS = re.compile(r"device memory: peak ([0-9.]+)([KMG]?)\nhost memory: peak ([
 UNIT = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
 
 
-def run(command):
-    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed ({result.returncode}):\n{result.stderr[-3000:]}")
-    return result.stdout
 
 
 def main():
@@ -40,14 +36,14 @@ def main():
     run([nj, "partition", dataset, "--parts", "4", "--output", parts])
     failures = []
     for case in CASES:
-        ranks = json.loads(run([nj, "plan", parts, "--json", *case]))["ranks"]
+        ranks = json.loads(run([nj, "plan", parts, "--json", *case])[0])["ranks"]
         owned = sum(r["owned"] for r in ranks)
         mirrors = sum(r["mirrors"] for r in ranks) / owned
         edges = sum(r["in_edges"] for r in ranks)
         shards = {"device": sum(r["execution"]["peak_device_footprint_bytes"] for r in ranks) / len(ranks),
                   "host": sum(r["host_peak_bytes"] for r in ranks) / len(ranks)}
         shape = f"{SHAPE['vertices']},{edges},{SHAPE['features']},{SHAPE['classes']}"
-        printed = run([nj, "plan", "--shape", shape, "--ranks", "4", "--mirrors", f"{mirrors:.3f}", *case])
+        printed, _ = run([nj, "plan", "--shape", shape, "--ranks", "4", "--mirrors", f"{mirrors:.3f}", *case])
         found = PEAKS.search(printed)
         if not found:
             failures.append(f"{' '.join(case)}: nj plan --shape printed {printed!r}")
@@ -61,11 +57,7 @@ def main():
             if abs(projected[what] - shards[what]) > TOLERANCE * shards[what]:
                 failures.append(line)
     shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print("FAILED:\n" + "\n".join(failures))
-        return 1
-    print("PASSED: the projection from a shape is the shards' forecast")
-    return 0
+    return finish(failures, "the projection from a shape is the shards' forecast")
 
 
 if __name__ == "__main__":
