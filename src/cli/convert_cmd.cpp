@@ -45,10 +45,10 @@ struct ConvertArgs {
   CLI::Option* num_vertices = nullptr;
   CLI::Option* ogb_split_option = nullptr;
   CLI::Option* split_ratio_option = nullptr;
-  std::string memory;   // --memory: what an edge list's sort may hold
+  std::string memory;   // --memory: what converting an edge list may hold
   std::string scratch;  // --scratch: where its sorted runs go
-  std::vector<std::int64_t>
-      forecast;  // --forecast: the VERTICES,EDGES,FEATURES of a graph to say what converting holds
+  // --forecast: the VERTICES,EDGES,FEATURES of a graph to say what converting it holds.
+  std::vector<std::int64_t> forecast;
 };
 
 // The input's name without folders and extensions: `../data/soc-Slashdot0902.txt.gz` -> `soc-Slashdot0902`.
@@ -154,6 +154,7 @@ Converted convert_edge_list(const ConvertArgs& args, const std::string& edges, c
   dataset.self_loops = graph.self_loops;
   dataset.vertex_ids = graph.ids.relabelled_ids();  // relabelled: the ids as the input wrote them, to name the rows
   const FeatureBlocks features = attach_vertex_data(dataset, options.data, graph.ids);
+  graph.ids = VertexIds::dense(0, false);  // nothing is looked up from here: dataset.vertex_ids names the rows
   memory.end_phase();
   if (args.output_options.community_order) {
     store_community_order_within(dataset, file, counts, limit);

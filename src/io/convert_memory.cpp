@@ -9,15 +9,16 @@ namespace {
 
 constexpr std::int64_t kKeyBytes = 8;                  // an edge in a sorted run
 constexpr std::int64_t kMergeBufferBytes = 512 << 10;  // a run's read buffer while merging
-constexpr std::int64_t kMergeWriteBytes = (256 + 4096)
-                                          << 10;      // the merged sources' buffer, and copying them to the file
+// The merged sources' buffer, and the one that copies them to the file.
+constexpr std::int64_t kMergeWriteBytes = (256 + 4096) << 10;
 constexpr std::int64_t kTextReaderBytes = 192 << 10;  // a text file's read and gzip buffers
-constexpr std::int64_t kChunkBytes =
-    4 << 20;  // what HDF5 allocates to write a chunk of /graph/indices, or of sparse features
+// What HDF5 allocates to write a chunk of /graph/indices, or of sparse features.
+constexpr std::int64_t kChunkBytes = 4 << 20;
 
-// What the later phases hold throughout: the offsets, and the relabelled ids twice (to look up, and to write).
-std::int64_t held_per_vertex(const ConvertCounts& c) {
-  return 8 * (c.vertices + 1) + (c.relabelled ? 16 * c.vertices : 0);
+// What the later phases hold throughout: the offsets, and the relabelled ids to write them; while the vertex data is
+// read, the ids to look them up too.
+std::int64_t held_per_vertex(const ConvertCounts& c, bool looking_up = false) {
+  return 8 * (c.vertices + 1) + (c.relabelled ? (looking_up ? 16 : 8) * c.vertices : 0);
 }
 
 std::int64_t finding_vertices(const ConvertCounts& c) {
@@ -37,7 +38,7 @@ std::int64_t merging(const ConvertCounts& c) {
 
 // The labels and masks (7 bytes a vertex), with the labelled vertices a random split shuffles (4 bytes each).
 std::int64_t reading_vertex_data(const ConvertCounts& c) {
-  return held_per_vertex(c) + kTextReaderBytes + 11 * c.vertices;
+  return held_per_vertex(c, true) + kTextReaderBytes + 11 * c.vertices;
 }
 
 // The graph read back (4 bytes an edge), the whole graph's degrees, self-loops and ids (17 bytes a vertex), and label
@@ -53,7 +54,8 @@ std::int64_t writing_vertex_data(const ConvertCounts& c) {
   const std::int64_t rows = std::min(feature_block_rows(c.feature_width), c.vertices);
   std::int64_t block = 4 * rows * c.feature_width + kTextReaderBytes;
   if (c.features_sparse && c.vertices > 0) {
-    block += 8 * rows + 8 * (c.feature_entries * rows / c.vertices) + 2 * kChunkBytes;  // indices and values
+    // A block's entries and row offsets, and the chunk HDF5 reads back to write part of it (indices, then values).
+    block += 8 * rows + 8 * (c.feature_entries * rows / c.vertices) + kChunkBytes;
   }
   return held_per_vertex(c) + 7 * c.vertices + (c.community_order ? 4 * c.vertices : 0) + block;
 }
