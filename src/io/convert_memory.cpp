@@ -32,21 +32,12 @@ std::int64_t sorting(const ConvertCounts& c) {
 }
 
 std::int64_t merging(const ConvertCounts& c) {
-  return 8 * (c.vertices + 1) + (c.relabelled ? 8 * c.vertices : 0) + c.runs * kMergeBufferBytes + kMergeWriteBytes +
-         kChunkBytes;
+  return held_per_vertex(c) + c.runs * kMergeBufferBytes + kMergeWriteBytes + kChunkBytes;
 }
 
 // The labels and masks (7 bytes a vertex), with the labelled vertices a random split shuffles (4 bytes each).
 std::int64_t reading_vertex_data(const ConvertCounts& c) {
   return held_per_vertex(c, true) + kTextReaderBytes + 11 * c.vertices;
-}
-
-// The graph read back (4 bytes an edge), the whole graph's degrees, self-loops and ids (17 bytes a vertex), and label
-// propagation's labels, sizes and previous labels with the order and its copy (20 bytes a vertex); the first three lie
-// on huge pages, each rounded up to 2 MiB.
-std::int64_t community_order_phase(const ConvertCounts& c) {
-  constexpr std::int64_t kHugePageRounding = 3 * (2 << 20);
-  return held_per_vertex(c) + 7 * c.vertices + 4 * c.edges + 37 * c.vertices + kHugePageRounding;
 }
 
 // One block of feature rows, and where they are stored sparse its entries (8 bytes each) and row offsets.
@@ -76,7 +67,13 @@ ConvertCounts convert_counts(std::int64_t vertices, std::int64_t edges, std::int
   return counts;
 }
 
-std::int64_t community_order_bytes(const ConvertCounts& counts) { return community_order_phase(counts); }
+// The graph read back (4 bytes an edge), the whole graph's degrees, self-loops and ids (17 bytes a vertex), and label
+// propagation's labels, sizes and previous labels with the order and its copy (20 bytes a vertex); the first three lie
+// on huge pages, each rounded up to 2 MiB.
+std::int64_t community_order_bytes(const ConvertCounts& c) {
+  constexpr std::int64_t kHugePageRounding = 3 * (2 << 20);
+  return held_per_vertex(c) + 7 * c.vertices + 4 * c.edges + 37 * c.vertices + kHugePageRounding;
+}
 
 bool community_order_fits(const ConvertCounts& counts, std::int64_t memory_limit) {
   return community_order_bytes(counts) <= memory_limit;
@@ -87,7 +84,7 @@ std::vector<PhaseBytes> convert_phase_bytes(const ConvertCounts& counts) {
                                     {"sorting the edges", sorting(counts)},
                                     {"merging the runs", merging(counts)},
                                     {"reading the vertex data", reading_vertex_data(counts)}};
-  if (counts.community_order) phases.push_back({"the community order", community_order_phase(counts)});
+  if (counts.community_order) phases.push_back({"the community order", community_order_bytes(counts)});
   phases.push_back({"writing the vertex data", writing_vertex_data(counts)});
   return phases;
 }
