@@ -15,9 +15,8 @@
 #include "nj/core/release.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/io/dataset_file.hpp"
-#include "nj/partition/label_propagation.hpp"
 #include "nj/partition/partition_memory.hpp"
-#include "scotch.hpp"
+#include "scotch_parts.hpp"
 #include "training_balance.hpp"
 
 namespace nj {
@@ -158,44 +157,6 @@ std::size_t index_in(std::span<const gid_t> sorted, gid_t id) {
   return static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), id) - sorted.begin());
 }
 
-// How heavy a cluster may grow, as a share of a part's mean weight. Lighter clusters split the generated graphs'
-// communities, and Scotch then cut more edges: with 0.3, an earlier form of the propagation cut the 200k-vertex graph
-// at 8 parts 25.4 % where METIS cuts 19.0 %, and with 0.6 19.0 %.
-constexpr double kClusterShare = 0.6;
-
-// PT-Scotch's parts of the slice's rows: the graph clustered and contracted (partition/label_propagation.hpp), its
-// clusters cut into pieces no heavier than the imbalance allowed (3 % of a part's mean weight) so that Scotch can
-// still balance the parts, partitioned, and the parts refined on the whole graph.
-std::vector<std::int32_t> scotch_parts_through_clusters(const PartitionOptions& options,
-                                                        const SliceAdjacency& adjacency,
-                                                        std::span<const std::int64_t> weights, const Slices& slices,
-                                                        Communicator& comm, PartitionRankCounts& counts) {
-  std::vector<std::int64_t> total{std::accumulate(weights.begin(), weights.end(), std::int64_t{0})};
-  comm.all_reduce_sum(total);
-  const double mean_part = static_cast<double>(total[0]) / options.parts;
-  const auto at_least_one = [](double weight) { return std::max<std::int64_t>(1, static_cast<std::int64_t>(weight)); };
-  const ClusterLimits limits{at_least_one(kClusterShare * mean_part), at_least_one(kPartImbalance * mean_part)};
-  const SliceClusters clusters = cluster_slice(adjacency, weights, limits, options.seed, slices, comm);
-  std::vector<std::int32_t> cluster_part;
-  {
-    const ClusterGraph graph = contract(adjacency, weights, clusters, slices, comm);
-    spdlog::debug("rank {}: {} clusters with {} adjacency entries, from {} vertices with {}", comm.rank(),
-                  clusters.count, graph.adjacency.neighbours.size(), adjacency.rows(), adjacency.neighbours.size());
-    counts.clusters = clusters.count;
-    counts.cluster_adjacency = static_cast<std::int64_t>(graph.adjacency.neighbours.size());
-    std::vector<std::int64_t> whole{counts.cluster_adjacency};
-    comm.all_reduce_sum(whole);
-    counts.whole_cluster_adjacency = whole[0];
-    cluster_part = scotch_parts(graph.adjacency, graph.weights, options.parts, options.seed, comm.size());
-  }
-  std::vector<std::int32_t> part;
-  part.reserve(clusters.of_row.size());
-  for (const std::int32_t c : clusters.of_row) part.push_back(cluster_part[static_cast<std::size_t>(c)]);
-  refine_parts(adjacency, weights, part, options.parts, at_least_one((1.0 + kPartImbalance) * mean_part), options.seed,
-               slices, comm);
-  return part;
-}
-
 std::vector<std::int32_t> slice_parts(const PartitionOptions& options, const DatasetRows& rows,
                                       const SliceAdjacency& adjacency, const Slices& slices, Communicator& comm,
                                       PartitionRankCounts& counts) {
@@ -212,27 +173,7 @@ std::vector<std::int32_t> slice_parts(const PartitionOptions& options, const Dat
   // with them the loss's work, spread with the rest.
   std::vector<std::int64_t> weights;
   for (const std::uint8_t training : rows.train_mask) weights.push_back(1 + training);
-  return scotch_parts_through_clusters(options, adjacency, weights, slices, comm, counts);
-}
-
-// The part of each entry of the adjacency's neighbours (this rank's own, or asked of the ranks that hold them), and how
-// many distinct neighbours the other ranks hold.
-struct NeighbourParts {
-  std::vector<std::int32_t> of_entry;
-  std::int64_t outside = 0;
-};
-NeighbourParts neighbour_parts(const SliceAdjacency& adjacency, std::span<const std::int32_t> part,
-                               const Slices& slices, Communicator& comm) {
-  const std::vector<gid_t> outside = outside_neighbours(adjacency);
-  const std::vector<std::int32_t> outside_part = ask_owners<std::int32_t>(
-      outside, slices, comm, [&](gid_t id) { return part[static_cast<std::size_t>(id - adjacency.first)]; });
-  NeighbourParts parts{{}, static_cast<std::int64_t>(outside.size())};
-  parts.of_entry.reserve(adjacency.neighbours.size());
-  for (const gid_t neighbour : adjacency.neighbours) {
-    parts.of_entry.push_back(adjacency.holds(neighbour) ? part[static_cast<std::size_t>(neighbour - adjacency.first)]
-                                                        : outside_part[index_in(outside, neighbour)]);
-  }
-  return parts;
+  return scotch_slice_parts(options, adjacency, weights, rows.train_mask, slices, comm, counts);
 }
 
 // The partition's counts that the slices hold: owned, training and in-edges per part, and the edge cut.
