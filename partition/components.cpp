@@ -1,6 +1,7 @@
 #include "nj/partition/components.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <queue>
 #include <utility>
@@ -94,22 +95,22 @@ class Rooms {
   // room left where none does; returns that part.
   template <typename Fits>
   std::int32_t take(std::int64_t amount, Fits fits) {
-    std::vector<std::pair<std::int64_t, std::int32_t>> passed;
-    while (!most_.empty() && !fits(-most_.top().second)) {
+    std::vector<Entry> passed;
+    while (most_.size() > 1 && !fits(-most_.top().second)) {
       passed.push_back(most_.top());
       most_.pop();
     }
-    const auto [left, negated_part] = most_.empty() ? passed.front() : most_.top();
-    if (!most_.empty()) most_.pop();
-    for (const auto& entry : passed) {
-      if (entry.second != negated_part) most_.push(entry);
-    }
-    most_.emplace(left - amount, negated_part);
-    return -negated_part;
+    Entry chosen = most_.top();
+    most_.pop();
+    if (!passed.empty() && !fits(-chosen.second)) std::swap(chosen, passed.front());
+    for (const Entry& entry : passed) most_.push(entry);
+    most_.emplace(chosen.first - amount, chosen.second);
+    return -chosen.second;
   }
 
  private:
-  std::priority_queue<std::pair<std::int64_t, std::int32_t>> most_;
+  using Entry = std::pair<std::int64_t, std::int32_t>;  // room left, part negated
+  std::priority_queue<Entry> most_;
 };
 
 // The owned light components' parts (-1 for the heavy ones): those with training vertices first, most first, each
@@ -140,12 +141,31 @@ std::vector<std::int32_t> fill_rooms(std::span<const ComponentAmount> owned, std
   return part;
 }
 
+// Each part's room scaled to hold `amount` in all (where the rooms hold more: parts that the heavy components filled
+// past their share left room elsewhere), in proportion, as whole units.
+std::vector<std::int64_t> scaled_to(std::span<const std::int64_t> room, std::int64_t amount) {
+  const std::int64_t total = std::accumulate(room.begin(), room.end(), std::int64_t{0});
+  if (total <= amount) return {room.begin(), room.end()};
+  std::vector<std::int64_t> scaled;
+  std::int64_t before = 0;
+  std::int64_t taken = 0;
+  for (const std::int64_t r : room) {
+    before += r;
+    const auto upto = static_cast<std::int64_t>(
+        std::llround(static_cast<double>(before) * static_cast<double>(amount) / static_cast<double>(total)));
+    scaled.push_back(upto - taken);
+    taken = upto;
+  }
+  return scaled;
+}
+
 // This rank's share of each part's room: the parts' rooms side by side make a line, which the ranks' light amounts
 // share in rank order (`amounts`: each rank's).
-std::vector<std::int64_t> share_of_rooms(std::span<const std::int64_t> room, std::span<const std::int64_t> amounts,
+std::vector<std::int64_t> share_of_rooms(std::span<const std::int64_t> whole_room, std::span<const std::int64_t> amounts,
                                          int rank) {
-  const std::int64_t from =
-      std::accumulate(amounts.begin(), amounts.begin() + rank, std::int64_t{0});
+  const std::vector<std::int64_t> room =
+      scaled_to(whole_room, std::accumulate(amounts.begin(), amounts.end(), std::int64_t{0}));
+  const std::int64_t from = std::accumulate(amounts.begin(), amounts.begin() + rank, std::int64_t{0});
   const std::int64_t to = from + amounts[static_cast<std::size_t>(rank)];
   std::vector<std::int64_t> share;
   std::int64_t room_from = 0;

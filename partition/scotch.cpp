@@ -254,8 +254,14 @@ void map_distributed_graph(const SliceAdjacency& slice, std::span<const std::int
                       pads ? fillers(targets.padding, targets.most_filler) : std::vector<SCOTCH_Num>{});
   check(SCOTCH_dgraphInit(&padded.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
   padded.initialised = true;
+  // A rank whose induced vertices have no edges between them has one array for its neighbours and their weights, which
+  // Scotch takes for no edge weights; it wants them on every rank or on none.
+  static SCOTCH_Num no_neighbour = 0;
+  static SCOTCH_Num no_weight = 0;
+  const bool arcless = arc_room == 0;
   check(SCOTCH_dgraphBuild(&padded.graph, base, copy.count(), copy.count(), copy.starts.data(), copy.ends.data(),
-                           copy.weights.data(), nullptr, local_arcs, arc_room, neighbours, nullptr, arc_weights),
+                           copy.weights.data(), nullptr, local_arcs, arc_room, arcless ? &no_neighbour : neighbours,
+                           nullptr, arcless ? &no_weight : arc_weights),
         "SCOTCH_dgraphBuild");
   check(SCOTCH_dgraphInit(&bound.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
   bound.initialised = true;
