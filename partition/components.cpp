@@ -61,12 +61,18 @@ OwnedComponents sum_at_owners(std::span<const gid_t> named, std::span<const Comp
     const auto end = static_cast<std::size_t>(
         std::lower_bound(named.begin() + static_cast<std::ptrdiff_t>(begin), named.end(), slices.first(q + 1)) -
         named.begin());
-    writers[static_cast<std::size_t>(q)].put(named.subspan(begin, end - begin));
-    writers[static_cast<std::size_t>(q)].put(partial.subspan(begin, end - begin));
+    Writer& writer = writers[static_cast<std::size_t>(q)];
+    writer.reserve(Writer::bytes_of_array<gid_t>(end - begin) + Writer::bytes_of_array<ComponentAmount>(end - begin));
+    writer.put(named.subspan(begin, end - begin));
+    writer.put(partial.subspan(begin, end - begin));
     begin = end;
   }
+  const std::vector<std::vector<std::byte>> messages = exchange(writers, comm);
+  std::size_t count = 0;
+  for (const auto& message : messages) count += Reader(message).next<gid_t>().size();
   std::vector<std::pair<gid_t, ComponentAmount>> heard;
-  for (const auto& message : exchange(writers, comm)) {
+  heard.reserve(count);
+  for (const auto& message : messages) {
     Reader reader(message);
     const PackedArray<gid_t> names = reader.next<gid_t>();
     const PackedArray<ComponentAmount> amounts = reader.next<ComponentAmount>();
@@ -74,6 +80,10 @@ OwnedComponents sum_at_owners(std::span<const gid_t> named, std::span<const Comp
   }
   std::sort(heard.begin(), heard.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   OwnedComponents owned;
+  std::size_t distinct = 0;
+  for (std::size_t i = 0; i < heard.size(); ++i) distinct += i == 0 || heard[i].first != heard[i - 1].first ? 1 : 0;
+  owned.names.reserve(distinct);
+  owned.amounts.reserve(distinct);
   for (const auto& [name, amount] : heard) {
     if (owned.names.empty() || owned.names.back() != name) {
       owned.names.push_back(name);
@@ -120,6 +130,8 @@ std::vector<std::int32_t> fill_rooms(std::span<const ComponentAmount> owned, std
                                      std::span<const std::int64_t> weight_room,
                                      std::span<const std::int64_t> training_room) {
   std::vector<std::size_t> light;
+  light.reserve(static_cast<std::size_t>(
+      std::count_if(owned.begin(), owned.end(), [&](const ComponentAmount& a) { return a.weight <= light_limit; })));
   for (std::size_t c = 0; c < owned.size(); ++c) {
     if (owned[c].weight <= light_limit) light.push_back(c);
   }
@@ -214,7 +226,7 @@ WeighedComponents::WeighedComponents(std::span<const gid_t> component, std::span
       light_limit_(light_limit),
       slices_(slices),
       comm_(comm),
-      named_(sorted_unique(std::vector<gid_t>(component.begin(), component.end()))),
+      named_(sorted_unique_where(component, [](gid_t) { return true; })),
       totals_(kLight + 2 * static_cast<std::size_t>(comm.size()), 0) {
   NJ_EXPECTS(component.size() == weights.size() && training.size() == weights.size(),
              "{} components and {} training flags for {} weights", component.size(), training.size(), weights.size());

@@ -359,11 +359,14 @@ ClusterGraph contract(const SliceAdjacency& slice, std::span<const std::int64_t>
   NeighbourClusters cluster_of(slice, clusters, graph.adjacency.first, slices, comm);
   // The rows of each cluster, grouped by a counting sort.
   std::vector<std::int64_t> member_offsets(static_cast<std::size_t>(clusters.count) + 1, 0);
-  for (const std::int32_t c : clusters.of_row) ++member_offsets[static_cast<std::size_t>(c) + 1];
+  for (const std::int32_t c : clusters.of_row) {
+    if (c >= 0) ++member_offsets[static_cast<std::size_t>(c) + 1];
+  }
   std::partial_sum(member_offsets.begin(), member_offsets.end(), member_offsets.begin());
-  std::vector<std::int32_t> members(clusters.of_row.size());
+  std::vector<std::int32_t> members(static_cast<std::size_t>(member_offsets[static_cast<std::size_t>(clusters.count)]));
   std::vector<std::int64_t> cursor(member_offsets.begin(), member_offsets.end() - 1);
   for (std::size_t r = 0; r < clusters.of_row.size(); ++r) {
+    if (clusters.of_row[r] < 0) continue;
     members[static_cast<std::size_t>(cursor[static_cast<std::size_t>(clusters.of_row[r])]++)] =
         static_cast<std::int32_t>(r);
   }

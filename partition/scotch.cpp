@@ -113,15 +113,6 @@ struct Owned {
   bool initialised = false;
 };
 
-// The entries of `part` that are -1 (the vertices to map), in order.
-std::vector<std::size_t> unmapped(std::span<const std::int32_t> part) {
-  std::vector<std::size_t> at;
-  for (std::size_t v = 0; v < part.size(); ++v) {
-    if (part[v] == -1) at.push_back(v);
-  }
-  return at;
-}
-
 // Isolated vertices that add up to `padding`, none heavier than `most`.
 std::vector<SCOTCH_Num> fillers(std::int64_t padding, std::int64_t most) {
   std::vector<SCOTCH_Num> weights;
@@ -130,167 +121,97 @@ std::vector<SCOTCH_Num> fillers(std::int64_t padding, std::int64_t most) {
   return weights;
 }
 
-// An induced graph's vertex arrays, copied, and after them `fillers` (vertices without edges, of those weights). A
-// graph built on them (with the induced graph's edges, which must outlive it) has no numbers of its vertices in the
-// whole graph: Scotch 7.0.3's mapping indexes its result by those (kgraphMapRbPart3), past the end of an array of the
-// induced graph's size.
+// A slice's vertex arrays, copied, and after them `fillers` (vertices without edges, of those weights): the vertex
+// arrays of the graph Scotch partitions, with the slice's edges.
 struct PaddedVertices {
-  PaddedVertices(SCOTCH_Num vertices, const SCOTCH_Num* starts_in, const SCOTCH_Num* ends_in,
-                 const SCOTCH_Num* weights_in, std::span<const SCOTCH_Num> fillers) {
-    const auto count = static_cast<std::size_t>(vertices);
-    for (auto* array : {&starts, &ends, &weights}) array->reserve(count + fillers.size() + 1);  // never null
-    starts.assign(starts_in, starts_in + count);
-    ends.assign(ends_in, ends_in + count);
-    if (weights_in == nullptr) {
-      weights.assign(count, 1);
-    } else {
-      weights.assign(weights_in, weights_in + count);
-    }
+  PaddedVertices(const SliceAdjacency& slice, std::span<const std::int64_t> weights,
+                 std::span<const SCOTCH_Num> fillers) {
+    offsets.reserve(slice.offsets.size() + fillers.size());
+    loads.reserve(weights.size() + fillers.size() + 1);  // never null
+    offsets.assign(slice.offsets.begin(), slice.offsets.end());
+    loads.assign(weights.begin(), weights.end());
     for (const SCOTCH_Num filler : fillers) {
-      starts.push_back(0);
-      ends.push_back(0);
-      weights.push_back(filler);
+      offsets.push_back(offsets.back());
+      loads.push_back(filler);
     }
   }
-  SCOTCH_Num count() const { return static_cast<SCOTCH_Num>(starts.size()); }
+  SCOTCH_Num count() const { return static_cast<SCOTCH_Num>(loads.size()); }
 
-  std::vector<SCOTCH_Num> starts;
-  std::vector<SCOTCH_Num> ends;
-  std::vector<SCOTCH_Num> weights;
+  std::vector<SCOTCH_Num> offsets;
+  std::vector<SCOTCH_Num> loads;
 };
 
-void map_whole_graph(const SliceAdjacency& whole, std::span<const std::int64_t> weights, std::span<std::int32_t> part,
-                     const ScotchTargets& targets, std::uint64_t seed) {
+// This process's rank: 0 where it is the only one (MPI need not be up).
+int this_rank(int ranks) {
+  int rank = 0;
+  if (ranks > 1) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+// Scotch's parts of the padded vertices, on one process or several.
+std::vector<SCOTCH_Num> whole_graph_parts(const SliceAdjacency& slice, const PaddedVertices& padded, std::int64_t arcs,
+                                          const ScotchTargets& targets, std::uint64_t seed) {
   Owned<SCOTCH_Graph, SCOTCH_graphExit> graph;
-  Owned<SCOTCH_Graph, SCOTCH_graphExit> induced;
-  Owned<SCOTCH_Graph, SCOTCH_graphExit> padded;
   Owned<SCOTCH_Graph, SCOTCH_graphExit> bound;
   Context context(seed);
   check(SCOTCH_graphInit(&graph.graph), "SCOTCH_graphInit");
   graph.initialised = true;
-  check(SCOTCH_graphBuild(&graph.graph, 0, whole.rows(), in(whole.offsets), nullptr, weights_in(weights), nullptr,
-                          static_cast<SCOTCH_Num>(whole.neighbours.size()), in(whole.neighbours),
-                          weights_in(whole.edge_weights)),
-        "SCOTCH_graphBuild");
-  const std::vector<std::size_t> to_map = unmapped(part);
-  std::vector<SCOTCH_GraphPart2> chosen(part.size());
-  for (const std::size_t v : to_map) chosen[v] = 1;
-  check(SCOTCH_graphInit(&induced.graph), "SCOTCH_graphInit");
-  induced.initialised = true;
-  check(SCOTCH_graphInducePart(&graph.graph, static_cast<SCOTCH_Num>(to_map.size()), chosen.data(), 1, &induced.graph),
-        "SCOTCH_graphInducePart");
-  SCOTCH_Num base = 0;
-  SCOTCH_Num vertices = 0;
-  SCOTCH_Num arcs = 0;
-  SCOTCH_Num* starts = nullptr;
-  SCOTCH_Num* ends = nullptr;
-  SCOTCH_Num* vertex_weights = nullptr;
-  SCOTCH_Num* labels = nullptr;
-  SCOTCH_Num* neighbours = nullptr;
-  SCOTCH_Num* arc_weights = nullptr;
-  SCOTCH_graphData(&induced.graph, &base, &vertices, &starts, &ends, &vertex_weights, &labels, &arcs, &neighbours,
-                   &arc_weights);
-  PaddedVertices copy(vertices, starts, ends, vertex_weights, fillers(targets.padding, targets.most_filler));
-  check(SCOTCH_graphInit(&padded.graph), "SCOTCH_graphInit");
-  padded.initialised = true;
-  check(SCOTCH_graphBuild(&padded.graph, base, copy.count(), copy.starts.data(), copy.ends.data(), copy.weights.data(),
-                          nullptr, arcs, neighbours, arc_weights),
+  check(SCOTCH_graphBuild(&graph.graph, 0, padded.count(), padded.offsets.data(), nullptr, padded.loads.data(), nullptr,
+                          arcs, in(slice.neighbours), weights_in(slice.edge_weights)),
         "SCOTCH_graphBuild");
   check(SCOTCH_graphInit(&bound.graph), "SCOTCH_graphInit");
   bound.initialised = true;
-  check(SCOTCH_contextBindGraph(context.get(), &padded.graph, &bound.graph), "SCOTCH_contextBindGraph");
+  check(SCOTCH_contextBindGraph(context.get(), &graph.graph, &bound.graph), "SCOTCH_contextBindGraph");
   Strategy strategy(targets.parts, 1);
-  std::vector<SCOTCH_Num> mapped(static_cast<std::size_t>(copy.count()));
-  check(SCOTCH_graphPart(&bound.graph, targets.parts, strategy.get(), mapped.data()), "SCOTCH_graphPart");
-  for (std::size_t i = 0; i < to_map.size(); ++i) part[to_map[i]] = static_cast<std::int32_t>(mapped[i]);
+  std::vector<SCOTCH_Num> part(static_cast<std::size_t>(padded.count()));
+  check(SCOTCH_graphPart(&bound.graph, targets.parts, strategy.get(), part.data()), "SCOTCH_graphPart");
+  return part;
 }
 
-void map_distributed_graph(const SliceAdjacency& slice, std::span<const std::int64_t> weights,
-                           std::span<std::int32_t> part, const ScotchTargets& targets, std::uint64_t seed, int ranks) {
+std::vector<SCOTCH_Num> distributed_parts(const SliceAdjacency& slice, const PaddedVertices& padded,
+                                          std::int64_t arcs, const ScotchTargets& targets, std::uint64_t seed,
+                                          int ranks) {
   Owned<SCOTCH_Dgraph, SCOTCH_dgraphExit> graph;
-  Owned<SCOTCH_Dgraph, SCOTCH_dgraphExit> induced;
-  Owned<SCOTCH_Dgraph, SCOTCH_dgraphExit> padded;
   Owned<SCOTCH_Dgraph, SCOTCH_dgraphExit> bound;
   Context context(seed);
   check(SCOTCH_dgraphInit(&graph.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
   graph.initialised = true;
-  const auto slice_arcs = static_cast<SCOTCH_Num>(slice.neighbours.size());
-  check(SCOTCH_dgraphBuild(&graph.graph, 0, slice.rows(), slice.rows(), in(slice.offsets), nullptr, weights_in(weights),
-                           nullptr, slice_arcs, slice_arcs, in(slice.neighbours), nullptr,
-                           weights_in(slice.edge_weights)),
-        "SCOTCH_dgraphBuild");
-  const std::vector<std::size_t> to_map = unmapped(part);
-  std::vector<SCOTCH_Num> chosen(part.size(), 0);
-  for (const std::size_t v : to_map) chosen[v] = 1;
-  check(SCOTCH_dgraphInit(&induced.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
-  induced.initialised = true;
-  check(SCOTCH_dgraphInducePart(&graph.graph, chosen.data(), 1, static_cast<SCOTCH_Num>(to_map.size()),
-                                &induced.graph),
-        "SCOTCH_dgraphInducePart");
-  SCOTCH_Num base = 0;
-  SCOTCH_Num vertices = 0;
-  SCOTCH_Num local_vertices = 0;
-  SCOTCH_Num most_local_vertices = 0;
-  SCOTCH_Num ghost_vertices = 0;
-  SCOTCH_Num arcs = 0;
-  SCOTCH_Num local_arcs = 0;
-  SCOTCH_Num arc_room = 0;
-  SCOTCH_Num* starts = nullptr;
-  SCOTCH_Num* ends = nullptr;
-  SCOTCH_Num* vertex_weights = nullptr;
-  SCOTCH_Num* labels = nullptr;
-  SCOTCH_Num* neighbours = nullptr;
-  SCOTCH_Num* ghost_neighbours = nullptr;
-  SCOTCH_Num* arc_weights = nullptr;
-  MPI_Comm communicator = MPI_COMM_NULL;
-  SCOTCH_dgraphData(&induced.graph, &base, &vertices, &local_vertices, &most_local_vertices, &ghost_vertices, &starts,
-                    &ends, &vertex_weights, &labels, &arcs, &local_arcs, &arc_room, &neighbours, &ghost_neighbours,
-                    &arc_weights, &communicator);
-  // The last rank adds the fillers, so that no other vertex's number changes.
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const bool pads = rank == ranks - 1;
-  PaddedVertices copy(local_vertices, starts, ends, vertex_weights,
-                      pads ? fillers(targets.padding, targets.most_filler) : std::vector<SCOTCH_Num>{});
-  check(SCOTCH_dgraphInit(&padded.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
-  padded.initialised = true;
-  // A rank whose induced vertices have no edges between them has one array for its neighbours and their weights, which
-  // Scotch takes for no edge weights; it wants them on every rank or on none.
+  // A rank without edges passes arrays all the same (weights_in), and two of them: Scotch takes one array for both the
+  // neighbours and their weights for no edge weights, which must be so on every rank or on none.
   static SCOTCH_Num no_neighbour = 0;
-  static SCOTCH_Num no_weight = 0;
-  const bool arcless = arc_room == 0;
-  check(SCOTCH_dgraphBuild(&padded.graph, base, copy.count(), copy.count(), copy.starts.data(), copy.ends.data(),
-                           copy.weights.data(), nullptr, local_arcs, arc_room, arcless ? &no_neighbour : neighbours,
-                           nullptr, arcless ? &no_weight : arc_weights),
+  check(SCOTCH_dgraphBuild(&graph.graph, 0, padded.count(), padded.count(), in(padded.offsets), nullptr,
+                           in(padded.loads), nullptr, arcs, arcs,
+                           slice.neighbours.empty() ? &no_neighbour : in(slice.neighbours), nullptr,
+                           weights_in(slice.edge_weights)),
         "SCOTCH_dgraphBuild");
   check(SCOTCH_dgraphInit(&bound.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
   bound.initialised = true;
-  check(SCOTCH_contextBindDgraph(context.get(), &padded.graph, &bound.graph), "SCOTCH_contextBindDgraph");
+  check(SCOTCH_contextBindDgraph(context.get(), &graph.graph, &bound.graph), "SCOTCH_contextBindDgraph");
   Strategy strategy(targets.parts, ranks);
-  std::vector<SCOTCH_Num> mapped(static_cast<std::size_t>(copy.count()));
-  check(SCOTCH_dgraphPart(&bound.graph, targets.parts, strategy.get(), mapped.data()), "SCOTCH_dgraphPart");
-  for (std::size_t i = 0; i < to_map.size(); ++i) part[to_map[i]] = static_cast<std::int32_t>(mapped[i]);
+  std::vector<SCOTCH_Num> part(static_cast<std::size_t>(padded.count()));
+  check(SCOTCH_dgraphPart(&bound.graph, targets.parts, strategy.get(), part.data()), "SCOTCH_dgraphPart");
+  return part;
 }
 
 }  // namespace
 
-void scotch_map(const SliceAdjacency& slice, std::span<const std::int64_t> weights, std::span<std::int32_t> part,
-                const ScotchTargets& targets, std::uint64_t seed, int ranks) {
-  NJ_EXPECTS(static_cast<std::int64_t>(weights.size()) == slice.rows() && part.size() == weights.size(),
-             "{} weights and {} parts for {} vertices", weights.size(), part.size(), slice.rows());
+std::vector<std::int32_t> scotch_parts(const SliceAdjacency& slice, std::span<const std::int64_t> weights,
+                                       const ScotchTargets& targets, std::uint64_t seed, int ranks) {
+  NJ_EXPECTS(static_cast<std::int64_t>(weights.size()) == slice.rows(), "{} weights for {} vertices", weights.size(),
+             slice.rows());
   NJ_EXPECTS(slice.edge_weights.size() == slice.neighbours.size(), "{} edge weights for {} adjacency entries",
              slice.edge_weights.size(), slice.neighbours.size());
   NJ_EXPECTS(targets.padding >= 0 && targets.most_filler > 0, "padding {} in fillers of at most {}", targets.padding,
              targets.most_filler);
-  if (targets.parts <= 1) {  // one part or none: nothing for Scotch to choose
-    std::replace(part.begin(), part.end(), -1, 0);
-    return;
-  }
-  if (ranks > 1) {
-    map_distributed_graph(slice, weights, part, targets, seed, ranks);
-  } else {
-    map_whole_graph(slice, weights, part, targets, seed);
-  }
+  if (targets.parts <= 1) return std::vector<std::int32_t>(static_cast<std::size_t>(slice.rows()), 0);
+  // The last rank adds the fillers, so that no other vertex's number changes.
+  const PaddedVertices padded(slice, weights,
+                              this_rank(ranks) == ranks - 1 ? fillers(targets.padding, targets.most_filler)
+                                                            : std::vector<SCOTCH_Num>{});
+  const auto arcs = static_cast<std::int64_t>(slice.neighbours.size());
+  const std::vector<SCOTCH_Num> part = ranks > 1 ? distributed_parts(slice, padded, arcs, targets, seed, ranks)
+                                                 : whole_graph_parts(slice, padded, arcs, targets, seed);
+  return {part.begin(), part.begin() + slice.rows()};
 }
 
 }  // namespace nj

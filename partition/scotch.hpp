@@ -20,13 +20,12 @@ struct ScotchTargets {
   std::int64_t most_filler = 1;
 };
 
-// Fills the entries of `part` that are -1 (`part` has one for each of the slice's vertices) with parts 0 .. parts - 1
-// of equal weight (within 3 %, counting the fillers), cutting the least edge weight (the slice's edge_weights, one an
-// adjacency entry) among them; the other vertices and their edges are left out. On several ranks (`ranks` > 1, MPI
-// up) PT-Scotch's SCOTCH_dgraphPart over MPI_COMM_WORLD, every rank passing its own slice (slices ascending by rank)
-// and the same targets; on one, Scotch's SCOTCH_graphPart. The seed makes the result a function of the graph, the seed
-// and the number of ranks. Throws Error naming the call where Scotch fails.
-void scotch_map(const SliceAdjacency& slice, std::span<const std::int64_t> weights, std::span<std::int32_t> part,
-                const ScotchTargets& targets, std::uint64_t seed, int ranks);
+// The part of each of the slice's vertices, `targets.parts` parts of equal weight (within 3 %, counting the fillers),
+// cutting the least edge weight (the slice's edge_weights, one an adjacency entry). On several ranks (`ranks` > 1, MPI
+// up) PT-Scotch's SCOTCH_dgraphPart over MPI_COMM_WORLD, every rank passing its own slice (slices ascending by rank) and
+// the same targets; on one, Scotch's SCOTCH_graphPart. The seed makes the result a function of the graph, the seed and
+// the number of ranks. Throws Error naming the call where Scotch fails.
+std::vector<std::int32_t> scotch_parts(const SliceAdjacency& slice, std::span<const std::int64_t> weights,
+                                       const ScotchTargets& targets, std::uint64_t seed, int ranks);
 
 }  // namespace nj

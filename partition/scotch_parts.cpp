@@ -71,40 +71,55 @@ SliceClusters single_vertices(std::int64_t rows) {
   return clusters;
 }
 
+// Leaves the light components' rows out of the pieces (-1), the pieces of heavy components numbered as they were
+// ordered: the graph Scotch partitions.
+void set_light_apart(SliceClusters& clusters, const WeighedComponents& components) {
+  std::vector<std::int32_t> number(static_cast<std::size_t>(clusters.count), -1);
+  for (std::size_t r = 0; r < clusters.of_row.size(); ++r) {
+    if (components.heavy(r)) number[static_cast<std::size_t>(clusters.of_row[r])] = 0;
+  }
+  std::int32_t heavy = 0;
+  for (std::int32_t& n : number) {
+    if (n == 0) n = heavy++;
+  }
+  for (std::int32_t& c : clusters.of_row) c = number[static_cast<std::size_t>(c)];
+  clusters.count = heavy;
+}
+
 // The parts one way gives: the pieces of heavy components partitioned by Scotch into as few parts as they need, the
 // light components placed whole in what those leave, and the parts refined on the whole graph.
 std::vector<std::int32_t> parts_one_way(const Graph& graph, const Way& way, int parts, const ClusterLimits& limits,
                                         std::int64_t max_part_weight, Communicator& comm, PartitionRankCounts& counts) {
-  const SliceClusters clusters = way.clustered
+  SliceClusters clusters = way.clustered
                                      ? cluster_slice(graph.adjacency, graph.weights, limits, way.seed, graph.slices, comm)
                                      : single_vertices(graph.adjacency.rows());
-  // A cluster lies within one component (a row joins its neighbours' cluster), and so do its pieces. Scotch maps the
-  // heavy components' (-1); the light ones' are placed below.
-  std::vector<std::int32_t> cluster_part(static_cast<std::size_t>(clusters.count), 0);
-  for (std::size_t r = 0; r < clusters.of_row.size(); ++r) {
-    if (graph.components.heavy(r)) cluster_part[static_cast<std::size_t>(clusters.of_row[r])] = -1;
-  }
+  // A cluster lies within one component (a row joins its neighbours' cluster), and so do its pieces. Scotch partitions
+  // the heavy components' pieces; the light ones' rows are placed below.
+  set_light_apart(clusters, graph.components);
+  std::vector<std::int32_t> cluster_part;
   {
-    const ClusterGraph contracted = contract(graph.adjacency, graph.weights, clusters, graph.slices, comm);
+    ClusterGraph contracted = contract(graph.adjacency, graph.weights, clusters, graph.slices, comm);
     spdlog::debug("rank {}: {} clusters with {} adjacency entries, from {} vertices with {}", comm.rank(),
                   clusters.count, contracted.adjacency.neighbours.size(), graph.adjacency.rows(),
                   graph.adjacency.neighbours.size());
     std::vector<std::int64_t> whole{static_cast<std::int64_t>(contracted.adjacency.neighbours.size())};
     comm.all_reduce_sum(whole);
+    // The largest of the ways tried, each count on its own (the ways run one after the other).
     counts.clusters = std::max<std::int64_t>(counts.clusters, clusters.count);
     counts.cluster_adjacency =
         std::max(counts.cluster_adjacency, static_cast<std::int64_t>(contracted.adjacency.neighbours.size()));
     counts.whole_cluster_adjacency = std::max(counts.whole_cluster_adjacency, whole[0]);
-    scotch_map(contracted.adjacency, contracted.weights, cluster_part,
-               heavy_targets(graph.components, parts, limits.piece), way.seed, comm.size());
+    cluster_part = scotch_parts(contracted.adjacency, contracted.weights,
+                                heavy_targets(graph.components, parts, limits.piece), way.seed, comm.size());
   }
   std::vector<std::int32_t> part;
   part.reserve(clusters.of_row.size());
   // What the heavy components weigh in each part, then their training vertices there.
   std::vector<std::int64_t> heavy(2 * static_cast<std::size_t>(parts), 0);
   for (std::size_t r = 0; r < clusters.of_row.size(); ++r) {
-    part.push_back(cluster_part[static_cast<std::size_t>(clusters.of_row[r])]);
-    if (!graph.components.heavy(r)) continue;
+    const bool in_heavy = graph.components.heavy(r);
+    part.push_back(in_heavy ? cluster_part[static_cast<std::size_t>(clusters.of_row[r])] : 0);
+    if (!in_heavy) continue;
     heavy[static_cast<std::size_t>(part.back())] += graph.weights[r];
     heavy[static_cast<std::size_t>(parts + part.back())] += graph.training[r];
   }
@@ -158,6 +173,7 @@ std::vector<std::int32_t> scotch_slice_parts(const PartitionOptions& options, co
   const std::int64_t max_part_weight = at_least_one((1.0 + kPartImbalance) * mean_part);
   const std::vector<gid_t> component = components_or_one(adjacency, slices, comm);
   const WeighedComponents components(component, weights, training, limits.piece, slices, comm);
+  counts.components = components.named();
   const Graph graph{adjacency, weights, training, components, slices};
   const std::vector<Way> ways = ways_for(adjacency, options.seed, comm);
   std::vector<std::int32_t> best;

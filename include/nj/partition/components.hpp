@@ -39,6 +39,8 @@ class WeighedComponents {
                     Communicator& comm);
 
   bool heavy(std::size_t row) const { return heavy_[row] != 0; }
+  // How many components the slice's rows are in.
+  std::int64_t named() const { return static_cast<std::int64_t>(named_.size()); }
   std::int64_t total_weight() const { return totals_[kWeight]; }
   std::int64_t heavy_weight() const { return totals_[kHeavyWeight]; }
 

@@ -37,7 +37,8 @@ SliceClusters cluster_slice(const SliceAdjacency& slice, std::span<const std::in
 
 // The clusters as a graph, distributed as the slices were: this rank's clusters in `adjacency` (neighbours and
 // `edge_weights` give every other cluster that a row of it reaches, once, with the number of edges between them), their
-// weights the sums of their rows'. Clusters are numbered rank after rank. A collective of every rank.
+// weights the sums of their rows'. Clusters are numbered rank after rank. Rows of cluster -1 are left out, with their
+// edges; no row of a cluster may have them for neighbours. A collective of every rank.
 struct ClusterGraph {
   SliceAdjacency adjacency;
   std::vector<std::int64_t> weights;

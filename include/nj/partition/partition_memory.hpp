@@ -20,7 +20,8 @@ struct PartitionRankCounts {
   std::int64_t adjacency = 0;        // the slice's entries in the simple undirected graph
   std::int64_t outside_entries = 0;  // of those, the entries whose vertex another slice holds
   std::int64_t outside = 0;          // the distinct vertices they name
-  std::int64_t clusters = 0;         // the slice's clusters, as PT-Scotch partitions them
+  std::int64_t components = 0;       // the connected components the slice's vertices are in
+  std::int64_t clusters = 0;         // the slice's clusters (pieces of heavy components), as PT-Scotch partitions them
   std::int64_t cluster_adjacency = 0;        // and their adjacency entries
   std::int64_t whole_cluster_adjacency = 0;  // the adjacency entries of every rank's clusters
   bool named = false;                        // the file names its vertices (/graph/vertex_ids)
