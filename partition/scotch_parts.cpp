@@ -22,10 +22,9 @@ constexpr double kClusterShare = 0.6;
 // Rounds of trading component names between slices before a graph is taken as one component (slice_components).
 constexpr int kComponentRounds = 16;
 
-// A graph of at most this many adjacency entries (every rank's) is partitioned several ways, and the least cut kept:
-// Scotch's cut of the same graph varied with its seed by up to 1.4 times (Cora, CiteSeer), on the clusters' graph as on
-// the vertices', and neither graph was the better on both. On larger graphs one way, which the clusters keep small.
-constexpr std::int64_t kTriedGraphEntries = std::int64_t{1} << 18;
+// The ways of the clusters that a small graph is partitioned (PartitionOptions::several_ways_up_to): Scotch's cut of
+// the same graph varied with its seed by up to 1.4 times (Cora, CiteSeer), on the clusters' graph as on the vertices',
+// and neither graph was the better on both.
 constexpr int kClusteredTries = 3;
 
 // The connected component of each of the slice's rows; where finding them takes more than kComponentRounds rounds,
@@ -146,12 +145,13 @@ std::int64_t cut_entries(const SliceAdjacency& adjacency, std::span<const std::i
   return cut[0];
 }
 
-// The ways to try: on a small graph the vertices' and kClusteredTries of the clusters', each seed drawn from `seed`; on
-// a larger one the clusters' with `seed`.
-std::vector<Way> ways_for(const SliceAdjacency& adjacency, std::uint64_t seed, Communicator& comm) {
+// The ways to try: on a small graph the vertices' and kClusteredTries of the clusters', each seed drawn from the
+// options'; on a larger one the clusters' with that seed.
+std::vector<Way> ways_for(const SliceAdjacency& adjacency, const PartitionOptions& options, Communicator& comm) {
+  const std::uint64_t seed = options.seed;
   std::vector<std::int64_t> entries{static_cast<std::int64_t>(adjacency.neighbours.size())};
   comm.all_reduce_sum(entries);
-  if (entries[0] > kTriedGraphEntries) return {{.clustered = true, .seed = seed}};
+  if (entries[0] > options.several_ways_up_to) return {{.clustered = true, .seed = seed}};
   std::vector<Way> ways{{.clustered = false, .seed = seed}};
   for (int t = 0; t < kClusteredTries; ++t) {
     ways.push_back({.clustered = true, .seed = t == 0 ? seed : mix64(seed + static_cast<std::uint64_t>(t))});
@@ -175,7 +175,7 @@ std::vector<std::int32_t> scotch_slice_parts(const PartitionOptions& options, co
   const WeighedComponents components(component, weights, training, limits.piece, slices, comm);
   counts.components = components.named();
   const Graph graph{adjacency, weights, training, components, slices};
-  const std::vector<Way> ways = ways_for(adjacency, options.seed, comm);
+  const std::vector<Way> ways = ways_for(adjacency, options, comm);
   std::vector<std::int32_t> best;
   std::int64_t best_cut = 0;
   for (const Way& way : ways) {

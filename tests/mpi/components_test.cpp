@@ -231,5 +231,31 @@ TEST(ParallelPartition, ScotchCutsAboutAsFewEdgesAsMetisWhereSmallComponentsAbou
   }
 }
 
+// A small graph is partitioned several ways and the least cut kept: never more than the clusters' way alone, and here
+// fewer.
+TEST(ParallelPartition, ASmallGraphKeepsTheLeastCutOfSeveralWays) {
+  Communicator& comm = test::job();
+  const test::TempDir mine;
+  const std::string folder = test::shared_folder(comm, mine);
+  const std::string path = folder + "/components.h5";
+  if (comm.rank() == 0) write_dataset(path, large_and_small_components());
+  std::vector<std::int64_t> written{0};
+  comm.all_reduce_sum(written);
+  std::int64_t fewer = 0;
+  for (const int parts : {4, 8}) {
+    const PartitionOptions several{.method = PartitionMethod::kScotch, .parts = parts, .seed = 1};
+    PartitionOptions one = several;
+    one.several_ways_up_to = 0;
+    const auto cut = [&](const PartitionOptions& options) {
+      return partition_in_parallel(path, options, comm, [](Shard&&) {}).partition.edge_cut;
+    };
+    const std::int64_t least = cut(several);
+    const std::int64_t clusters = cut(one);
+    EXPECT_LE(least, clusters) << parts << " parts";
+    fewer += least < clusters ? 1 : 0;
+  }
+  EXPECT_GT(fewer, 0) << "the other ways never cut fewer edges";
+}
+
 }  // namespace
 }  // namespace nj

@@ -20,6 +20,9 @@ struct PartitionOptions {
   PartitionMethod method = PartitionMethod::kMetis;
   int parts = 1;
   std::uint64_t seed = 0;  // METIS's seed, or the random assignment's; the result is a function of it
+  // scotch: a graph of at most this many adjacency entries (every rank's) is partitioned several ways and the least cut
+  // kept (partition/README.md, "On many ranks", step 3); a larger one, one way.
+  std::int64_t several_ways_up_to = std::int64_t{1} << 18;
 };
 
 // The part of every vertex (in [0, parts)), by metis, random or contiguous (scotch partitions through
