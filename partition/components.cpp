@@ -53,8 +53,8 @@ struct OwnedComponents {
   std::vector<ComponentAmount> amounts;
 };
 
-OwnedComponents sum_at_owners(std::span<const gid_t> named, std::span<const ComponentAmount> partial, const Slices& slices,
-                              Communicator& comm) {
+OwnedComponents sum_at_owners(std::span<const gid_t> named, std::span<const ComponentAmount> partial,
+                              const Slices& slices, Communicator& comm) {
   std::vector<Writer> writers(static_cast<std::size_t>(slices.ranks()));
   std::size_t begin = 0;
   for (int q = 0; q < slices.ranks(); ++q) {
@@ -149,7 +149,8 @@ std::vector<std::int32_t> fill_rooms(std::span<const ComponentAmount> owned, std
     weight_left[static_cast<std::size_t>(part[*rest])] -= amount.weight;
   }
   Rooms for_weight(weight_left);
-  for (; rest != light.end(); ++rest) part[*rest] = for_weight.take(owned[*rest].weight, [](std::int32_t) { return true; });
+  for (; rest != light.end(); ++rest)
+    part[*rest] = for_weight.take(owned[*rest].weight, [](std::int32_t) { return true; });
   return part;
 }
 
@@ -173,8 +174,8 @@ std::vector<std::int64_t> scaled_to(std::span<const std::int64_t> room, std::int
 
 // This rank's share of each part's room: the parts' rooms side by side make a line, which the ranks' light amounts
 // share in rank order (`amounts`: each rank's).
-std::vector<std::int64_t> share_of_rooms(std::span<const std::int64_t> whole_room, std::span<const std::int64_t> amounts,
-                                         int rank) {
+std::vector<std::int64_t> share_of_rooms(std::span<const std::int64_t> whole_room,
+                                         std::span<const std::int64_t> amounts, int rank) {
   const std::vector<std::int64_t> room =
       scaled_to(whole_room, std::accumulate(amounts.begin(), amounts.end(), std::int64_t{0}));
   const std::int64_t from = std::accumulate(amounts.begin(), amounts.begin() + rank, std::int64_t{0});
@@ -197,8 +198,8 @@ std::optional<std::vector<gid_t>> slice_components(const SliceAdjacency& slice, 
   for (std::size_t r = 0; r < root.size(); ++r) name[r] = slice.first + root[r];
   const std::vector<gid_t> outside = outside_neighbours(slice);
   for (int round = 0; round < max_rounds; ++round) {
-    const std::vector<gid_t> heard =
-        ask_owners<gid_t>(outside, slices, comm, [&](gid_t id) { return name[static_cast<std::size_t>(id - slice.first)]; });
+    const std::vector<gid_t> heard = ask_owners<gid_t>(
+        outside, slices, comm, [&](gid_t id) { return name[static_cast<std::size_t>(id - slice.first)]; });
     std::vector<std::int64_t> changed{0};
     for (std::size_t r = 0; r < root.size(); ++r) {
       gid_t& least = name[static_cast<std::size_t>(root[r])];

@@ -168,9 +168,8 @@ std::vector<SCOTCH_Num> whole_graph_parts(const SliceAdjacency& slice, const Pad
   return part;
 }
 
-std::vector<SCOTCH_Num> distributed_parts(const SliceAdjacency& slice, const PaddedVertices& padded,
-                                          std::int64_t arcs, const ScotchTargets& targets, std::uint64_t seed,
-                                          int ranks) {
+std::vector<SCOTCH_Num> distributed_parts(const SliceAdjacency& slice, const PaddedVertices& padded, std::int64_t arcs,
+                                          const ScotchTargets& targets, std::uint64_t seed, int ranks) {
   Owned<SCOTCH_Dgraph, SCOTCH_dgraphExit> graph;
   Owned<SCOTCH_Dgraph, SCOTCH_dgraphExit> bound;
   Context context(seed);
@@ -179,11 +178,11 @@ std::vector<SCOTCH_Num> distributed_parts(const SliceAdjacency& slice, const Pad
   // A rank without edges passes arrays all the same (weights_in), and two of them: Scotch takes one array for both the
   // neighbours and their weights for no edge weights, which must be so on every rank or on none.
   static SCOTCH_Num no_neighbour = 0;
-  check(SCOTCH_dgraphBuild(&graph.graph, 0, padded.count(), padded.count(), in(padded.offsets), nullptr,
-                           in(padded.loads), nullptr, arcs, arcs,
-                           slice.neighbours.empty() ? &no_neighbour : in(slice.neighbours), nullptr,
-                           weights_in(slice.edge_weights)),
-        "SCOTCH_dgraphBuild");
+  check(
+      SCOTCH_dgraphBuild(&graph.graph, 0, padded.count(), padded.count(), in(padded.offsets), nullptr, in(padded.loads),
+                         nullptr, arcs, arcs, slice.neighbours.empty() ? &no_neighbour : in(slice.neighbours), nullptr,
+                         weights_in(slice.edge_weights)),
+      "SCOTCH_dgraphBuild");
   check(SCOTCH_dgraphInit(&bound.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
   bound.initialised = true;
   check(SCOTCH_contextBindDgraph(context.get(), &graph.graph, &bound.graph), "SCOTCH_contextBindDgraph");
@@ -205,9 +204,9 @@ std::vector<std::int32_t> scotch_parts(const SliceAdjacency& slice, std::span<co
              targets.most_filler);
   if (targets.parts <= 1) return std::vector<std::int32_t>(static_cast<std::size_t>(slice.rows()), 0);
   // The last rank adds the fillers, so that no other vertex's number changes.
-  const PaddedVertices padded(slice, weights,
-                              this_rank(ranks) == ranks - 1 ? fillers(targets.padding, targets.most_filler)
-                                                            : std::vector<SCOTCH_Num>{});
+  const PaddedVertices padded(
+      slice, weights,
+      this_rank(ranks) == ranks - 1 ? fillers(targets.padding, targets.most_filler) : std::vector<SCOTCH_Num>{});
   const auto arcs = static_cast<std::int64_t>(slice.neighbours.size());
   const std::vector<SCOTCH_Num> part = ranks > 1 ? distributed_parts(slice, padded, arcs, targets, seed, ranks)
                                                  : whole_graph_parts(slice, padded, arcs, targets, seed);

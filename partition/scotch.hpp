@@ -22,9 +22,9 @@ struct ScotchTargets {
 
 // The part of each of the slice's vertices, `targets.parts` parts of equal weight (within 3 %, counting the fillers),
 // cutting the least edge weight (the slice's edge_weights, one an adjacency entry). On several ranks (`ranks` > 1, MPI
-// up) PT-Scotch's SCOTCH_dgraphPart over MPI_COMM_WORLD, every rank passing its own slice (slices ascending by rank) and
-// the same targets; on one, Scotch's SCOTCH_graphPart. The seed makes the result a function of the graph, the seed and
-// the number of ranks. Throws Error naming the call where Scotch fails.
+// up) PT-Scotch's SCOTCH_dgraphPart over MPI_COMM_WORLD, every rank passing its own slice (slices ascending by rank)
+// and the same targets; on one, Scotch's SCOTCH_graphPart. The seed makes the result a function of the graph, the seed
+// and the number of ranks. Throws Error naming the call where Scotch fails.
 std::vector<std::int32_t> scotch_parts(const SliceAdjacency& slice, std::span<const std::int64_t> weights,
                                        const ScotchTargets& targets, std::uint64_t seed, int ranks);
 

@@ -43,7 +43,8 @@ ScotchTargets heavy_targets(const WeighedComponents& components, int parts, std:
   const Slices line(components.total_weight(), parts);
   int heavy_parts = 0;
   while (line.first(heavy_parts) < components.heavy_weight()) ++heavy_parts;
-  return {.parts = heavy_parts, .padding = line.first(heavy_parts) - components.heavy_weight(), .most_filler = light_limit};
+  return {
+      .parts = heavy_parts, .padding = line.first(heavy_parts) - components.heavy_weight(), .most_filler = light_limit};
 }
 
 // One way to partition: Scotch on the clusters of label propagation, cut into pieces, or on the vertices themselves;
@@ -90,8 +91,8 @@ void set_light_apart(SliceClusters& clusters, const WeighedComponents& component
 std::vector<std::int32_t> parts_one_way(const Graph& graph, const Way& way, int parts, const ClusterLimits& limits,
                                         std::int64_t max_part_weight, Communicator& comm, PartitionRankCounts& counts) {
   SliceClusters clusters = way.clustered
-                                     ? cluster_slice(graph.adjacency, graph.weights, limits, way.seed, graph.slices, comm)
-                                     : single_vertices(graph.adjacency.rows());
+                               ? cluster_slice(graph.adjacency, graph.weights, limits, way.seed, graph.slices, comm)
+                               : single_vertices(graph.adjacency.rows());
   // A cluster lies within one component (a row joins its neighbours' cluster), and so do its pieces. Scotch partitions
   // the heavy components' pieces; the light ones' rows are placed below.
   set_light_apart(clusters, graph.components);
@@ -136,8 +137,8 @@ std::int64_t cut_entries(const SliceAdjacency& adjacency, std::span<const std::i
   const NeighbourParts neighbour = neighbour_parts(adjacency, part, slices, comm);
   std::vector<std::int64_t> cut{0};
   for (std::int64_t r = 0; r < adjacency.rows(); ++r) {
-    for (auto e = adjacency.offsets[static_cast<std::size_t>(r)]; e < adjacency.offsets[static_cast<std::size_t>(r) + 1];
-         ++e) {
+    for (auto e = adjacency.offsets[static_cast<std::size_t>(r)];
+         e < adjacency.offsets[static_cast<std::size_t>(r) + 1]; ++e) {
       cut[0] += neighbour.of_entry[static_cast<std::size_t>(e)] != part[static_cast<std::size_t>(r)] ? 1 : 0;
     }
   }

@@ -1,5 +1,7 @@
 // The connected components of a distributed graph, and where PT-Scotch's partition puts them
 // (nj/partition/components.hpp): on 1 to 4 ranks, as tests/CMakeLists.txt runs this binary.
+#include "nj/partition/components.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include "mpi/job.hpp"
 #include "nj/graph/generate.hpp"
 #include "nj/io/dataset_file.hpp"
-#include "nj/partition/components.hpp"
 #include "nj/partition/parallel.hpp"
 #include "nj/partition/partition.hpp"
 #include "support/test_support.hpp"

@@ -70,7 +70,7 @@ class WeighedComponents {
   std::vector<gid_t> named_;  // the components this rank's rows are in, ascending
   std::vector<char> heavy_;   // a row's
   std::vector<std::int64_t> totals_;
-  std::vector<gid_t> owned_names_;  // the components whose least vertex this rank holds, ascending
+  std::vector<gid_t> owned_names_;              // the components whose least vertex this rank holds, ascending
   std::vector<ComponentAmount> owned_amounts_;  // what they weigh and their training vertices, over every rank
 };
 

@@ -26,9 +26,9 @@ struct PartitionOptions {
 };
 
 // The part of every vertex (in [0, parts)), by metis, random or contiguous (scotch partitions through
-// partition_in_parallel, nj/partition/parallel.hpp, on one rank or many). Fills info: method, parts, seed, the seconds the assignment took,
-// and through fill_part_counts the per-part counts and the edge cut. Throws nj::InputError when parts is not
-// in [1, number of vertices] or, for METIS, when the graph is beyond METIS's 32-bit indices.
+// partition_in_parallel, nj/partition/parallel.hpp, on one rank or many). Fills info: method, parts, seed, the seconds
+// the assignment took, and through fill_part_counts the per-part counts and the edge cut. Throws nj::InputError when
+// parts is not in [1, number of vertices] or, for METIS, when the graph is beyond METIS's 32-bit indices.
 std::vector<std::int32_t> assign_parts(const Dataset& dataset, const PartitionOptions& options, PartitionInfo& info);
 
 // Throws nj::InputError, naming `what` and the limit, when a graph of this many vertices and adjacency
