@@ -80,12 +80,18 @@ class Strategy {
   SCOTCH_Strat strategy_{};
 };
 
+// The threads a context of Scotch's runs on: as many as the cores (Scotch's default), or one.
+enum class ScotchThreads { kCores, kOne };
+
 // Owns a context of Scotch's with its own generator, seeded, and deterministic (the same result whatever the threads'
 // timing): a graph bound to it partitions the same way every time for one seed (and number of ranks).
 class Context {
  public:
-  explicit Context(std::uint64_t seed) {
+  Context(std::uint64_t seed, ScotchThreads threads) {
     check(SCOTCH_contextInit(&context_), "SCOTCH_contextInit");
+    if (threads == ScotchThreads::kOne) {
+      check(SCOTCH_contextThreadSpawn(&context_, 1, nullptr), "SCOTCH_contextThreadSpawn");
+    }
     check(SCOTCH_contextOptionSetNum(&context_, SCOTCH_OPTIONNUMDETERMINISTIC, 1), "SCOTCH_contextOptionSetNum");
     // A generator of the context's own, so that seeding it leaves the library's shared one alone.
     check(SCOTCH_contextRandomClone(&context_), "SCOTCH_contextRandomClone");
@@ -153,7 +159,7 @@ std::vector<SCOTCH_Num> whole_graph_parts(const SliceAdjacency& slice, const Pad
                                           const ScotchTargets& targets, std::uint64_t seed) {
   Owned<SCOTCH_Graph, SCOTCH_graphExit> graph;
   Owned<SCOTCH_Graph, SCOTCH_graphExit> bound;
-  Context context(seed);
+  Context context(seed, ScotchThreads::kCores);
   check(SCOTCH_graphInit(&graph.graph), "SCOTCH_graphInit");
   graph.initialised = true;
   check(SCOTCH_graphBuild(&graph.graph, 0, padded.count(), padded.offsets.data(), nullptr, padded.loads.data(), nullptr,
@@ -172,7 +178,10 @@ std::vector<SCOTCH_Num> distributed_parts(const SliceAdjacency& slice, const Pad
                                           const ScotchTargets& targets, std::uint64_t seed, int ranks) {
   Owned<SCOTCH_Dgraph, SCOTCH_dgraphExit> graph;
   Owned<SCOTCH_Dgraph, SCOTCH_dgraphExit> bound;
-  Context context(seed);
+  // One thread: PT-Scotch's threads fold halves of the graph at once, each calling MPI, which nj initialises for its
+  // main thread only (MPI_THREAD_FUNNELED). Two folds at once corrupted Open MPI's heap ("free(): invalid pointer" in
+  // MPI_Waitall under dgraphFold2).
+  Context context(seed, ScotchThreads::kOne);
   check(SCOTCH_dgraphInit(&graph.graph, MPI_COMM_WORLD), "SCOTCH_dgraphInit");
   graph.initialised = true;
   // A rank without edges passes arrays all the same (weights_in), and two of them: Scotch takes one array for both the
