@@ -2,17 +2,28 @@
 # area compiles against its own headers and those of the areas it depends on, and no others: each area's public
 # headers are reached through an include root of its own (<build>/include-areas/<area>/nj/<area>, a link to
 # include/nj/<area>), which its dependents inherit through the link. An include of a header from an area not
-# below it is a "No such file" error, so an upward include fails to build.
+# below it is a "No such file" error, so an upward include fails to build. Its private headers (FOLDER's, included
+# as "<area>/name.hpp") are reached through a root that holds its folder alone, so no other area can include them.
 function(nj_area area)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPENDS;PUBLIC_LINK;PRIVATE_LINK" ${ARGN})
-  add_library(nj_${area} STATIC ${ARG_SOURCES})
+  cmake_parse_arguments(ARG "" "FOLDER" "DEPENDS;PUBLIC_LINK;PRIVATE_LINK" ${ARGN})
+  nj_area_sources(sources "${ARG_FOLDER}")
+  add_library(nj_${area} STATIC ${sources})
   set(root "${PROJECT_BINARY_DIR}/include-areas/${area}")
   file(MAKE_DIRECTORY "${root}/nj")
   file(CREATE_LINK "${PROJECT_SOURCE_DIR}/include/nj/${area}" "${root}/nj/${area}" SYMBOLIC)
-  target_include_directories(nj_${area} PUBLIC "${root}" PRIVATE "${PROJECT_SOURCE_DIR}/src")
+  nj_private_root(private ${area} "${ARG_FOLDER}")
+  target_include_directories(nj_${area} PUBLIC "${root}" PRIVATE "${private}")
   list(TRANSFORM ARG_DEPENDS PREPEND nj_)
   target_link_libraries(nj_${area} PUBLIC ${ARG_DEPENDS} ${ARG_PUBLIC_LINK}
                         PRIVATE ${ARG_PRIVATE_LINK} nj_warnings nj_optimize)
+endfunction()
+
+# An include root that holds `folder` alone, named `name` (<build>/private-areas/<name>/<name>, a link to it).
+function(nj_private_root out name folder)
+  set(root "${PROJECT_BINARY_DIR}/private-areas/${name}")
+  file(MAKE_DIRECTORY "${root}")
+  file(CREATE_LINK "${folder}" "${root}/${name}" SYMBOLIC)
+  set(${out} "${root}" PARENT_SCOPE)
 endfunction()
 
 # The sources of area `area` under `folder`: its *.cpp, and those of its cuda/ folder (with *.cu) in a build with
