@@ -11,13 +11,6 @@
 namespace nj {
 namespace {
 
-// The index of `id` in `sorted` (ascending, without repeats), which holds it.
-std::size_t index_of(std::span<const gid_t> sorted, gid_t id) {
-  const auto at = std::lower_bound(sorted.begin(), sorted.end(), id);
-  NJ_EXPECTS(at != sorted.end() && *at == id, "{} is not among the {} ids", id, sorted.size());
-  return static_cast<std::size_t>(at - sorted.begin());
-}
-
 // The least row joined to each row through edges inside the slice (union-find, each class rooted at its least row).
 std::vector<std::int32_t> least_row_joined(const SliceAdjacency& slice) {
   std::vector<std::int32_t> root(static_cast<std::size_t>(slice.rows()));
@@ -57,15 +50,13 @@ OwnedComponents sum_at_owners(std::span<const gid_t> named, std::span<const Comp
                               const Slices& slices, Communicator& comm) {
   std::vector<Writer> writers(static_cast<std::size_t>(slices.ranks()));
   std::size_t begin = 0;
-  for (int q = 0; q < slices.ranks(); ++q) {
-    const auto end = static_cast<std::size_t>(
-        std::lower_bound(named.begin() + static_cast<std::ptrdiff_t>(begin), named.end(), slices.first(q + 1)) -
-        named.begin());
-    Writer& writer = writers[static_cast<std::size_t>(q)];
-    writer.reserve(Writer::bytes_of_array<gid_t>(end - begin) + Writer::bytes_of_array<ComponentAmount>(end - begin));
-    writer.put(named.subspan(begin, end - begin));
-    writer.put(partial.subspan(begin, end - begin));
-    begin = end;
+  const std::vector<std::size_t> ends = owner_run_ends(named, slices);
+  for (std::size_t q = 0; q < ends.size(); ++q) {
+    const std::size_t count = ends[q] - begin;
+    writers[q].reserve(Writer::bytes_of_array<gid_t>(count) + Writer::bytes_of_array<ComponentAmount>(count));
+    writers[q].put(named.subspan(begin, count));
+    writers[q].put(partial.subspan(begin, count));
+    begin = ends[q];
   }
   const std::vector<std::vector<std::byte>> messages = exchange(writers, comm);
   std::size_t count = 0;

@@ -153,10 +153,6 @@ VertexFacts look_up(std::span<const gid_t> ids, const VertexFacts& mine, std::in
   return facts;
 }
 
-std::size_t index_in(std::span<const gid_t> sorted, gid_t id) {
-  return static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), id) - sorted.begin());
-}
-
 std::vector<std::int32_t> slice_parts(const PartitionOptions& options, const DatasetRows& rows,
                                       const SliceAdjacency& adjacency, const Slices& slices, Communicator& comm,
                                       PartitionRankCounts& counts) {
@@ -379,7 +375,7 @@ LocalGraph local_graph(const PartRows& rows, std::span<const gid_t> mirrors, con
   auto local_of = [&](gid_t id) {
     const auto owned = std::lower_bound(rows.ids.begin(), rows.ids.end(), id);
     if (owned != rows.ids.end() && *owned == id) return static_cast<vid_t>(owned - rows.ids.begin());
-    return mirror_local[index_in(mirrors, id)];
+    return mirror_local[index_of(mirrors, id)];
   };
   CsrGraph& graph = local.graph;
   const std::size_t vertices = rows.ids.size() + mirrors.size();
@@ -435,7 +431,7 @@ void add_send_lists(std::vector<Shard>& shards, int ranks, Communicator& comm) {
       LocalGraph& local = shards[static_cast<std::size_t>(pair[0] / ranks)].local;
       const std::span<const gid_t> owned(local.global_id.data(), static_cast<std::size_t>(local.num_owned));
       std::vector<vid_t> send;
-      for (const gid_t id : ids) send.push_back(static_cast<vid_t>(index_in(owned, id)));
+      for (const gid_t id : ids) send.push_back(static_cast<vid_t>(index_of(owned, id)));
       auto it =
           std::find_if(local.peers.begin(), local.peers.end(), [&](const PeerRows& p) { return p.peer >= pair[1]; });
       if (it == local.peers.end() || it->peer != pair[1]) it = local.peers.insert(it, PeerRows{pair[1], {}, {}});
@@ -570,7 +566,7 @@ PartitionManifest partition_in_parallel(const std::string& dataset_path, const P
     facts.in_degree.reserve(mirrors[i].size());
     facts.self_loop.reserve(mirrors[i].size());
     for (const gid_t id : mirrors[i]) {
-      const std::size_t at = index_in(all_mirrors, id);
+      const std::size_t at = index_of(all_mirrors, id);
       facts.name.push_back(all_facts.name[at]);
       facts.part.push_back(all_facts.part[at]);
       facts.in_degree.push_back(all_facts.in_degree[at]);

@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "gradient_sum.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/exec/exchange_side.hpp"
 #include "nj/exec/executor.hpp"
@@ -386,7 +387,7 @@ struct InMemoryExecutor::State {
                                 grad_x);
       if (l > 0) drop_out(model, l, epoch, true, grad_x, owned_gid, grad_x);
     }
-    parameters.finish_step(model, comm);
+    sum_gradients_and_finish_step(parameters, model, comm);
   }
 
   static Rows host_rows(std::vector<float>& values, std::int64_t rows, std::int64_t cols) {

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "nj/comm/boundary_exchange.hpp"
+#include "nj/exec/boundary_exchange.hpp"
 #include "nj/core/matrix.hpp"
 #include "nj/exec/epoch_plan.hpp"
 

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "cache_pools.hpp"
+#include "gradient_sum.hpp"
 #include "host_rows.hpp"
 #include "nj/core/stopwatch.hpp"
 #include "nj/device/arena.hpp"
@@ -828,7 +829,7 @@ struct SubgraphExecutor::State {
       total += take_loss(loss);
       run_backward(model, epoch);
     });
-    parameters.finish_step(model, comm);
+    sum_gradients_and_finish_step(parameters, model, comm);
     count_rows();
     return total;
   }

@@ -73,16 +73,14 @@ void DeviceParameters::upload(Backend& backend, const Model& model) {
   if (gradients.size > 0) backend.zero_rows(DeviceRows(gradients.data, 1, gradients.size), {}, 1);
 }
 
-void DeviceParameters::finish_step(Model& model, Communicator* comm) {
+void DeviceParameters::finish_step(Model& model, const std::function<void(std::span<float>)>& sum_on_host) {
   const DeviceSpan<float> on_device = gradients_on_device_.view();
   NJ_EXPECTS(on_device.size > 0, "parameters made without gradients take no training step");
-  const bool with_peers = comm != nullptr && comm->size() > 1;
-  if (with_peers && comm->exchange_space() == MemorySpace::kDevice) comm->all_reduce_sum_on_device(on_device);
   // Every gradient reaches the host before any is added: a download that fails leaves the host gradients as they
   // were (GAT's effective-weight gradient is no parameter, so zero_grad would not clear it).
   gradients_.resize(static_cast<std::size_t>(on_device.size));
   transfers_.download_array(DeviceSpan<const float>(on_device), gradients_.data(), Traffic::kParameters);
-  if (with_peers && comm->exchange_space() == MemorySpace::kHost) comm->all_reduce_sum(std::span<float>(gradients_));
+  sum_on_host(std::span<float>(gradients_));
   const float* next = gradients_.data();
   const auto add_gradient = [&next](Matrix& host_grad) {
     for (std::int64_t i = 0; i < host_grad.size(); ++i) host_grad.data()[i] += next[i];

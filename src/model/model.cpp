@@ -6,7 +6,7 @@
 
 #include "nj/core/enum_names.hpp"
 #include "nj/core/error.hpp"
-#include "nj/kernels/sparse_block.hpp"
+#include "nj/graph/sparse_block.hpp"
 #include "nj/model/layers.hpp"
 
 namespace nj {

@@ -14,7 +14,7 @@
 #include "nj/io/plain_text.hpp"
 #include "nj/kernels/device_block.hpp"
 #include "nj/kernels/planning_backend.hpp"
-#include "nj/kernels/sparse_block.hpp"
+#include "nj/graph/sparse_block.hpp"
 #include "nj/model/device_parameters.hpp"
 #include "nj/train/trainer.hpp"
 #include "support/backends.hpp"

@@ -10,7 +10,7 @@
 
 #include "nj/graph/csr.hpp"
 #include "nj/graph/shard.hpp"
-#include "nj/kernels/sparse_block.hpp"
+#include "nj/graph/sparse_block.hpp"
 #include "nj/model/model.hpp"
 #include "support/test_support.hpp"
 

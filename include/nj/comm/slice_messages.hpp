@@ -155,6 +155,25 @@ std::vector<T> sorted_unique(std::vector<T> values) {
   return values;
 }
 
+// The index of `id` in `sorted` (ascending, without repeats), which holds it.
+inline std::size_t index_of(std::span<const gid_t> sorted, gid_t id) {
+  const auto at = std::lower_bound(sorted.begin(), sorted.end(), id);
+  NJ_EXPECTS(at != sorted.end() && *at == id, "{} is not among the {} ids", id, sorted.size());
+  return static_cast<std::size_t>(at - sorted.begin());
+}
+
+// Where each rank's run of `sorted` ids (ascending) ends: rank q's are [ends[q - 1], ends[q]), from 0.
+inline std::vector<std::size_t> owner_run_ends(std::span<const gid_t> sorted, const Slices& slices) {
+  std::vector<std::size_t> ends;
+  ends.reserve(static_cast<std::size_t>(slices.ranks()));
+  auto begin = sorted.begin();
+  for (int q = 0; q < slices.ranks(); ++q) {
+    begin = std::lower_bound(begin, sorted.end(), slices.first(q + 1));
+    ends.push_back(static_cast<std::size_t>(begin - sorted.begin()));
+  }
+  return ends;
+}
+
 // The entries of `values` that `keep` keeps, ascending without repeats, in an array sized once: what the kept
 // entries take while they are sorted, then what the distinct ones take.
 template <typename T, typename Keep>
@@ -173,11 +192,11 @@ std::vector<T> sorted_unique_where(std::span<const T> values, Keep keep) {
 template <typename T, typename ValueOf>
 std::vector<T> ask_owners(std::span<const gid_t> ids, const Slices& slices, Communicator& comm, ValueOf value_of) {
   std::vector<Writer> writers(static_cast<std::size_t>(slices.ranks()));
-  auto begin = ids.begin();
-  for (int q = 0; q < slices.ranks(); ++q) {
-    const auto end = std::lower_bound(begin, ids.end(), slices.first(q + 1));
-    writers[static_cast<std::size_t>(q)].put(std::span<const gid_t>(begin, end));
-    begin = end;
+  std::size_t begin = 0;
+  const std::vector<std::size_t> ends = owner_run_ends(ids, slices);
+  for (std::size_t q = 0; q < ends.size(); ++q) {
+    writers[q].put(ids.subspan(begin, ends[q] - begin));
+    begin = ends[q];
   }
   std::vector<Writer> answers(writers.size());
   {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "nj/comm/boundary_exchange.hpp"
+#include "nj/exec/boundary_exchange.hpp"
 #include "nj/core/matrix.hpp"
 #include "nj/device/planning_device.hpp"
 #include "nj/device/transfers.hpp"

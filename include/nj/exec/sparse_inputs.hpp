@@ -12,7 +12,7 @@
 #include "nj/core/matrix.hpp"
 #include "nj/device/device.hpp"
 #include "nj/kernels/backend.hpp"
-#include "nj/kernels/sparse_block.hpp"
+#include "nj/graph/sparse_block.hpp"
 
 namespace nj {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "nj/graph/csr.hpp"
-#include "nj/kernels/sparse_block.hpp"
+#include "nj/graph/sparse_block.hpp"
 
 namespace nj {
 

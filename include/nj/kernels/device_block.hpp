@@ -7,7 +7,7 @@
 #include "nj/device/device.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/kernels/backend.hpp"
-#include "nj/kernels/sparse_block.hpp"
+#include "nj/graph/sparse_block.hpp"
 
 namespace nj {
 

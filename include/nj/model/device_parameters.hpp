@@ -1,11 +1,13 @@
 #pragma once
 // The parameters as the kernels read them: on the device, for the whole run. The host keeps the master copy
 // (the optimizer and checkpoints work there); each training step uploads the weights once, and once its
-// backward is done sums the device gradients over the ranks and adds them into the host ones (finish_step).
+// backward is done adds the device gradients, summed over the ranks by the executor, into the host ones
+// (finish_step).
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
-#include "nj/comm/communicator.hpp"
 #include "nj/device/device.hpp"
 #include "nj/device/transfers.hpp"
 #include "nj/kernels/backend.hpp"
@@ -34,10 +36,12 @@ class DeviceParameters {
   // After the layers were prepared: their weights and biases to the device, and the gradients zeroed. Kernels
   // issued afterwards see them.
   void upload(Backend& backend, const Model& model);
-  // After a step's backward: sums the device gradients over the ranks of `comm` (null: one rank) in one call,
-  // on the device where the communicator takes device memory, adds them into the host gradients, and finishes
-  // each layer's backward (Layer::finish_backward).
-  void finish_step(Model& model, Communicator* comm);
+  // Every layer's weight gradient, then bias gradient, on the device, in one buffer: what a sum over the ranks
+  // takes in one call.
+  DeviceSpan<float> gradients() { return gradients_on_device_.view(); }
+  // After a step's backward: the device gradients to the host, `sum_on_host` applied to them there (a sum over the
+  // ranks, or nothing), added into the host gradients; then each layer's backward finished (Layer::finish_backward).
+  void finish_step(Model& model, const std::function<void(std::span<float>)>& sum_on_host);
 
   LayerParameters& layer(std::size_t l) { return layers_[l]; }
   const LayerParameters& layer(std::size_t l) const { return layers_[l]; }

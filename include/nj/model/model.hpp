@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "nj/graph/shard.hpp"
-#include "nj/kernels/sparse_block.hpp"
+#include "nj/graph/sparse_block.hpp"
 #include "nj/model/layer.hpp"
 
 namespace nj {

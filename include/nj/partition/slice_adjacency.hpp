@@ -42,10 +42,8 @@ inline NeighbourParts neighbour_parts(const SliceAdjacency& adjacency, std::span
   NeighbourParts parts{{}, static_cast<std::int64_t>(outside.size())};
   parts.of_entry.reserve(adjacency.neighbours.size());
   for (const std::int64_t neighbour : adjacency.neighbours) {
-    parts.of_entry.push_back(adjacency.holds(neighbour)
-                                 ? part[static_cast<std::size_t>(neighbour - adjacency.first)]
-                                 : outside_part[static_cast<std::size_t>(
-                                       std::lower_bound(outside.begin(), outside.end(), neighbour) - outside.begin())]);
+    parts.of_entry.push_back(adjacency.holds(neighbour) ? part[static_cast<std::size_t>(neighbour - adjacency.first)]
+                                                        : outside_part[index_of(outside, neighbour)]);
   }
   return parts;
 }

@@ -1,9 +1,11 @@
-#include "nj/kernels/sparse_block.hpp"
+#include "nj/graph/sparse_block.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
+
+#include "nj/core/error.hpp"
 
 namespace nj {
 

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "nj/core/matrix.hpp"
+#include "nj/core/types.hpp"
 #include "nj/graph/csr.hpp"
-#include "nj/kernels/sparse_block_view.hpp"
 
 namespace nj {
 

@@ -1,4 +1,4 @@
-#include "nj/comm/boundary_exchange.hpp"
+#include "nj/exec/boundary_exchange.hpp"
 
 #include <algorithm>
 #include <chrono>
