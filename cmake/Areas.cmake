@@ -6,6 +6,9 @@
 # as "<area>/name.hpp") are reached through a root that holds its folder alone, so no other area can include them.
 function(nj_area area)
   cmake_parse_arguments(ARG "" "FOLDER" "DEPENDS;PUBLIC_LINK;PRIVATE_LINK" ${ARGN})
+  if(NOT ARG_FOLDER OR ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "nj_area(${area}): FOLDER is required; not understood: ${ARG_UNPARSED_ARGUMENTS}")
+  endif()
   nj_area_sources(sources "${ARG_FOLDER}")
   add_library(nj_${area} STATIC ${sources})
   set(root "${PROJECT_BINARY_DIR}/include-areas/${area}")

@@ -105,7 +105,6 @@ struct ExecutorArguments {
   std::string vertex_order = "community";
   std::string host_blocks = "2G";
   std::string sparse_inputs = "auto";
-  std::string chain_layers = "on";
   std::string recompute_outputs = "auto";
 };
 void add_executor_options(CLI::App& command, ExecutorArguments& args);

@@ -107,11 +107,6 @@ void add_executor_options(CLI::App& cmd, ExecutorArguments& args) {
                  "most 1 entry in 16 is non-zero); results differ only in rounding")
       ->check(one_of({"auto", "on", "off"}))
       ->capture_default_str();
-  cmd.add_option("--chain-layers", args.chain_layers,
-                 "Within a budget on one rank: whether each layer transforms the previous one's outputs as they are "
-                 "aggregated, and hands their gradients back the same way, instead of through the host: on or off")
-      ->check(one_of({"on", "off"}))
-      ->capture_default_str();
   cmd.add_option("--recompute-outputs", args.recompute_outputs,
                  "Within a budget on one rank, where each layer transforms the previous one's outputs as they are "
                  "aggregated: whether training computes those outputs again in the backward half instead of keeping "
@@ -130,7 +125,6 @@ ExecutorChoice parse_executor_choice(const ExecutorArguments& args) {
     choice.options.mode = choice.automatic ? ExecutionMode::kReuse : parse_execution_mode(args.execution);
   choice.options.policy = parse_cache_policy(args.cache_policy);
   choice.options.kept_block_bytes = parse_byte_size(args.host_blocks);
-  choice.options.chain_layers = args.chain_layers == "on";
   choice.options.recompute_outputs = parse_recompute_outputs(args.recompute_outputs);
   choice.vertex_order = parse_vertex_order(args.vertex_order);
   choice.sparse_inputs = parse_sparse_inputs(args.sparse_inputs);

@@ -42,7 +42,6 @@ std::string only_within_a_budget_on_one_rank(const RunKind& run) {
 constexpr std::array kRules{
     UseRule{"--cache-policy", only_within_a_budget},
     UseRule{"--host-blocks", only_within_a_budget},
-    UseRule{"--chain-layers", only_within_a_budget_on_one_rank},
     UseRule{"--recompute-outputs", only_within_a_budget_on_one_rank},
     UseRule{"--deterministic",
             [](const RunKind& r) {

@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "nj/exec/boundary_exchange.hpp"
 #include "nj/core/matrix.hpp"
+#include "nj/exec/boundary_exchange.hpp"
 #include "nj/exec/epoch_plan.hpp"
 
 namespace nj {

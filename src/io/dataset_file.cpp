@@ -224,7 +224,14 @@ DatasetRows read_dataset_rows(const std::string& path, std::int64_t first, std::
   if (file.exists("/graph/vertex_ids")) {
     NJ_REQUIRE(file.shape("/graph/vertex_ids") == std::vector<hsize_t>{static_cast<hsize_t>(read.header.num_vertices)},
                "{}: /graph/vertex_ids: expected {} entries", path, read.header.num_vertices);
-    read.vertex_ids = file.read_rows<gid_t>("/graph/vertex_ids", first, rows).values;
+    // With the id before the slice, where there is one: the ids ascend across slices too, which check_rows checks
+    // within the slice and this at its start.
+    const std::int64_t before = first > 0 ? 1 : 0;
+    read.vertex_ids = file.read_rows<gid_t>("/graph/vertex_ids", first - before, rows + before).values;
+    NJ_REQUIRE(before == 0 || rows == 0 || read.vertex_ids[1] > read.vertex_ids[0],
+               "{}: /graph/vertex_ids: entry {} is {} (ids must be non-negative and ascending)", path, first,
+               read.vertex_ids[static_cast<std::size_t>(before)]);
+    read.vertex_ids.erase(read.vertex_ids.begin(), read.vertex_ids.begin() + before);
   }
   read.labels = file.read_rows<std::int32_t>("/labels", first, rows).values;
   read.train_mask = file.read_rows<std::uint8_t>("/masks/train", first, rows).values;

@@ -215,9 +215,9 @@ TEST_F(MistakesCli, AnOptionTheRunDoesNotUseIsNamedInAWarning) {
       "it applies to the subgraph executor only, and this run is in memory (give "
       "--device-memory)";
   EXPECT_EQ(
-      warnings(test::run_nj(train + " --cache-policy lru --chain-layers off --host-blocks 1M")),
+      warnings(test::run_nj(train + " --cache-policy lru --host-blocks 1M --recompute-outputs on")),
       (std::vector<std::string>{"--cache-policy is ignored: " + in_memory, "--host-blocks is ignored: " + in_memory,
-                                "--chain-layers is ignored: " + in_memory}));
+                                "--recompute-outputs is ignored: " + in_memory}));
   EXPECT_EQ(warnings(test::run_nj(train + " --execution reuse --recompute-outputs on --deterministic")),
             (std::vector<std::string>{
                 "--recompute-outputs is ignored: it applies within a device budget only, and this run has none (give "
@@ -227,14 +227,15 @@ TEST_F(MistakesCli, AnOptionTheRunDoesNotUseIsNamedInAWarning) {
             (std::vector<std::string>{"--partition-method is ignored: it applies where several ranks partition a "
                                       "dataset file, without --partitions"}));
   EXPECT_TRUE(warnings(test::run_nj(train + " --model gat --heads 2 --device-memory 256K --cache-policy lru "
-                                            "--chain-layers off"))
+                                            "--recompute-outputs on"))
                   .empty());
   // On several ranks, what applies on one rank only.
   const std::string parts = dir_.file("parts");
   ASSERT_EQ(test::run_nj("partition " + shell_quote(dataset_) + " --parts 2 --output " + shell_quote(parts)).exit_code,
             0);
-  EXPECT_EQ(warnings(test::run_nj("plan " + shell_quote(parts) + " --device-memory 256K --chain-layers off")),
-            (std::vector<std::string>{"--chain-layers is ignored: it applies on one rank only, and this job has 2"}));
+  EXPECT_EQ(
+      warnings(test::run_nj("plan " + shell_quote(parts) + " --device-memory 256K --recompute-outputs on")),
+      (std::vector<std::string>{"--recompute-outputs is ignored: it applies on one rank only, and this job has 2"}));
 }
 
 TEST_F(MistakesCli, ATomlFileWithTablesRepeatedKeysOrBadSyntaxIsOneLineNamingTheFileAndLine) {

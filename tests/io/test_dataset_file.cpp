@@ -259,6 +259,25 @@ TEST_F(DatasetFile, RejectsACommunityOrderThatIsNotAPermutation) {
   expect_rejected({"/graph/community_order"});
 }
 
+// Ranks read the file a slice each (read_dataset_rows): a slice checks its first vertex id against the one before it,
+// so ids that fall back at a slice's start are refused there, as a whole file's are.
+TEST_F(DatasetFile, ASliceRefusesVertexIdsThatFallBackAtItsStart) {
+  ASSERT_TRUE(dataset_.vertex_ids.empty()) << "the random dataset names no vertices";
+  std::vector<gid_t> ids(num_vertices());
+  for (std::size_t v = 0; v < ids.size(); ++v) ids[v] = v < 20 ? static_cast<gid_t>(100 + v) : static_cast<gid_t>(v);
+  hdf5::File::open_write(path_).write<gid_t>("/graph/vertex_ids", ids, {num_vertices()});
+  EXPECT_EQ(read_dataset_rows(path_, 0, 20).vertex_ids, std::vector<gid_t>(ids.begin(), ids.begin() + 20));
+  EXPECT_EQ(read_dataset_rows(path_, 21, 19).vertex_ids, std::vector<gid_t>(ids.begin() + 21, ids.end()));
+  EXPECT_TRUE(read_dataset_rows(path_, 20, 0).vertex_ids.empty());
+  try {
+    read_dataset_rows(path_, 20, 20);
+    ADD_FAILURE() << "a slice whose first id is below the one before it was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/graph/vertex_ids: entry 20 is 20"), std::string::npos) << e.what();
+  }
+  expect_rejected({"/graph/vertex_ids", "ascending"});
+}
+
 TEST_F(DatasetFile, RejectsEdgeEndpointOutOfRange) {
   auto sources = dataset_.graph.sources;
   sources.back() = dataset_.num_vertices();

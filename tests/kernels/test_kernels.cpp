@@ -17,8 +17,8 @@
 
 #include "nj/core/error.hpp"
 #include "nj/graph/shard.hpp"
-#include "nj/kernels/backend.hpp"
 #include "nj/graph/sparse_block.hpp"
+#include "nj/kernels/backend.hpp"
 #include "support/backends.hpp"
 #include "support/on_device.hpp"
 #include "support/test_support.hpp"

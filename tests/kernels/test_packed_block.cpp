@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "nj/graph/shard.hpp"
-#include "nj/kernels/device_block.hpp"
 #include "nj/graph/sparse_block.hpp"
+#include "nj/kernels/device_block.hpp"
 #include "support/backends.hpp"
 #include "support/on_device.hpp"
 #include "support/test_support.hpp"

@@ -171,6 +171,8 @@ inline std::vector<std::size_t> owner_run_ends(std::span<const gid_t> sorted, co
     begin = std::lower_bound(begin, sorted.end(), slices.first(q + 1));
     ends.push_back(static_cast<std::size_t>(begin - sorted.begin()));
   }
+  NJ_EXPECTS(ends.empty() || ends.back() == sorted.size(), "{} of {} ids lie past the last slice",
+             sorted.size() - ends.back(), sorted.size());
   return ends;
 }
 

@@ -79,6 +79,7 @@ struct SubgraphExecutorOptions {
   // Within a budget, on one rank: whether each layer's transform runs right after the previous layer's aggregations
   // that produce its inputs, and its transform backward right before the aggregation backward that reads what it
   // computes (Pass::chained), so that neither the outputs nor their gradients go to the host and back in between.
+  // No option turns it off: only tests do, to compare.
   bool chain_layers = true;
   // Where layers are chained, in training: whether the backward half computes a layer's outputs again where the next
   // layer's transform backward needs them (Pass::outputs_recomputed), so that they never go to the host.

@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "nj/exec/boundary_exchange.hpp"
 #include "nj/core/matrix.hpp"
 #include "nj/device/planning_device.hpp"
 #include "nj/device/transfers.hpp"
+#include "nj/exec/boundary_exchange.hpp"
 #include "nj/exec/sparse_inputs.hpp"
 #include "nj/exec/subgraph.hpp"
 #include "nj/model/model.hpp"

@@ -11,8 +11,8 @@
 #include "nj/comm/communicator.hpp"
 #include "nj/core/matrix.hpp"
 #include "nj/device/device.hpp"
-#include "nj/kernels/backend.hpp"
 #include "nj/graph/sparse_block.hpp"
+#include "nj/kernels/backend.hpp"
 
 namespace nj {
 

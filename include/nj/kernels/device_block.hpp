@@ -6,8 +6,8 @@
 
 #include "nj/device/device.hpp"
 #include "nj/device/transfers.hpp"
-#include "nj/kernels/backend.hpp"
 #include "nj/graph/sparse_block.hpp"
+#include "nj/kernels/backend.hpp"
 
 namespace nj {
 
