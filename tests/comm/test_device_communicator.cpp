@@ -16,6 +16,7 @@
 #include "nj/device/device.hpp"
 #include "nj/runtime/rank_communicator.hpp"
 #include "nj/runtime/resources.hpp"
+#include "support/test_support.hpp"
 
 namespace nj {
 namespace {
@@ -246,8 +247,8 @@ TEST(GpuSharing, RanksShareACardWhenTheySeeTheSameDevice) {
 TEST(GpuSharing, TheChoiceCarriesTheCardsUuidAndNoGuessAtSharing) {
   // Eight local ranks, one visible GPU each (srun --gpus-per-task=1): local rank 5 takes ordinal 0 and says
   // nothing of sharing, which only the ranks together know.
-  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "5", 1);
-  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "8", 1);
+  const test::ScopedVariable rank("OMPI_COMM_WORLD_LOCAL_RANK", "5");
+  const test::ScopedVariable size("OMPI_COMM_WORLD_LOCAL_SIZE", "8");
   const GpuInventory one_gpu{.count = [] { return 1; },
                              .uuid = [](int ordinal) { return fmt::format("{:032x}", ordinal + 41); },
                              .description = [](int) { return std::string("a test GPU"); }};
@@ -259,13 +260,9 @@ TEST(GpuSharing, TheChoiceCarriesTheCardsUuidAndNoGuessAtSharing) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("this build has no CUDA backend"), std::string::npos) << e.what();
     }
-    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     return;
   }
   const DeviceChoice choice = choose_device(DeviceKind::kCuda, one_gpu);
-  unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   EXPECT_EQ(choice.kind, DeviceKind::kCuda);
   EXPECT_EQ(choice.ordinal, 0);
   EXPECT_EQ(choice.gpu_uuid, fmt::format("{:032x}", 41));

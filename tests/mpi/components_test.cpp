@@ -218,8 +218,7 @@ TEST(ParallelPartition, ScotchCutsAboutAsFewEdgesAsMetisWhereSmallComponentsAbou
   const std::string path = folder + "/components.h5";
   const Dataset dataset = large_and_small_components();
   if (comm.rank() == 0) write_dataset(path, dataset);
-  std::vector<std::int64_t> written{0};
-  comm.all_reduce_sum(written);
+  test::wait_for_every_rank(comm);
   for (const int parts : {4, 8}) {
     SCOPED_TRACE(testing::Message() << parts << " parts");
     PartitionInfo metis;
@@ -240,8 +239,7 @@ TEST(ParallelPartition, ASmallGraphKeepsTheLeastCutOfSeveralWays) {
   const std::string folder = test::shared_folder(comm, mine);
   const std::string path = folder + "/components.h5";
   if (comm.rank() == 0) write_dataset(path, large_and_small_components());
-  std::vector<std::int64_t> written{0};
-  comm.all_reduce_sum(written);
+  test::wait_for_every_rank(comm);
   std::int64_t fewer = 0;
   for (const int parts : {4, 8}) {
     const PartitionOptions several{.method = PartitionMethod::kScotch, .parts = parts, .seed = 1};

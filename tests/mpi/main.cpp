@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "mpi/job.hpp"
 
@@ -22,6 +23,11 @@ std::string shared_folder(Communicator& comm, const TempDir& mine) {
   path.resize(static_cast<std::size_t>(length));
   comm.broadcast(std::as_writable_bytes(std::span(path)), 0);
   return path;
+}
+
+void wait_for_every_rank(Communicator& comm) {
+  std::vector<std::int64_t> arrived{1};
+  comm.all_reduce_sum(arrived);
 }
 
 }  // namespace nj::test

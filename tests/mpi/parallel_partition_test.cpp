@@ -78,8 +78,7 @@ TEST(ParallelPartition, ShardsEqualThoseOfOneProcessForTheSameParts) {
   for (const FeatureStorage storage : {FeatureStorage::kDense, FeatureStorage::kSparse}) {
     const std::string path = folder + "/directed.h5";
     if (comm.rank() == 0) write_dataset(path, dataset, storage);
-    std::vector<std::int64_t> written{0};
-    comm.all_reduce_sum(written);
+    test::wait_for_every_rank(comm);
     const Dataset read = read_dataset(path);
     for (const int parts : {1, 2, 3, 5}) {
       SCOPED_TRACE(testing::Message() << to_string(storage) << ", " << parts << " parts");
@@ -99,7 +98,7 @@ TEST(ParallelPartition, ShardsEqualThoseOfOneProcessForTheSameParts) {
       EXPECT_EQ(manifest.partition.edge_cut, info.edge_cut);
       EXPECT_EQ(manifest.global_train, count(read.train_mask));
     }
-    comm.all_reduce_sum(written);  // every rank has read the file before it is replaced
+    test::wait_for_every_rank(comm);  // every rank has read the file before it is replaced
   }
 }
 
@@ -111,8 +110,7 @@ TEST(ParallelPartition, ScotchOwnsEveryVertexOnceAndRepeatsWithItsSeed) {
   const std::string folder = test::shared_folder(comm, mine);
   const std::string path = folder + "/directed.h5";
   if (comm.rank() == 0) write_dataset(path, directed_dataset());
-  std::vector<std::int64_t> written{0};
-  comm.all_reduce_sum(written);
+  test::wait_for_every_rank(comm);
   const PartitionOptions options{.method = PartitionMethod::kScotch, .parts = 4, .seed = 9};
   std::vector<std::vector<gid_t>> owned_by_part(4);
   const PartitionManifest manifest = partition_in_parallel(path, options, comm, [&](Shard&& shard) {
@@ -137,7 +135,7 @@ TEST(ParallelPartition, ScotchOwnsEveryVertexOnceAndRepeatsWithItsSeed) {
   const PartitionManifest again = partition_in_parallel(path, options, comm, [](Shard&&) {});
   EXPECT_EQ(again.partition.owned, manifest.partition.owned);
   EXPECT_EQ(again.partition.edge_cut, manifest.partition.edge_cut);
-  comm.all_reduce_sum(written);
+  test::wait_for_every_rank(comm);
 }
 
 // Scotch through the clusters of label propagation (partition/label_propagation.hpp) cuts about as few edges as METIS
@@ -163,8 +161,7 @@ TEST(ParallelPartition, ScotchCutsAboutAsFewEdgesAsMetis) {
     generator.classes = c.communities;
     generator.seed = 3;
     if (comm.rank() == 0) write_dataset(path, generate_dataset(generator));
-    std::vector<std::int64_t> written{0};
-    comm.all_reduce_sum(written);
+    test::wait_for_every_rank(comm);
     PartitionInfo metis;
     assign_parts(read_dataset(path), {.method = PartitionMethod::kMetis, .parts = c.parts, .seed = 1}, metis);
     // One way, the clusters' (a graph this small is otherwise partitioned several ways, which hide a worse one).
@@ -174,7 +171,7 @@ TEST(ParallelPartition, ScotchCutsAboutAsFewEdgesAsMetis) {
     EXPECT_LE(static_cast<double>(scotch.partition.edge_cut), c.cut_bound * static_cast<double>(metis.edge_cut))
         << "METIS cuts " << metis.edge_cut;
     EXPECT_LE(scotch.partition.vertex_imbalance(), 1.05);
-    comm.all_reduce_sum(written);  // every rank has read the file before it is replaced
+    test::wait_for_every_rank(comm);  // every rank has read the file before it is replaced
   }
 }
 
@@ -201,14 +198,13 @@ TEST(ParallelPartition, ScotchPartitionsAGraphWhoseUpperSlicesHaveNoEdges) {
     dataset.graph = build_csr(dataset.num_vertices(), src, dst);
     write_dataset(path, dataset);
   }
-  std::vector<std::int64_t> written{0};
-  comm.all_reduce_sum(written);
+  test::wait_for_every_rank(comm);
   const PartitionManifest manifest =
       partition_in_parallel(path, {.method = PartitionMethod::kScotch, .parts = 2, .seed = 1}, comm,
                             [](Shard&& shard) { shard.validate("parallel shard"); });
   EXPECT_EQ(manifest.partition.owned[0] + manifest.partition.owned[1], 601);
   EXPECT_LE(manifest.partition.vertex_imbalance(), 1.1);
-  comm.all_reduce_sum(written);
+  test::wait_for_every_rank(comm);
 }
 
 // A side x side grid, numbered row by row: this rank's slice of it.

@@ -7,8 +7,6 @@
 #include <pthread.h>
 
 #include <atomic>
-#include <cstdlib>
-#include <optional>
 #include <string>
 
 #include "mpi/job.hpp"
@@ -38,28 +36,6 @@ extern "C" int __wrap_pthread_create(pthread_t* thread, const pthread_attr_t* at
 namespace nj {
 namespace {
 
-// Sets an environment variable for the scope's length, as it was before.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(const char* name, const char* value) : name_(name) {
-    if (const char* before = std::getenv(name)) before_ = before;
-    setenv(name, value, 1);
-  }
-  ScopedEnvironment(const ScopedEnvironment&) = delete;
-  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
-  ~ScopedEnvironment() {
-    if (before_) {
-      setenv(name_, before_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> before_;
-};
-
 // Scotch's default is a thread per core, or SCOTCH_PTHREAD_NUMBER's: four here, whatever the machine. One process
 // runs Scotch on them (which shows that the counter sees Scotch's threads); several ranks start none.
 TEST(ScotchThreads, SeveralRanksPartitionOnOneThreadEach) {
@@ -73,9 +49,8 @@ TEST(ScotchThreads, SeveralRanksPartitionOnOneThreadEach) {
   generator.classes = 4;
   generator.seed = 2;
   if (comm.rank() == 0) write_dataset(path, generate_dataset(generator));
-  std::vector<std::int64_t> written{0};
-  comm.all_reduce_sum(written);
-  const ScopedEnvironment four_threads("SCOTCH_PTHREAD_NUMBER", "4");
+  test::wait_for_every_rank(comm);
+  const test::ScopedVariable four_threads("SCOTCH_PTHREAD_NUMBER", "4");
   const int before = threads_started;
   partition_in_parallel(path, {.method = PartitionMethod::kScotch, .parts = 4, .seed = 1}, comm, [](Shard&&) {});
   const int started = threads_started - before;

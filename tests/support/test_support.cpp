@@ -44,6 +44,19 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
+ScopedVariable::ScopedVariable(const char* name, const char* value) : name_(name) {
+  if (const char* old = std::getenv(name); old != nullptr) old_ = old;
+  setenv(name, value, 1);
+}
+
+ScopedVariable::~ScopedVariable() {
+  if (old_) {
+    setenv(name_, old_->c_str(), 1);
+  } else {
+    unsetenv(name_);
+  }
+}
+
 void write_gzip(const std::string& path, const std::string& text) {
   gzFile file = gzopen(path.c_str(), "wb");
   ASSERT_NE(file, nullptr) << path;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,19 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+// Sets an environment variable for one scope, restoring what was there.
+class ScopedVariable {
+ public:
+  ScopedVariable(const char* name, const char* value);
+  ScopedVariable(const ScopedVariable&) = delete;
+  ScopedVariable& operator=(const ScopedVariable&) = delete;
+  ~ScopedVariable();
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
 };
 
 // Writes `text` gzip-compressed to `path`, as datasets are often downloaded.
