@@ -11,21 +11,21 @@ function(nj_area area)
   endif()
   nj_area_sources(sources "${ARG_FOLDER}")
   add_library(nj_${area} STATIC ${sources})
-  set(root "${PROJECT_BINARY_DIR}/include-areas/${area}")
-  file(MAKE_DIRECTORY "${root}/nj")
-  file(CREATE_LINK "${PROJECT_SOURCE_DIR}/include/nj/${area}" "${root}/nj/${area}" SYMBOLIC)
-  nj_private_root(private ${area} "${ARG_FOLDER}")
-  target_include_directories(nj_${area} PUBLIC "${root}" PRIVATE "${private}")
+  nj_include_root(public "include-areas/${area}" "nj/${area}" "${PROJECT_SOURCE_DIR}/include/nj/${area}")
+  nj_include_root(private "private-areas/${area}" "${area}" "${ARG_FOLDER}")
+  target_include_directories(nj_${area} PUBLIC "${public}" PRIVATE "${private}")
   list(TRANSFORM ARG_DEPENDS PREPEND nj_)
   target_link_libraries(nj_${area} PUBLIC ${ARG_DEPENDS} ${ARG_PUBLIC_LINK}
                         PRIVATE ${ARG_PRIVATE_LINK} nj_warnings nj_optimize)
 endfunction()
 
-# An include root that holds `folder` alone, named `name` (<build>/private-areas/<name>/<name>, a link to it).
-function(nj_private_root out name folder)
-  set(root "${PROJECT_BINARY_DIR}/private-areas/${name}")
-  file(MAKE_DIRECTORY "${root}")
-  file(CREATE_LINK "${folder}" "${root}/${name}" SYMBOLIC)
+# An include root, <build>/`root`, that holds `folder` alone, as `link` (a symbolic link to it): includes through the
+# root name `link`'s path, and reach nothing else.
+function(nj_include_root out root link folder)
+  set(root "${PROJECT_BINARY_DIR}/${root}")
+  get_filename_component(parent "${root}/${link}" DIRECTORY)
+  file(MAKE_DIRECTORY "${parent}")
+  file(CREATE_LINK "${folder}" "${root}/${link}" SYMBOLIC)
   set(${out} "${root}" PARENT_SCOPE)
 endfunction()
 
